@@ -1,0 +1,139 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SecretKeySelector names a key of a Secret in the same namespace.
+type SecretKeySelector struct {
+	// Name of the Secret, in the namespace of the referring object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key in the Secret's data that holds the kubeconfig.
+	// +kubebuilder:default=kubeconfig
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// TaintEffect is what a cluster taint does to workloads that do not tolerate it.
+// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+type TaintEffect string
+
+// Taint effects, as for nodes.
+const (
+	TaintEffectNoSchedule       TaintEffect = "NoSchedule"
+	TaintEffectPreferNoSchedule TaintEffect = "PreferNoSchedule"
+	TaintEffectNoExecute        TaintEffect = "NoExecute"
+)
+
+// ClusterTaint repels workloads that do not tolerate it, as a node taint does pods.
+type ClusterTaint struct {
+	// Key of the taint, a qualified name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Key string `json:"key"`
+
+	// Value of the taint.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Value string `json:"value,omitempty"`
+
+	// Effect of the taint on workloads that do not tolerate it.
+	Effect TaintEffect `json:"effect"`
+}
+
+// KubernetesClusterSpec says how to reach a cluster and whether it takes new work.
+type KubernetesClusterSpec struct {
+	// ConnectionSecretRef names the Secret, in this namespace, holding a
+	// kubeconfig for the cluster.
+	ConnectionSecretRef SecretKeySelector `json:"connectionSecretRef"`
+
+	// Unschedulable cordons the cluster: no new workloads are placed on it.
+	// +optional
+	Unschedulable bool `json:"unschedulable,omitempty"`
+
+	// Taints repel workloads that do not tolerate them.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Taints []ClusterTaint `json:"taints,omitempty"`
+
+	// Provider is the cloud or platform the cluster runs on; it is published
+	// as the compute.placer.dev/cloud-provider label.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+	// +optional
+	Provider string `json:"provider,omitempty"`
+}
+
+// KubernetesClusterStatus is what the cluster controller last learned of the cluster.
+type KubernetesClusterStatus struct {
+	xpv2.ConditionedStatus `json:",inline"`
+
+	// Version is the gitVersion the cluster's /version reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// NodeCount is the number of nodes in the cluster.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+
+	// ReadyNodeCount is the number of Ready nodes that accept new pods.
+	// +optional
+	ReadyNodeCount int32 `json:"readyNodeCount,omitempty"`
+
+	// Allocatable is the sum of the allocatable resources of the schedulable nodes.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+
+	// Requested is the sum of the requests of the pods bound to those nodes.
+	// +optional
+	Requested corev1.ResourceList `json:"requested,omitempty"`
+
+	// LargestFreeNode is the most room left on one schedulable node: the
+	// largest free cpu and the largest free memory, each over all nodes.
+	// +optional
+	LargestFreeNode corev1.ResourceList `json:"largestFreeNode,omitempty"`
+
+	// LastProbeTime is when the cluster last answered a probe.
+	// +optional
+	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
+
+	// ObservedGeneration is the generation of the spec this status is for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// A KubernetesCluster is a member cluster Workloads may be scheduled to.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kc;kcluster,categories=placer
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="VERSION",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="NODES",type=integer,JSONPath=`.status.nodeCount`
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].reason`,priority=1
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type KubernetesCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   KubernetesClusterSpec   `json:"spec"`
+	Status KubernetesClusterStatus `json:"status,omitempty"`
+}
+
+// KubernetesClusterList is a list of KubernetesClusters.
+// +kubebuilder:object:root=true
+type KubernetesClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubernetesCluster `json:"items"`
+}

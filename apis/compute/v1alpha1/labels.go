@@ -1,0 +1,36 @@
+package v1alpha1
+
+// Built-in cluster labels, published by the cluster controller and visible to
+// every predicate and to topologyKey.
+const (
+	LabelClusterName      = "compute.placer.dev/cluster-name"
+	LabelClusterNamespace = "compute.placer.dev/cluster-namespace"
+	LabelClusterVersion   = "compute.placer.dev/cluster-version"
+	LabelCloudProvider    = "compute.placer.dev/cloud-provider"
+	LabelRegion           = "topology.kubernetes.io/region"
+	LabelZone             = "topology.kubernetes.io/zone"
+)
+
+// LabelAliases maps the Crossplane design's attribute names, accepted by
+// clusterSelector, to the built-in labels they stand for.
+var LabelAliases = map[string]string{
+	"clusterName":      LabelClusterName,
+	"clusterNamespace": LabelClusterNamespace,
+	"clusterVersion":   LabelClusterVersion,
+	"cloudProvider":    LabelCloudProvider,
+}
+
+// DefaultSchedulerName is the schedulerName a Workload gets when none is set.
+const DefaultSchedulerName = "placer-scheduler"
+
+// Condition types and reasons of this API.
+const (
+	TypeScheduled = "Scheduled"
+
+	ReasonReady          = "Ready"
+	ReasonSecretNotFound = "SecretNotFound"
+	ReasonBadKubeconfig  = "BadKubeconfig"
+	ReasonUnreachable    = "Unreachable"
+	ReasonUnauthorized   = "Unauthorized"
+	ReasonUnschedulable  = "Unschedulable"
+)

@@ -1,0 +1,398 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterReference names a KubernetesCluster.
+type ClusterReference struct {
+	// Name of the KubernetesCluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Namespace of the KubernetesCluster; the Workload's own when empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// SelectorOperator relates a cluster label to a set of values.
+// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+type SelectorOperator string
+
+// ClusterSelectorRequirement is a label key, an operator and values, with the
+// semantics of a node selector requirement.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : true",message="values must hold at least one value when operator is In or NotIn",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="self.operator in ['Exists', 'DoesNotExist'] ? !has(self.values) || size(self.values) == 0 : true",message="values must be empty when operator is Exists or DoesNotExist",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="self.operator in ['Gt', 'Lt'] ? has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]+$') : true",message="values must hold exactly one integer when operator is Gt or Lt",fieldPath=".values"
+type ClusterSelectorRequirement struct {
+	// Key is the cluster label the requirement applies to.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Key string `json:"key"`
+
+	// Operator relates the key to the values.
+	Operator SelectorOperator `json:"operator"`
+
+	// Values for In and NotIn (one or more), Gt and Lt (exactly one integer);
+	// empty for Exists and DoesNotExist.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// ClusterFieldSelectorRequirement selects clusters by a field; only
+// metadata.name is supported.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] && has(self.values) && size(self.values) > 0",message="matchFields supports only the In and NotIn operators, with at least one value",fieldPath=".values"
+type ClusterFieldSelectorRequirement struct {
+	// Key is the field; only metadata.name is supported.
+	// +kubebuilder:validation:Enum=metadata.name
+	Key string `json:"key"`
+
+	// Operator relates the field to the values.
+	Operator SelectorOperator `json:"operator"`
+
+	// Values to compare the field with.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// ClusterSelectorTerm is satisfied when every one of its requirements is.
+type ClusterSelectorTerm struct {
+	// MatchExpressions over cluster labels, ANDed.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	MatchExpressions []ClusterSelectorRequirement `json:"matchExpressions,omitempty"`
+
+	// MatchFields over cluster fields, ANDed.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	MatchFields []ClusterFieldSelectorRequirement `json:"matchFields,omitempty"`
+}
+
+// RequiredClusterSelector holds terms of which at least one must be satisfied.
+type RequiredClusterSelector struct {
+	// ClusterSelectorTerms are ORed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	ClusterSelectorTerms []ClusterSelectorTerm `json:"clusterSelectorTerms"`
+}
+
+// PreferredClusterSelectorTerm adds its weight to every cluster it matches.
+type PreferredClusterSelectorTerm struct {
+	// Weight of the term, 1 to 100.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Weight int32 `json:"weight"`
+
+	// Preference is the term a cluster must match to earn the weight.
+	Preference ClusterSelectorTerm `json:"preference"`
+}
+
+// ClusterAffinity constrains and ranks clusters by their labels, with the
+// semantics of node affinity.
+type ClusterAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution must be met for a
+	// cluster to be chosen.
+	// +optional
+	RequiredDuringSchedulingIgnoredDuringExecution *RequiredClusterSelector `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+
+	// PreferredDuringSchedulingIgnoredDuringExecution ranks feasible clusters.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	PreferredDuringSchedulingIgnoredDuringExecution []PreferredClusterSelectorTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// WorkloadAffinityTerm selects placed Workloads; the term holds for a cluster
+// when such a Workload is placed in a cluster of the same topology domain,
+// the domain being the value of topologyKey among the cluster's labels.
+// +kubebuilder:validation:XValidation:rule="!has(self.labelSelector) || !has(self.labelSelector.matchExpressions) || self.labelSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="labelSelector.matchExpressions operators must be In, NotIn, Exists or DoesNotExist",fieldPath=".labelSelector"
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="namespaceSelector.matchExpressions operators must be In, NotIn, Exists or DoesNotExist",fieldPath=".namespaceSelector"
+type WorkloadAffinityTerm struct {
+	// LabelSelector selects Workloads by their labels; none when empty.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// Namespaces the selected Workloads live in; with namespaceSelector
+	// also unset, the namespace of this Workload.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=atomic
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// NamespaceSelector selects namespaces by label, added to namespaces;
+	// an empty selector ({}) selects every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// TopologyKey is the cluster label whose value defines the topology domain.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	TopologyKey string `json:"topologyKey"`
+}
+
+// WeightedWorkloadAffinityTerm adds its weight to every cluster where its term holds.
+type WeightedWorkloadAffinityTerm struct {
+	// Weight of the term, 1 to 100.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Weight int32 `json:"weight"`
+
+	// WorkloadAffinityTerm is the term.
+	WorkloadAffinityTerm WorkloadAffinityTerm `json:"workloadAffinityTerm"`
+}
+
+// WorkloadAffinity places a Workload near (or, as anti-affinity, away from)
+// other placed Workloads.
+type WorkloadAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution terms must all hold.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	RequiredDuringSchedulingIgnoredDuringExecution []WorkloadAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+
+	// PreferredDuringSchedulingIgnoredDuringExecution terms rank clusters.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	PreferredDuringSchedulingIgnoredDuringExecution []WeightedWorkloadAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
+}
+
+// Affinity groups the Workload's scheduling constraints.
+type Affinity struct {
+	// ClusterAffinity constrains and ranks clusters by their labels.
+	// +optional
+	ClusterAffinity *ClusterAffinity `json:"clusterAffinity,omitempty"`
+
+	// WorkloadAffinity draws the Workload to clusters near selected Workloads.
+	// +optional
+	WorkloadAffinity *WorkloadAffinity `json:"workloadAffinity,omitempty"`
+
+	// WorkloadAntiAffinity keeps the Workload away from selected Workloads.
+	// +optional
+	WorkloadAntiAffinity *WorkloadAffinity `json:"workloadAntiAffinity,omitempty"`
+}
+
+// TolerationOperator relates a toleration's key to its value.
+// +kubebuilder:validation:Enum=Exists;Equal
+type TolerationOperator string
+
+// ClusterToleration lets a Workload be placed on a cluster with a matching
+// taint, as a pod toleration does for node taints.
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="value must be empty when operator is Exists",fieldPath=".value"
+// +kubebuilder:validation:XValidation:rule="has(self.key) && self.key != '' || has(self.operator) && self.operator == 'Exists'",message="operator must be Exists when key is empty",fieldPath=".operator"
+type ClusterToleration struct {
+	// Key of the taint tolerated; empty with operator Exists tolerates every taint.
+	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// Operator is Equal (the default) or Exists.
+	// +optional
+	Operator TolerationOperator `json:"operator,omitempty"`
+
+	// Value the taint must have, with operator Equal.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Value string `json:"value,omitempty"`
+
+	// Effect tolerated; empty tolerates every effect.
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+	// +optional
+	Effect TaintEffect `json:"effect,omitempty"`
+}
+
+// TargetDeployment describes the pods delivered to the chosen cluster.
+type TargetDeployment struct {
+	// Replicas is the number of pods.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Selector of the pods; it must match the template's labels.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Template of each pod.
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// Strategy for replacing pods when the template changes.
+	// +optional
+	Strategy appsv1.DeploymentStrategy `json:"strategy,omitempty"`
+}
+
+// PlacementMode chooses how fit is proven in the target cluster.
+// +kubebuilder:validation:Enum=Reserve;NoReservation
+type PlacementMode string
+
+// Placement modes.
+const (
+	// PlacementModeReserve proves fit with reserved candidate pods before committing.
+	PlacementModeReserve PlacementMode = "Reserve"
+	// PlacementModeNoReservation lets the target's own scheduler place the pods.
+	PlacementModeNoReservation PlacementMode = "NoReservation"
+)
+
+// Placement tunes the handshake with target clusters.
+type Placement struct {
+	// FanOut is how many ranked clusters receive candidate pods at once.
+	// Bounded at 16: each of them runs a candidate per replica.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +optional
+	FanOut int32 `json:"fanOut,omitempty"`
+
+	// Mode is Reserve (the default) or NoReservation.
+	// +kubebuilder:default=Reserve
+	// +optional
+	Mode PlacementMode `json:"mode,omitempty"`
+}
+
+// WorkloadSpec is what to run and where it may run.
+type WorkloadSpec struct {
+	// TargetCluster names the cluster the Workload must run in.
+	// +optional
+	TargetCluster *ClusterReference `json:"targetCluster,omitempty"`
+
+	// ClusterSelector requires cluster labels; built-in labels and the
+	// aliases clusterName, clusterNamespace, clusterVersion and cloudProvider
+	// are accepted.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	ClusterSelector map[string]string `json:"clusterSelector,omitempty"`
+
+	// Affinity constrains and ranks clusters.
+	// +optional
+	Affinity *Affinity `json:"affinity,omitempty"`
+
+	// ClusterTolerations let the Workload be placed on tainted clusters.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	ClusterTolerations []ClusterToleration `json:"clusterTolerations,omitempty"`
+
+	// SchedulerName is the scheduler that places this Workload.
+	// +kubebuilder:default=placer-scheduler
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// TargetNamespace is the namespace in the target cluster; the Workload's own when empty.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// TargetDeployment is the pods to run.
+	TargetDeployment TargetDeployment `json:"targetDeployment"`
+
+	// TargetService is delivered with the pods, selecting them.
+	// +optional
+	TargetService *corev1.ServiceSpec `json:"targetService,omitempty"`
+
+	// Placement tunes the handshake.
+	// +kubebuilder:default={fanOut: 1, mode: Reserve}
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+}
+
+// RejectedCluster is a cluster where this generation's handshake failed.
+type RejectedCluster struct {
+	// Cluster that rejected the candidates.
+	Cluster ClusterReference `json:"cluster"`
+
+	// Reason is a CamelCase word: Unschedulable, HandshakeTimeout, ...
+	Reason string `json:"reason"`
+
+	// Message is the target's own explanation, e.g. its scheduler's message.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Generation of the Workload the rejection belongs to.
+	Generation int64 `json:"generation"`
+
+	// Time of the rejection.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// WorkloadStatus is where the Workload was placed and how it is doing there.
+type WorkloadStatus struct {
+	xpv2.ConditionedStatus `json:",inline"`
+
+	// ClusterRef is the cluster the Workload is placed in.
+	// +optional
+	ClusterRef *ClusterReference `json:"clusterRef,omitempty"`
+
+	// NominatedClusters are the ranked first fanOut clusters.
+	// +listType=atomic
+	// +optional
+	NominatedClusters []ClusterReference `json:"nominatedClusters,omitempty"`
+
+	// RejectedClusters are the handshake failures of this generation.
+	// +listType=atomic
+	// +optional
+	RejectedClusters []RejectedCluster `json:"rejectedClusters,omitempty"`
+
+	// Replicas is the number of pods delivered.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ScheduledReplicas is the number of pods bound to a node.
+	// +optional
+	ScheduledReplicas int32 `json:"scheduledReplicas,omitempty"`
+
+	// ReadyReplicas is the number of pods Ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// ObservedGeneration is the generation this status is for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// A Workload is a set of pods (and a Service) to run in one cluster of the fleet.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wl,categories=placer
+// +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.clusterRef.name`
+// +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].reason`,priority=1
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type Workload struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   WorkloadSpec   `json:"spec"`
+	Status WorkloadStatus `json:"status,omitempty"`
+}
+
+// WorkloadList is a list of Workloads.
+// +kubebuilder:object:root=true
+type WorkloadList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workload `json:"items"`
+}

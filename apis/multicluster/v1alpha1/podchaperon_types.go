@@ -1,0 +1,40 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Annotation keys of the handshake.
+const (
+	AnnotationPrefix     = "multicluster.placer.dev/"
+	AnnotationIsReserved = AnnotationPrefix + "is-reserved"
+	AnnotationIsAllowed  = AnnotationPrefix + "is-allowed"
+)
+
+// A PodChaperon holds a candidate pod in a target cluster: its labels and
+// annotations and spec become the pod's, and the pod's status is mirrored
+// back into its status.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=chap;chaperon,categories=placer
+// +kubebuilder:printcolumn:name="RESERVED",type=string,JSONPath=`.metadata.annotations.multicluster\.placer\.dev/is-reserved`
+// +kubebuilder:printcolumn:name="ALLOWED",type=string,JSONPath=`.metadata.annotations.multicluster\.placer\.dev/is-allowed`
+// +kubebuilder:printcolumn:name="NODE",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodChaperon struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   corev1.PodSpec   `json:"spec"`
+	Status corev1.PodStatus `json:"status,omitempty"`
+}
+
+// PodChaperonList is a list of PodChaperons.
+// +kubebuilder:object:root=true
+type PodChaperonList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodChaperon `json:"items"`
+}

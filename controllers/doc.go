@@ -1,0 +1,2 @@
+// Package controllers wires placer's logic to controller-runtime reconcilers.
+package controllers
