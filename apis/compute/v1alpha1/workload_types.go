@@ -117,15 +117,66 @@ type ClusterAffinity struct {
 	PreferredDuringSchedulingIgnoredDuringExecution []PreferredClusterSelectorTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 
+// LabelSelectorOperator relates a label to a set of values.
+// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+type LabelSelectorOperator string
+
+// LabelSelectorRequirement is a metav1.LabelSelectorRequirement whose
+// operator and values the API server checks.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : true",message="values must hold at least one value when operator is In or NotIn",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="self.operator in ['Exists', 'DoesNotExist'] ? !has(self.values) || size(self.values) == 0 : true",message="values must be empty when operator is Exists or DoesNotExist",fieldPath=".values"
+type LabelSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Key string `json:"key"`
+
+	// Operator relates the key to the values.
+	Operator LabelSelectorOperator `json:"operator"`
+
+	// Values for In and NotIn; empty for Exists and DoesNotExist.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector selects objects by label, as metav1.LabelSelector does.
+type LabelSelector struct {
+	// MatchLabels are ANDed with matchExpressions.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// MatchExpressions are ANDed.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// AsMetav1 returns the selector as a metav1.LabelSelector.
+func (s *LabelSelector) AsMetav1() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, e := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator), Values: e.Values,
+		})
+	}
+	return out
+}
+
 // WorkloadAffinityTerm selects placed Workloads; the term holds for a cluster
 // when such a Workload is placed in a cluster of the same topology domain,
 // the domain being the value of topologyKey among the cluster's labels.
-// +kubebuilder:validation:XValidation:rule="!has(self.labelSelector) || !has(self.labelSelector.matchExpressions) || self.labelSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="labelSelector.matchExpressions operators must be In, NotIn, Exists or DoesNotExist",fieldPath=".labelSelector"
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="namespaceSelector.matchExpressions operators must be In, NotIn, Exists or DoesNotExist",fieldPath=".namespaceSelector"
 type WorkloadAffinityTerm struct {
 	// LabelSelector selects Workloads by their labels; none when empty.
 	// +optional
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 
 	// Namespaces the selected Workloads live in; with namespaceSelector
 	// also unset, the namespace of this Workload.
@@ -139,7 +190,7 @@ type WorkloadAffinityTerm struct {
 	// NamespaceSelector selects namespaces by label, added to namespaces;
 	// an empty selector ({}) selects every namespace.
 	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	NamespaceSelector *LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// TopologyKey is the cluster label whose value defines the topology domain.
 	// +kubebuilder:validation:MinLength=1

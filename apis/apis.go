@@ -1,0 +1,17 @@
+// Package apis holds placer's API groups.
+package apis
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	computev1alpha1 "github.com/placer-dev/placer/apis/compute/v1alpha1"
+	multiclusterv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+// AddToScheme adds every placer API group to a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	if err := computev1alpha1.AddToScheme(s); err != nil {
+		return err
+	}
+	return multiclusterv1alpha1.AddToScheme(s)
+}

@@ -1,0 +1,288 @@
+package apis_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	computev1alpha1 "github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+const workloadHead = `
+apiVersion: compute.placer.dev/v1alpha1
+kind: Workload
+metadata: {name: w, namespace: default}
+`
+
+const template = `
+  targetDeployment:
+    template:
+      spec:
+        containers: [{name: app, image: pause}]
+`
+
+// workload returns a Workload manifest whose spec is the fragment plus a
+// valid pod template.
+func workload(spec string) string { return workloadHead + "spec:\n" + spec + template }
+
+// clusterAffinityExpr returns a Workload with one required cluster-affinity expression.
+func clusterAffinityExpr(expr string) string {
+	return workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms:
+        - matchExpressions:
+          - ` + expr + `
+`)
+}
+
+const required = "spec.affinity.clusterAffinity.requiredDuringSchedulingIgnoredDuringExecution.clusterSelectorTerms[0]"
+
+func cluster(spec string) string {
+	return `
+apiVersion: compute.placer.dev/v1alpha1
+kind: KubernetesCluster
+metadata: {name: c, namespace: default}
+spec:
+` + spec
+}
+
+func TestInvalidObjectsAreRefused(t *testing.T) {
+	env := testenv.Start(t)
+	cases := []struct {
+		name      string
+		manifest  string
+		wantField string
+	}{
+		{"operator not in enum", clusterAffinityExpr(`{key: region, operator: Near, values: [a]}`), required + ".matchExpressions[0].operator"},
+		{"In without values", clusterAffinityExpr(`{key: region, operator: In}`), required + ".matchExpressions[0].values"},
+		{"NotIn with empty values", clusterAffinityExpr(`{key: region, operator: NotIn, values: []}`), required + ".matchExpressions[0].values"},
+		{"Exists with values", clusterAffinityExpr(`{key: region, operator: Exists, values: [a]}`), required + ".matchExpressions[0].values"},
+		{"DoesNotExist with values", clusterAffinityExpr(`{key: region, operator: DoesNotExist, values: [a]}`), required + ".matchExpressions[0].values"},
+		{"Gt with two values", clusterAffinityExpr(`{key: nodes, operator: Gt, values: ["1", "2"]}`), required + ".matchExpressions[0].values"},
+		{"Lt with a non-integer", clusterAffinityExpr(`{key: nodes, operator: Lt, values: [ten]}`), required + ".matchExpressions[0].values"},
+		{"empty expression key", clusterAffinityExpr(`{key: "", operator: Exists}`), required + ".matchExpressions[0].key"},
+		{"no cluster selector terms", workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms: []
+`), "spec.affinity.clusterAffinity.requiredDuringSchedulingIgnoredDuringExecution.clusterSelectorTerms"},
+		{"matchFields on a label", workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms:
+        - matchFields: [{key: metadata.labels, operator: In, values: [a]}]
+`), required + ".matchFields[0].key"},
+		{"preferred weight 0", workload(`
+  affinity:
+    clusterAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 0, preference: {matchExpressions: [{key: a, operator: Exists}]}}
+`), "spec.affinity.clusterAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"},
+		{"preferred weight 101", workload(`
+  affinity:
+    clusterAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 101, preference: {matchExpressions: [{key: a, operator: Exists}]}}
+`), "spec.affinity.clusterAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"},
+		{"workload affinity weight 0", workload(`
+  affinity:
+    workloadAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 0, workloadAffinityTerm: {topologyKey: region}}
+`), "spec.affinity.workloadAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"},
+		{"empty topologyKey", workload(`
+  affinity:
+    workloadAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: "", labelSelector: {matchLabels: {app: db}}}
+`), "spec.affinity.workloadAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"},
+		{"missing topologyKey", workload(`
+  affinity:
+    workloadAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {labelSelector: {matchLabels: {app: db}}}
+`), "spec.affinity.workloadAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"},
+		{"label selector operator", workload(`
+  affinity:
+    workloadAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchExpressions: [{key: app, operator: Near, values: [a]}]}}
+`), "spec.affinity.workloadAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator"},
+		{"bad namespace in term", workload(`
+  affinity:
+    workloadAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, namespaces: [Not_A_Namespace]}
+`), "spec.affinity.workloadAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces[0]"},
+		{"negative replicas", workloadHead + `
+spec:
+  targetDeployment:
+    replicas: -1
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.replicas"},
+		{"fanOut 0", workload("  placement: {fanOut: 0}\n"), "spec.placement.fanOut"},
+		{"fanOut 17", workload("  placement: {fanOut: 17}\n"), "spec.placement.fanOut"},
+		{"unknown placement mode", workload("  placement: {mode: Sometimes}\n"), "spec.placement.mode"},
+		{"target cluster name not DNS-1123", workload("  targetCluster: {name: Bad_Name}\n"), "spec.targetCluster.name"},
+		{"target cluster without name", workload("  targetCluster: {namespace: default}\n"), "spec.targetCluster.name"},
+		{"target cluster namespace not DNS-1123", workload("  targetCluster: {name: east, namespace: Not.OK}\n"), "spec.targetCluster.namespace"},
+		{"target namespace not DNS-1123", workload("  targetNamespace: UPPER\n"), "spec.targetNamespace"},
+		{"schedulerName with a space", workload("  schedulerName: my scheduler\n"), "spec.schedulerName"},
+		{"toleration effect", workload("  clusterTolerations: [{key: a, operator: Exists, effect: Evict}]\n"), "spec.clusterTolerations[0].effect"},
+		{"toleration operator", workload("  clusterTolerations: [{key: a, operator: Maybe}]\n"), "spec.clusterTolerations[0].operator"},
+		{"toleration Exists with a value", workload("  clusterTolerations: [{key: a, operator: Exists, value: b}]\n"), "spec.clusterTolerations[0].value"},
+		{"toleration without key needs Exists", workload("  clusterTolerations: [{operator: Equal, value: b}]\n"), "spec.clusterTolerations[0].operator"},
+		{"no targetDeployment", workloadHead + "spec: {schedulerName: x}\n", "spec.targetDeployment"},
+		{"pod template without containers", workloadHead + "spec: {targetDeployment: {template: {spec: {}}}}\n", "spec.targetDeployment.template.spec.containers"},
+		{"workload name not DNS-1123", strings.Replace(workload(""), "name: w,", "name: W_1,", 1), "metadata.name"},
+		{"cluster without connectionSecretRef", cluster("  provider: aws\n"), "spec.connectionSecretRef"},
+		{"connectionSecretRef without name", cluster("  connectionSecretRef: {key: kubeconfig}\n"), "spec.connectionSecretRef.name"},
+		{"connectionSecretRef with empty name", cluster("  connectionSecretRef: {name: \"\"}\n"), "spec.connectionSecretRef.name"},
+		{"cluster taint effect", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: a, effect: Evict}]\n"), "spec.taints[0].effect"},
+		{"cluster taint without key", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: \"\", effect: NoSchedule}]\n"), "spec.taints[0].key"},
+		{"chaperon without containers", `
+apiVersion: multicluster.placer.dev/v1alpha1
+kind: PodChaperon
+metadata: {name: p, namespace: default}
+spec: {}
+`, "spec.containers"},
+	}
+	if len(cases) < 25 {
+		t.Fatalf("want at least 25 invalid manifests, have %d", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := decode(t, tc.manifest)
+			err := env.Client.Create(context.Background(), u)
+			if err == nil {
+				_ = env.Client.Delete(context.Background(), u)
+				t.Fatalf("the API server accepted an invalid %s", u.GetKind())
+			}
+			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantField) {
+				t.Errorf("error does not name %s:\n%v", tc.wantField, err)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, decode(t, workload(""))); err != nil {
+		t.Fatal(err)
+	}
+	w := &computev1alpha1.Workload{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "w"}, w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Spec.SchedulerName != computev1alpha1.DefaultSchedulerName {
+		t.Errorf("schedulerName = %q, want %q", w.Spec.SchedulerName, computev1alpha1.DefaultSchedulerName)
+	}
+	if w.Spec.Placement.FanOut != 1 || w.Spec.Placement.Mode != computev1alpha1.PlacementModeReserve {
+		t.Errorf("placement = %+v, want fanOut 1 and mode Reserve", w.Spec.Placement)
+	}
+	if w.Spec.TargetDeployment.Replicas == nil || *w.Spec.TargetDeployment.Replicas != 1 {
+		t.Errorf("replicas = %v, want 1", w.Spec.TargetDeployment.Replicas)
+	}
+	if err := env.Client.Create(ctx, decode(t, cluster("  connectionSecretRef: {name: s}\n"))); err != nil {
+		t.Fatal(err)
+	}
+	c := &computev1alpha1.KubernetesCluster{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "c"}, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.ConnectionSecretRef.Key != "kubeconfig" {
+		t.Errorf("connectionSecretRef.key = %q, want kubeconfig", c.Spec.ConnectionSecretRef.Key)
+	}
+}
+
+func TestExamplesAreAccepted(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(t), "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no examples found")
+	}
+	count := 0
+	for _, f := range files {
+		for _, u := range decodeFile(t, f) {
+			if ns := u.GetNamespace(); ns != "" {
+				err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
+			}
+			if err := env.Client.Create(ctx, u); err != nil {
+				t.Errorf("%s: %s %s refused: %v", filepath.Base(f), u.GetKind(), u.GetName(), err)
+			}
+			count++
+		}
+	}
+	t.Logf("applied %d objects from %d files", count, len(files))
+}
+
+func decode(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
+		t.Fatalf("bad test manifest: %v\n%s", err, manifest)
+	}
+	return u
+}
+
+// decodeFile reads every object of a multi-document YAML file.
+func decodeFile(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := utilyaml.NewYAMLReader(bufioReader(b))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }

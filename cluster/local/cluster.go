@@ -1,0 +1,454 @@
+// Package local runs real Kubernetes clusters on the loopback interface:
+// etcd, kube-apiserver, kube-controller-manager, optionally kube-scheduler,
+// and kwok for nodes and pod lifecycles. They serve the tests, the
+// benchmarks and the sandbox.
+package local
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/keyutil"
+)
+
+// Versions of the binaries a local cluster runs, as the Makefile builds them.
+const (
+	KubernetesVersion = "v1.35.4"
+	KwokVersion       = "v0.7.0"
+)
+
+// Options of a local cluster.
+type Options struct {
+	// Name of the cluster, used in file and context names.
+	Name string
+	// Dir holds the cluster's data, certificates, kubeconfigs and logs; a
+	// new temporary folder when empty.
+	Dir string
+	// BinDir is the folder the Makefile builds into (bin/); BinDirFromEnv
+	// finds it when empty.
+	BinDir string
+	// Scheduler runs kube-scheduler for the cluster's own pods.
+	Scheduler bool
+	// NoKwok leaves kwok out: nodes then stay NotReady.
+	NoKwok bool
+	// StartTimeout bounds each component's start; 2 minutes when zero.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts       Options
+	dir        string
+	ownDir     bool
+	ca         *authority
+	apiPort    int
+	etcdURL    string
+	kubeconfig string
+	config     *rest.Config
+
+	mu        sync.Mutex
+	etcd      *process
+	apiserver *process
+	others    []*process
+}
+
+const (
+	errBinaries = "cannot find the local-cluster binaries; run 'make tools' or set PLACER_BIN_DIR"
+	serviceCIDR = "10.0.0.0/24"
+)
+
+// BinDirFromEnv returns $PLACER_BIN_DIR, or the bin/ folder of the
+// repository the working directory is in.
+func BinDirFromEnv() string {
+	if d := os.Getenv("PLACER_BIN_DIR"); d != "" {
+		return d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "bin"
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "bin")
+		}
+		if filepath.Dir(d) == d {
+			return "bin"
+		}
+	}
+}
+
+// KubernetesBinDir is where the Kubernetes binaries of binDir are.
+func KubernetesBinDir(binDir string) string {
+	return filepath.Join(binDir, "k8s", KubernetesVersion)
+}
+
+func (c *Cluster) binary(name string) (string, error) {
+	p := filepath.Join(KubernetesBinDir(c.opts.BinDir), name)
+	if name == "kwok" {
+		p = filepath.Join(c.opts.BinDir, "kwok", KwokVersion, name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", errors.Wrap(err, errBinaries)
+	}
+	return p, nil
+}
+
+// Start starts a local cluster and returns once its API server is ready,
+// its controllers run and kwok manages nodes. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if opts.Name == "" {
+		opts.Name = "local"
+	}
+	if opts.BinDir == "" {
+		opts.BinDir = BinDirFromEnv()
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 2 * time.Minute
+	}
+	c := &Cluster{opts: opts, dir: opts.Dir}
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "placer-"+opts.Name+"-"); err != nil {
+			return nil, errors.Wrap(err, "cannot create cluster folder")
+		}
+		c.ownDir = true
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, errors.Wrap(err, "cannot create cluster folder")
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	if err := c.writeCredentials(); err != nil {
+		return nil, err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if c.apiPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	if err := c.StartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.startControllers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) path(name string) string { return filepath.Join(c.dir, name) }
+
+// writeCredentials creates the CA, the serving certificate, the admin
+// identity and the service account signing key.
+func (c *Cluster) writeCredentials() error {
+	ca, err := newAuthority(c.opts.Name)
+	if err != nil {
+		return err
+	}
+	c.ca = ca
+	if err := os.WriteFile(c.path("ca.crt"), ca.certPEM(), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write CA certificate")
+	}
+	crt, key, err := ca.issue("kube-apiserver", nil, true)
+	if err != nil {
+		return err
+	}
+	if _, _, err := writePair(c.dir, "apiserver", crt, key); err != nil {
+		return err
+	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return errors.Wrap(err, "cannot generate service account key")
+	}
+	saPEM, err := keyutil.MarshalPrivateKeyToPEM(saKey)
+	if err != nil {
+		return errors.Wrap(err, "cannot encode service account key")
+	}
+	if err := os.WriteFile(c.path("sa.key"), saPEM, 0o600); err != nil {
+		return errors.Wrap(err, "cannot write service account key")
+	}
+	return nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	bin, err := c.binary("etcd")
+	if err != nil {
+		return err
+	}
+	client, err := freePort()
+	if err != nil {
+		return err
+	}
+	peer, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	p, err := startProcess(c.dir, "etcd", bin,
+		"--name=default",
+		"--data-dir="+c.path("etcd"),
+		"--listen-client-urls="+c.etcdURL,
+		"--advertise-client-urls="+c.etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=4294967296",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.etcd = p
+	c.mu.Unlock()
+	hc := &http.Client{Timeout: time.Second}
+	return p.waitFor(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.etcdURL+"/health", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.Errorf("etcd /health: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// StartAPIServer starts kube-apiserver, on the cluster's port, and waits for
+// it to be ready. Start calls it; tests call it again after StopAPIServer.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	bin, err := c.binary("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	p, err := startProcess(c.dir, "kube-apiserver", bin,
+		"--etcd-servers="+c.etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+itoa(c.apiPort),
+		"--tls-cert-file="+c.path("apiserver.crt"),
+		"--tls-private-key-file="+c.path("apiserver.key"),
+		"--client-ca-file="+c.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+c.path("sa.key"),
+		"--service-account-signing-key-file="+c.path("sa.key"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=0",
+	)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.apiserver = p
+	c.mu.Unlock()
+	if err := c.writeAdminKubeconfig(); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.config)
+	if err != nil {
+		return errors.Wrap(err, "cannot create client")
+	}
+	return p.waitFor(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return errors.Wrapf(err, "readyz: %s", body)
+		}
+		return nil
+	})
+}
+
+// StopAPIServer stops kube-apiserver only, so the cluster is unreachable
+// while its data and other components remain.
+func (c *Cluster) StopAPIServer() {
+	c.mu.Lock()
+	p := c.apiserver
+	c.apiserver = nil
+	c.mu.Unlock()
+	p.stop(10 * time.Second)
+}
+
+func (c *Cluster) writeAdminKubeconfig() error {
+	if c.config != nil {
+		return nil
+	}
+	kc, err := c.KubeconfigFor("placer-admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	c.kubeconfig = c.path("admin.kubeconfig")
+	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+		return errors.Wrap(err, "cannot write admin kubeconfig")
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return errors.Wrap(err, "cannot load admin kubeconfig")
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	c.config = cfg
+	return nil
+}
+
+// KubeconfigFor mints a kubeconfig for a client-certificate identity with
+// the given user name and groups. It holds no more rights than RBAC grants it.
+func (c *Cluster) KubeconfigFor(user string, groups ...string) ([]byte, error) {
+	crt, key, err := c.ca.issue(user, groups, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[c.opts.Name] = &clientcmdapi.Cluster{
+		Server:                   c.Server(),
+		CertificateAuthorityData: c.ca.certPEM(),
+	}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
+	cfg.Contexts[c.opts.Name] = &clientcmdapi.Context{Cluster: c.opts.Name, AuthInfo: user}
+	cfg.CurrentContext = c.opts.Name
+	b, err := clientcmd.Write(*cfg)
+	return b, errors.Wrap(err, "cannot encode kubeconfig")
+}
+
+func (c *Cluster) startControllers() error {
+	kcm, err := c.binary("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	p, err := startProcess(c.dir, "kube-controller-manager", kcm,
+		"--kubeconfig="+c.kubeconfig,
+		"--authentication-kubeconfig="+c.kubeconfig,
+		"--authorization-kubeconfig="+c.kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--controllers=*",
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+c.path("sa.key"),
+		"--root-ca-file="+c.path("ca.crt"),
+		"--cluster-name="+c.opts.Name,
+		"--node-monitor-grace-period=40s",
+		"--v=0",
+	)
+	if err != nil {
+		return err
+	}
+	c.addProcess(p)
+	if c.opts.Scheduler {
+		ks, err := c.binary("kube-scheduler")
+		if err != nil {
+			return err
+		}
+		p, err := startProcess(c.dir, "kube-scheduler", ks,
+			"--kubeconfig="+c.kubeconfig,
+			"--authentication-kubeconfig="+c.kubeconfig,
+			"--authorization-kubeconfig="+c.kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=0",
+			"--leader-elect=false",
+			"--v=0",
+		)
+		if err != nil {
+			return err
+		}
+		c.addProcess(p)
+	}
+	if c.opts.NoKwok {
+		return nil
+	}
+	kwok, err := c.binary("kwok")
+	if err != nil {
+		return err
+	}
+	p, err = startProcess(c.dir, "kwok", kwok,
+		"--kubeconfig="+c.kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
+		"--manage-nodes-with-label-selector=",
+		"--cidr=10.244.0.1/16",
+		"--node-ip=10.0.0.1",
+		"--node-lease-duration-seconds=40",
+	)
+	if err != nil {
+		return err
+	}
+	c.addProcess(p)
+	return nil
+}
+
+func (c *Cluster) addProcess(p *process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.others = append(c.others, p)
+}
+
+// Name of the cluster.
+func (c *Cluster) Name() string { return c.opts.Name }
+
+// Dir holds the cluster's files and logs.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Server is the API server's URL.
+func (c *Cluster) Server() string { return fmt.Sprintf("https://127.0.0.1:%d", c.apiPort) }
+
+// KubeconfigPath is the admin kubeconfig file.
+func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// AdminKubeconfig returns the admin kubeconfig's contents.
+func (c *Cluster) AdminKubeconfig() ([]byte, error) {
+	b, err := os.ReadFile(c.kubeconfig)
+	return b, errors.Wrap(err, "cannot read admin kubeconfig")
+}
+
+// RESTConfig is a copy of the admin identity's client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// PIDs of the processes running now, by component.
+func (c *Cluster) PIDs() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pids := map[string]int{}
+	for _, p := range append([]*process{c.etcd, c.apiserver}, c.others...) {
+		if p != nil && !p.exited() {
+			pids[p.name] = p.PID()
+		}
+	}
+	return pids
+}
+
+// Close stops every process the cluster started, by PID, and removes the
+// cluster's folder if Start created it.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	procs := append([]*process{}, c.others...)
+	procs = append(procs, c.apiserver, c.etcd)
+	c.others, c.apiserver, c.etcd = nil, nil, nil
+	c.mu.Unlock()
+	for _, p := range procs {
+		p.stop(10 * time.Second)
+	}
+	if c.ownDir {
+		return errors.Wrap(os.RemoveAll(c.dir), "cannot remove cluster folder")
+	}
+	return nil
+}

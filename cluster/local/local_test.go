@@ -1,0 +1,162 @@
+package local
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// StartForTest starts a cluster and stops it when the test ends.
+func startForTest(t *testing.T, ctx context.Context, opts Options) *Cluster {
+	t.Helper()
+	c, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start cluster %s: %v", opts.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestThreeClustersRunPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	names := []string{"east", "west", "gpu"}
+	clusters := make([]*Cluster, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clusters[i], errs[i] = Start(ctx, Options{Name: name, Scheduler: true})
+		}()
+	}
+	wg.Wait()
+	for i := range names {
+		if clusters[i] != nil {
+			t.Cleanup(func() { _ = clusters[i].Close() })
+		}
+		if errs[i] != nil {
+			t.Fatalf("start %s: %v", names[i], errs[i])
+		}
+	}
+
+	servers := map[string]bool{}
+	for i, c := range clusters {
+		if servers[c.Server()] {
+			t.Fatalf("two clusters share the server %s", c.Server())
+		}
+		servers[c.Server()] = true
+
+		cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+		v, err := cs.Discovery().ServerVersion()
+		if err != nil {
+			t.Fatalf("%s: /version: %v", c.Name(), err)
+		}
+		if v.GitVersion != KubernetesVersion {
+			t.Errorf("%s: /version reports %q, want %q", c.Name(), v.GitVersion, KubernetesVersion)
+		}
+
+		node := Node{
+			Name: c.Name() + "-node-0", CPU: "8", Memory: "32Gi",
+			Labels: map[string]string{"topology.kubernetes.io/region": "region-" + c.Name(), "topology.kubernetes.io/zone": "zone-a"},
+			Taints: []corev1.Taint{KwokTaint},
+		}
+		if names[i] == "gpu" {
+			node.Extended = map[string]string{"nvidia.com/gpu": "4"}
+		}
+		if err := c.AddNodes(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for i, c := range clusters {
+		cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+		if err := WaitForNodesReady(ctx, cs, 1); err != nil {
+			t.Fatalf("%s: %v", c.Name(), err)
+		}
+		limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		if names[i] == "gpu" {
+			limits["nvidia.com/gpu"] = resource.MustParse("1")
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				Containers:  []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Limits: limits, Requests: limits}}},
+				Tolerations: []corev1.Toleration{KwokToleration},
+			},
+		}
+		if err := WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: create pod: %v", c.Name(), err)
+		}
+	}
+
+	for _, c := range clusters {
+		cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+		p, err := WaitForPod(ctx, cs, "default", "hello", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name(), err)
+		}
+		if want := c.Name() + "-node-0"; p.Spec.NodeName != want {
+			t.Errorf("%s: pod runs on %q, want the kwok node %q", c.Name(), p.Spec.NodeName, want)
+		}
+	}
+}
+
+func TestRestrictedIdentityAndRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startForTest(t, ctx, Options{Name: "solo", NoKwok: true})
+
+	kc, err := c.KubeconfigFor("alice", "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := kubernetes.NewForConfigOrDie(cfg)
+	if _, err := alice.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("an identity without RBAC grants listed Secrets")
+	}
+
+	pids := c.PIDs()
+	if pids["kube-apiserver"] == 0 || pids["etcd"] == 0 || pids["kube-controller-manager"] == 0 {
+		t.Fatalf("want etcd, kube-apiserver and kube-controller-manager running, got %v", pids)
+	}
+	c.StopAPIServer()
+	admin := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	if _, err := admin.Discovery().ServerVersion(); err == nil {
+		t.Fatal("API server still answers after StopAPIServer")
+	}
+	if err := c.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("API server does not answer after restart: %v", err)
+	}
+
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: time.Second}
+	if _, err := hc.Get(c.Server()); err == nil {
+		t.Error("API server answers after Close")
+	}
+	if got := c.PIDs(); len(got) != 0 {
+		t.Errorf("processes left after Close: %v", got)
+	}
+}

@@ -1,0 +1,156 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// process is one server a local cluster runs. It is started with a parent
+// death signal, so it dies with the test or program that started it even
+// when that one is killed, and stopped by its PID.
+type process struct {
+	name    string
+	logFile string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+// The parent death signal fires when the thread that started the child
+// exits, so every child is started from one thread that never exits.
+var (
+	spawnOnce sync.Once
+	spawnCh   chan func()
+)
+
+func onSpawnThread(f func()) {
+	spawnOnce.Do(func() {
+		spawnCh = make(chan func())
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the program
+			for f := range spawnCh {
+				f()
+			}
+		}()
+	})
+	done := make(chan struct{})
+	spawnCh <- func() { f(); close(done) }
+	<-done
+}
+
+func startProcess(dir, name, binary string, args ...string) (*process, error) {
+	logFile := filepath.Join(dir, name+".log")
+	out, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot open log of %s", name)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	onSpawnThread(func() { err = cmd.Start() })
+	if err != nil {
+		_ = out.Close()
+		return nil, errors.Wrapf(err, "cannot start %s", name)
+	}
+	p := &process{name: name, logFile: logFile, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = out.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// PID of the process.
+func (p *process) PID() int { return p.cmd.Process.Pid }
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the process group led by the process, then SIGKILL
+// if it has not ended within the grace period.
+func (p *process) stop(grace time.Duration) {
+	if p == nil || p.exited() {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// logTail returns the last lines of the process's log, for error messages.
+func (p *process) logTail(lines int) string {
+	b, err := os.ReadFile(p.logFile)
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// failure describes a process that did not come up.
+func (p *process) failure(err error) error {
+	state := "still running"
+	if p.exited() {
+		state = fmt.Sprintf("exited: %v", p.err)
+	}
+	return errors.Errorf("%s (pid %d, %s) did not become ready: %v; log %s ends:\n%s", p.name, p.PID(), state, err, p.logFile, p.logTail(20))
+}
+
+// waitFor calls check until it succeeds, the process exits or ctx ends.
+func (p *process) waitFor(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	for {
+		if err = check(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return p.failure(err)
+		case <-ctx.Done():
+			return p.failure(err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// freePort returns a loopback TCP port nobody listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot find a free port")
+	}
+	defer l.Close() //nolint:errcheck // Only the port number is needed.
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

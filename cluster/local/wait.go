@@ -1,0 +1,101 @@
+package local
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// WaitForPod watches one pod until cond holds for it or ctx ends.
+func WaitForPod(ctx context.Context, cs kubernetes.Interface, namespace, name string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			return cs.CoreV1().Pods(namespace).List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			return cs.CoreV1().Pods(namespace).Watch(ctx, o)
+		},
+	}
+	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(e watch.Event) (bool, error) {
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && e.Type != watch.Deleted && cond(p), nil
+	})
+	if err != nil {
+		return nil, errors.Wrapf(err, "pod %s/%s did not reach the expected state", namespace, name)
+	}
+	return ev.Object.(*corev1.Pod), nil
+}
+
+// WaitForServiceAccount watches until the namespace's service account
+// exists: pods are refused until the controller manager has created it.
+func WaitForServiceAccount(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			return cs.CoreV1().ServiceAccounts(namespace).List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			return cs.CoreV1().ServiceAccounts(namespace).Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.ServiceAccount{}, nil, func(e watch.Event) (bool, error) {
+		return e.Type != watch.Deleted, nil
+	})
+	return errors.Wrapf(err, "service account %s/%s did not appear", namespace, name)
+}
+
+// WaitForNodesReady watches nodes until n of them are Ready and carry no
+// not-ready taint, or ctx ends.
+func WaitForNodesReady(ctx context.Context, cs kubernetes.Interface, n int) error {
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			return cs.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return cs.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	ready := map[string]bool{}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
+		node, ok := e.Object.(*corev1.Node)
+		if !ok {
+			return false, nil
+		}
+		ready[node.Name] = e.Type != watch.Deleted && NodeReady(node)
+		count := 0
+		for _, r := range ready {
+			if r {
+				count++
+			}
+		}
+		return count >= n, nil
+	})
+	return errors.Wrapf(err, "fewer than %d nodes became ready", n)
+}
+
+// NodeReady reports whether the node is Ready and free of the taint the
+// node lifecycle controller keeps on nodes that are not.
+func NodeReady(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,277 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+)
+
+const (
+	errGetCluster      = "cannot get KubernetesCluster"
+	errGetSecret       = "cannot get connection Secret"
+	errUpdateStatus    = "cannot update KubernetesCluster status"
+	errPatchLabels     = "cannot publish built-in labels"
+	indexSecretRefName = "spec.connectionSecretRef.name"
+)
+
+// ClusterControllerOptions tune the cluster controller.
+type ClusterControllerOptions struct {
+	// ProbeInterval is how often each member's /version is probed.
+	ProbeInterval time.Duration
+	// Registry options for the member connections.
+	Registry cluster.Options
+}
+
+// ClusterReconciler keeps one connection per KubernetesCluster, probes it
+// and publishes its status, built-in labels and capacity summary.
+type ClusterReconciler struct {
+	client   client.Client
+	registry *cluster.Registry
+	record   event.Recorder
+	log      logging.Logger
+	interval time.Duration
+	trigger  *trigger
+}
+
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// SetupClusterController adds the cluster controller to the manager and
+// returns the registry of member connections it maintains.
+func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*cluster.Registry, error) {
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 30 * time.Second
+	}
+	t := &trigger{}
+	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
+	r := &ClusterReconciler{
+		client:   mgr.GetClient(),
+		registry: reg,
+		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
+		interval: o.ProbeInterval,
+		trigger:  t,
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KubernetesCluster{}, indexSecretRefName, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.KubernetesCluster).Spec.ConnectionSecretRef.Name}
+	}); err != nil {
+		return nil, errors.Wrap(err, "cannot index KubernetesClusters by Secret")
+	}
+	if err := mgr.Add(closer(reg.Close)); err != nil {
+		return nil, err
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("cluster").
+		For(&v1alpha1.KubernetesCluster{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		WatchesRawSource(t.Source()).
+		Complete(r)
+	return reg, err
+}
+
+// closer runs f when the manager stops.
+type closer func()
+
+func (f closer) Start(ctx context.Context) error {
+	<-ctx.Done()
+	f()
+	return nil
+}
+
+func (r *ClusterReconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	l := &v1alpha1.KubernetesClusterList{}
+	if err := r.client.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSecretRefName: o.GetName()}); err != nil {
+		r.log.Info("cannot list KubernetesClusters of a Secret", "error", err)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(l.Items))
+	for i := range l.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])}
+	}
+	return reqs
+}
+
+// Reconcile connects to a member cluster, probes it and publishes its status.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := r.log.WithValues("cluster", req.String())
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
+		if kerrors.IsNotFound(err) {
+			r.registry.Remove(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, errors.Wrap(err, errGetCluster)
+	}
+	if kc.DeletionTimestamp != nil {
+		r.registry.Remove(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	status := kc.Status.DeepCopy()
+	kubeconfig, notReady := r.kubeconfig(ctx, kc)
+	if notReady != nil {
+		// Nothing to retry: the Secret watch brings the cluster back when it changes.
+		r.registry.Remove(req.NamespacedName)
+		return reconcile.Result{}, r.writeStatus(ctx, kc, status, *notReady, nil)
+	}
+	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig)
+	if err != nil {
+		return reconcile.Result{}, r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil)
+	}
+
+	info, err := conn.Probe(ctx)
+	if err != nil {
+		log.Debug("probe failed", "error", err)
+		return reconcile.Result{RequeueAfter: r.interval}, r.writeStatus(ctx, kc, status, probeFailure(err), nil)
+	}
+	now := metav1.Now()
+	status.LastProbeTime = &now
+	status.Version = info.GitVersion
+	var topology map[string]string
+	if conn.Synced() {
+		s := conn.Summary()
+		status.NodeCount, status.ReadyNodeCount = s.NodeCount, s.ReadyNodeCount
+		status.Allocatable, status.Requested, status.LargestFreeNode = s.Allocatable, s.Requested, s.LargestFreeNode
+		topology = s.Labels
+	}
+	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+		Message: fmt.Sprintf("%s answers; %d of %d nodes ready", info.GitVersion, status.ReadyNodeCount, status.NodeCount)}
+	return reconcile.Result{RequeueAfter: r.interval}, r.writeStatus(ctx, kc, status, ready, topology)
+}
+
+// kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
+func (r *ClusterReconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
+	ref := kc.Spec.ConnectionSecretRef
+	s := &corev1.Secret{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}, s); err != nil {
+		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
+		if kerrors.IsNotFound(err) {
+			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
+		}
+		return nil, &c
+	}
+	key := ref.Key
+	if key == "" {
+		key = "kubeconfig"
+	}
+	b, ok := s.Data[key]
+	if !ok || len(b) == 0 {
+		c := notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s has no key %q", secretRef(kc), key))
+		return nil, &c
+	}
+	return b, nil
+}
+
+func secretRef(kc *v1alpha1.KubernetesCluster) string {
+	return kc.Namespace + "/" + kc.Spec.ConnectionSecretRef.Name
+}
+
+func notReadyCondition(reason, msg string) xpv2.Condition {
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg}
+}
+
+// probeFailure tells refused credentials apart from a cluster that does not answer.
+func probeFailure(err error) xpv2.Condition {
+	if kerrors.IsUnauthorized(err) || kerrors.IsForbidden(err) {
+		return notReadyCondition(v1alpha1.ReasonUnauthorized, "the cluster refused the kubeconfig's credentials: "+err.Error())
+	}
+	return notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: "+err.Error())
+}
+
+// writeStatus publishes the built-in labels, sets the Ready condition,
+// writes the status if it changed and records an Event when the Ready
+// reason changes.
+func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesCluster, status *v1alpha1.KubernetesClusterStatus, ready xpv2.Condition, topology map[string]string) error {
+	if err := r.publishLabels(ctx, kc, status.Version, topology); err != nil {
+		return err
+	}
+	prev := kc.Status.GetCondition(xpv2.TypeReady)
+	ready.ObservedGeneration = kc.Generation
+	status.ObservedGeneration = kc.Generation
+	if ready.Status != corev1.ConditionTrue {
+		status.LastProbeTime = kc.Status.LastProbeTime
+	}
+	status.SetConditions(ready)
+	if prev.Reason != ready.Reason {
+		if ready.Status == corev1.ConditionTrue {
+			r.record.Event(kc, event.Normal(event.Reason(ready.Reason), ready.Message))
+		} else {
+			r.record.Event(kc, event.Warning(event.Reason(ready.Reason), errors.New(ready.Message)))
+		}
+	}
+	if equality.Semantic.DeepEqual(&kc.Status, status) {
+		return nil
+	}
+	kc.Status = *status
+	return errors.Wrap(r.client.Status().Update(ctx, kc), errUpdateStatus)
+}
+
+// publishLabels adds the built-in labels to the cluster object; topology
+// (region and zone) is set when every node agrees and left alone otherwise.
+func (r *ClusterReconciler) publishLabels(ctx context.Context, kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) error {
+	want := map[string]string{
+		v1alpha1.LabelClusterName:      kc.Name,
+		v1alpha1.LabelClusterNamespace: kc.Namespace,
+	}
+	if kc.Spec.Provider != "" {
+		want[v1alpha1.LabelCloudProvider] = kc.Spec.Provider
+	}
+	if version != "" {
+		want[v1alpha1.LabelClusterVersion] = labelValue(version)
+	}
+	for k, v := range topology {
+		want[k] = v
+	}
+	changed := false
+	for k, v := range want {
+		if kc.Labels[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	patch := client.MergeFrom(kc.DeepCopy())
+	if kc.Labels == nil {
+		kc.Labels = map[string]string{}
+	}
+	for k, v := range want {
+		kc.Labels[k] = v
+	}
+	return errors.Wrap(r.client.Patch(ctx, kc, patch), errPatchLabels)
+}
+
+// labelValue makes a version such as v1.35.4+k3s1 a valid label value.
+func labelValue(v string) string {
+	v = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, v)
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return strings.Trim(v, "-_.")
+}
