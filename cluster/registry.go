@@ -261,4 +261,3 @@ func (c *Connection) Summary() Summary {
 	}
 	return Summarize(nodes, pods)
 }
-
