@@ -154,7 +154,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		status.Allocatable, status.Requested, status.LargestFreeNode = s.Allocatable, s.Requested, s.LargestFreeNode
 		topology = s.Labels
 	}
-	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now,
 		Message: fmt.Sprintf("%s answers; %d of %d nodes ready", info.GitVersion, status.ReadyNodeCount, status.NodeCount)}
 	return reconcile.Result{RequeueAfter: r.interval}, r.writeStatus(ctx, kc, status, ready, topology)
 }
@@ -187,7 +187,7 @@ func secretRef(kc *v1alpha1.KubernetesCluster) string {
 }
 
 func notReadyCondition(reason, msg string) xpv2.Condition {
-	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg}
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg, LastTransitionTime: metav1.Now()}
 }
 
 // probeFailure tells refused credentials apart from a cluster that does not answer.

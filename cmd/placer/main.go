@@ -1,0 +1,47 @@
+// Command placer schedules Kubernetes workloads across a fleet of clusters.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "placer",
+		Short:         "placer schedules Kubernetes workloads across a fleet of clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newManagerCommand(),
+		newSandboxCommand(),
+		newVersionCommand(),
+		notBuilt("agent", "run the chaperon controller in a target cluster"),
+		notBuilt("candidate-scheduler", "run kube-scheduler with placer's candidate plugin in a target cluster"),
+		notBuilt("explain NAMESPACE/NAME", "explain why a Workload landed where it did"),
+	)
+	return root
+}
+
+// notBuilt is a subcommand whose feature does not exist yet: it says so and
+// fails, rather than pretend.
+func notBuilt(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:                use,
+		Short:              short + " (not built yet)",
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("'placer %s' is not built yet", cmd.Name())
+		},
+	}
+}

@@ -1,0 +1,289 @@
+package controllers_test
+
+import (
+	"context"
+	"github.com/go-logr/logr/testr"
+	"strings"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+const waitTimeout = 90 * time.Second
+
+// startManager runs the cluster controller against the management API
+// server until the test ends.
+func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
+	t.Helper()
+	ctrl.SetLogger(testr.NewWithOptions(t, testr.Options{Verbosity: 0}))
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
+		ProbeInterval: time.Second,
+		Registry:      cluster.Options{ProbeTimeout: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return reg
+}
+
+func startMember(t *testing.T, name string, nodes ...local.Node) *local.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := local.Start(ctx, local.Options{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.AddNodes(ctx, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func register(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
+	t.Helper()
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	if kubeconfig != nil {
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc := &v1alpha1.KubernetesCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: s.Name}, Provider: "kwok"},
+	}
+	if err := env.Client.Create(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func watcher(t *testing.T, env *testenv.Env) client.WithWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+func waitReady(t *testing.T, wc client.WithWatch, name string, reason string, extra func(*v1alpha1.KubernetesCluster) bool) *v1alpha1.KubernetesCluster {
+	t.Helper()
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, waitTimeout, func(kc *v1alpha1.KubernetesCluster) bool {
+		c := kc.Status.GetCondition(xpv2.TypeReady)
+		return string(c.Reason) == reason && (extra == nil || extra(kc))
+	})
+	return kc
+}
+
+func TestClusterController(t *testing.T) {
+	env := testenv.Start(t)
+	wc := watcher(t, env)
+	reg := startManager(t, env)
+	member := startMember(t, "member",
+		local.Node{Name: "n1", CPU: "4", Memory: "8Gi", Labels: map[string]string{v1alpha1.LabelRegion: "eu-west", v1alpha1.LabelZone: "eu-west-1a"}},
+		local.Node{Name: "n2", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: "eu-west", v1alpha1.LabelZone: "eu-west-1b"}},
+	)
+	kubeconfig, err := member.AdminKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(t, env, "member", kubeconfig)
+
+	t.Run("reachable cluster publishes status and built-in labels", func(t *testing.T) {
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.ReadyNodeCount == 2 && kc.Labels[v1alpha1.LabelRegion] != ""
+		})
+		if kc.Status.Version != local.KubernetesVersion {
+			t.Errorf("version = %q, want %q", kc.Status.Version, local.KubernetesVersion)
+		}
+		cpu := kc.Status.Allocatable[corev1.ResourceCPU]
+		if cpu.String() != "12" {
+			t.Errorf("allocatable cpu = %s, want 12", cpu.String())
+		}
+		free := kc.Status.LargestFreeNode[corev1.ResourceMemory]
+		if free.String() != "16Gi" {
+			t.Errorf("largest free memory = %s, want 16Gi", free.String())
+		}
+		want := map[string]string{
+			v1alpha1.LabelClusterName:      "member",
+			v1alpha1.LabelClusterNamespace: "default",
+			v1alpha1.LabelClusterVersion:   local.KubernetesVersion,
+			v1alpha1.LabelCloudProvider:    "kwok",
+			v1alpha1.LabelRegion:           "eu-west",
+		}
+		for k, v := range want {
+			if kc.Labels[k] != v {
+				t.Errorf("label %s = %q, want %q", k, kc.Labels[k], v)
+			}
+		}
+		if _, ok := kc.Labels[v1alpha1.LabelZone]; ok {
+			t.Errorf("zone label published although the nodes disagree: %v", kc.Labels)
+		}
+	})
+
+	t.Run("a node added changes the summary", func(t *testing.T) {
+		if err := member.AddNodes(context.Background(), local.Node{Name: "n3", CPU: "32", Memory: "64Gi", Extended: map[string]string{"nvidia.com/gpu": "4"}, Labels: map[string]string{v1alpha1.LabelRegion: "eu-west"}}); err != nil {
+			t.Fatal(err)
+		}
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == 3 })
+		if kc.Status.NodeCount != 3 {
+			t.Errorf("nodeCount = %d, want 3", kc.Status.NodeCount)
+		}
+		gpu := kc.Status.Allocatable["nvidia.com/gpu"]
+		cpu := kc.Status.LargestFreeNode[corev1.ResourceCPU]
+		if gpu.String() != "4" || cpu.String() != "32" {
+			t.Errorf("allocatable gpu = %s (want 4), largest free cpu = %s (want 32)", gpu.String(), cpu.String())
+		}
+	})
+
+	t.Run("a stopped member becomes Unreachable and recovers", func(t *testing.T) {
+		member.StopAPIServer()
+		waitReady(t, wc, "member", v1alpha1.ReasonUnreachable, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := member.StartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+	})
+
+	t.Run("rotating the Secret replaces the connection", func(t *testing.T) {
+		key := types.NamespacedName{Namespace: "default", Name: "member"}
+		old := reg.Get(key)
+		if old == nil {
+			t.Fatal("no connection for a Ready cluster")
+		}
+		rotated, err := member.KubeconfigFor("placer-rotated", "system:masters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &corev1.Secret{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "member-kubeconfig"}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data["kubeconfig"] = rotated
+		if err := env.Client.Update(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-old.Done():
+		case <-time.After(waitTimeout):
+			t.Fatal("the old connection was not closed after the Secret changed")
+		}
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+	})
+
+	t.Run("bad credentials are Unauthorized", func(t *testing.T) {
+		cfg, err := clientcmd.Load(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range cfg.AuthInfos {
+			a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, "not-a-valid-token"
+		}
+		bad, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		register(t, env, "impostor", bad)
+		waitReady(t, wc, "impostor", v1alpha1.ReasonUnauthorized, nil)
+	})
+
+	t.Run("a malformed kubeconfig is reported without its contents", func(t *testing.T) {
+		const secretToken = "s3cr3t-t0ken-must-not-leak"
+		register(t, env, "malformed", []byte("apiVersion: v1\nkind: Config\nusers:\n- name: x\n  user: {token: "+secretToken+"}\n  : : [unbalanced"))
+		kc := waitReady(t, wc, "malformed", v1alpha1.ReasonBadKubeconfig, nil)
+		assertNoLeak(t, env, kc, secretToken)
+
+		register(t, env, "nocontext", []byte("apiVersion: v1\nkind: Config\nusers:\n- name: x\n  user: {token: "+secretToken+"}\n"))
+		kc = waitReady(t, wc, "nocontext", v1alpha1.ReasonBadKubeconfig, nil)
+		assertNoLeak(t, env, kc, secretToken)
+	})
+
+	t.Run("a missing Secret is reported, then picked up when created", func(t *testing.T) {
+		register(t, env, "late", nil)
+		kc := waitReady(t, wc, "late", v1alpha1.ReasonSecretNotFound, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "default/late-kubeconfig") {
+			t.Errorf("message %q does not name the Secret", msg)
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "late-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+		if err := env.Client.Create(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, wc, "late", v1alpha1.ReasonReady, nil)
+	})
+
+	t.Run("deleting a cluster closes its connection", func(t *testing.T) {
+		key := types.NamespacedName{Namespace: "default", Name: "late"}
+		conn := reg.Get(key)
+		if conn == nil {
+			t.Fatal("no connection for a Ready cluster")
+		}
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "late"}}
+		if err := env.Client.Delete(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-conn.Done():
+		case <-time.After(waitTimeout):
+			t.Fatal("the connection of a deleted cluster was not closed")
+		}
+		if reg.Get(key) != nil {
+			t.Error("the registry still holds a deleted cluster")
+		}
+	})
+}
+
+// assertNoLeak checks that a kubeconfig's secret appears neither in the
+// cluster's status nor in any Event.
+func assertNoLeak(t *testing.T, env *testenv.Env, kc *v1alpha1.KubernetesCluster, secret string) {
+	t.Helper()
+	b, _ := yaml.Marshal(kc)
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the kubeconfig's token appears in the KubernetesCluster:\n%s", b)
+	}
+	events := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.Contains(e.Message, secret) {
+			t.Errorf("the kubeconfig's token appears in an Event: %s", e.Message)
+		}
+	}
+}
