@@ -71,10 +71,16 @@ type Connection struct {
 
 	hash    [sha256.Size]byte
 	timeout time.Duration
+	notify  func()
+	ctx     context.Context
 	cancel  context.CancelFunc
 	done    chan struct{}
-	nodes   cache.SharedIndexInformer
-	pods    cache.SharedIndexInformer
+
+	mu        sync.Mutex
+	closed    bool
+	factories []informers.SharedInformerFactory
+	nodes     cache.SharedIndexInformer
+	pods      cache.SharedIndexInformer
 }
 
 // Ensure returns the cluster's connection, creating it, or replacing it
@@ -101,7 +107,9 @@ func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connect
 		return nil, errors.New(errNewClient)
 	}
 	c := &Connection{Key: key, Config: cfg, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{})}
-	c.start(func() { r.notify(key) })
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx, c.cancel = ctx, cancel
+	c.notify = func() { r.notify(key) }
 	r.conns[key] = c
 	return c, nil
 }
@@ -164,9 +172,15 @@ var boundPods = fields.AndSelectors(
 	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 ).String()
 
-func (c *Connection) start(notify func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+// Watch starts the informers on the member's nodes and bound pods, once.
+// The cluster controller calls it after the first successful probe, so
+// credentials the member refuses never start watches that retry forever.
+func (c *Connection) Watch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.nodes != nil {
+		return
+	}
 	nodes := informers.NewSharedInformerFactory(c.Client, 0)
 	pods := informers.NewSharedInformerFactoryWithOptions(c.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = boundPods }),
@@ -174,20 +188,15 @@ func (c *Connection) start(notify func()) {
 	c.nodes = nodes.Core().V1().Nodes().Informer()
 	c.pods = pods.Core().V1().Pods().Informer()
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
+		AddFunc:    func(any) { c.notify() },
+		UpdateFunc: func(any, any) { c.notify() },
+		DeleteFunc: func(any) { c.notify() },
 	}
 	_, _ = c.nodes.AddEventHandler(h)
 	_, _ = c.pods.AddEventHandler(h)
-	nodes.Start(ctx.Done())
-	pods.Start(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		nodes.Shutdown()
-		pods.Shutdown()
-		close(c.done)
-	}()
+	nodes.Start(c.ctx.Done())
+	pods.Start(c.ctx.Done())
+	c.factories = []informers.SharedInformerFactory{nodes, pods}
 }
 
 // trimPod keeps only what the summary needs, so a large member costs little memory.
@@ -217,9 +226,17 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	return out
 }
 
+// close stops the informers and waits for their goroutines to end.
 func (c *Connection) close() {
+	c.mu.Lock()
+	c.closed = true
+	factories := c.factories
+	c.mu.Unlock()
 	c.cancel()
-	<-c.done
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	close(c.done)
 }
 
 // Done is closed once the connection is closed and its informers stopped.
@@ -242,11 +259,18 @@ func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
 
 // Synced reports whether the node and pod caches hold a full list.
 func (c *Connection) Synced() bool {
-	return c.nodes.HasSynced() && c.pods.HasSynced()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes != nil && c.nodes.HasSynced() && c.pods.HasSynced()
 }
 
 // Summary adds up the member's nodes and bound pods from the informer caches.
 func (c *Connection) Summary() Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes == nil {
+		return Summarize(nil, nil)
+	}
 	nodes := make([]*corev1.Node, 0, len(c.nodes.GetStore().List()))
 	for _, o := range c.nodes.GetStore().List() {
 		if n, ok := o.(*corev1.Node); ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -30,6 +31,9 @@ const (
 	errUpdateStatus    = "cannot update KubernetesCluster status"
 	errPatchLabels     = "cannot publish built-in labels"
 	indexSecretRefName = "spec.connectionSecretRef.name"
+
+	// conflictRetry is how soon a write that lost a race is retried.
+	conflictRetry = 100 * time.Millisecond
 )
 
 // ClusterControllerOptions tune the cluster controller.
@@ -90,6 +94,15 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	return reg, err
 }
 
+// ignoreConflict turns a conflict, which only means the cache was behind,
+// into a quiet immediate retry.
+func ignoreConflict(err error) (reconcile.Result, error) {
+	if kerrors.IsConflict(errors.Cause(err)) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{}, err
+}
+
 // closer runs f when the manager stops.
 type closer func()
 
@@ -132,18 +145,19 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if notReady != nil {
 		// Nothing to retry: the Secret watch brings the cluster back when it changes.
 		r.registry.Remove(req.NamespacedName)
-		return reconcile.Result{}, r.writeStatus(ctx, kc, status, *notReady, nil)
+		return ignoreConflict(r.writeStatus(ctx, kc, status, *notReady, nil))
 	}
 	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig)
 	if err != nil {
-		return reconcile.Result{}, r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil)
+		return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
 	}
 
 	info, err := conn.Probe(ctx)
 	if err != nil {
 		log.Debug("probe failed", "error", err)
-		return reconcile.Result{RequeueAfter: r.interval}, r.writeStatus(ctx, kc, status, probeFailure(err), nil)
+		return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
 	}
+	conn.Watch()
 	now := metav1.Now()
 	status.LastProbeTime = &now
 	status.Version = info.GitVersion
@@ -156,7 +170,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now,
 		Message: fmt.Sprintf("%s answers; %d of %d nodes ready", info.GitVersion, status.ReadyNodeCount, status.NodeCount)}
-	return reconcile.Result{RequeueAfter: r.interval}, r.writeStatus(ctx, kc, status, ready, topology)
+	return r.requeueAfter(r.writeStatus(ctx, kc, status, ready, topology))
+}
+
+// requeueAfter schedules the next probe, or returns err for a backoff retry.
+// A conflict only means the cache was behind: retry soon, quietly.
+func (r *ClusterReconciler) requeueAfter(err error) (reconcile.Result, error) {
+	if err != nil {
+		return ignoreConflict(err)
+	}
+	return reconcile.Result{RequeueAfter: r.interval}, nil
 }
 
 // kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
@@ -223,7 +246,7 @@ func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.Kubern
 		return nil
 	}
 	kc.Status = *status
-	return errors.Wrap(r.client.Status().Update(ctx, kc), errUpdateStatus)
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Update(ctx, kc)), errUpdateStatus)
 }
 
 // publishLabels adds the built-in labels to the cluster object; topology
@@ -258,7 +281,7 @@ func (r *ClusterReconciler) publishLabels(ctx context.Context, kc *v1alpha1.Kube
 	for k, v := range want {
 		kc.Labels[k] = v
 	}
-	return errors.Wrap(r.client.Patch(ctx, kc, patch), errPatchLabels)
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Patch(ctx, kc, patch)), errPatchLabels)
 }
 
 // labelValue makes a version such as v1.35.4+k3s1 a valid label value.
