@@ -3,6 +3,7 @@ package apis
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	computev1alpha1 "github.com/placer-dev/placer/apis/compute/v1alpha1"
 	multiclusterv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -14,4 +15,12 @@ func AddToScheme(s *runtime.Scheme) error {
 		return err
 	}
 	return multiclusterv1alpha1.AddToScheme(s)
+}
+
+// NewScheme returns a scheme with the built-in kinds and every placer kind.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = AddToScheme(s)
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 )
 
 func main() {
@@ -45,3 +46,6 @@ func notBuilt(use, short string) *cobra.Command {
 		},
 	}
 }
+
+// zapLevelError keeps controller logs to errors in interactive commands.
+func zapLevelError() zapcore.Level { return zapcore.ErrorLevel }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,12 +35,7 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Scheme knows the built-in kinds and placer's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
-	_ = apis.AddToScheme(s)
-	return s
-}
+func Scheme() *runtime.Scheme { return apis.NewScheme() }
 
 // Env is a running API server with placer's CRDs installed.
 type Env struct {

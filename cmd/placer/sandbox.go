@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
+	"github.com/placer-dev/placer/controllers"
+)
+
+// sandboxOptions are the flags of 'placer sandbox'.
+type sandboxOptions struct {
+	binDir  string
+	dir     string
+	once    bool
+	timeout time.Duration
+}
+
+// member is a member cluster of the sandbox fleet.
+type member struct {
+	name     string
+	provider string
+	labels   map[string]string
+	taints   []v1alpha1.ClusterTaint
+	nodes    []local.Node
+}
+
+// fleet differs the way real fleets do: regions, providers, node shapes,
+// a GPU cluster that is tainted for GPU work only.
+func fleet() []member {
+	nodes := func(prefix string, n int, cpu, mem string, labels map[string]string, extended map[string]string) []local.Node {
+		out := make([]local.Node, n)
+		for i := range out {
+			out[i] = local.Node{Name: fmt.Sprintf("%s-%d", prefix, i), CPU: cpu, Memory: mem, Labels: labels, Extended: extended}
+		}
+		return out
+	}
+	region := func(r, z string) map[string]string {
+		return map[string]string{v1alpha1.LabelRegion: r, v1alpha1.LabelZone: z}
+	}
+	return []member{
+		{name: "small", provider: "aws", labels: map[string]string{"tier": "dev"},
+			nodes: nodes("small", 3, "4", "8Gi", region("us-east-1", "us-east-1a"), nil)},
+		{name: "large", provider: "gcp", labels: map[string]string{"tier": "production"},
+			nodes: nodes("large", 2, "32", "128Gi", region("europe-west1", "europe-west1-b"), nil)},
+		{name: "gpu", provider: "azure", labels: map[string]string{"tier": "production", "accelerator": "nvidia"},
+			taints: []v1alpha1.ClusterTaint{{Key: "dedicated", Value: "gpu", Effect: v1alpha1.TaintEffectNoSchedule}},
+			nodes:  nodes("gpu", 2, "16", "64Gi", region("us-west-2", "us-west-2a"), map[string]string{"nvidia.com/gpu": "4"})},
+	}
+}
+
+func newSandboxCommand() *cobra.Command {
+	o := &sandboxOptions{}
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Start a management cluster and member clusters locally, and run placer against them",
+		Long: `Start a management cluster and three member clusters on this machine (real
+kube-apiserver, etcd and kube-controller-manager, kwok nodes), register the
+members, run placer's manager, and print the members' status. It stays up
+until Ctrl-C; --once exits after printing, non-zero if a member is not Ready.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.Level(zapLevelError())))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runSandbox(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.binDir, "bin-dir", "", "folder 'make tools' builds into; bin/ of this repository when empty")
+	f.StringVar(&o.dir, "dir", filepath.Join("_output", "sandbox"), "folder for the clusters' data, kubeconfigs and logs")
+	f.BoolVar(&o.once, "once", false, "print the status and exit: non-zero if a member is not Ready")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the clusters")
+	return cmd
+}
+
+func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
+	if err := os.RemoveAll(o.dir); err != nil {
+		return errors.Wrap(err, "cannot clear the sandbox folder")
+	}
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return errors.Wrap(err, "cannot resolve the sandbox folder")
+	}
+	members := fleet()
+	fmt.Fprintf(out, "Starting a management cluster and %d member clusters in %s ...\n", len(members), dir)
+	startCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	names := []string{"management"}
+	for _, m := range members {
+		names = append(names, m.name)
+	}
+	clusters := make([]*local.Cluster, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			clusters[i], errs[i] = local.Start(startCtx, local.Options{
+				Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: name == "management", Scheduler: name != "management",
+			})
+			if errs[i] == nil {
+				fmt.Fprintf(out, "  %-10s up in %s at %s\n", name, time.Since(start).Round(100*time.Millisecond), clusters[i].Server())
+			}
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range clusters {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	for i, err := range errs {
+		if err != nil {
+			return errors.Wrapf(err, "cannot start cluster %s", names[i])
+		}
+	}
+	mgmt := clusters[0]
+
+	crds, err := config.CRDs(v1alpha1.Group)
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(mgmt.RESTConfig(), envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return errors.Wrap(err, "cannot install placer's CRDs into the management cluster")
+	}
+	c, err := client.NewWithWatch(mgmt.RESTConfig(), client.Options{Scheme: apis.NewScheme()})
+	if err != nil {
+		return errors.Wrap(err, "cannot create a client")
+	}
+	for i, m := range members {
+		if err := clusters[i+1].AddNodes(startCtx, m.nodes...); err != nil {
+			return err
+		}
+		if err := registerMember(startCtx, c, clusters[i+1], m); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out, "Registered the members; starting the placer manager ...")
+
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	mgrDone, err := startSandboxManager(mgrCtx, mgmt)
+	if err != nil {
+		stopMgr()
+		return err
+	}
+	defer func() {
+		stopMgr()
+		<-mgrDone
+	}()
+
+	waitErr := waitClustersReady(startCtx, c, members)
+	if err := printClusters(ctx, out, c); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		return waitErr
+	}
+	if o.once {
+		return nil
+	}
+	fmt.Fprintf(out, `
+The sandbox is up. Kubeconfigs are in %[1]s:
+  management: %[2]s
+`, dir, mgmt.KubeconfigPath())
+	for i, m := range members {
+		fmt.Fprintf(out, "  %-10s  %s\n", m.name+":", clusters[i+1].KubeconfigPath())
+	}
+	fmt.Fprintf(out, `
+Look around with kubectl:
+  kubectl --kubeconfig %[1]s get kubernetesclusters -o wide
+  kubectl --kubeconfig %[1]s describe kubernetescluster %[2]s
+  kubectl --kubeconfig %[3]s get nodes
+
+Press Ctrl-C to stop every process.
+`, mgmt.KubeconfigPath(), members[0].name, clusters[1].KubeconfigPath())
+	<-ctx.Done()
+	fmt.Fprintln(out, "Stopping ...")
+	return nil
+}
+
+func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m member) error {
+	kubeconfig, err := lc.AdminKubeconfig()
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name + "-kubeconfig"},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		return errors.Wrapf(err, "cannot create the Secret of %s", m.name)
+	}
+	kc := &v1alpha1.KubernetesCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name, Labels: m.labels},
+		Spec: v1alpha1.KubernetesClusterSpec{
+			ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: s.Name},
+			Provider:            m.provider,
+			Taints:              m.taints,
+		},
+	}
+	return errors.Wrapf(c.Create(ctx, kc), "cannot register %s", m.name)
+}
+
+func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struct{}, error) {
+	mgr, err := ctrl.NewManager(mgmt.RESTConfig(), ctrl.Options{
+		Scheme:                 apis.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create the manager")
+	}
+	if _, err := controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
+		ProbeInterval: 10 * time.Second,
+		Registry:      cluster.Options{ProbeTimeout: 2 * time.Second},
+	}); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	return done, nil
+}
+
+// waitClustersReady watches KubernetesClusters until every member is Ready
+// and reports its nodes.
+func waitClustersReady(ctx context.Context, c client.WithWatch, members []member) error {
+	want := map[string]int32{}
+	for _, m := range members {
+		want[m.name] = int32(len(m.nodes))
+	}
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			l := &v1alpha1.KubernetesClusterList{}
+			return l, c.List(ctx, l, client.InNamespace("default"))
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &v1alpha1.KubernetesClusterList{}, client.InNamespace("default"), &client.ListOptions{Raw: &o})
+		},
+	}
+	ready := map[string]bool{}
+	observe := func(kc *v1alpha1.KubernetesCluster, deleted bool) bool {
+		if n, ok := want[kc.Name]; ok {
+			ready[kc.Name] = !deleted && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == n
+		}
+		count := 0
+		for _, r := range ready {
+			if r {
+				count++
+			}
+		}
+		return count == len(want)
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.KubernetesCluster{}, func(s cache.Store) (bool, error) {
+		done := false
+		for _, o := range s.List() {
+			done = observe(o.(*v1alpha1.KubernetesCluster), false)
+		}
+		return done, nil
+	}, func(e watch.Event) (bool, error) {
+		kc, ok := e.Object.(*v1alpha1.KubernetesCluster)
+		return ok && observe(kc, e.Type == watch.Deleted), nil
+	})
+	return errors.Wrap(err, "not every member cluster became Ready with all its nodes")
+}
+
+func printClusters(ctx context.Context, out io.Writer, c client.Client) error {
+	l := &v1alpha1.KubernetesClusterList{}
+	if err := c.List(ctx, l, client.InNamespace("default")); err != nil {
+		return errors.Wrap(err, "cannot list KubernetesClusters")
+	}
+	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tREADY\tREASON\tVERSION\tNODES\tCPU\tMEMORY\tGPU\tREGION\tPROVIDER\tTAINTS")
+	for _, kc := range l.Items {
+		cond := kc.Status.GetCondition(xpv2.TypeReady)
+		cpu, mem, gpu := kc.Status.Allocatable[corev1.ResourceCPU], kc.Status.Allocatable[corev1.ResourceMemory], kc.Status.Allocatable["nvidia.com/gpu"]
+		var taints []string
+		for _, t := range kc.Spec.Taints {
+			taints = append(taints, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", kc.Name, cond.Status, cond.Reason, kc.Status.Version, kc.Status.NodeCount,
+			cpu.String(), mem.String(), gpu.String(), orDash(kc.Labels[v1alpha1.LabelRegion]), orDash(kc.Labels[v1alpha1.LabelCloudProvider]), orDash(strings.Join(taints, ",")))
+	}
+	return w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSandboxOnce runs what 'make sandbox' runs, with --once, and checks
+// that every member is listed Ready with its nodes.
+func TestSandboxOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := &bytes.Buffer{}
+	err := runSandbox(ctx, out, &sandboxOptions{dir: t.TempDir(), once: true, timeout: 4 * time.Minute})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			rows[f[0]] = f
+		}
+	}
+	for _, m := range fleet() {
+		row, ok := rows[m.name]
+		if !ok {
+			t.Errorf("member %s is not in the table", m.name)
+			continue
+		}
+		if row[1] != "True" || row[3] != "v1.35.4" {
+			t.Errorf("member %s: want Ready True and version v1.35.4, got %v", m.name, row)
+		}
+	}
+}
+
+func TestNotBuiltCommandsFail(t *testing.T) {
+	for _, name := range []string{"agent", "candidate-scheduler", "explain"} {
+		root := newRoot()
+		root.SetArgs([]string{name})
+		root.SetOut(&bytes.Buffer{})
+		err := root.Execute()
+		if err == nil || !strings.Contains(err.Error(), "not built yet") {
+			t.Errorf("placer %s: want a 'not built yet' error, got %v", name, err)
+		}
+	}
+}
