@@ -246,8 +246,8 @@ type TolerationOperator string
 
 // ClusterToleration lets a Workload be placed on a cluster with a matching
 // taint, as a pod toleration does for node taints.
-// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ”",message="value must be empty when operator is Exists",fieldPath=".value"
-// +kubebuilder:validation:XValidation:rule="has(self.key) && self.key != ” || has(self.operator) && self.operator == 'Exists'",message="operator must be Exists when key is empty",fieldPath=".operator"
+// +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when operator is Exists",fieldPath=".value"
+// +kubebuilder:validation:XValidation:rule="has(self.key) && size(self.key) > 0 || has(self.operator) && self.operator == 'Exists'",message="operator must be Exists when key is empty",fieldPath=".operator"
 type ClusterToleration struct {
 	// Key of the taint tolerated; empty with operator Exists tolerates every taint.
 	// +kubebuilder:validation:MaxLength=316
