@@ -1,0 +1,191 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// MinScore and MaxScore bound a normalized score.
+const (
+	MinScore int64 = 1
+	MaxScore int64 = 10
+)
+
+// ClusterScore is a feasible cluster's score.
+type ClusterScore struct {
+	Cluster *ClusterInfo
+	// Total is the weighted sum of the normalized plugin scores.
+	Total int64
+	// Scores are the normalized (1–10) scores, by plugin name, before weights.
+	Scores map[string]int64
+}
+
+// Result of one scheduling cycle.
+type Result struct {
+	// Ranked are the feasible clusters, best first; ties by namespace and name.
+	Ranked []ClusterScore
+	// Failed holds, for each infeasible cluster, the first filter that failed.
+	Failed map[types.NamespacedName]*Status
+	// Filters holds every filter's status per cluster when the cycle ran
+	// with AllFilters (as explain does).
+	Filters map[types.NamespacedName][]*Status
+	// Total is the number of clusters considered.
+	Total int
+}
+
+// Options of a cycle.
+type Options struct {
+	// AllFilters runs every filter on every cluster instead of stopping at
+	// the first failure, and records every verdict.
+	AllFilters bool
+}
+
+// Schedule runs one cycle for the Workload on the snapshot.
+func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snapshot, o Options) *Result {
+	state := NewCycleState()
+	res := &Result{Failed: map[types.NamespacedName]*Status{}, Total: len(snap.Clusters)}
+	if o.AllFilters {
+		res.Filters = map[types.NamespacedName][]*Status{}
+	}
+	for _, pl := range p.PreFilters {
+		if s := pl.PreFilter(ctx, state, w, snap); !s.IsSuccess() {
+			s.WithPlugin(pl.Name())
+			for _, c := range snap.Clusters {
+				res.Failed[c.Key] = s
+			}
+			return res
+		}
+	}
+	feasible := make([]*ClusterInfo, 0, len(snap.Clusters))
+	for _, c := range snap.Clusters {
+		var first *Status
+		for _, f := range p.Filters {
+			s := f.Filter(ctx, state, w, c)
+			if o.AllFilters {
+				res.Filters[c.Key] = append(res.Filters[c.Key], s.orSuccess().WithPlugin(f.Name()))
+			}
+			if !s.IsSuccess() && first == nil {
+				first = s.WithPlugin(f.Name())
+				if !o.AllFilters {
+					break
+				}
+			}
+		}
+		if first != nil {
+			res.Failed[c.Key] = first
+			continue
+		}
+		feasible = append(feasible, c)
+	}
+	if len(feasible) == 0 {
+		return res
+	}
+	for _, pl := range p.PreScores {
+		if s := pl.PreScore(ctx, state, w, snap, feasible); !s.IsSuccess() {
+			// A failed pre-score leaves its plugin's scores flat rather than
+			// failing placement: priorities rank, they do not forbid.
+			state.Write(preScoreFailedKey(pl.Name()), s)
+		}
+	}
+	res.Ranked = make([]ClusterScore, len(feasible))
+	for i, c := range feasible {
+		res.Ranked[i] = ClusterScore{Cluster: c, Scores: make(map[string]int64, len(p.Scores))}
+	}
+	raw := make([]int64, len(feasible))
+	for _, ws := range p.Scores {
+		name := ws.Plugin.Name()
+		if _, failed := state.Read(preScoreFailedKey(name)); failed {
+			for i := range raw {
+				raw[i] = 0
+			}
+		} else {
+			for i, c := range feasible {
+				v, s := ws.Plugin.Score(ctx, state, w, c)
+				if !s.IsSuccess() {
+					v = 0
+				}
+				raw[i] = v
+			}
+		}
+		Normalize(raw)
+		for i := range res.Ranked {
+			res.Ranked[i].Scores[name] = raw[i]
+			res.Ranked[i].Total += raw[i] * ws.Weight
+		}
+	}
+	sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Total > res.Ranked[j].Total })
+	return res
+}
+
+func preScoreFailedKey(plugin string) string { return "PreScoreFailed/" + plugin }
+
+func (s *Status) orSuccess() *Status {
+	if s == nil {
+		return NewStatus(Success)
+	}
+	return s
+}
+
+// Normalize maps raw scores onto MinScore–MaxScore in place. Scores that
+// are all non-negative scale from zero (0 → 1, the highest → 10), so a
+// cluster is judged against the best; scores with negatives (anti-affinity)
+// scale from the lowest to the highest. Equal scores carry no preference and
+// all become MinScore.
+func Normalize(scores []int64) {
+	if len(scores) == 0 {
+		return
+	}
+	lo, hi := scores[0], scores[0]
+	for _, s := range scores {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	base := int64(0)
+	if lo < 0 {
+		base = lo
+	}
+	span := hi - base
+	for i, s := range scores {
+		if span == 0 || lo == hi {
+			scores[i] = MinScore
+			continue
+		}
+		// Round to the nearest integer step.
+		scores[i] = MinScore + ((s-base)*(MaxScore-MinScore)*2+span)/(2*span)
+	}
+}
+
+// Message explains, in kube-scheduler's style, why no cluster is feasible:
+// "0/4 clusters are available: 2 cluster(s) didn't match the cluster selector, 1 cluster(s) were not ready."
+func (r *Result) Message() string {
+	counts := map[string]int{}
+	for _, s := range r.Failed {
+		for _, reason := range s.Reasons() {
+			counts[reason]++
+		}
+	}
+	reasons := make([]string, 0, len(counts))
+	for reason := range counts {
+		reasons = append(reasons, reason)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if counts[reasons[i]] != counts[reasons[j]] {
+			return counts[reasons[i]] > counts[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, len(reasons))
+	for i, reason := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", counts[reason], reason)
+	}
+	msg := fmt.Sprintf("0/%d clusters are available", r.Total)
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, ", ")
+	}
+	return msg + "."
+}

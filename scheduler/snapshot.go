@@ -1,0 +1,183 @@
+package scheduler
+
+import (
+	"sort"
+	"sync"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// ClusterInfo is the scheduler's immutable view of one KubernetesCluster.
+type ClusterInfo struct {
+	Cluster *v1alpha1.KubernetesCluster
+	Key     types.NamespacedName
+	// Labels are the cluster's labels with the built-in labels filled in
+	// from its name, namespace, provider and status.
+	Labels labels.Set
+	// Node presents the cluster to node-affinity helpers: its name and labels.
+	Node *corev1.Node
+	// Ready is the status of the cluster's Ready condition.
+	Ready xpv2.Condition
+}
+
+// NewClusterInfo derives the scheduler's view of a cluster.
+func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
+	l := labels.Set{}
+	for k, v := range kc.Labels {
+		l[k] = v
+	}
+	l[v1alpha1.LabelClusterName] = kc.Name
+	l[v1alpha1.LabelClusterNamespace] = kc.Namespace
+	if kc.Spec.Provider != "" {
+		l[v1alpha1.LabelCloudProvider] = kc.Spec.Provider
+	}
+	return &ClusterInfo{
+		Cluster: kc,
+		Key:     types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},
+		Labels:  l,
+		Node:    &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
+		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
+	}
+}
+
+// PlacedWorkload is a Workload placed in a cluster, as affinity sees it.
+type PlacedWorkload struct {
+	UID       types.UID
+	Namespace string
+	Name      string
+	Labels    labels.Set
+	Cluster   types.NamespacedName
+	// Affinity is the workload's affinity, for the symmetric anti-affinity check.
+	Affinity *v1alpha1.Affinity
+}
+
+// Snapshot is the fleet as one scheduling cycle sees it. It is immutable.
+type Snapshot struct {
+	Clusters   []*ClusterInfo
+	byKey      map[types.NamespacedName]*ClusterInfo
+	Placed     []*PlacedWorkload
+	Namespaces map[string]labels.Set
+}
+
+// NewSnapshot builds a snapshot; clusters are sorted by namespace and name.
+func NewSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces map[string]labels.Set) *Snapshot {
+	sort.Slice(clusters, func(i, j int) bool {
+		a, b := clusters[i].Key, clusters[j].Key
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	s := &Snapshot{Clusters: clusters, byKey: make(map[types.NamespacedName]*ClusterInfo, len(clusters)), Placed: placed, Namespaces: namespaces}
+	for _, c := range clusters {
+		s.byKey[c.Key] = c
+	}
+	return s
+}
+
+// Cluster returns the cluster with the given key, or nil.
+func (s *Snapshot) Cluster(key types.NamespacedName) *ClusterInfo { return s.byKey[key] }
+
+// Cache keeps the scheduler's view of the fleet up to date from informer
+// events, so a cycle's snapshot costs a copy of pointers, not a List.
+type Cache struct {
+	mu         sync.RWMutex
+	clusters   map[types.NamespacedName]*ClusterInfo
+	placed     map[types.UID]*PlacedWorkload
+	namespaces map[string]labels.Set
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{
+		clusters:   map[types.NamespacedName]*ClusterInfo{},
+		placed:     map[types.UID]*PlacedWorkload{},
+		namespaces: map[string]labels.Set{},
+	}
+}
+
+// UpsertCluster records a cluster's latest state.
+func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) {
+	ci := NewClusterInfo(kc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clusters[ci.Key] = ci
+}
+
+// DeleteCluster forgets a cluster.
+func (c *Cache) DeleteCluster(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.clusters, key)
+}
+
+// UpsertWorkload records where a workload is placed, or forgets it when it
+// is not placed (or is being deleted).
+func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.Status.ClusterRef == nil || w.DeletionTimestamp != nil {
+		delete(c.placed, w.UID)
+		return
+	}
+	c.placed[w.UID] = &PlacedWorkload{
+		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
+		Cluster:  ClusterKey(w.Namespace, w.Status.ClusterRef),
+		Affinity: w.Spec.Affinity,
+	}
+}
+
+// DeleteWorkload forgets a workload.
+func (c *Cache) DeleteWorkload(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.placed, uid)
+}
+
+// UpsertNamespace records a namespace's labels, for namespaceSelector.
+func (c *Cache) UpsertNamespace(name string, l map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces[name] = labels.Set(l)
+}
+
+// DeleteNamespace forgets a namespace.
+func (c *Cache) DeleteNamespace(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.namespaces, name)
+}
+
+// Snapshot returns the fleet as it is now.
+func (c *Cache) Snapshot() *Snapshot {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	clusters := make([]*ClusterInfo, 0, len(c.clusters))
+	for _, ci := range c.clusters {
+		clusters = append(clusters, ci)
+	}
+	placed := make([]*PlacedWorkload, 0, len(c.placed))
+	for _, p := range c.placed {
+		placed = append(placed, p)
+	}
+	ns := make(map[string]labels.Set, len(c.namespaces))
+	for k, v := range c.namespaces {
+		ns[k] = v
+	}
+	return NewSnapshot(clusters, placed, ns)
+}
+
+// ClusterKey resolves a cluster reference made from a namespace.
+func ClusterKey(namespace string, ref *v1alpha1.ClusterReference) types.NamespacedName {
+	ns := ref.Namespace
+	if ns == "" {
+		ns = namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: ref.Name}
+}
