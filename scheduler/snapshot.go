@@ -24,6 +24,8 @@ type ClusterInfo struct {
 	Node *corev1.Node
 	// Ready is the status of the cluster's Ready condition.
 	Ready xpv2.Condition
+	// Taints are the cluster's taints as node taints.
+	Taints []corev1.Taint
 }
 
 // NewClusterInfo derives the scheduler's view of a cluster.
@@ -43,7 +45,25 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 		Labels:  l,
 		Node:    &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
 		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
+		Taints:  nodeTaints(kc.Spec.Taints),
 	}
+}
+
+func nodeTaints(ts []v1alpha1.ClusterTaint) []corev1.Taint {
+	out := make([]corev1.Taint, len(ts))
+	for i, t := range ts {
+		out[i] = corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+	}
+	return out
+}
+
+// Tolerations returns the Workload's cluster tolerations as pod tolerations.
+func Tolerations(w *v1alpha1.Workload) []corev1.Toleration {
+	out := make([]corev1.Toleration, len(w.Spec.ClusterTolerations))
+	for i, t := range w.Spec.ClusterTolerations {
+		out[i] = corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+	}
+	return out
 }
 
 // PlacedWorkload is a Workload placed in a cluster, as affinity sees it.
@@ -53,8 +73,9 @@ type PlacedWorkload struct {
 	Name      string
 	Labels    labels.Set
 	Cluster   types.NamespacedName
-	// Affinity is the workload's affinity, for the symmetric anti-affinity check.
-	Affinity *v1alpha1.Affinity
+	// AntiAffinity are the workload's required anti-affinity terms, parsed
+	// once, for the symmetric check: a newcomer they select keeps away.
+	AntiAffinity []*AffinityTerm
 }
 
 // Snapshot is the fleet as one scheduling cycle sees it. It is immutable.
@@ -126,10 +147,17 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) {
 		delete(c.placed, w.UID)
 		return
 	}
-	c.placed[w.UID] = &PlacedWorkload{
+	c.placed[w.UID] = NewPlacedWorkload(w)
+}
+
+// NewPlacedWorkload derives affinity's view of a placed Workload.
+func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
+	// Terms that do not parse are left out: the Workload's own scheduling reports them.
+	anti, _ := RequiredTerms(w.Namespace, WorkloadAntiAffinityOf(w))
+	return &PlacedWorkload{
 		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
-		Cluster:  ClusterKey(w.Namespace, w.Status.ClusterRef),
-		Affinity: w.Spec.Affinity,
+		Cluster:      ClusterKey(w.Namespace, w.Status.ClusterRef),
+		AntiAffinity: anti,
 	}
 }
 

@@ -1,0 +1,57 @@
+package predicates
+
+import (
+	"context"
+
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// ClusterAffinityName is the name of the ClusterAffinity plugins.
+const ClusterAffinityName = "ClusterAffinity"
+
+// ErrReasonClusterAffinity is the reason of ClusterAffinity.
+const ErrReasonClusterAffinity = "cluster(s) didn't match the cluster affinity"
+
+const clusterAffinityKey = "PreFilter/" + ClusterAffinityName
+
+// ClusterAffinity passes clusters matching the required cluster affinity,
+// with node-affinity semantics: terms ORed, expressions ANDed.
+type ClusterAffinity struct{}
+
+var (
+	_ scheduler.PreFilterPlugin = &ClusterAffinity{}
+	_ scheduler.FilterPlugin    = &ClusterAffinity{}
+)
+
+// NewClusterAffinity returns the plugin.
+func NewClusterAffinity(scheduler.Handle) (scheduler.Plugin, error) { return &ClusterAffinity{}, nil }
+
+// Name of the plugin.
+func (p *ClusterAffinity) Name() string { return ClusterAffinityName }
+
+// PreFilter parses the required terms once; a term that cannot be parsed
+// makes every cluster infeasible, with the parse error as the reason.
+func (p *ClusterAffinity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
+	sel, err := scheduler.RequiredClusterAffinity(w)
+	if err != nil {
+		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, err.Error())
+	}
+	s.Write(clusterAffinityKey, sel)
+	return nil
+}
+
+// Filter fails a cluster that matches no required term.
+func (p *ClusterAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	v, ok := s.Read(clusterAffinityKey)
+	if !ok {
+		return errNoPreFilter
+	}
+	sel := v.(*nodeaffinity.NodeSelector)
+	if sel == nil || sel.Match(c.Node) {
+		return nil
+	}
+	return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonClusterAffinity)
+}

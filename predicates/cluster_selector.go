@@ -1,0 +1,69 @@
+package predicates
+
+import (
+	"context"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// ClusterSelectorName is the name of the ClusterSelector plugin.
+const ClusterSelectorName = "ClusterSelector"
+
+// ErrReasonSelector is the reason of ClusterSelector.
+const ErrReasonSelector = "cluster(s) didn't match the cluster selector"
+
+const selectorKey = "PreFilter/" + ClusterSelectorName
+
+// ClusterSelector passes clusters carrying every label of
+// spec.clusterSelector. Keys may be the Crossplane attribute names
+// (clusterName, clusterNamespace, clusterVersion, cloudProvider), which
+// stand for the built-in labels.
+type ClusterSelector struct{}
+
+var (
+	_ scheduler.PreFilterPlugin = &ClusterSelector{}
+	_ scheduler.FilterPlugin    = &ClusterSelector{}
+)
+
+// NewClusterSelector returns the plugin.
+func NewClusterSelector(scheduler.Handle) (scheduler.Plugin, error) { return &ClusterSelector{}, nil }
+
+// Name of the plugin.
+func (p *ClusterSelector) Name() string { return ClusterSelectorName }
+
+// ResolveAliases returns the selector with attribute names replaced by the
+// labels they stand for.
+func ResolveAliases(sel map[string]string) map[string]string {
+	out := make(map[string]string, len(sel))
+	for k, v := range sel {
+		if label, ok := v1alpha1.LabelAliases[k]; ok {
+			k = label
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// PreFilter resolves the aliases once.
+func (p *ClusterSelector) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
+	s.Write(selectorKey, ResolveAliases(w.Spec.ClusterSelector))
+	return nil
+}
+
+// Filter fails a cluster that lacks a selected label or value.
+func (p *ClusterSelector) Filter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	if len(w.Spec.ClusterSelector) == 0 {
+		return nil
+	}
+	sel, ok := s.Read(selectorKey)
+	if !ok {
+		return errNoPreFilter
+	}
+	for k, v := range sel.(map[string]string) {
+		if got, ok := c.Labels[k]; !ok || got != v {
+			return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonSelector)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package predicates
+
+import (
+	"context"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// ClusterUnschedulableName is the name of the ClusterUnschedulable plugin.
+const ClusterUnschedulableName = "ClusterUnschedulable"
+
+// ErrReasonCordoned is the reason of ClusterUnschedulable.
+const ErrReasonCordoned = "cluster(s) were cordoned"
+
+// ClusterUnschedulable fails cordoned clusters (spec.unschedulable).
+type ClusterUnschedulable struct{}
+
+var _ scheduler.FilterPlugin = &ClusterUnschedulable{}
+
+// NewClusterUnschedulable returns the plugin.
+func NewClusterUnschedulable(scheduler.Handle) (scheduler.Plugin, error) {
+	return &ClusterUnschedulable{}, nil
+}
+
+// Name of the plugin.
+func (p *ClusterUnschedulable) Name() string { return ClusterUnschedulableName }
+
+// Filter fails a cordoned cluster.
+func (p *ClusterUnschedulable) Filter(_ context.Context, _ *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	if c.Cluster.Spec.Unschedulable {
+		return scheduler.NewStatus(scheduler.Unschedulable, ErrReasonCordoned)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package predicates
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// ResourceFitName is the name of the ResourceFit plugin.
+const ResourceFitName = "ResourceFit"
+
+// ErrReasonInsufficient is the reason of ResourceFit, with the resource.
+const ErrReasonInsufficient = "cluster(s) had no room for one replica (Insufficient %s)"
+
+const requestsKey = "PreFilter/" + ResourceFitName
+
+// ResourceFit is a cheap pre-check of capacity: cpu and memory must fit the
+// largest free node, other resources (GPUs) the cluster's free total. The
+// handshake in the target has the last word. Clusters without a summary yet pass.
+type ResourceFit struct{}
+
+var (
+	_ scheduler.PreFilterPlugin = &ResourceFit{}
+	_ scheduler.FilterPlugin    = &ResourceFit{}
+)
+
+// NewResourceFit returns the plugin.
+func NewResourceFit(scheduler.Handle) (scheduler.Plugin, error) { return &ResourceFit{}, nil }
+
+// Name of the plugin.
+func (p *ResourceFit) Name() string { return ResourceFitName }
+
+// ReplicaRequests are the requests of one replica of the Workload, as
+// kube-scheduler counts them (init containers, sidecars, overhead).
+func ReplicaRequests(w *v1alpha1.Workload) corev1.ResourceList {
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: w.Spec.TargetDeployment.Template.Spec}, resourcehelper.PodResourcesOptions{})
+}
+
+// PreFilter adds up one replica's requests once.
+func (p *ResourceFit) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
+	s.Write(requestsKey, ReplicaRequests(w))
+	return nil
+}
+
+// Filter fails a cluster that cannot hold one replica.
+func (p *ResourceFit) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	v, ok := s.Read(requestsKey)
+	if !ok {
+		return errNoPreFilter
+	}
+	st := &c.Cluster.Status
+	if st.LargestFreeNode == nil {
+		return nil
+	}
+	requests := v.(corev1.ResourceList)
+	for _, name := range slices.Sorted(maps.Keys(requests)) {
+		want := requests[name]
+		if want.IsZero() || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
+			continue
+		}
+		free := st.LargestFreeNode[name]
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			free = st.Allocatable[name].DeepCopy()
+			free.Sub(st.Requested[name])
+		}
+		if free.Cmp(want) < 0 {
+			return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonInsufficient, name))
+		}
+	}
+	return nil
+}

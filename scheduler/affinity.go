@@ -1,0 +1,125 @@
+package scheduler
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// AffinityTerm is a WorkloadAffinityTerm parsed once per cycle.
+type AffinityTerm struct {
+	selector          labels.Selector
+	namespaces        sets.Set[string]
+	namespaceSelector labels.Selector
+	TopologyKey       string
+	Weight            int64
+}
+
+// NewAffinityTerm parses a term of a Workload in namespace ns. As for pods:
+// a nil labelSelector matches nothing; with neither namespaces nor a
+// namespaceSelector the term covers the Workload's own namespace.
+func NewAffinityTerm(ns string, t *v1alpha1.WorkloadAffinityTerm, weight int32) (*AffinityTerm, error) {
+	at := &AffinityTerm{TopologyKey: t.TopologyKey, Weight: int64(weight), namespaces: sets.New(t.Namespaces...), selector: labels.Nothing()}
+	if t.LabelSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(t.LabelSelector.AsMetav1())
+		if err != nil {
+			return nil, errors.Wrap(err, "labelSelector")
+		}
+		at.selector = s
+	}
+	if t.NamespaceSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector.AsMetav1())
+		if err != nil {
+			return nil, errors.Wrap(err, "namespaceSelector")
+		}
+		at.namespaceSelector = s
+	}
+	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
+		at.namespaces.Insert(ns)
+	}
+	return at, nil
+}
+
+// Matches reports whether the term selects a workload with the given
+// namespace and labels.
+func (t *AffinityTerm) Matches(namespace string, l labels.Set, namespaceLabels map[string]labels.Set) bool {
+	if !t.namespaces.Has(namespace) {
+		if t.namespaceSelector == nil || !t.namespaceSelector.Matches(namespaceLabels[namespace]) {
+			return false
+		}
+	}
+	return t.selector.Matches(l)
+}
+
+// Domains counts, per value of the term's topology key, the placed
+// workloads (other than self) the term selects. Workloads whose cluster is
+// unknown or lacks the key count nowhere.
+func (t *AffinityTerm) Domains(snap *Snapshot, self types.UID) map[string]int64 {
+	d := map[string]int64{}
+	for _, p := range snap.Placed {
+		if p.UID == self || !t.Matches(p.Namespace, p.Labels, snap.Namespaces) {
+			continue
+		}
+		c := snap.Cluster(p.Cluster)
+		if c == nil {
+			continue
+		}
+		if v, ok := c.Labels[t.TopologyKey]; ok {
+			d[v]++
+		}
+	}
+	return d
+}
+
+// RequiredTerms parses the required terms of an affinity.
+func RequiredTerms(ns string, a *v1alpha1.WorkloadAffinity) ([]*AffinityTerm, error) {
+	if a == nil {
+		return nil, nil
+	}
+	out := make([]*AffinityTerm, 0, len(a.RequiredDuringSchedulingIgnoredDuringExecution))
+	for i := range a.RequiredDuringSchedulingIgnoredDuringExecution {
+		t, err := NewAffinityTerm(ns, &a.RequiredDuringSchedulingIgnoredDuringExecution[i], 1)
+		if err != nil {
+			return nil, errors.Wrapf(err, "requiredDuringSchedulingIgnoredDuringExecution[%d]", i)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// PreferredTerms parses the preferred terms of an affinity, with their weights.
+func PreferredTerms(ns string, a *v1alpha1.WorkloadAffinity) ([]*AffinityTerm, error) {
+	if a == nil {
+		return nil, nil
+	}
+	out := make([]*AffinityTerm, 0, len(a.PreferredDuringSchedulingIgnoredDuringExecution))
+	for i := range a.PreferredDuringSchedulingIgnoredDuringExecution {
+		p := &a.PreferredDuringSchedulingIgnoredDuringExecution[i]
+		t, err := NewAffinityTerm(ns, &p.WorkloadAffinityTerm, p.Weight)
+		if err != nil {
+			return nil, errors.Wrapf(err, "preferredDuringSchedulingIgnoredDuringExecution[%d]", i)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// WorkloadAffinityOf returns the Workload's workload affinity, or nil.
+func WorkloadAffinityOf(w *v1alpha1.Workload) *v1alpha1.WorkloadAffinity {
+	if w.Spec.Affinity == nil {
+		return nil
+	}
+	return w.Spec.Affinity.WorkloadAffinity
+}
+
+// WorkloadAntiAffinityOf returns the Workload's workload anti-affinity, or nil.
+func WorkloadAntiAffinityOf(w *v1alpha1.Workload) *v1alpha1.WorkloadAffinity {
+	if w.Spec.Affinity == nil {
+		return nil
+	}
+	return w.Spec.Affinity.WorkloadAntiAffinity
+}

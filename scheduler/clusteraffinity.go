@@ -1,0 +1,61 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// Cluster affinity is node affinity evaluated against clusters presented as
+// nodes (ClusterInfo.Node): the terms are converted and handed to
+// component-helpers, so the semantics are kube-scheduler's own.
+
+var clusterAffinityPath = field.NewPath("spec", "affinity", "clusterAffinity")
+
+// RequiredClusterAffinity parses the Workload's required cluster affinity;
+// nil when it has none.
+func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, error) {
+	ca := clusterAffinity(w)
+	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil, nil
+	}
+	ns := &corev1.NodeSelector{}
+	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
+		ns.NodeSelectorTerms = append(ns.NodeSelectorTerms, nodeSelectorTerm(t))
+	}
+	return nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution", "clusterSelectorTerms")))
+}
+
+// PreferredClusterAffinity parses the Workload's preferred cluster affinity;
+// nil when it has none.
+func PreferredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.PreferredSchedulingTerms, error) {
+	ca := clusterAffinity(w)
+	if ca == nil || len(ca.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return nil, nil
+	}
+	terms := make([]corev1.PreferredSchedulingTerm, len(ca.PreferredDuringSchedulingIgnoredDuringExecution))
+	for i, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms[i] = corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: nodeSelectorTerm(p.Preference)}
+	}
+	return nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
+}
+
+func clusterAffinity(w *v1alpha1.Workload) *v1alpha1.ClusterAffinity {
+	if w.Spec.Affinity == nil {
+		return nil
+	}
+	return w.Spec.Affinity.ClusterAffinity
+}
+
+func nodeSelectorTerm(t v1alpha1.ClusterSelectorTerm) corev1.NodeSelectorTerm {
+	out := corev1.NodeSelectorTerm{}
+	for _, e := range t.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOperator(e.Operator), Values: e.Values})
+	}
+	for _, f := range t.MatchFields {
+		out.MatchFields = append(out.MatchFields, corev1.NodeSelectorRequirement{Key: f.Key, Operator: corev1.NodeSelectorOperator(f.Operator), Values: f.Values})
+	}
+	return out
+}
