@@ -1,0 +1,56 @@
+// Package priorities holds placer's score plugins: each gives every
+// feasible cluster a raw score, which the framework normalizes to 1–10 and
+// weighs.
+package priorities
+
+import (
+	"context"
+
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// ClusterAffinityName is the name of the ClusterAffinity plugins.
+const ClusterAffinityName = "ClusterAffinity"
+
+const preferredKey = "PreScore/" + ClusterAffinityName
+
+// ClusterAffinity scores a cluster with the sum of the weights of the
+// preferred cluster-affinity terms it matches.
+type ClusterAffinity struct{}
+
+var (
+	_ scheduler.PreScorePlugin = &ClusterAffinity{}
+	_ scheduler.ScorePlugin    = &ClusterAffinity{}
+)
+
+// NewClusterAffinity returns the plugin.
+func NewClusterAffinity(scheduler.Handle) (scheduler.Plugin, error) { return &ClusterAffinity{}, nil }
+
+// Name of the plugin.
+func (p *ClusterAffinity) Name() string { return ClusterAffinityName }
+
+// PreScore parses the preferred terms once.
+func (p *ClusterAffinity) PreScore(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot, _ []*scheduler.ClusterInfo) *scheduler.Status {
+	terms, err := scheduler.PreferredClusterAffinity(w)
+	if err != nil {
+		return scheduler.NewStatus(scheduler.Error, err.Error())
+	}
+	s.Write(preferredKey, terms)
+	return nil
+}
+
+// Score sums the weights of the matching terms.
+func (p *ClusterAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) (int64, *scheduler.Status) {
+	v, ok := s.Read(preferredKey)
+	if !ok {
+		return 0, errNoPreScore
+	}
+	terms := v.(*nodeaffinity.PreferredSchedulingTerms)
+	if terms == nil {
+		return 0, nil
+	}
+	return terms.Score(c.Node), nil
+}

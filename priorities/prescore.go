@@ -1,0 +1,7 @@
+package priorities
+
+import "github.com/placer-dev/placer/scheduler"
+
+// errNoPreScore is returned by a Score whose PreScore did not run: the
+// framework runs both for a plugin in a profile, so it is a programming error.
+var errNoPreScore = scheduler.NewStatus(scheduler.Error, "PreScore state is missing")
