@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"errors"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -25,7 +28,12 @@ func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, 
 	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
 		ns.NodeSelectorTerms = append(ns.NodeSelectorTerms, nodeSelectorTerm(t))
 	}
-	return nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution", "clusterSelectorTerms")))
+	sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution")))
+	if err != nil {
+		// The helper names node affinity's field; say ours.
+		return nil, errors.New(strings.ReplaceAll(err.Error(), ".nodeSelectorTerms[", ".clusterSelectorTerms["))
+	}
+	return sel, nil
 }
 
 // PreferredClusterAffinity parses the Workload's preferred cluster affinity;

@@ -1,0 +1,96 @@
+package predicates
+
+import (
+	"testing"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// fleet: two clusters in eu, one in us, one without a region.
+func fleet() []*v1alpha1.KubernetesCluster {
+	return []*v1alpha1.KubernetesCluster{
+		st.Cluster("eu-1", st.Labels(v1alpha1.LabelRegion, "eu")),
+		st.Cluster("eu-2", st.Labels(v1alpha1.LabelRegion, "eu")),
+		st.Cluster("us-1", st.Labels(v1alpha1.LabelRegion, "us")),
+		st.Cluster("none"),
+	}
+}
+
+func TestWorkloadAffinity(t *testing.T) {
+	r := ErrReasonWorkloadAffinity
+	backend := st.Workload("backend", st.WLabels("app", "backend"), st.PlacedOn("eu-1"))
+	runFilterCases(t, NewWorkloadAffinity, []filterCase{
+		{name: "no affinity passes all", clusters: fleet(), placed: []*v1alpha1.Workload{backend}, w: st.Workload("w"),
+			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": ""}},
+		{name: "front end lands in the back end's region", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w:    st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "backend"))),
+			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": r, "none": r}},
+		{name: "topologyKey cluster-name means the same cluster", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w:    st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelClusterName, "app", "backend"))),
+			want: map[string]string{"eu-1": "", "eu-2": r, "us-1": r, "none": r}},
+		{name: "nothing placed matches: no cluster fits", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w:    st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "db"))),
+			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},
+		{name: "the first of a self-affine group goes where the key exists", clusters: fleet(),
+			w:    st.Workload("cache-0", st.WLabels("app", "cache"), st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "cache"))),
+			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": r}},
+		{name: "the second of a self-affine group follows the first", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("cache-0", st.WLabels("app", "cache"), st.PlacedOn("us-1"))},
+			w:      st.Workload("cache-1", st.WLabels("app", "cache"), st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "cache"))),
+			want:   map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": r}},
+		{name: "a workload does not satisfy its own term", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("cache-0", st.WLabels("app", "cache"), st.PlacedOn("us-1"), st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "cache")))},
+			w:      st.Workload("cache-0", st.WLabels("app", "cache"), st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "cache"))),
+			want:   map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": r}},
+		{name: "other namespaces are not selected by default", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("backend", st.WNamespace("team-b"), st.WLabels("app", "backend"), st.PlacedOn("eu-1"))},
+			w:      st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "backend"))),
+			want:   map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},
+		{name: "namespaces lists them", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("backend", st.WNamespace("team-b"), st.WLabels("app", "backend"), st.PlacedOn("us-1"))},
+			w: st.Workload("frontend", st.RequiredAffinity(func() v1alpha1.WorkloadAffinityTerm {
+				t := st.WTerm(v1alpha1.LabelRegion, "app", "backend")
+				t.Namespaces = []string{"team-b"}
+				return t
+			}())),
+			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": r}},
+		{name: "namespaceSelector selects by namespace labels", clusters: fleet(),
+			ns:     map[string]map[string]string{"team-b": {"team": "b"}},
+			placed: []*v1alpha1.Workload{st.Workload("backend", st.WNamespace("team-b"), st.WLabels("app", "backend"), st.PlacedOn("us-1"))},
+			w: st.Workload("frontend", st.RequiredAffinity(func() v1alpha1.WorkloadAffinityTerm {
+				t := st.WTerm(v1alpha1.LabelRegion, "app", "backend")
+				t.NamespaceSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
+				return t
+			}())),
+			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": r}},
+		{name: "a nil labelSelector selects nothing", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w:    st.Workload("frontend", st.RequiredAffinity(v1alpha1.WorkloadAffinityTerm{TopologyKey: v1alpha1.LabelRegion})),
+			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},
+		{name: "a workload placed on an unknown cluster counts nowhere", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("backend", st.WLabels("app", "backend"), st.PlacedOn("gone"))},
+			w:      st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "backend"))),
+			want:   map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},
+	})
+}
+
+func TestWorkloadAntiAffinity(t *testing.T) {
+	r, existing := ErrReasonAntiAffinity, ErrReasonExistingAntiAffinity
+	runFilterCases(t, NewWorkloadAntiAffinity, []filterCase{
+		{name: "spreads a group across regions; clusters without the key are in no domain", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("web-0", st.WLabels("app", "web"), st.PlacedOn("eu-2"))},
+			w:      st.Workload("web-1", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
+			want:   map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": ""}},
+		{name: "anti-affinity against itself does not block the first", clusters: fleet(),
+			w:    st.Workload("web-0", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
+			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": ""}},
+		{name: "a placed workload's anti-affinity keeps the newcomer away", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("noisy", st.PlacedOn("us-1"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelClusterName, "app", "web")))},
+			w:      st.Workload("web-0", st.WLabels("app", "web")),
+			want:   map[string]string{"eu-1": "", "eu-2": "", "us-1": existing, "none": ""}},
+		{name: "unrelated workloads do not count", clusters: fleet(),
+			placed: []*v1alpha1.Workload{st.Workload("db", st.WLabels("app", "db"), st.PlacedOn("eu-1"))},
+			w:      st.Workload("web-0", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
+			want:   map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": ""}},
+	})
+}
