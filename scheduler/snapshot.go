@@ -111,6 +111,7 @@ type Cache struct {
 	mu         sync.RWMutex
 	clusters   map[types.NamespacedName]*ClusterInfo
 	placed     map[types.UID]*PlacedWorkload
+	pending    map[types.NamespacedName]string
 	namespaces map[string]labels.Set
 }
 
@@ -119,6 +120,7 @@ func NewCache() *Cache {
 	return &Cache{
 		clusters:   map[types.NamespacedName]*ClusterInfo{},
 		placed:     map[types.UID]*PlacedWorkload{},
+		pending:    map[types.NamespacedName]string{},
 		namespaces: map[string]labels.Set{},
 	}
 }
@@ -138,16 +140,35 @@ func (c *Cache) DeleteCluster(key types.NamespacedName) {
 	delete(c.clusters, key)
 }
 
-// UpsertWorkload records where a workload is placed, or forgets it when it
-// is not placed (or is being deleted).
+// UpsertWorkload records where a workload is placed, or that it is
+// pending, and forgets it once it is being deleted.
 func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if w.Status.ClusterRef == nil || w.DeletionTimestamp != nil {
-		delete(c.placed, w.UID)
-		return
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	delete(c.placed, w.UID)
+	delete(c.pending, key)
+	switch {
+	case w.DeletionTimestamp != nil:
+	case w.Status.ClusterRef == nil:
+		c.pending[key] = w.Spec.SchedulerName
+	default:
+		c.placed[w.UID] = NewPlacedWorkload(w)
 	}
-	c.placed[w.UID] = NewPlacedWorkload(w)
+}
+
+// Pending returns the workloads waiting for a cluster whose schedulerName
+// is one of names.
+func (c *Cache) Pending(names map[string]bool) []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]types.NamespacedName, 0, len(c.pending))
+	for k, n := range c.pending {
+		if names[n] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // NewPlacedWorkload derives affinity's view of a placed Workload.
@@ -162,10 +183,11 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 }
 
 // DeleteWorkload forgets a workload.
-func (c *Cache) DeleteWorkload(uid types.UID) {
+func (c *Cache) DeleteWorkload(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.placed, uid)
+	delete(c.placed, w.UID)
+	delete(c.pending, types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 }
 
 // UpsertNamespace records a namespace's labels, for namespaceSelector.

@@ -15,6 +15,7 @@ import (
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/scheduler"
 )
 
 // managerOptions are the flags of 'placer manager'.
@@ -31,6 +32,7 @@ type managerOptions struct {
 	memberQPS     float32
 	memberBurst   int
 	development   bool
+	schedulerConf string
 }
 
 func newManagerCommand() *cobra.Command {
@@ -40,7 +42,10 @@ func newManagerCommand() *cobra.Command {
 		Short: "Run placer's controllers against the management cluster",
 		Long: `Run placer's controllers against the management cluster. Built so far:
 the cluster controller, which connects to every KubernetesCluster, probes it
-and publishes its Ready condition, version, built-in labels and capacity summary.`,
+and publishes its Ready condition, version, built-in labels and capacity
+summary; and the scheduler controller, which places each Workload whose
+schedulerName one of its profiles serves. The propagator (the handshake with
+member clusters) is not built yet.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseDevMode(o.development)))
@@ -64,6 +69,7 @@ and publishes its Ready condition, version, built-in labels and capacity summary
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
 	f.BoolVar(&o.development, "development", false, "human-readable logs instead of JSON")
+	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
 	return cmd
 }
 
@@ -90,11 +96,18 @@ func runManager(cmd *cobra.Command, cfg *rest.Config, o *managerOptions) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create manager")
 	}
-	if _, err := controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
-		ProbeInterval: o.probeInterval,
-		Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout},
+	conf, err := scheduler.LoadConfiguration(o.schedulerConf)
+	if err != nil {
+		return err
+	}
+	if _, err := controllers.Setup(mgr, controllers.Options{
+		Cluster: controllers.ClusterControllerOptions{
+			ProbeInterval: o.probeInterval,
+			Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout},
+		},
+		Scheduler: conf,
 	}); err != nil {
-		return errors.Wrap(err, "cannot set up the cluster controller")
+		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

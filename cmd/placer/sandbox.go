@@ -245,10 +245,10 @@ func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struc
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create the manager")
 	}
-	if _, err := controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
+	if _, err := controllers.Setup(mgr, controllers.Options{Cluster: controllers.ClusterControllerOptions{
 		ProbeInterval: 10 * time.Second,
 		Registry:      cluster.Options{ProbeTimeout: 2 * time.Second},
-	}); err != nil {
+	}}); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})

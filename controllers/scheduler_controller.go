@@ -1,0 +1,311 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+const (
+	errGetWorkload    = "cannot get Workload"
+	errUpdateWorkload = "cannot update Workload status"
+	errInformer       = "cannot get an informer"
+
+	reasonScheduled        = "Scheduled"
+	reasonFailedScheduling = "FailedScheduling"
+
+	// unschedulableRetry is the safety net for a pending Workload: events
+	// (clusters and workloads changing) requeue it sooner.
+	unschedulableRetry = 5 * time.Minute
+)
+
+// SchedulerControllerOptions configure the scheduler controller.
+type SchedulerControllerOptions struct {
+	// Profiles by the schedulerName they serve.
+	Profiles map[string]*scheduler.Profile
+}
+
+// SchedulerReconciler places Workloads whose schedulerName one of its
+// profiles serves: it ranks clusters on a snapshot of the fleet and writes
+// the decision to the Workload's status.
+type SchedulerReconciler struct {
+	client   client.Client
+	cache    *scheduler.Cache
+	profiles map[string]*scheduler.Profile
+	served   map[string]bool
+	record   event.Recorder
+	log      logging.Logger
+	trigger  *trigger
+}
+
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// SetupSchedulerController adds the scheduler controller to the manager.
+func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) error {
+	r := &SchedulerReconciler{
+		client:   mgr.GetClient(),
+		cache:    scheduler.NewCache(),
+		profiles: o.Profiles,
+		served:   map[string]bool{},
+		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("scheduler")),
+		trigger:  &trigger{},
+	}
+	for name := range o.Profiles {
+		r.served[name] = true
+	}
+	if err := r.feedCache(context.Background(), mgr); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduler").
+		For(&v1alpha1.Workload{}).
+		WatchesRawSource(r.trigger.Source()).
+		Complete(r)
+}
+
+// feedCache keeps the scheduler's cache in step with the manager's
+// informers, and requeues pending Workloads on every change that could make
+// them fit.
+func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
+	clusters, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.KubernetesCluster{})
+	if err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+	if _, err := clusters.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if kc, ok := o.(*v1alpha1.KubernetesCluster); ok {
+				r.cache.UpsertCluster(kc)
+				r.requeuePending()
+			}
+		},
+		UpdateFunc: func(old, o any) {
+			before, ok1 := old.(*v1alpha1.KubernetesCluster)
+			kc, ok2 := o.(*v1alpha1.KubernetesCluster)
+			if !ok1 || !ok2 {
+				return
+			}
+			r.cache.UpsertCluster(kc)
+			if schedulingRelevant(before, kc) {
+				r.requeuePending()
+			}
+		},
+		DeleteFunc: func(o any) {
+			if kc, ok := unwrap(o).(*v1alpha1.KubernetesCluster); ok {
+				r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
+			}
+		},
+	}); err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+
+	workloads, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Workload{})
+	if err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+	if _, err := workloads.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if w, ok := o.(*v1alpha1.Workload); ok {
+				r.cache.UpsertWorkload(w)
+				if w.Status.ClusterRef != nil {
+					r.requeuePending()
+				}
+			}
+		},
+		UpdateFunc: func(old, o any) {
+			before, ok1 := old.(*v1alpha1.Workload)
+			w, ok2 := o.(*v1alpha1.Workload)
+			if !ok1 || !ok2 {
+				return
+			}
+			r.cache.UpsertWorkload(w)
+			// A placement, or a placed workload's labels or affinity, can
+			// change what affinity allows others.
+			if !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef) ||
+				w.Status.ClusterRef != nil && (!equality.Semantic.DeepEqual(before.Labels, w.Labels) || !equality.Semantic.DeepEqual(before.Spec.Affinity, w.Spec.Affinity)) {
+				r.requeuePending()
+			}
+		},
+		DeleteFunc: func(o any) {
+			if w, ok := unwrap(o).(*v1alpha1.Workload); ok {
+				r.cache.DeleteWorkload(w)
+				if w.Status.ClusterRef != nil {
+					r.requeuePending()
+				}
+			}
+		},
+	}); err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+
+	namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
+	if err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+	_, err = namespaces.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if ns, ok := o.(*corev1.Namespace); ok {
+				r.cache.UpsertNamespace(ns.Name, ns.Labels)
+			}
+		},
+		UpdateFunc: func(_, o any) {
+			if ns, ok := o.(*corev1.Namespace); ok {
+				r.cache.UpsertNamespace(ns.Name, ns.Labels)
+				r.requeuePending()
+			}
+		},
+		DeleteFunc: func(o any) {
+			if ns, ok := unwrap(o).(*corev1.Namespace); ok {
+				r.cache.DeleteNamespace(ns.Name)
+			}
+		},
+	})
+	return errors.Wrap(err, errInformer)
+}
+
+func unwrap(o any) any {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
+}
+
+// schedulingRelevant reports whether a cluster changed in a way that can
+// change a scheduling decision; probe timestamps alone do not.
+func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
+	b, a := before.Status, after.Status
+	return !equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+		!equality.Semantic.DeepEqual(before.Spec, after.Spec) ||
+		b.GetCondition(xpv2.TypeReady).Status != a.GetCondition(xpv2.TypeReady).Status ||
+		!equality.Semantic.DeepEqual(b.Allocatable, a.Allocatable) ||
+		!equality.Semantic.DeepEqual(b.Requested, a.Requested) ||
+		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
+}
+
+func (r *SchedulerReconciler) requeuePending() {
+	for _, key := range r.cache.Pending(r.served) {
+		r.trigger.Enqueue(key)
+	}
+}
+
+// Reconcile places one Workload, or records why it cannot be placed.
+func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
+		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
+	}
+	profile, ok := r.profiles[w.Spec.SchedulerName]
+	if !ok || w.DeletionTimestamp != nil {
+		// Another scheduler's Workload: never touched.
+		return reconcile.Result{}, nil
+	}
+	if w.Status.ClusterRef != nil && !rejected(w, scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)) {
+		// Placed: it stays, whatever scores say now; only a handshake rejection moves it.
+		return reconcile.Result{}, nil
+	}
+	log := r.log.WithValues("workload", req.String())
+	start := time.Now()
+	res := profile.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
+	log.Debug("scheduling cycle", "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
+
+	orig := w.DeepCopy()
+	cond := xpv2.Condition{Type: v1alpha1.TypeScheduled, LastTransitionTime: metav1.Now(), ObservedGeneration: w.Generation}
+	var ev event.Event
+	if len(res.Ranked) == 0 {
+		w.Status.ClusterRef, w.Status.NominatedClusters = nil, nil
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, v1alpha1.ReasonUnschedulable, res.Message()
+		ev = event.Warning(reasonFailedScheduling, errors.New(cond.Message))
+	} else {
+		best := res.Ranked[0].Cluster.Key
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}
+		w.Status.NominatedClusters = nominated(res, w.Spec.Placement.FanOut)
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionTrue, reasonScheduled, placedMessage(res)
+		ev = event.Normal(reasonScheduled, cond.Message)
+	}
+	changed := w.Status.GetCondition(v1alpha1.TypeScheduled).Message != cond.Message
+	w.Status.SetConditions(cond)
+	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
+		return r.retryUnschedulable(res), nil
+	}
+	if err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if kerrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+	}
+	if changed {
+		r.record.Event(w, ev)
+	}
+	return r.retryUnschedulable(res), nil
+}
+
+func (r *SchedulerReconciler) retryUnschedulable(res *scheduler.Result) reconcile.Result {
+	if len(res.Ranked) == 0 {
+		return reconcile.Result{RequeueAfter: unschedulableRetry}
+	}
+	return reconcile.Result{}
+}
+
+// rejected reports whether the cluster rejected this generation's handshake.
+func rejected(w *v1alpha1.Workload, key types.NamespacedName) bool {
+	for _, rc := range w.Status.RejectedClusters {
+		if rc.Generation == w.Generation && scheduler.ClusterKey(w.Namespace, &rc.Cluster) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference {
+	n := min(max(int(fanOut), 1), len(res.Ranked))
+	out := make([]v1alpha1.ClusterReference, n)
+	for i := range n {
+		k := res.Ranked[i].Cluster.Key
+		out[i] = v1alpha1.ClusterReference{Name: k.Name, Namespace: k.Namespace}
+	}
+	return out
+}
+
+// placedMessage says where the Workload goes and the scores that won:
+// "placed on default/east with score 34 of 4 feasible clusters (ClusterAffinity 10×2, ResourceAllocation 7, ...)".
+func placedMessage(res *scheduler.Result) string {
+	best := res.Ranked[0]
+	names := make([]string, 0, len(best.Scores))
+	for n := range best.Scores {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if best.Scores[names[i]] != best.Scores[names[j]] {
+			return best.Scores[names[i]] > best.Scores[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, best.Scores[n])
+	}
+	return fmt.Sprintf("placed on %s with score %d, best of %d feasible of %d clusters (%s)",
+		best.Cluster.Key, best.Total, len(res.Ranked), res.Total, strings.Join(parts, ", "))
+}

@@ -1,0 +1,297 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/scheduler"
+	"github.com/placer-dev/placer/scheduler/registry"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// schedulerEnv runs only the scheduler controller; the test plays the
+// cluster controller by writing cluster status itself.
+type schedulerEnv struct {
+	t   *testing.T
+	env *testenv.Env
+	wc  client.WithWatch
+	ns  string
+}
+
+func newSchedulerEnv(t *testing.T) *schedulerEnv {
+	t.Helper()
+	env := testenv.Start(t)
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.SetupSchedulerController(mgr, controllers.SchedulerControllerOptions{Profiles: profiles}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return &schedulerEnv{t: t, env: env, wc: watcher(t, env), ns: "default"}
+}
+
+// namespace gives a subtest a namespace of its own, so its clusters and
+// workloads are independent of the others'.
+func (e *schedulerEnv) namespace(t *testing.T, name string) *schedulerEnv {
+	t.Helper()
+	if err := e.env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"test": name}}}); err != nil {
+		t.Fatal(err)
+	}
+	return &schedulerEnv{t: t, env: e.env, wc: e.wc, ns: name}
+}
+
+// cluster creates a cluster and writes its status as the cluster controller would.
+func (e *schedulerEnv) cluster(name string, opts ...st.ClusterOption) *v1alpha1.KubernetesCluster {
+	e.t.Helper()
+	kc := st.Cluster(name, append([]st.ClusterOption{st.InNamespace(e.ns)}, opts...)...)
+	status := kc.Status
+	kc.Spec.ConnectionSecretRef.Name = name + "-kubeconfig"
+	ctx := context.Background()
+	if err := e.env.Client.Create(ctx, kc); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range status.Conditions {
+		status.Conditions[i].LastTransitionTime = metav1.Now()
+	}
+	kc.Status = status
+	if err := e.env.Client.Status().Update(ctx, kc); err != nil {
+		e.t.Fatal(err)
+	}
+	return kc
+}
+
+// workload creates a Workload that may only land on the subtest's own
+// clusters: the scheduler sees the clusters of every namespace.
+func (e *schedulerEnv) workload(name string, opts ...st.WorkloadOption) *v1alpha1.Workload {
+	e.t.Helper()
+	w := st.Workload(name, append([]st.WorkloadOption{st.WNamespace(e.ns)}, opts...)...)
+	if w.Spec.ClusterSelector == nil {
+		w.Spec.ClusterSelector = map[string]string{}
+	}
+	w.Spec.ClusterSelector[v1alpha1.LabelClusterNamespace] = e.ns
+	w.UID, w.Generation = "", 0
+	if err := e.env.Client.Create(context.Background(), w); err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+// waitScheduled waits for the Workload's Scheduled condition to have the status.
+func (e *schedulerEnv) waitScheduled(name string, status corev1.ConditionStatus) *v1alpha1.Workload {
+	e.t.Helper()
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+	testenv.WaitFor(e.t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.GetCondition(v1alpha1.TypeScheduled).Status == status
+	})
+	return w
+}
+
+func (e *schedulerEnv) wantPlaced(name, cluster string) *v1alpha1.Workload {
+	e.t.Helper()
+	w := e.waitScheduled(name, corev1.ConditionTrue)
+	if w.Status.ClusterRef == nil || w.Status.ClusterRef.Name != cluster {
+		e.t.Fatalf("%s placed on %v, want %s; %s", name, w.Status.ClusterRef, cluster, w.Status.GetCondition(v1alpha1.TypeScheduled).Message)
+	}
+	return w
+}
+
+func TestSchedulerController(t *testing.T) {
+	e := newSchedulerEnv(t)
+
+	t.Run("no cluster: Unschedulable with a message", func(t *testing.T) {
+		e := e.namespace(t, "none")
+		e.workload("w")
+		w := e.waitScheduled("w", corev1.ConditionFalse)
+		c := w.Status.GetCondition(v1alpha1.TypeScheduled)
+		if c.Reason != v1alpha1.ReasonUnschedulable || c.Message != "0/0 clusters are available." {
+			t.Errorf("condition = %s: %s", c.Reason, c.Message)
+		}
+		if w.Status.ClusterRef != nil {
+			t.Errorf("clusterRef = %v, want none", w.Status.ClusterRef)
+		}
+	})
+
+	t.Run("one cluster", func(t *testing.T) {
+		e := e.namespace(t, "one")
+		e.cluster("only")
+		e.workload("w")
+		w := e.wantPlaced("w", "only")
+		if len(w.Status.NominatedClusters) != 1 || w.Status.NominatedClusters[0].Name != "only" {
+			t.Errorf("nominatedClusters = %v", w.Status.NominatedClusters)
+		}
+	})
+
+	t.Run("many clusters: preferred affinity, selector, fan-out", func(t *testing.T) {
+		e := e.namespace(t, "many")
+		e.cluster("a", st.Labels("tier", "dev"))
+		e.cluster("b", st.Labels("tier", "prod", "ssd", "true"))
+		e.cluster("c", st.Labels("tier", "prod"))
+		e.cluster("d", st.Labels("tier", "prod"), st.NotReady(v1alpha1.ReasonUnreachable))
+		e.workload("w", st.Selector("tier", "prod"), st.PreferredClusterAffinity(50, st.Term(st.Expr("ssd", "Exists"))), func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 3 })
+		w := e.wantPlaced("w", "b")
+		var got []string
+		for _, n := range w.Status.NominatedClusters {
+			got = append(got, n.Name)
+		}
+		if strings.Join(got, ",") != "b,c" {
+			t.Errorf("nominatedClusters = %v, want b,c (the feasible ones, best first)", got)
+		}
+		if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "placed on many/b") {
+			t.Errorf("message %q does not say where", msg)
+		}
+	})
+
+	t.Run("required cluster affinity and a reason per cluster", func(t *testing.T) {
+		e := e.namespace(t, "required")
+		e.cluster("eu", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("us", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.cluster("cordoned", st.Labels(v1alpha1.LabelRegion, "ap"), st.Cordoned())
+		e.workload("w", st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelRegion, "In", "us", "ap"))))
+		e.wantPlaced("w", "us")
+		e.workload("nowhere", st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelRegion, "In", "ap"))))
+		w := e.waitScheduled("nowhere", corev1.ConditionFalse)
+		got := w.Status.GetCondition(v1alpha1.TypeScheduled).Message
+		for _, want := range []string{"2 cluster(s) didn't match the cluster affinity", "1 cluster(s) were cordoned", "cluster(s) didn't match the cluster selector"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("message %q does not say %q", got, want)
+			}
+		}
+	})
+
+	t.Run("front end lands with its back end", func(t *testing.T) {
+		e := e.namespace(t, "frontback")
+		e.cluster("eu-1", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("us-1", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.cluster("us-2", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.workload("backend", st.WLabels("app", "backend"), st.Target("us-2", ""))
+		e.wantPlaced("backend", "us-2")
+		e.workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelClusterName, "app", "backend")))
+		e.wantPlaced("frontend", "us-2")
+	})
+
+	t.Run("anti-affinity spreads a group across regions", func(t *testing.T) {
+		e := e.namespace(t, "spread")
+		for _, r := range []string{"eu", "us", "ap"} {
+			e.cluster(r+"-1", st.Labels(v1alpha1.LabelRegion, r))
+			e.cluster(r+"-2", st.Labels(v1alpha1.LabelRegion, r))
+		}
+		regions := map[string]bool{}
+		for _, name := range []string{"web-0", "web-1", "web-2"} {
+			e.workload(name, st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web")))
+			w := e.waitScheduled(name, corev1.ConditionTrue)
+			regions[strings.Split(w.Status.ClusterRef.Name, "-")[0]] = true
+		}
+		if len(regions) != 3 {
+			t.Errorf("three replicas landed in %d regions, want 3: %v", len(regions), regions)
+		}
+		e.workload("web-3", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web")))
+		w := e.waitScheduled("web-3", corev1.ConditionFalse)
+		if got := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(got, "6 cluster(s) didn't satisfy workload anti-affinity rules") {
+			t.Errorf("message %q", got)
+		}
+	})
+
+	t.Run("a pending workload schedules when a matching cluster appears, and stays", func(t *testing.T) {
+		e := e.namespace(t, "pending")
+		e.cluster("small", st.Labels("gpu", "false"))
+		e.workload("w", st.Selector("gpu", "true"))
+		e.waitScheduled("w", corev1.ConditionFalse)
+		e.cluster("gpu-1", st.Labels("gpu", "true"))
+		e.wantPlaced("w", "gpu-1")
+
+		// A better cluster later does not move it.
+		e.cluster("gpu-0", st.Labels("gpu", "true"))
+		e.workload("probe", st.Selector("gpu", "true"))
+		e.wantPlaced("probe", "gpu-0") // ties break by name: the scheduler has seen gpu-0
+		e.wantPlaced("w", "gpu-1")
+	})
+
+	t.Run("uncordoning a cluster schedules a pending workload", func(t *testing.T) {
+		e := e.namespace(t, "uncordon")
+		kc := e.cluster("c", st.Cordoned())
+		e.workload("w")
+		e.waitScheduled("w", corev1.ConditionFalse)
+		kc.Spec.Unschedulable = false
+		if err := e.env.Client.Update(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		e.wantPlaced("w", "c")
+	})
+
+	t.Run("a handshake rejection moves the workload", func(t *testing.T) {
+		e := e.namespace(t, "rejected")
+		e.cluster("a")
+		e.cluster("b")
+		e.workload("w")
+		w := e.wantPlaced("w", "a")
+		w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: e.ns}, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu.", Generation: w.Generation}}
+		if err := e.env.Client.Status().Update(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "b"
+		})
+	})
+
+	t.Run("a foreign schedulerName is left alone", func(t *testing.T) {
+		e := e.namespace(t, "foreign")
+		e.cluster("c")
+		foreign := e.workload("ext", func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "my-scheduler" })
+		e.workload("marker")
+		e.wantPlaced("marker", "c") // the scheduler has run since the foreign workload appeared
+
+		// The external scheduler places it.
+		if err := e.env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), foreign); err != nil {
+			t.Fatal(err)
+		}
+		if len(foreign.Status.Conditions) != 0 || foreign.Status.ClusterRef != nil {
+			t.Fatalf("placer touched a foreign workload: %+v", foreign.Status)
+		}
+		foreign.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "elsewhere", Namespace: e.ns}
+		foreign.Status.SetConditions(xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionTrue, Reason: "External", LastTransitionTime: metav1.Now()})
+		if err := e.env.Client.Status().Update(context.Background(), foreign); err != nil {
+			t.Fatal(err)
+		}
+		rv := foreign.ResourceVersion
+		e.cluster("d")
+		e.workload("marker2", st.Target("d", ""))
+		e.wantPlaced("marker2", "d")
+		if err := e.env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), foreign); err != nil {
+			t.Fatal(err)
+		}
+		if foreign.ResourceVersion != rv || foreign.Status.ClusterRef.Name != "elsewhere" {
+			t.Errorf("placer changed a foreign workload: %+v", foreign.Status)
+		}
+	})
+}

@@ -1,0 +1,38 @@
+package controllers
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/scheduler"
+	"github.com/placer-dev/placer/scheduler/registry"
+)
+
+// Options configure every controller of the manager.
+type Options struct {
+	Cluster ClusterControllerOptions
+	// Scheduler is the scheduler's configuration; the default when nil.
+	Scheduler *scheduler.Configuration
+}
+
+// Setup adds every controller built so far to the manager and returns the
+// registry of member connections.
+func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
+	reg, err := SetupClusterController(mgr, o.Cluster)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot set up the cluster controller")
+	}
+	conf := o.Scheduler
+	if conf == nil {
+		conf = scheduler.DefaultConfiguration()
+	}
+	profiles, err := registry.NewProfiles(conf)
+	if err != nil {
+		return nil, errors.Wrap(err, "invalid scheduler configuration")
+	}
+	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles}); err != nil {
+		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
+	}
+	return reg, nil
+}
