@@ -77,6 +77,10 @@ vet:
 test: tools verify-generate vet ## Unit, controller and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: ## Scheduling-cycle microbenchmarks.
+	go test -run '^$$' -bench . -benchtime 2s -count 1 ./scheduler/...
+
 .PHONY: sandbox
 sandbox: tools bin/placer ## Start local member and management clusters and register the members.
 	bin/placer sandbox --bin-dir $(BIN) $(SANDBOX_FLAGS)

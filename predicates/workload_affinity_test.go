@@ -64,6 +64,13 @@ func TestWorkloadAffinity(t *testing.T) {
 				return t
 			}())),
 			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": r}},
+		{name: "matchExpressions select as label selectors do", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w: st.Workload("frontend", st.RequiredAffinity(v1alpha1.WorkloadAffinityTerm{TopologyKey: v1alpha1.LabelRegion, LabelSelector: &v1alpha1.LabelSelector{
+				MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "app", Operator: "In", Values: []string{"backend", "db"}}}}})),
+			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": r, "none": r}},
+		{name: "matchLabels with two keys needs both", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
+			w:    st.Workload("frontend", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "backend", "tier", "gold"))),
+			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},
 		{name: "a nil labelSelector selects nothing", clusters: fleet(), placed: []*v1alpha1.Workload{backend},
 			w:    st.Workload("frontend", st.RequiredAffinity(v1alpha1.WorkloadAffinityTerm{TopologyKey: v1alpha1.LabelRegion})),
 			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": r, "none": r}},

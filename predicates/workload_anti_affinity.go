@@ -58,11 +58,11 @@ func (p *WorkloadAntiAffinity) PreFilter(_ context.Context, s *scheduler.CycleSt
 	for i, t := range terms {
 		st.domains[i] = t.Domains(snap, w.UID)
 	}
-	for _, pw := range snap.Placed {
+	for i, pw := range snap.Placed {
 		if pw.UID == w.UID || len(pw.AntiAffinity) == 0 {
 			continue
 		}
-		c := snap.Cluster(pw.Cluster)
+		c := snap.PlacedOn(i)
 		if c == nil {
 			continue
 		}

@@ -17,6 +17,11 @@ type AffinityTerm struct {
 	namespaceSelector labels.Selector
 	TopologyKey       string
 	Weight            int64
+
+	// Fast paths for the common shapes, which Matches runs once per placed
+	// Workload per term: one namespace, and a selector of matchLabels only.
+	oneNamespace string
+	matchLabels  [][2]string
 }
 
 // NewAffinityTerm parses a term of a Workload in namespace ns. As for pods:
@@ -41,16 +46,36 @@ func NewAffinityTerm(ns string, t *v1alpha1.WorkloadAffinityTerm, weight int32) 
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
 		at.namespaces.Insert(ns)
 	}
+	if at.namespaces.Len() == 1 && at.namespaceSelector == nil {
+		at.oneNamespace = at.namespaces.UnsortedList()[0]
+	}
+	if t.LabelSelector != nil && len(t.LabelSelector.MatchExpressions) == 0 && len(t.LabelSelector.MatchLabels) > 0 {
+		for k, v := range t.LabelSelector.MatchLabels {
+			at.matchLabels = append(at.matchLabels, [2]string{k, v})
+		}
+	}
 	return at, nil
 }
 
 // Matches reports whether the term selects a workload with the given
 // namespace and labels.
 func (t *AffinityTerm) Matches(namespace string, l labels.Set, namespaceLabels map[string]labels.Set) bool {
-	if !t.namespaces.Has(namespace) {
+	if t.oneNamespace != "" {
+		if namespace != t.oneNamespace {
+			return false
+		}
+	} else if !t.namespaces.Has(namespace) {
 		if t.namespaceSelector == nil || !t.namespaceSelector.Matches(namespaceLabels[namespace]) {
 			return false
 		}
+	}
+	if t.matchLabels != nil {
+		for _, kv := range t.matchLabels {
+			if got, ok := l[kv[0]]; !ok || got != kv[1] {
+				return false
+			}
+		}
+		return true
 	}
 	return t.selector.Matches(l)
 }
@@ -60,12 +85,9 @@ func (t *AffinityTerm) Matches(namespace string, l labels.Set, namespaceLabels m
 // unknown or lacks the key count nowhere.
 func (t *AffinityTerm) Domains(snap *Snapshot, self types.UID) map[string]int64 {
 	d := map[string]int64{}
-	for _, p := range snap.Placed {
-		if p.UID == self || !t.Matches(p.Namespace, p.Labels, snap.Namespaces) {
-			continue
-		}
-		c := snap.Cluster(p.Cluster)
-		if c == nil {
+	for i, p := range snap.Placed {
+		c := snap.PlacedOn(i)
+		if c == nil || p.UID == self || !t.Matches(p.Namespace, p.Labels, snap.Namespaces) {
 			continue
 		}
 		if v, ok := c.Labels[t.TopologyKey]; ok {

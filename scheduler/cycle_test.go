@@ -176,3 +176,7 @@ profiles:
 		})
 	}
 }
+
+func registryProfiles() (map[string]*scheduler.Profile, error) {
+	return registry.NewProfiles(scheduler.DefaultConfiguration())
+}

@@ -80,9 +80,12 @@ type PlacedWorkload struct {
 
 // Snapshot is the fleet as one scheduling cycle sees it. It is immutable.
 type Snapshot struct {
-	Clusters   []*ClusterInfo
-	byKey      map[types.NamespacedName]*ClusterInfo
-	Placed     []*PlacedWorkload
+	Clusters []*ClusterInfo
+	byKey    map[types.NamespacedName]*ClusterInfo
+	Placed   []*PlacedWorkload
+	// placedOn[i] is the cluster Placed[i] is on, nil if it is not in the
+	// snapshot; resolved once so affinity terms need no lookups.
+	placedOn   []*ClusterInfo
 	Namespaces map[string]labels.Set
 }
 
@@ -99,8 +102,15 @@ func NewSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces m
 	for _, c := range clusters {
 		s.byKey[c.Key] = c
 	}
+	s.placedOn = make([]*ClusterInfo, len(placed))
+	for i, p := range placed {
+		s.placedOn[i] = s.byKey[p.Cluster]
+	}
 	return s
 }
+
+// PlacedOn returns the cluster of the i-th placed workload, or nil.
+func (s *Snapshot) PlacedOn(i int) *ClusterInfo { return s.placedOn[i] }
 
 // Cluster returns the cluster with the given key, or nil.
 func (s *Snapshot) Cluster(key types.NamespacedName) *ClusterInfo { return s.byKey[key] }
