@@ -58,15 +58,17 @@ $(KWOK_BIN)/kwok:
 generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go tool controller-gen object paths=./apis/...
 	go tool controller-gen crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=config/crd
-	go tool controller-gen rbac:roleName=placer-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	go tool controller-gen rbac:roleName=placer-manager paths=./controllers output:rbac:artifacts:config=config/rbac
+	go tool controller-gen rbac:roleName=placer-agent paths=./controllers/agent output:rbac:artifacts:config=config/rbac/agent
 
-GENERATED = $(shell ls apis/*/*/zz_generated.deepcopy.go config/crd/*.yaml config/rbac/role.yaml 2>/dev/null)
+GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml
+GENERATED = $(shell ls $(GENERATED_FILES) 2>/dev/null)
 
 .PHONY: verify-generate
 verify-generate: ## Fail when generated files are stale.
 	@before=$$(cat $(GENERATED) | sha256sum); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	after=$$(cat $$(ls apis/*/*/zz_generated.deepcopy.go config/crd/*.yaml config/rbac/role.yaml) | sha256sum); \
+	after=$$(cat $$(ls $(GENERATED_FILES)) | sha256sum); \
 	if [ "$$before" != "$$after" ]; then echo "generated files were stale: 'make generate' updated them; commit the result"; exit 1; fi
 
 .PHONY: vet

@@ -27,7 +27,7 @@ func newRoot() *cobra.Command {
 		newManagerCommand(),
 		newSandboxCommand(),
 		newVersionCommand(),
-		notBuilt("agent", "run the chaperon controller in a target cluster"),
+		newAgentCommand(),
 		notBuilt("candidate-scheduler", "run kube-scheduler with placer's candidate plugin in a target cluster"),
 		notBuilt("explain NAMESPACE/NAME", "explain why a Workload landed where it did"),
 	)

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/controllers/agent"
+)
+
+// clientFlags are the flags every component has for its own cluster.
+type clientFlags struct {
+	kubeconfig  string
+	qps         float32
+	burst       int
+	leaderElect bool
+	leaderNS    string
+	healthAddr  string
+	metricsAddr string
+	development bool
+}
+
+func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; in-cluster config or $KUBECONFIG when empty")
+	fs.Float32Var(&f.qps, "kube-api-qps", 50, "QPS of the client")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of the client")
+	fs.BoolVar(&f.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
+	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease; the pod's own when empty")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
+	fs.BoolVar(&f.development, "development", false, "human-readable logs instead of JSON")
+}
+
+func (f *clientFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot load kubeconfig")
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	return cfg, nil
+}
+
+// newManager builds a controller-runtime manager with health checks.
+func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manager, error) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  apis.NewScheme(),
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        leaderID,
+		LeaderElectionNamespace: f.leaderNS,
+		HealthProbeBindAddress:  f.healthAddr,
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create manager")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+func newAgentCommand() *cobra.Command {
+	f := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the chaperon controller in a target cluster",
+		Long: `Run placer's agent in a target cluster: it installs the PodChaperon CRD and
+turns each PodChaperon into a candidate Pod, mirrors the Pod's status and
+annotations back, and replaces the Pod when it is deleted or evicted —
+without needing the management cluster.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.restConfig()
+			if err != nil {
+				return err
+			}
+			if err := agent.EnsureCRDs(cfg); err != nil {
+				return err
+			}
+			mgr, err := f.newManager(cfg, "placer-agent")
+			if err != nil {
+				return err
+			}
+			if err := agent.SetupChaperonController(mgr); err != nil {
+				return errors.Wrap(err, "cannot set up the chaperon controller")
+			}
+			return errors.Wrap(mgr.Start(cmd.Context()), "agent stopped")
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}

@@ -1,0 +1,171 @@
+// Package agent holds the reconcilers placer runs inside a target cluster.
+package agent
+
+import (
+	"context"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+const (
+	errGetChaperon    = "cannot get PodChaperon"
+	errGetPod         = "cannot get candidate Pod"
+	errCreatePod      = "cannot create candidate Pod"
+	errDeletePod      = "cannot delete candidate Pod"
+	errMirrorStatus   = "cannot mirror the Pod's status onto the PodChaperon"
+	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
+
+	reasonCreatedPod  = "CreatedPod"
+	reasonReplacedPod = "ReplacedPod"
+)
+
+// ChaperonReconciler runs in a target cluster (placer agent): each
+// PodChaperon becomes a candidate Pod of the same name, owned by it; the
+// Pod's status and its non-placer annotations are mirrored back; a Pod that
+// is deleted or fails (evicted) is replaced. It needs nothing from the
+// management cluster, so it keeps pods running while that is unreachable.
+type ChaperonReconciler struct {
+	client client.Client
+	record event.Recorder
+	log    logging.Logger
+}
+
+// +kubebuilder:rbac:groups=multicluster.placer.dev,resources=podchaperons,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=multicluster.placer.dev,resources=podchaperons/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+
+// SetupChaperonController adds the chaperon controller to a target cluster's manager.
+func SetupChaperonController(mgr ctrl.Manager) error {
+	r := &ChaperonReconciler{
+		client: mgr.GetClient(),
+		record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-agent")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:    logging.NewLogrLogger(mgr.GetLogger().WithName("chaperon")),
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("chaperon").
+		For(&mcv1alpha1.PodChaperon{}).
+		Owns(&corev1.Pod{}).
+		Complete(r)
+}
+
+// Reconcile keeps one candidate Pod for the chaperon and mirrors it back.
+func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ch := &mcv1alpha1.PodChaperon{}
+	if err := r.client.Get(ctx, req.NamespacedName, ch); err != nil {
+		if kerrors.IsNotFound(err) {
+			return reconcile.Result{}, r.deleteOrphan(ctx, req)
+		}
+		return reconcile.Result{}, errors.Wrap(err, errGetChaperon)
+	}
+	if ch.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	pod := &corev1.Pod{}
+	err := r.client.Get(ctx, req.NamespacedName, pod)
+	switch {
+	case kerrors.IsNotFound(err):
+		return reconcile.Result{}, r.createPod(ctx, ch)
+	case err != nil:
+		return reconcile.Result{}, errors.Wrap(err, errGetPod)
+	case !metav1.IsControlledBy(pod, ch):
+		// A Pod of that name that is not ours is never touched.
+		return reconcile.Result{}, nil
+	case pod.DeletionTimestamp != nil:
+		// Replaced once it is gone: its deletion event brings us back.
+		return reconcile.Result{}, nil
+	case pod.Status.Phase == corev1.PodFailed:
+		// Evicted or lost: delete it; its deletion brings a new one.
+		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod failed ("+pod.Status.Reason+"); replacing it"))
+		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
+	}
+	return reconcile.Result{}, r.mirror(ctx, ch, pod)
+}
+
+// deleteOrphan deletes the Pod of a chaperon that is gone. The garbage
+// collector would too, through the owner reference, but only after it has
+// rediscovered the PodChaperon kind, which can take half a minute.
+func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Request) error {
+	pod := &corev1.Pod{}
+	if err := r.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return errors.Wrap(resource.IgnoreNotFound(err), errGetPod)
+	}
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil || owner.Kind != "PodChaperon" || owner.Name != req.Name || pod.DeletionTimestamp != nil {
+		return nil
+	}
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
+}
+
+func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ch.Name,
+			Namespace:   ch.Namespace,
+			Labels:      ch.Labels,
+			Annotations: ch.Annotations,
+		},
+		Spec: *ch.Spec.DeepCopy(),
+	}
+	// A replacement must be scheduled anew.
+	pod.Spec.NodeName = ""
+	if err := controllerutil.SetControllerReference(ch, pod, r.client.Scheme()); err != nil {
+		return errors.Wrap(err, errCreatePod)
+	}
+	if err := r.client.Create(ctx, pod); err != nil {
+		if kerrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return errors.Wrap(err, errCreatePod)
+	}
+	r.record.Event(ch, event.Normal(reasonCreatedPod, "created candidate Pod "+pod.Name))
+	return nil
+}
+
+// mirror copies the Pod's status, and its annotations outside placer's own
+// prefix (those are the chaperon's, set by the scheduler plugin and the
+// propagator), onto the chaperon.
+func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
+	changed := false
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, mcv1alpha1.AnnotationPrefix) || ch.Annotations[k] == v {
+			continue
+		}
+		if ch.Annotations == nil {
+			ch.Annotations = map[string]string{}
+		}
+		ch.Annotations[k] = v
+		changed = true
+	}
+	if changed {
+		if err := r.client.Update(ctx, ch); err != nil {
+			return errors.Wrap(ignoreConflictErr(err), errMirrorMetadata)
+		}
+	}
+	if equality.Semantic.DeepEqual(ch.Status, pod.Status) {
+		return nil
+	}
+	ch.Status = pod.Status
+	return errors.Wrap(ignoreConflictErr(r.client.Status().Update(ctx, ch)), errMirrorStatus)
+}
+
+// ignoreConflictErr drops conflicts: the write that won brings a new event.
+func ignoreConflictErr(err error) error {
+	if kerrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

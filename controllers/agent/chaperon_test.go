@@ -1,0 +1,149 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+const timeout = 90 * time.Second
+
+// TestChaperonController runs the agent's controller against a real
+// cluster (kube-scheduler for the pods, kwok for the nodes).
+func TestChaperonController(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	target, err := local.Start(ctx, local.Options{Name: "target", Scheduler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = target.Close() })
+	if err := target.AddNodes(ctx, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := target.RESTConfig()
+	if err := agent.EnsureCRDs(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := local.WaitForNodesReady(ctx, cs, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.SetupChaperonController(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &mcv1alpha1.PodChaperon{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "a"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+	}
+	if err := c.Create(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the chaperon becomes a pod whose status is mirrored back", func(t *testing.T) {
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !metav1.IsControlledBy(pod, ch) || pod.Labels["app"] != "web" || pod.Annotations["team"] != "a" {
+			t.Errorf("pod metadata not copied from its chaperon: owners %v, labels %v, annotations %v", pod.OwnerReferences, pod.Labels, pod.Annotations)
+		}
+		if pod.Spec.NodeName != "node-0" {
+			t.Errorf("pod on node %q", pod.Spec.NodeName)
+		}
+	})
+
+	t.Run("a pod annotation is mirrored; placer's own are not", func(t *testing.T) {
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Annotations["example.com/checked"] = "yes"
+		pod.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true"
+		if _, err := cs.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Annotations["example.com/checked"] == "yes"
+		})
+		if _, ok := ch.Annotations[mcv1alpha1.AnnotationIsAllowed]; ok {
+			t.Error("a placer annotation was copied from the pod onto the chaperon")
+		}
+	})
+
+	t.Run("a deleted pod is replaced", func(t *testing.T) {
+		old, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "web-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := local.WaitForPod(ctx, cs, "default", "web-0", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !metav1.IsControlledBy(p, ch) {
+			t.Error("the replacement is not owned by the chaperon")
+		}
+	})
+
+	t.Run("a failed (evicted) pod is replaced", func(t *testing.T) {
+		old, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Status.Phase, old.Status.Reason = corev1.PodFailed, "Evicted"
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, old, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := local.WaitForPod(ctx, cs, "default", "web-0", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("deleting the chaperon deletes the pod", func(t *testing.T) {
+		if err := c.Delete(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default"}}, &corev1.PodList{}, timeout)
+	})
+}
