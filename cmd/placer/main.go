@@ -2,15 +2,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -28,7 +33,7 @@ func newRoot() *cobra.Command {
 		newSandboxCommand(),
 		newVersionCommand(),
 		newAgentCommand(),
-		notBuilt("candidate-scheduler", "run kube-scheduler with placer's candidate plugin in a target cluster"),
+		newCandidateSchedulerCommand(),
 		notBuilt("explain NAMESPACE/NAME", "explain why a Workload landed where it did"),
 	)
 	return root

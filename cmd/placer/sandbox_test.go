@@ -38,7 +38,7 @@ func TestSandboxOnce(t *testing.T) {
 }
 
 func TestNotBuiltCommandsFail(t *testing.T) {
-	for _, name := range []string{"candidate-scheduler", "explain"} {
+	for _, name := range []string{"explain"} {
 		root := newRoot()
 		root.SetArgs([]string{name})
 		root.SetOut(&bytes.Buffer{})

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/placer-dev/placer/propagator/candidate"
+)
+
+func newCandidateSchedulerCommand() *cobra.Command {
+	o := candidate.Options{}
+	cmd := &cobra.Command{
+		Use:   "candidate-scheduler",
+		Short: "Run kube-scheduler with placer's candidate plugin in a target cluster",
+		Long: `Run the real kube-scheduler, built with placer's plugin, as the profile
+placer-candidate: candidate pods are scheduled with every standard plugin,
+reserved (their PodChaperon is annotated is-reserved=true) and held at Permit
+until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := os.MkdirTemp("", "placer-candidate-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir) //nolint:errcheck // best effort
+			o.Dir = dir
+			return candidate.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the target cluster")
+	f.Float32Var(&o.QPS, "kube-api-qps", 50, "QPS of the client")
+	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of the client")
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica schedules at a time")
+	f.StringVar(&o.LeaderNS, "leader-election-namespace", "kube-system", "namespace of the leader election Lease")
+	f.DurationVar(&o.PermitTimeout, "permit-timeout", candidate.DefaultPermitTimeout, "how long a reserved candidate waits for is-allowed before it is unreserved and retried")
+	f.IntVar(&o.SecurePort, "secure-port", 10259, "port of /healthz and /metrics; 0 turns them off")
+	return cmd
+}

@@ -1,0 +1,73 @@
+package candidate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// configTemplate is a KubeSchedulerConfiguration with one profile,
+// placer-candidate: every default plugin plus placer's at Reserve and Permit.
+const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: %t
+  resourceNamespace: %q
+  resourceName: placer-candidate-scheduler
+clientConnection:
+  kubeconfig: %q
+  qps: %g
+  burst: %d
+profiles:
+- schedulerName: %s
+  plugins:
+    reserve:
+      enabled: [{name: %s}]
+    permit:
+      enabled: [{name: %s}]
+`
+
+// Options of the candidate scheduler.
+type Options struct {
+	Kubeconfig    string
+	QPS           float32
+	Burst         int
+	LeaderElect   bool
+	LeaderNS      string
+	PermitTimeout time.Duration
+	// SecurePort serves /healthz and /metrics; 0 serves nothing.
+	SecurePort int
+	// Dir receives the generated configuration file.
+	Dir string
+}
+
+// Run runs the real kube-scheduler, built with the placer plugin and the
+// placer-candidate profile, until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.LeaderNS == "" {
+		o.LeaderNS = "kube-system"
+	}
+	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name)
+	path := filepath.Join(o.Dir, "placer-candidate-scheduler.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("cannot write the scheduler configuration: %w", err)
+	}
+	opts := options.NewOptions()
+	opts.ConfigFile = path
+	opts.SecureServing.BindPort = o.SecurePort
+	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(Name, NewFactory(o.PermitTimeout)))
+	if err != nil {
+		return fmt.Errorf("cannot set up kube-scheduler: %w", err)
+	}
+	err = app.Run(ctx, cc, sched)
+	if ctx.Err() != nil {
+		// kube-scheduler reports its end as an error; a cancelled context is a clean stop.
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,171 @@
+package candidate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/propagator/candidate"
+)
+
+const timeout = 90 * time.Second
+
+func chaperon(name, cpu string) *mcv1alpha1.PodChaperon {
+	return &mcv1alpha1.PodChaperon{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			SchedulerName: candidate.ProfileName,
+			Containers: []corev1.Container{{Name: "app", Image: "pause", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+			}}},
+		},
+	}
+}
+
+// TestCandidateScheduler runs the real kube-scheduler with placer's plugin,
+// and the agent, against a real target cluster with no other scheduler.
+func TestCandidateScheduler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	target, err := local.Start(ctx, local.Options{Name: "target"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = target.Close() })
+	if err := target.AddNodes(ctx, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := target.RESTConfig()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := agent.EnsureCRDs(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.WaitForNodesReady(ctx, cs, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.SetupChaperonController(mgr); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(runCtx) }()
+
+	schedDone := make(chan error, 1)
+	go func() {
+		schedDone <- candidate.Run(runCtx, candidate.Options{
+			Kubeconfig: target.KubeconfigPath(), QPS: 50, Burst: 100, PermitTimeout: 3 * time.Second, Dir: t.TempDir(),
+		})
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-mgrDone
+		if err := <-schedDone; err != nil {
+			t.Errorf("candidate scheduler: %v", err)
+		}
+	})
+
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a candidate is reserved, held, and binds once allowed", func(t *testing.T) {
+		ch := chaperon("fits", "1")
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		})
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "fits", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != "" {
+			t.Fatalf("the candidate bound to %s before it was allowed", pod.Spec.NodeName)
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+		if err := c.Patch(ctx, ch, patch); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		// Released by the informer, not by the 3s permit timeout.
+		if d := time.Since(start); d > 2500*time.Millisecond {
+			t.Errorf("the allowed candidate took %s to run; it should be released at once", d)
+		}
+	})
+
+	t.Run("a candidate that fits no node reports the target scheduler's reason", func(t *testing.T) {
+		ch := chaperon("too-big", "64")
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			for _, cond := range ch.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+					return true
+				}
+			}
+			return false
+		})
+		msg := ""
+		for _, cond := range ch.Status.Conditions {
+			if cond.Type == corev1.PodScheduled {
+				msg = cond.Message
+			}
+		}
+		if !strings.Contains(msg, "Insufficient cpu") {
+			t.Errorf("PodScheduled message %q does not name the shortfall", msg)
+		}
+		if ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true" {
+			t.Error("an unschedulable candidate was reserved")
+		}
+	})
+
+	t.Run("a candidate never allowed is unreserved at the permit timeout", func(t *testing.T) {
+		ch := chaperon("slow", "1")
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		})
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			_, reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved]
+			return !reserved
+		})
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "slow", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != "" {
+			t.Errorf("a candidate never allowed bound to %s", pod.Spec.NodeName)
+		}
+	})
+}
