@@ -59,7 +59,7 @@ func TestSummarize(t *testing.T) {
 				pod("a", "1", "1Gi", corev1.PodRunning),
 				pod("b", "6", "1Gi", corev1.PodRunning),
 				pod("b", "1", "1Gi", corev1.PodSucceeded), // finished: holds nothing
-				pod("", "1", "1Gi", corev1.PodPending),     // unbound: holds nothing
+				pod("", "1", "1Gi", corev1.PodPending),    // unbound: holds nothing
 			},
 			want: Summary{
 				NodeCount: 2, ReadyNodeCount: 2,

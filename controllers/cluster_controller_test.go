@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"github.com/go-logr/logr/testr"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -30,30 +28,13 @@ const waitTimeout = 90 * time.Second
 // server until the test ends.
 func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	t.Helper()
-	ctrl.SetLogger(testr.NewWithOptions(t, testr.Options{Verbosity: 0}))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
-		ProbeInterval: time.Second,
-		Registry:      cluster.Options{ProbeTimeout: time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	var reg *cluster.Registry
+	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) (err error) {
+		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
+			ProbeInterval: time.Second,
+			Registry:      cluster.Options{ProbeTimeout: time.Second},
+		})
+		return err
 	})
 	return reg
 }
@@ -92,12 +73,7 @@ func register(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
 }
 
 func watcher(t *testing.T, env *testenv.Env) client.WithWatch {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wc
+	return testenv.Watcher(t, env.Config)
 }
 
 func waitReady(t *testing.T, wc client.WithWatch, name string, reason string, extra func(*v1alpha1.KubernetesCluster) bool) *v1alpha1.KubernetesCluster {

@@ -6,12 +6,10 @@ import (
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/controllers"
@@ -33,30 +31,12 @@ type schedulerEnv struct {
 func newSchedulerEnv(t *testing.T) *schedulerEnv {
 	t.Helper()
 	env := testenv.Start(t)
-	ctrl.SetLogger(testr.New(t))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupSchedulerController(mgr, controllers.SchedulerControllerOptions{Profiles: profiles}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
+		return controllers.SetupSchedulerController(mgr, controllers.SchedulerControllerOptions{Profiles: profiles})
 	})
 	return &schedulerEnv{t: t, env: env, wc: watcher(t, env), ns: "default"}
 }

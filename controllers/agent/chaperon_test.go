@@ -5,13 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
@@ -26,43 +21,10 @@ const timeout = 90 * time.Second
 func TestChaperonController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	target, err := local.Start(ctx, local.Options{Name: "target", Scheduler: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = target.Close() })
-	if err := target.AddNodes(ctx, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := target.RESTConfig()
-	if err := agent.EnsureCRDs(cfg); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	if err := local.WaitForNodesReady(ctx, cs, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
-		t.Fatal(err)
-	}
-
-	ctrl.SetLogger(testr.New(t))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.SetupChaperonController(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() { stop(); <-done })
-
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	target := testenv.StartTarget(t, local.Options{Name: "target", Scheduler: true}, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"})
+	cfg, cs := target.RESTConfig(), target.Clientset
+	testenv.RunManager(t, cfg, agent.SetupChaperonController)
+	c := testenv.Watcher(t, cfg)
 	ch := &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "a"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},

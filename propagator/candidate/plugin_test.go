@@ -6,14 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
@@ -41,38 +37,10 @@ func chaperon(name, cpu string) *mcv1alpha1.PodChaperon {
 func TestCandidateScheduler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	target, err := local.Start(ctx, local.Options{Name: "target"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = target.Close() })
-	if err := target.AddNodes(ctx, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := target.RESTConfig()
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	if err := agent.EnsureCRDs(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.WaitForNodesReady(ctx, cs, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
-		t.Fatal(err)
-	}
-
-	ctrl.SetLogger(testr.New(t))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.SetupChaperonController(mgr); err != nil {
-		t.Fatal(err)
-	}
+	target := testenv.StartTarget(t, local.Options{Name: "target"}, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"})
+	cfg, cs := target.RESTConfig(), target.Clientset
+	testenv.RunManager(t, cfg, agent.SetupChaperonController)
 	runCtx, stop := context.WithCancel(ctx)
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(runCtx) }()
-
 	schedDone := make(chan error, 1)
 	go func() {
 		schedDone <- candidate.Run(runCtx, candidate.Options{
@@ -81,16 +49,12 @@ func TestCandidateScheduler(t *testing.T) {
 	}()
 	t.Cleanup(func() {
 		stop()
-		<-mgrDone
 		if err := <-schedDone; err != nil {
 			t.Errorf("candidate scheduler: %v", err)
 		}
 	})
 
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testenv.Watcher(t, cfg)
 
 	t.Run("a candidate is reserved, held, and binds once allowed", func(t *testing.T) {
 		ch := chaperon("fits", "1")

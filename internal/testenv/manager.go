@@ -1,0 +1,89 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers/agent"
+)
+
+// RunManager builds a controller-runtime manager for cfg, lets setup add
+// controllers to it, runs it, and stops it when the test ends.
+func RunManager(t *testing.T, cfg *rest.Config, setup func(ctrl.Manager) error) {
+	t.Helper()
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// Watcher returns a client that can also watch, for WaitFor.
+func Watcher(t testing.TB, cfg *rest.Config) client.WithWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wc
+}
+
+// Target is a started target cluster with the PodChaperon CRD installed,
+// its nodes Ready and its default service account present.
+type Target struct {
+	*local.Cluster
+	Clientset kubernetes.Interface
+}
+
+// StartTarget starts a local target cluster with the given nodes and stops
+// it when the test ends.
+func StartTarget(t *testing.T, opts local.Options, nodes ...local.Node) *Target {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := local.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.AddNodes(ctx, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.RESTConfig()
+	if err := agent.EnsureCRDs(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := local.WaitForNodesReady(ctx, cs, len(nodes)); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
+		t.Fatal(err)
+	}
+	return &Target{Cluster: c, Clientset: cs}
+}
