@@ -148,6 +148,17 @@ func (r *Registry) Remove(key types.NamespacedName) {
 	}
 }
 
+// Connections returns the open connections.
+func (r *Registry) Connections() []*Connection {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Connection, 0, len(r.conns))
+	for _, c := range r.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
 // Len is the number of open connections.
 func (r *Registry) Len() int {
 	r.mu.RLock()

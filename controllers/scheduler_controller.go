@@ -309,3 +309,12 @@ func placedMessage(res *scheduler.Result) string {
 	return fmt.Sprintf("placed on %s with score %d, best of %d feasible of %d clusters (%s)",
 		best.Cluster.Key, best.Total, len(res.Ranked), res.Total, strings.Join(parts, ", "))
 }
+
+// handlerFuncs calls f on every add, update and delete.
+func handlerFuncs(f func(any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    f,
+		UpdateFunc: func(_, o any) { f(o) },
+		DeleteFunc: f,
+	}
+}

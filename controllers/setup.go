@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -14,6 +16,8 @@ type Options struct {
 	Cluster ClusterControllerOptions
 	// Scheduler is the scheduler's configuration; the default when nil.
 	Scheduler *scheduler.Configuration
+	// HandshakeTimeout bounds a cluster's answer to the candidates.
+	HandshakeTimeout time.Duration
 }
 
 // Setup adds every controller built so far to the manager and returns the
@@ -33,6 +37,9 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	}
 	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
+	}
+	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout}); err != nil {
+		return nil, errors.Wrap(err, "cannot set up the propagator")
 	}
 	return reg, nil
 }

@@ -452,3 +452,14 @@ func (c *Cluster) Close() error {
 	}
 	return nil
 }
+
+// Run starts another process beside the cluster's own (an agent, a
+// scheduler under test), logging to the cluster's folder; Close stops it by PID.
+func (c *Cluster) Run(name, binary string, args ...string) error {
+	p, err := startProcess(c.dir, name, binary, args...)
+	if err != nil {
+		return err
+	}
+	c.addProcess(p)
+	return nil
+}

@@ -1,0 +1,303 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+const (
+	finalizer = "compute.placer.dev/propagator"
+
+	errListChaperons  = "cannot list PodChaperons"
+	errCreateChaperon = "cannot create PodChaperon"
+	errAllowChaperon  = "cannot allow PodChaperon"
+	errDeleteChaperon = "cannot delete PodChaperon"
+	errFinalizer      = "cannot update the Workload's finalizer"
+
+	reasonCommitted  = "Committed"
+	reasonRejected   = "Rejected"
+	reasonCandidates = "CreatedCandidates"
+	reasonCleanup    = "CleanupPending"
+
+	// notConnectedRetry is how soon a Workload whose cluster has no
+	// connection yet is looked at again.
+	notConnectedRetry = 5 * time.Second
+)
+
+// PropagatorControllerOptions configure the propagator.
+type PropagatorControllerOptions struct {
+	// Registry of member connections, kept by the cluster controller.
+	Registry *cluster.Registry
+	// HandshakeTimeout bounds how long a cluster may take to reserve every
+	// candidate before it is recorded as rejected.
+	HandshakeTimeout time.Duration
+}
+
+// PropagatorReconciler runs the management side of the handshake for
+// scheduled Workloads in Reserve mode: candidates in status.clusterRef,
+// commit once every replica is reserved there, rejection when the target
+// scheduler cannot place them or does not answer in time; and cleanup.
+type PropagatorReconciler struct {
+	client   client.Client
+	registry *cluster.Registry
+	remotes  *remotes
+	timeout  time.Duration
+	record   event.Recorder
+	log      logging.Logger
+	trigger  *trigger
+}
+
+// SetupPropagatorController adds the propagator to the manager.
+func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) error {
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = time.Minute
+	}
+	t := &trigger{}
+	r := &PropagatorReconciler{
+		client:   mgr.GetClient(),
+		registry: o.Registry,
+		remotes:  &remotes{scheme: mgr.GetScheme(), enqueue: t.Enqueue, m: map[types.NamespacedName]*remote{}},
+		timeout:  o.HandshakeTimeout,
+		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-propagator")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("propagator")),
+		trigger:  t,
+	}
+	if err := mgr.Add(closer(r.remotes.close)); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("propagator").
+		For(&v1alpha1.Workload{}).
+		WatchesRawSource(t.Source()).
+		Complete(r)
+}
+
+// Reconcile moves one Workload's handshake a step forward.
+func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
+		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
+	}
+	if w.DeletionTimestamp != nil {
+		return r.cleanup(ctx, w)
+	}
+	if !meta.FinalizerExists(w, finalizer) {
+		meta.AddFinalizer(w, finalizer)
+		return reconcile.Result{}, errors.Wrap(r.client.Update(ctx, w), errFinalizer)
+	}
+	if w.Status.ClusterRef == nil {
+		return reconcile.Result{}, nil
+	}
+	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
+	if err := r.removeElsewhere(ctx, w, target); err != nil {
+		return reconcile.Result{}, err
+	}
+	conn := r.registry.Get(target)
+	if conn == nil {
+		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
+	}
+	rm, err := r.remotes.get(conn)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !rm.synced(ctx) {
+		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
+	}
+	chaperons, err := r.chaperons(ctx, rm, w)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st := propagator.Observe(w, chaperons)
+	orig := w.DeepCopy()
+
+	for _, ch := range st.Extra {
+		if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	for _, i := range st.Missing {
+		if err := rm.client.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, errors.Wrap(err, errCreateChaperon)
+		}
+	}
+	if len(st.Missing) > 0 {
+		r.record.Event(w, event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), target)))
+		return reconcile.Result{RequeueAfter: r.timeout}, nil
+	}
+
+	replicas := propagator.Replicas(w)
+	var requeue time.Duration
+	switch {
+	case st.Allowed >= replicas:
+		// Committed: the pods run; status follows them.
+	case st.Proven(replicas):
+		for _, ch := range st.ToAllow {
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+			if err := rm.client.Patch(ctx, ch, patch); err != nil {
+				return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
+			}
+		}
+		if st.Allowed == 0 {
+			r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
+		}
+	case st.Unschedulable != "":
+		return r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
+	default:
+		if wait := r.timeout - time.Since(oldest(chaperons)); wait > 0 {
+			requeue = wait
+		} else {
+			return r.reject(ctx, w, rm, target, "HandshakeTimeout", fmt.Sprintf("not every candidate was reserved within %s", r.timeout))
+		}
+	}
+	setCounts(w, replicas, st)
+	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
+		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	err = r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if kerrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{RequeueAfter: requeue}, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+}
+
+func (r *PropagatorReconciler) chaperons(ctx context.Context, rm *remote, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := rm.client.List(ctx, l, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+		return nil, errors.Wrap(err, errListChaperons)
+	}
+	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+func oldest(chs []*mcv1alpha1.PodChaperon) time.Time {
+	t := time.Now()
+	for _, ch := range chs {
+		if ch.CreationTimestamp.Time.Before(t) {
+			t = ch.CreationTimestamp.Time
+		}
+	}
+	return t
+}
+
+// setCounts writes the replica counts and the Ready condition.
+func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
+	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
+	w.Status.ObservedGeneration = w.Generation
+	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Pending", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
+		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
+	if st.Ready >= replicas {
+		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
+	}
+	w.Status.SetConditions(ready)
+}
+
+// reject records the cluster in status.rejectedClusters for this
+// generation, so the scheduler chooses again, and removes its candidates.
+func (r *PropagatorReconciler) reject(ctx context.Context, w *v1alpha1.Workload, rm *remote, target types.NamespacedName, reason, msg string) (reconcile.Result, error) {
+	orig := w.DeepCopy()
+	now := metav1.Now()
+	kept := w.Status.RejectedClusters[:0]
+	for _, rc := range w.Status.RejectedClusters {
+		if rc.Generation == w.Generation {
+			kept = append(kept, rc)
+		}
+	}
+	w.Status.RejectedClusters = append(kept, v1alpha1.RejectedCluster{
+		Cluster: v1alpha1.ClusterReference{Name: target.Name, Namespace: target.Namespace}, Reason: reason, Message: msg, Generation: w.Generation, Time: &now,
+	})
+	if err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if kerrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, errors.Wrap(err, errUpdateWorkload)
+	}
+	r.record.Event(w, event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", target, msg)))
+	return reconcile.Result{}, r.deleteIn(ctx, rm, w)
+}
+
+func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1alpha1.Workload) error {
+	err := rm.client.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+	return errors.Wrap(resource.IgnoreNotFound(err), errDeleteChaperon)
+}
+
+// removeElsewhere deletes the Workload's candidates in every connected
+// cluster but the target (after a rejection, or a move).
+func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.Workload, target types.NamespacedName) error {
+	for _, conn := range r.registry.Connections() {
+		if conn.Key == target {
+			continue
+		}
+		rm, err := r.remotes.get(conn)
+		if err != nil || !rm.synced(ctx) {
+			continue // an unreachable member is cleaned up when it answers again
+		}
+		chs, err := r.chaperons(ctx, rm, w)
+		if err != nil || len(chs) == 0 {
+			continue
+		}
+		if err := r.deleteIn(ctx, rm, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanup deletes the Workload's candidates everywhere before letting it
+// go. A registered member that cannot be reached keeps the finalizer (the
+// Workload stays Terminating, with an Event) until it answers or its
+// KubernetesCluster is deleted: pods are never left behind silently.
+func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
+	if !meta.FinalizerExists(w, finalizer) {
+		return reconcile.Result{}, nil
+	}
+	pending := []string{}
+	for _, conn := range r.registry.Connections() {
+		rm, err := r.remotes.get(conn)
+		if err != nil || !rm.synced(ctx) {
+			pending = append(pending, conn.Key.String()+" (unreachable)")
+			continue
+		}
+		chs, err := r.chaperons(ctx, rm, w)
+		if err != nil {
+			pending = append(pending, conn.Key.String())
+			continue
+		}
+		if len(chs) > 0 {
+			if err := r.deleteIn(ctx, rm, w); err != nil {
+				return reconcile.Result{}, err
+			}
+			pending = append(pending, conn.Key.String())
+		}
+	}
+	if len(pending) > 0 {
+		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
+		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
+	}
+	meta.RemoveFinalizer(w, finalizer)
+	return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Update(ctx, w)), errFinalizer)
+}

@@ -1,0 +1,123 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
+)
+
+// remote is the propagator's view of one member: an informer cache of the
+// chaperons placer made there, and a client that reads from it.
+type remote struct {
+	conn   *cluster.Connection
+	cache  cache.Cache
+	client client.Client
+	cancel context.CancelFunc
+}
+
+// remotes keeps one chaperon cache per member connection; a chaperon event
+// requeues the Workload named in its annotation.
+type remotes struct {
+	scheme  *runtime.Scheme
+	enqueue func(types.NamespacedName)
+
+	mu sync.Mutex
+	m  map[types.NamespacedName]*remote
+}
+
+const errRemoteCache = "cannot watch PodChaperons in the member cluster"
+
+// get returns the member's chaperon cache, starting it for a new or
+// replaced connection. It does not wait for the cache to sync.
+func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rm, ok := r.m[conn.Key]; ok {
+		if rm.conn == conn {
+			return rm, nil
+		}
+		rm.cancel()
+		delete(r.m, conn.Key)
+	}
+	sel := labels.NewSelector()
+	req, err := labels.NewRequirement(propagator.LabelWorkloadUID, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(conn.Config, cache.Options{
+		Scheme:   r.scheme,
+		ByObject: map[client.Object]cache.ByObject{&mcv1alpha1.PodChaperon{}: {Label: sel.Add(*req)}},
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, errRemoteCache)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	inf, err := c.GetInformer(ctx, &mcv1alpha1.PodChaperon{})
+	if err != nil {
+		cancel()
+		return nil, errors.Wrap(err, errRemoteCache)
+	}
+	notify := func(o any) {
+		if ch, ok := unwrap(o).(*mcv1alpha1.PodChaperon); ok {
+			if key, ok := workloadOf(ch); ok {
+				r.enqueue(key)
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(handlerFuncs(notify)); err != nil {
+		cancel()
+		return nil, errors.Wrap(err, errRemoteCache)
+	}
+	go func() { _ = c.Start(ctx) }()
+	// The cache ends with the connection: a replaced kubeconfig or a deleted cluster.
+	go func() {
+		select {
+		case <-conn.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	cl, err := client.New(conn.Config, client.Options{Scheme: r.scheme, Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		cancel()
+		return nil, errors.Wrap(err, errRemoteCache)
+	}
+	rm := &remote{conn: conn, cache: c, client: cl, cancel: cancel}
+	r.m[conn.Key] = rm
+	return rm, nil
+}
+
+// synced waits briefly for the member's cache; false means try later.
+func (rm *remote) synced(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return rm.cache.WaitForCacheSync(ctx)
+}
+
+// close stops every cache.
+func (r *remotes) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, rm := range r.m {
+		rm.cancel()
+		delete(r.m, k)
+	}
+}
+
+func workloadOf(ch *mcv1alpha1.PodChaperon) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(ch.Annotations[propagator.AnnotationWorkload], "/")
+	return types.NamespacedName{Namespace: ns, Name: name}, ok
+}

@@ -1,0 +1,180 @@
+// Package e2e runs placer end to end: a management API server, member
+// clusters with the agent and the candidate scheduler, and the manager.
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/propagator"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+const timeout = 2 * time.Minute
+
+type member struct {
+	name   string
+	target *testenv.Target
+	client client.WithWatch
+}
+
+// startMember starts a target cluster with the agent and the candidate scheduler.
+func startMember(t *testing.T, name string, nodes ...local.Node) *member {
+	t.Helper()
+	target := testenv.StartTarget(t, local.Options{Name: name}, nodes...)
+	testenv.RunManager(t, target.RESTConfig(), agent.SetupChaperonController)
+	if err := target.Run("candidate-scheduler", placerBinary, "candidate-scheduler",
+		"--kubeconfig="+target.KubeconfigPath(), "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
+		t.Fatal(err)
+	}
+	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig())}
+}
+
+func register(t *testing.T, c client.Client, m *member, labels map[string]string) {
+	t.Helper()
+	kubeconfig, err := m.target.AdminKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	kc := &v1alpha1.KubernetesCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name, Labels: labels},
+		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.name}},
+	}
+	if err := c.Create(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pods returns the candidate pods of a Workload in a member, by phase.
+func pods(t *testing.T, m *member, w *v1alpha1.Workload) []corev1.Pod {
+	t.Helper()
+	l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID + "=" + string(w.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func TestHandshake(t *testing.T) {
+	env := testenv.Start(t)
+	a := startMember(t, "a", local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
+	b := startMember(t, "b", local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
+	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
+		_, err := controllers.Setup(mgr, controllers.Options{
+			Cluster:          controllers.ClusterControllerOptions{ProbeInterval: 2 * time.Second, Registry: cluster.Options{ProbeTimeout: time.Second}},
+			HandshakeTimeout: 30 * time.Second,
+		})
+		return err
+	})
+	wc := testenv.Watcher(t, env.Config)
+	register(t, env.Client, a, map[string]string{"tier": "gold"})
+	register(t, env.Client, b, map[string]string{"tier": "silver"})
+	for _, m := range []*member{a, b} {
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}}
+		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == 1
+		})
+	}
+
+	workload := func(name string, opts ...st.WorkloadOption) *v1alpha1.Workload {
+		t.Helper()
+		w := st.Workload(name, append([]st.WorkloadOption{st.Replicas(2), st.Requests("1", "1Gi"), st.PreferredClusterAffinity(100, st.Term(st.Expr("tier", "In", "gold")))}, opts...)...)
+		w.UID, w.Generation = "", 0
+		if err := env.Client.Create(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	waitReady := func(w *v1alpha1.Workload) {
+		t.Helper()
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+	}
+	running := func(m *member, w *v1alpha1.Workload) int {
+		n := 0
+		for _, p := range pods(t, m, w) {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("a workload lands and all its replicas run in the chosen cluster", func(t *testing.T) {
+		w := workload("web")
+		waitReady(w)
+		if w.Status.ClusterRef.Name != "a" || w.Status.ReadyReplicas != 2 {
+			t.Fatalf("placed on %s with %d ready, want a with 2", w.Status.ClusterRef.Name, w.Status.ReadyReplicas)
+		}
+		if n := running(a, w); n != 2 {
+			t.Errorf("%d pods run in a, want 2", n)
+		}
+		if n := len(pods(t, b, w)); n != 0 {
+			t.Errorf("%d candidates left in b", n)
+		}
+	})
+
+	t.Run("policy prefers a, the pods fit only b: a rejects with its scheduler's reason", func(t *testing.T) {
+		w := workload("ssd", func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		})
+		waitReady(w)
+		if w.Status.ClusterRef.Name != "b" {
+			t.Fatalf("placed on %s, want b", w.Status.ClusterRef.Name)
+		}
+		if len(w.Status.RejectedClusters) != 1 || w.Status.RejectedClusters[0].Cluster.Name != "a" || w.Status.RejectedClusters[0].Reason != v1alpha1.ReasonUnschedulable {
+			t.Fatalf("rejectedClusters = %+v, want a, Unschedulable", w.Status.RejectedClusters)
+		}
+		if msg := w.Status.RejectedClusters[0].Message; msg == "" || !strings.Contains(msg, "node affinity/selector") {
+			t.Errorf("rejection message %q does not carry the target scheduler's reason", msg)
+		}
+		if n := running(b, w); n != 2 {
+			t.Errorf("%d pods run in b, want 2", n)
+		}
+		if n := len(pods(t, a, w)); n != 0 {
+			t.Errorf("%d candidates left in a", n)
+		}
+	})
+
+	t.Run("deleting a workload leaves nothing behind", func(t *testing.T) {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ssd"}}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		for _, m := range []*member{a, b} {
+			l := &mcv1alpha1.PodChaperonList{}
+			if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) != 0 {
+				t.Errorf("%d chaperons left in %s", len(l.Items), m.name)
+			}
+		}
+	})
+
+}
