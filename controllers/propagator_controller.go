@@ -107,12 +107,16 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		meta.AddFinalizer(w, finalizer)
 		return reconcile.Result{}, errors.Wrap(r.client.Update(ctx, w), errFinalizer)
 	}
-	if w.Status.ClusterRef == nil {
-		return reconcile.Result{}, nil
+	var target types.NamespacedName
+	if w.Status.ClusterRef != nil {
+		target = scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
 	}
-	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
+	// Candidates anywhere but the chosen cluster (everywhere, while none is chosen) go.
 	if err := r.removeElsewhere(ctx, w, target); err != nil {
 		return reconcile.Result{}, err
+	}
+	if w.Status.ClusterRef == nil {
+		return reconcile.Result{}, nil
 	}
 	conn := r.registry.Get(target)
 	if conn == nil {

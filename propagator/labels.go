@@ -68,6 +68,15 @@ func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
 	}
 }
 
+func podScheduled(ch *mcv1alpha1.PodChaperon) bool {
+	for _, c := range ch.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // State is what a cluster's candidates say about the handshake there.
 type State struct {
 	// Missing replicas have no chaperon yet.
@@ -93,6 +102,7 @@ func (s State) Proven(replicas int) bool {
 // Observe reads the chaperons of one Workload in one cluster.
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 	n := Replicas(w)
+	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	st := State{}
 	have := map[int]bool{}
 	for _, ch := range chaperons {
@@ -104,6 +114,10 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		have[i] = true
 		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
 		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		if noReservation {
+			// The member's own scheduler binds at once: a bound candidate is committed.
+			allowed = podScheduled(ch)
+		}
 		switch {
 		case allowed:
 			st.Allowed++

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +35,9 @@ type member struct {
 }
 
 // startMember starts a target cluster with the agent and the candidate scheduler.
-func startMember(t *testing.T, name string, nodes ...local.Node) *member {
+func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...local.Node) *member {
 	t.Helper()
-	target := testenv.StartTarget(t, local.Options{Name: name}, nodes...)
+	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
 	testenv.RunManager(t, target.RESTConfig(), agent.SetupChaperonController)
 	if err := target.Run("candidate-scheduler", placerBinary, "candidate-scheduler",
 		"--kubeconfig="+target.KubeconfigPath(), "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
@@ -75,10 +76,47 @@ func pods(t *testing.T, m *member, w *v1alpha1.Workload) []corev1.Pod {
 	return l.Items
 }
 
+// waitNoChaperons waits until the Workload has no chaperon in the member.
+func waitNoChaperons(t *testing.T, m *member, w *v1alpha1.Workload) {
+	t.Helper()
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		testenv.WaitForDeletion(t, m.client, &l.Items[i], &mcv1alpha1.PodChaperonList{}, timeout)
+	}
+}
+
+// checkOneBoundPerReplica is the fleet invariant: across all members, at
+// most one bound pod per (workload, replica).
+func checkOneBoundPerReplica(t *testing.T, members ...*member) {
+	t.Helper()
+	bound := map[string][]string{}
+	for _, m := range members {
+		l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			key := p.Labels[propagator.LabelWorkloadUID] + "/" + p.Labels[propagator.LabelReplica]
+			bound[key] = append(bound[key], m.name+"/"+p.Namespace+"/"+p.Name)
+		}
+	}
+	for key, where := range bound {
+		if len(where) > 1 {
+			t.Errorf("replica %s is bound %d times: %v", key, len(where), where)
+		}
+	}
+}
+
 func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
-	a := startMember(t, "a", local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
-	b := startMember(t, "b", local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
+	a := startMember(t, "a", false, local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
+	b := startMember(t, "b", true, local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
 	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
 		_, err := controllers.Setup(mgr, controllers.Options{
 			Cluster:          controllers.ClusterControllerOptions{ProbeInterval: 2 * time.Second, Registry: cluster.Options{ProbeTimeout: time.Second}},
@@ -114,7 +152,7 @@ func TestHandshake(t *testing.T) {
 	running := func(m *member, w *v1alpha1.Workload) int {
 		n := 0
 		for _, p := range pods(t, m, w) {
-			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 				n++
 			}
 		}
@@ -157,6 +195,78 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("a workload that fits nowhere stays Unschedulable with per-cluster reasons and leaves no candidate", func(t *testing.T) {
+		w := workload("huge", st.Requests("64", "1Gi"))
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable
+		})
+		// ResourceFit knows both clusters' largest free node: no candidate is even tried.
+		if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "2 cluster(s) had no room for one replica (Insufficient cpu)") {
+			t.Errorf("message %q", msg)
+		}
+		for _, m := range []*member{a, b} {
+			if n := len(pods(t, m, w)); n != 0 {
+				t.Errorf("%d candidates in %s", n, m.name)
+			}
+		}
+
+		hidden := workload("hidden", func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "nvme"}
+		})
+		testenv.WaitFor(t, wc, hidden, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable && len(w.Status.RejectedClusters) == 2
+		})
+		if msg := hidden.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "2 cluster(s) rejected the candidate pods") {
+			t.Errorf("message %q does not carry the rejections", msg)
+		}
+		for _, m := range []*member{a, b} {
+			waitNoChaperons(t, m, hidden)
+		}
+	})
+
+	t.Run("NoReservation places through the member's own scheduler", func(t *testing.T) {
+		w := workload("serverless", st.Target("b", ""), func(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation })
+		waitReady(w)
+		for _, p := range pods(t, b, w) {
+			if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.Spec.NodeName == "" {
+				t.Errorf("pod %s: scheduler %q, node %q", p.Name, p.Spec.SchedulerName, p.Spec.NodeName)
+			}
+		}
+	})
+
+	t.Run("scale up and down in the committed cluster", func(t *testing.T) {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		scale := func(n int32) {
+			t.Helper()
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+				t.Fatal(err)
+			}
+			w.Spec.TargetDeployment.Replicas = &n
+			if err := env.Client.Update(context.Background(), w); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+				return w.Status.ObservedGeneration == w.Generation && w.Status.ReadyReplicas == n && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			})
+			// Replicas beyond the count go: their chaperons, then their pods.
+			for _, p := range pods(t, a, w) {
+				if i, _ := strconv.Atoi(p.Labels[propagator.LabelReplica]); i >= int(n) {
+					testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
+				}
+			}
+			if got := running(a, w); got != int(n) {
+				t.Errorf("%d pods run in a, want %d", got, n)
+			}
+		}
+		scale(4)
+		scale(1)
+		if w.Status.ClusterRef.Name != "a" {
+			t.Errorf("scaling moved the workload to %s", w.Status.ClusterRef.Name)
+		}
+	})
+
+	checkOneBoundPerReplica(t, a, b)
+
 	t.Run("deleting a workload leaves nothing behind", func(t *testing.T) {
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ssd"}}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
@@ -167,12 +277,16 @@ func TestHandshake(t *testing.T) {
 		}
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		for _, m := range []*member{a, b} {
+			// The finalizer held the Workload until its chaperons were gone.
 			l := &mcv1alpha1.PodChaperonList{}
 			if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
 				t.Fatal(err)
 			}
 			if len(l.Items) != 0 {
-				t.Errorf("%d chaperons left in %s", len(l.Items), m.name)
+				t.Errorf("%d chaperons left in %s after the Workload was gone", len(l.Items), m.name)
+			}
+			for _, p := range pods(t, m, w) {
+				testenv.WaitForDeletion(t, m.client, &p, &corev1.PodList{}, timeout)
 			}
 		}
 	})

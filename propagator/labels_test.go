@@ -1,0 +1,117 @@
+package propagator
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/propagator/candidate"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+type chaperonOption func(*mcv1alpha1.PodChaperon)
+
+func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
+func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
+func unschedulable(msg string) chaperonOption {
+	return func(ch *mcv1alpha1.PodChaperon) {
+		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg})
+	}
+}
+func running(ch *mcv1alpha1.PodChaperon) {
+	ch.Status.Conditions = append(ch.Status.Conditions,
+		corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+}
+
+func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
+	out := make([]*mcv1alpha1.PodChaperon, len(opts))
+	for i, o := range opts {
+		out[i] = NewChaperon(w, i)
+		for _, f := range o {
+			f(out[i])
+		}
+	}
+	return out
+}
+
+func ops(o ...chaperonOption) []chaperonOption { return o }
+
+// summary is the part of State a decision reads.
+type summary struct {
+	Missing       []int
+	Extra         int
+	Proven        bool
+	Committed     bool
+	Unschedulable string
+	ToAllow       int
+	Ready         int
+}
+
+func summarize(w *v1alpha1.Workload, s State) summary {
+	n := Replicas(w)
+	return summary{Missing: s.Missing, Extra: len(s.Extra), Proven: s.Proven(n), Committed: s.Allowed >= n, Unschedulable: s.Unschedulable, ToAllow: len(s.ToAllow), Ready: s.Ready}
+}
+
+func TestObserve(t *testing.T) {
+	w3 := st.Workload("web", st.Replicas(3))
+	w1 := st.Workload("web", st.Replicas(1))
+	wNoRes := st.Workload("web", st.Replicas(2), func(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation })
+	cases := []struct {
+		name string
+		w    *v1alpha1.Workload
+		chs  []*mcv1alpha1.PodChaperon
+		want summary
+	}{
+		{"pending: no candidates yet", w3, nil, summary{Missing: []int{0, 1, 2}}},
+		{"candidates, none reserved", w3, chaperons(w3, ops(), ops(), ops()), summary{}},
+		{"gang: two of three reserved is not proven", w3, chaperons(w3, ops(reserved), ops(reserved), ops()), summary{ToAllow: 2}},
+		{"all reserved: proven, allow all", w3, chaperons(w3, ops(reserved), ops(reserved), ops(reserved)), summary{Proven: true, ToAllow: 3}},
+		{"allowed and running: committed", w3, chaperons(w3, ops(reserved, allowed, running), ops(allowed, running), ops(allowed, running)),
+			summary{Proven: true, Committed: true, Ready: 3}},
+		{"one unschedulable: rejected with the target's message", w3, chaperons(w3, ops(reserved), ops(unschedulable("0/2 nodes are available: 2 Insufficient cpu.")), ops(reserved)),
+			summary{ToAllow: 2, Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}},
+		{"scale up after commit: the new replica goes through the handshake", w3, chaperons(w3, ops(allowed, running), ops(allowed, running), ops(reserved)),
+			summary{Proven: true, ToAllow: 1, Ready: 2}},
+		{"NoReservation: bound by the member's scheduler is committed", wNoRes, chaperons(wNoRes, ops(running), ops()),
+			summary{Ready: 1}},
+		{"NoReservation: all bound", wNoRes, chaperons(wNoRes, ops(running), ops(running)),
+			summary{Proven: true, Committed: true, Ready: 2}},
+		{"scale down: replicas beyond the count are extra", w1, chaperons(w1, ops(allowed), ops(allowed), ops(allowed)),
+			summary{Proven: true, Committed: true, Extra: 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summarize(tc.w, Observe(tc.w, tc.chs))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Observe() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewChaperon(t *testing.T) {
+	w := st.Workload("web", st.WLabels("team", "a"), func(w *v1alpha1.Workload) {
+		w.UID = "uid-1"
+		w.Spec.TargetNamespace = "prod"
+		w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": "web"}
+	})
+	ch := NewChaperon(w, 2)
+	if ch.Name != "web-2" || ch.Namespace != "prod" {
+		t.Errorf("name %s/%s, want prod/web-2", ch.Namespace, ch.Name)
+	}
+	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2"}
+	if diff := cmp.Diff(want, ch.Labels); diff != "" {
+		t.Errorf("labels (-want,+got):\n%s", diff)
+	}
+	if ch.Spec.SchedulerName != candidate.ProfileName || ch.Annotations[AnnotationWorkload] != "default/web" {
+		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
+	}
+	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
+	if ch := NewChaperon(w, 0); ch.Spec.SchedulerName != "" {
+		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
+	}
+}
