@@ -107,50 +107,106 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		meta.AddFinalizer(w, finalizer)
 		return reconcile.Result{}, errors.Wrap(r.client.Update(ctx, w), errFinalizer)
 	}
-	var target types.NamespacedName
-	if w.Status.ClusterRef != nil {
-		target = scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
-	}
-	// Candidates anywhere but the chosen cluster (everywhere, while none is chosen) go.
-	if err := r.removeElsewhere(ctx, w, target); err != nil {
-		return reconcile.Result{}, err
-	}
 	if w.Status.ClusterRef == nil {
-		return reconcile.Result{}, nil
+		// No cluster chosen: no candidate may remain anywhere.
+		return reconcile.Result{}, r.removeElsewhere(ctx, w, nil)
 	}
-	conn := r.registry.Get(target)
+	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
+	keep := map[types.NamespacedName]bool{target: true}
+	res, committed, err := r.handshake(ctx, w, target)
+	if err != nil {
+		return res, err
+	}
+	if !committed {
+		// Fan-out: the next ranked clusters prove themselves meanwhile, so
+		// that if the chosen one rejects, the next choice commits at once.
+		for _, n := range w.Status.NominatedClusters {
+			k := scheduler.ClusterKey(w.Namespace, &n)
+			if k == target || rejected(w, k) {
+				continue
+			}
+			keep[k] = true
+			if err := r.prepare(ctx, w, k); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	return res, r.removeElsewhere(ctx, w, keep)
+}
+
+// member returns the synced chaperon cache of a member, or nil when it is
+// not connected or not synced yet.
+func (r *PropagatorReconciler) member(ctx context.Context, key types.NamespacedName) (*remote, error) {
+	conn := r.registry.Get(key)
 	if conn == nil {
-		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
+		return nil, nil
 	}
 	rm, err := r.remotes.get(conn)
-	if err != nil {
-		return reconcile.Result{}, err
+	if err != nil || !rm.synced(ctx) {
+		return nil, err
 	}
-	if !rm.synced(ctx) {
-		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
-	}
+	return rm, nil
+}
+
+// ensureCandidates makes the member's candidates match the replica count
+// and returns what they say.
+func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, rm *remote, w *v1alpha1.Workload) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
 	chaperons, err := r.chaperons(ctx, rm, w)
 	if err != nil {
-		return reconcile.Result{}, err
+		return propagator.State{}, nil, err
 	}
 	st := propagator.Observe(w, chaperons)
-	orig := w.DeepCopy()
-
 	for _, ch := range st.Extra {
 		if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, errors.Wrap(err, errDeleteChaperon)
+			return st, nil, errors.Wrap(err, errDeleteChaperon)
 		}
 	}
 	for _, i := range st.Missing {
 		if err := rm.client.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, errors.Wrap(err, errCreateChaperon)
+			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}
 	if len(st.Missing) > 0 {
-		r.record.Event(w, event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), target)))
-		return reconcile.Result{RequeueAfter: r.timeout}, nil
+		r.record.Event(w, event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), rm.conn.Key)))
 	}
+	return st, chaperons, nil
+}
 
+// prepare keeps candidates in a nominated cluster that is not (yet) the
+// chosen one, and records it rejected if its scheduler cannot place them.
+func (r *PropagatorReconciler) prepare(ctx context.Context, w *v1alpha1.Workload, key types.NamespacedName) error {
+	rm, err := r.member(ctx, key)
+	if rm == nil || err != nil {
+		return err
+	}
+	st, _, err := r.ensureCandidates(ctx, rm, w)
+	if err != nil || st.Unschedulable == "" || len(st.Missing) > 0 {
+		return err
+	}
+	_, err = r.reject(ctx, w, rm, key, v1alpha1.ReasonUnschedulable, st.Unschedulable)
+	return err
+}
+
+// handshake runs the chosen cluster's side: candidates, commit when every
+// replica is reserved, rejection when they cannot be placed or the cluster
+// does not answer in time, and the status counts. committed reports that
+// the candidates there were allowed.
+func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Workload, target types.NamespacedName) (reconcile.Result, bool, error) {
+	rm, err := r.member(ctx, target)
+	if err != nil {
+		return reconcile.Result{}, false, err
+	}
+	if rm == nil {
+		return reconcile.Result{RequeueAfter: notConnectedRetry}, false, nil
+	}
+	st, chaperons, err := r.ensureCandidates(ctx, rm, w)
+	if err != nil {
+		return reconcile.Result{}, false, err
+	}
+	if len(st.Missing) > 0 {
+		return reconcile.Result{RequeueAfter: r.timeout}, false, nil
+	}
+	orig := w.DeepCopy()
 	replicas := propagator.Replicas(w)
 	var requeue time.Duration
 	switch {
@@ -160,30 +216,33 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		for _, ch := range st.ToAllow {
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
 			if err := rm.client.Patch(ctx, ch, patch); err != nil {
-				return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
+				return reconcile.Result{}, false, errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
 			}
 		}
 		if st.Allowed == 0 {
 			r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
 		}
 	case st.Unschedulable != "":
-		return r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
+		res, err := r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
+		return res, false, err
 	default:
 		if wait := r.timeout - time.Since(oldest(chaperons)); wait > 0 {
 			requeue = wait
 		} else {
-			return r.reject(ctx, w, rm, target, "HandshakeTimeout", fmt.Sprintf("not every candidate was reserved within %s", r.timeout))
+			res, err := r.reject(ctx, w, rm, target, "HandshakeTimeout", fmt.Sprintf("not every candidate was reserved within %s", r.timeout))
+			return res, false, err
 		}
 	}
+	committed := st.Proven(replicas)
 	setCounts(w, replicas, st)
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
-		return reconcile.Result{RequeueAfter: requeue}, nil
+		return reconcile.Result{RequeueAfter: requeue}, committed, nil
 	}
 	err = r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if kerrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: conflictRetry}, committed, nil
 	}
-	return reconcile.Result{RequeueAfter: requeue}, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+	return reconcile.Result{RequeueAfter: requeue}, committed, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
 }
 
 func (r *PropagatorReconciler) chaperons(ctx context.Context, rm *remote, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
@@ -250,10 +309,10 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1al
 }
 
 // removeElsewhere deletes the Workload's candidates in every connected
-// cluster but the target (after a rejection, or a move).
-func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.Workload, target types.NamespacedName) error {
+// cluster not in keep (after a rejection, a move, or a commit).
+func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
 	for _, conn := range r.registry.Connections() {
-		if conn.Key == target {
+		if keep[conn.Key] {
 			continue
 		}
 		rm, err := r.remotes.get(conn)

@@ -195,6 +195,37 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("fan-out proves the runner-up meanwhile and commits to exactly one cluster", func(t *testing.T) {
+		fan := func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 2 }
+		w := workload("fan", fan)
+		waitReady(w)
+		if w.Status.ClusterRef.Name != "a" || len(w.Status.NominatedClusters) != 2 {
+			t.Fatalf("placed on %s, nominated %v; want a of a,b", w.Status.ClusterRef.Name, w.Status.NominatedClusters)
+		}
+		waitNoChaperons(t, b, w)
+		events := &corev1.EventList{}
+		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		fannedOut := false
+		for _, e := range events.Items {
+			fannedOut = fannedOut || e.InvolvedObject.Name == "fan" && e.Reason == "CreatedCandidates" && strings.Contains(e.Message, "default/b")
+		}
+		if !fannedOut {
+			t.Error("no candidates were created in the runner-up b")
+		}
+
+		w = workload("fan-ssd", fan, func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		})
+		waitReady(w)
+		if w.Status.ClusterRef.Name != "b" || len(w.Status.RejectedClusters) != 1 {
+			t.Fatalf("placed on %s with rejections %+v; want b after a rejected", w.Status.ClusterRef.Name, w.Status.RejectedClusters)
+		}
+		waitNoChaperons(t, a, w)
+		checkOneBoundPerReplica(t, a, b)
+	})
+
 	t.Run("a workload that fits nowhere stays Unschedulable with per-cluster reasons and leaves no candidate", func(t *testing.T) {
 		w := workload("huge", st.Requests("64", "1Gi"))
 		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
