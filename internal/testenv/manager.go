@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,13 @@ import (
 // controllers to it, runs it, and stops it when the test ends.
 func RunManager(t *testing.T, cfg *rest.Config, setup func(ctrl.Manager) error) {
 	t.Helper()
+	StartManager(t, cfg, setup)
+}
+
+// StartManager is RunManager that also returns a stop function, for tests
+// that stop and restart a manager; stopping twice is harmless.
+func StartManager(t *testing.T, cfg *rest.Config, setup func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
 	ctrl.SetLogger(testr.New(t))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
@@ -39,12 +47,17 @@ func RunManager(t *testing.T, cfg *rest.Config, setup func(ctrl.Manager) error) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // Watcher returns a client that can also watch, for WaitFor.

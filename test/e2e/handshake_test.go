@@ -117,13 +117,16 @@ func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
 	a := startMember(t, "a", false, local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
 	b := startMember(t, "b", true, local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
-	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
-		_, err := controllers.Setup(mgr, controllers.Options{
-			Cluster:          controllers.ClusterControllerOptions{ProbeInterval: 2 * time.Second, Registry: cluster.Options{ProbeTimeout: time.Second}},
-			HandshakeTimeout: 30 * time.Second,
+	startManager := func() func() {
+		return testenv.StartManager(t, env.Config, func(mgr ctrl.Manager) error {
+			_, err := controllers.Setup(mgr, controllers.Options{
+				Cluster:          controllers.ClusterControllerOptions{ProbeInterval: 2 * time.Second, Registry: cluster.Options{ProbeTimeout: time.Second}},
+				HandshakeTimeout: 30 * time.Second,
+			})
+			return err
 		})
-		return err
-	})
+	}
+	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
 	register(t, env.Client, a, map[string]string{"tier": "gold"})
 	register(t, env.Client, b, map[string]string{"tier": "silver"})
@@ -143,7 +146,7 @@ func TestHandshake(t *testing.T) {
 		}
 		return w
 	}
-	waitReady := func(w *v1alpha1.Workload) {
+	waitReady := func(t *testing.T, w *v1alpha1.Workload) {
 		t.Helper()
 		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
@@ -161,7 +164,7 @@ func TestHandshake(t *testing.T) {
 
 	t.Run("a workload lands and all its replicas run in the chosen cluster", func(t *testing.T) {
 		w := workload("web")
-		waitReady(w)
+		waitReady(t, w)
 		if w.Status.ClusterRef.Name != "a" || w.Status.ReadyReplicas != 2 {
 			t.Fatalf("placed on %s with %d ready, want a with 2", w.Status.ClusterRef.Name, w.Status.ReadyReplicas)
 		}
@@ -177,7 +180,7 @@ func TestHandshake(t *testing.T) {
 		w := workload("ssd", func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 		})
-		waitReady(w)
+		waitReady(t, w)
 		if w.Status.ClusterRef.Name != "b" {
 			t.Fatalf("placed on %s, want b", w.Status.ClusterRef.Name)
 		}
@@ -198,7 +201,7 @@ func TestHandshake(t *testing.T) {
 	t.Run("fan-out proves the runner-up meanwhile and commits to exactly one cluster", func(t *testing.T) {
 		fan := func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 2 }
 		w := workload("fan", fan)
-		waitReady(w)
+		waitReady(t, w)
 		if w.Status.ClusterRef.Name != "a" || len(w.Status.NominatedClusters) != 2 {
 			t.Fatalf("placed on %s, nominated %v; want a of a,b", w.Status.ClusterRef.Name, w.Status.NominatedClusters)
 		}
@@ -218,7 +221,7 @@ func TestHandshake(t *testing.T) {
 		w = workload("fan-ssd", fan, func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 		})
-		waitReady(w)
+		waitReady(t, w)
 		if w.Status.ClusterRef.Name != "b" || len(w.Status.RejectedClusters) != 1 {
 			t.Fatalf("placed on %s with rejections %+v; want b after a rejected", w.Status.ClusterRef.Name, w.Status.RejectedClusters)
 		}
@@ -257,7 +260,7 @@ func TestHandshake(t *testing.T) {
 
 	t.Run("NoReservation places through the member's own scheduler", func(t *testing.T) {
 		w := workload("serverless", st.Target("b", ""), func(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation })
-		waitReady(w)
+		waitReady(t, w)
 		for _, p := range pods(t, b, w) {
 			if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.Spec.NodeName == "" {
 				t.Errorf("pod %s: scheduler %q, node %q", p.Name, p.Spec.SchedulerName, p.Spec.NodeName)
@@ -293,6 +296,55 @@ func TestHandshake(t *testing.T) {
 		scale(1)
 		if w.Status.ClusterRef.Name != "a" {
 			t.Errorf("scaling moved the workload to %s", w.Status.ClusterRef.Name)
+		}
+	})
+
+	t.Run("a deleted candidate pod comes back, also while the manager is stopped", func(t *testing.T) {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		replace := func() {
+			t.Helper()
+			ctx := context.Background()
+			old, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.target.Clientset.CoreV1().Pods("default").Delete(ctx, "web-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", "web-0", func(p *corev1.Pod) bool {
+				return p.UID != old.UID && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != ""
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replace()
+		stopManager()
+		replace()
+		stopManager = startManager()
+	})
+
+	t.Run("restarting the manager during handshakes never binds a replica twice", func(t *testing.T) {
+		var ws []*v1alpha1.Workload
+		for _, name := range []string{"r0", "r1", "r2", "r3"} {
+			ws = append(ws, workload(name, st.Requests("100m", "64Mi"), func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 2 }))
+		}
+		time.Sleep(300 * time.Millisecond) // mid-handshake, on purpose: this is the cut being tested
+		stopManager()
+		checkOneBoundPerReplica(t, a, b)
+		stopManager = startManager()
+		for _, w := range ws {
+			waitReady(t, w)
+		}
+		checkOneBoundPerReplica(t, a, b)
+		for _, w := range ws {
+			other := b
+			if w.Status.ClusterRef.Name == "b" {
+				other = a
+			}
+			waitNoChaperons(t, other, w)
 		}
 	})
 
