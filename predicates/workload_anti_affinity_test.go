@@ -10,18 +10,18 @@ import (
 func TestWorkloadAntiAffinity(t *testing.T) {
 	r, existing := ErrReasonAntiAffinity, ErrReasonExistingAntiAffinity
 	runFilterCases(t, NewWorkloadAntiAffinity, []filterCase{
-		{name: "spreads a group across regions; clusters without the key are in no domain", clusters: fleet(),
+		{name: "spreads a group across regions; clusters without the key are in no domain", clusters: st.RegionFleet(),
 			placed: []*v1alpha1.Workload{st.Workload("web-0", st.WLabels("app", "web"), st.PlacedOn("eu-2"))},
 			w:      st.Workload("web-1", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
 			want:   map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": ""}},
-		{name: "anti-affinity against itself does not block the first", clusters: fleet(),
+		{name: "anti-affinity against itself does not block the first", clusters: st.RegionFleet(),
 			w:    st.Workload("web-0", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
 			want: map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": ""}},
-		{name: "a placed workload's anti-affinity keeps the newcomer away", clusters: fleet(),
+		{name: "a placed workload's anti-affinity keeps the newcomer away", clusters: st.RegionFleet(),
 			placed: []*v1alpha1.Workload{st.Workload("noisy", st.PlacedOn("us-1"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelClusterName, "app", "web")))},
 			w:      st.Workload("web-0", st.WLabels("app", "web")),
 			want:   map[string]string{"eu-1": "", "eu-2": "", "us-1": existing, "none": ""}},
-		{name: "unrelated workloads do not count", clusters: fleet(),
+		{name: "unrelated workloads do not count", clusters: st.RegionFleet(),
 			placed: []*v1alpha1.Workload{st.Workload("db", st.WLabels("app", "db"), st.PlacedOn("eu-1"))},
 			w:      st.Workload("web-0", st.WLabels("app", "web"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "web"))),
 			want:   map[string]string{"eu-1": "", "eu-2": "", "us-1": "", "none": ""}},

@@ -356,3 +356,14 @@ func (h handle) ScoringStrategy() scheduler.ScoringStrategy {
 	}
 	return h.strategy
 }
+
+// RegionFleet is two clusters in region eu, one in us and one without a
+// region: the fleet the workload-affinity tests share.
+func RegionFleet() []*v1alpha1.KubernetesCluster {
+	return []*v1alpha1.KubernetesCluster{
+		Cluster("eu-1", Labels(v1alpha1.LabelRegion, "eu")),
+		Cluster("eu-2", Labels(v1alpha1.LabelRegion, "eu")),
+		Cluster("us-1", Labels(v1alpha1.LabelRegion, "us")),
+		Cluster("none"),
+	}
+}
