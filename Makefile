@@ -57,7 +57,7 @@ $(KWOK_BIN)/kwok:
 .PHONY: generate
 generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go tool controller-gen object paths=./apis/...
-	go tool controller-gen crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=config/crd
+	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd
 	go tool controller-gen rbac:roleName=placer-manager paths=./controllers output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=placer-agent paths=./controllers/agent output:rbac:artifacts:config=config/rbac/agent
 

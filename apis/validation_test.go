@@ -32,6 +32,7 @@ metadata: {name: w, namespace: default}
 const template = `
   targetDeployment:
     template:
+      metadata: {labels: {app: web}, annotations: {team: a}}
       spec:
         containers: [{name: app, image: pause}]
 `
@@ -202,6 +203,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if w.Spec.Placement.FanOut != 1 || w.Spec.Placement.Mode != computev1alpha1.PlacementModeReserve {
 		t.Errorf("placement = %+v, want fanOut 1 and mode Reserve", w.Spec.Placement)
+	}
+	if md := w.Spec.TargetDeployment.Template.ObjectMeta; md.Labels["app"] != "web" || md.Annotations["team"] != "a" {
+		t.Errorf("the pod template's metadata was pruned: %+v", md)
 	}
 	if w.Spec.TargetDeployment.Replicas == nil || *w.Spec.TargetDeployment.Replicas != 1 {
 		t.Errorf("replicas = %v, want 1", w.Spec.TargetDeployment.Replicas)

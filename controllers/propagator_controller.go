@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -35,6 +36,9 @@ const (
 	errAllowChaperon  = "cannot allow PodChaperon"
 	errDeleteChaperon = "cannot delete PodChaperon"
 	errFinalizer      = "cannot update the Workload's finalizer"
+	errGetService     = "cannot get the delivered Service"
+	errApplyService   = "cannot deliver the Service"
+	errDeleteService  = "cannot delete the delivered Service"
 
 	reasonCommitted  = "Committed"
 	reasonRejected   = "Rejected"
@@ -234,6 +238,11 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		}
 	}
 	committed := st.Proven(replicas)
+	if committed {
+		if err := r.ensureService(ctx, rm, w); err != nil {
+			return reconcile.Result{}, false, err
+		}
+	}
 	setCounts(w, replicas, st)
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return reconcile.Result{RequeueAfter: requeue}, committed, nil
@@ -303,9 +312,46 @@ func (r *PropagatorReconciler) reject(ctx context.Context, w *v1alpha1.Workload,
 	return reconcile.Result{}, r.deleteIn(ctx, rm, w)
 }
 
+// deleteIn deletes the Workload's chaperons and Service in one member.
 func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1alpha1.Workload) error {
 	err := rm.client.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
-	return errors.Wrap(resource.IgnoreNotFound(err), errDeleteChaperon)
+	if err := resource.IgnoreNotFound(err); err != nil {
+		return errors.Wrap(err, errDeleteChaperon)
+	}
+	svc := &corev1.Service{}
+	err = rm.client.Get(ctx, types.NamespacedName{Namespace: propagator.TargetNamespace(w), Name: w.Name}, svc)
+	if err != nil || svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
+		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
+	}
+	return errors.Wrap(resource.IgnoreNotFound(rm.client.Delete(ctx, svc)), errDeleteService)
+}
+
+// ensureService delivers spec.targetService to the committed cluster as a
+// Service named after the Workload, selecting its pods unless it says otherwise.
+func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w *v1alpha1.Workload) error {
+	if w.Spec.TargetService == nil {
+		return nil
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: propagator.TargetNamespace(w), Name: w.Name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, rm.client, svc, func() error {
+		if uid, ok := svc.Labels[propagator.LabelWorkloadUID]; ok && uid != string(w.UID) {
+			return errors.Errorf("Service %s/%s belongs to another Workload", svc.Namespace, svc.Name)
+		}
+		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
+		meta.AddAnnotations(svc, map[string]string{propagator.AnnotationWorkload: w.Namespace + "/" + w.Name})
+		want := w.Spec.TargetService.DeepCopy()
+		if len(want.Selector) == 0 {
+			want.Selector = w.Spec.TargetDeployment.Template.Labels
+		}
+		// Allocated by the member's API server, and immutable there.
+		want.ClusterIP, want.ClusterIPs = svc.Spec.ClusterIP, svc.Spec.ClusterIPs
+		if len(svc.Spec.IPFamilies) > 0 {
+			want.IPFamilies, want.IPFamilyPolicy = svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy
+		}
+		svc.Spec = *want
+		return nil
+	})
+	return errors.Wrap(err, errApplyService)
 }
 
 // removeElsewhere deletes the Workload's candidates in every connected
@@ -350,10 +396,10 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, conn.Key.String())
 			continue
 		}
+		if err := r.deleteIn(ctx, rm, w); err != nil {
+			return reconcile.Result{}, err
+		}
 		if len(chs) > 0 {
-			if err := r.deleteIn(ctx, rm, w); err != nil {
-				return reconcile.Result{}, err
-			}
 			pending = append(pending, conn.Key.String())
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -90,7 +91,9 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 		case <-ctx.Done():
 		}
 	}()
-	cl, err := client.New(conn.Config, client.Options{Scheme: r.scheme, Cache: &client.CacheOptions{Reader: c}})
+	// Chaperons are read from the cache; the one delivered Service per
+	// Workload is read directly rather than cached fleet-wide.
+	cl, err := client.New(conn.Config, client.Options{Scheme: r.scheme, Cache: &client.CacheOptions{Reader: c, DisableFor: []client.Object{&corev1.Service{}}}})
 	if err != nil {
 		cancel()
 		return nil, errors.Wrap(err, errRemoteCache)

@@ -198,6 +198,28 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("the Service is delivered with the pods and removed with them", func(t *testing.T) {
+		w := workload("api", st.Replicas(1), func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": "api"}
+			w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}
+		})
+		waitReady(t, w)
+		svc, err := a.target.Clientset.CoreV1().Services("default").Get(context.Background(), "api", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("no Service in the committed cluster: %v", err)
+		}
+		if svc.Spec.Selector["app"] != "api" || len(svc.Spec.Ports) != 1 || svc.Spec.ClusterIP == "" {
+			t.Errorf("Service spec %+v", svc.Spec)
+		}
+		if err := env.Client.Delete(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		if _, err := a.target.Clientset.CoreV1().Services("default").Get(context.Background(), "api", metav1.GetOptions{}); err == nil {
+			t.Error("the Service outlived its Workload")
+		}
+	})
+
 	t.Run("fan-out proves the runner-up meanwhile and commits to exactly one cluster", func(t *testing.T) {
 		fan := func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 2 }
 		w := workload("fan", fan)
