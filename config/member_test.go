@@ -1,0 +1,106 @@
+package config_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+// TestMemberRoleIsLeastPrivilege acts as the manager's identity in a real
+// member cluster: it manages PodChaperons and Services, and is refused
+// Pods, Secrets and Nodes.
+func TestMemberRoleIsLeastPrivilege(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	member, err := local.Start(ctx, local.Options{Name: "member", NoKwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = member.Close() })
+	if err := agent.EnsureCRDs(member.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(member.RESTConfig())
+	b, err := os.ReadFile(filepath.Join("member", "manager-role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(b, role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "placer-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "placer-manager"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	kc, err := member.KubeconfigFor("placer-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "pause"}}}}
+	if err := c.Create(ctx, ch); err != nil {
+		t.Fatalf("the manager's identity cannot create a PodChaperon: %v", err)
+	}
+	if err := c.List(ctx, &mcv1alpha1.PodChaperonList{}); err != nil {
+		t.Errorf("cannot list PodChaperons: %v", err)
+	}
+	ch.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
+	if err := c.Update(ctx, ch); err != nil {
+		t.Errorf("cannot update a PodChaperon: %v", err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Errorf("cannot create a Service: %v", err)
+	}
+	if err := c.Delete(ctx, ch); err != nil {
+		t.Errorf("cannot delete a PodChaperon: %v", err)
+	}
+
+	refused := map[string]func() error{
+		"get pods":     func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list pods":    func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
+		"get secrets":  func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list secrets": func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
+		"get nodes":    func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list nodes":   func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err },
+	}
+	for what, call := range refused {
+		if err := call(); err == nil || !apierrors.IsForbidden(err) {
+			t.Errorf("%s: want Forbidden, got %v", what, err)
+		}
+	}
+}
