@@ -109,7 +109,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	if !meta.FinalizerExists(w, finalizer) {
 		meta.AddFinalizer(w, finalizer)
-		return reconcile.Result{}, errors.Wrap(r.client.Update(ctx, w), errFinalizer)
+		return ignoreConflict(errors.Wrap(r.client.Update(ctx, w), errFinalizer))
 	}
 	if w.Status.ClusterRef == nil {
 		// No cluster chosen: no candidate may remain anywhere.
@@ -408,5 +408,5 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
 	}
 	meta.RemoveFinalizer(w, finalizer)
-	return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Update(ctx, w)), errFinalizer)
+	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(r.client.Update(ctx, w)), errFinalizer))
 }

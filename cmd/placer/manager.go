@@ -19,6 +19,7 @@ type managerOptions struct {
 	memberQPS     float32
 	memberBurst   int
 	schedulerConf string
+	handshake     time.Duration
 }
 
 func newManagerCommand() *cobra.Command {
@@ -26,12 +27,12 @@ func newManagerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run placer's controllers against the management cluster",
-		Long: `Run placer's controllers against the management cluster. Built so far:
-the cluster controller, which connects to every KubernetesCluster, probes it
-and publishes its Ready condition, version, built-in labels and capacity
-summary; and the scheduler controller, which places each Workload whose
-schedulerName one of its profiles serves. The propagator (the handshake with
-member clusters) is not built yet.`,
+		Long: `Run placer's controllers against the management cluster: the cluster
+controller, which connects to every KubernetesCluster, probes it and publishes
+its Ready condition, version, built-in labels and capacity summary; the
+scheduler controller, which places each Workload whose schedulerName one of
+its profiles serves; and the propagator, which proves the placement with
+candidate pods in the member clusters and delivers the Workload there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.restConfig()
@@ -51,7 +52,8 @@ member clusters) is not built yet.`,
 					ProbeInterval: o.probeInterval,
 					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout},
 				},
-				Scheduler: conf,
+				Scheduler:        conf,
+				HandshakeTimeout: o.handshake,
 			}); err != nil {
 				return err
 			}
@@ -64,6 +66,7 @@ member clusters) is not built yet.`,
 	f.DurationVar(&o.probeTimeout, "cluster-probe-timeout", 5*time.Second, "how long one probe may take")
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
+	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
 	return cmd
 }
