@@ -44,6 +44,7 @@ const (
 	reasonRejected   = "Rejected"
 	reasonCandidates = "CreatedCandidates"
 	reasonCleanup    = "CleanupPending"
+	reasonReplacing  = "Replacing"
 
 	// notConnectedRetry is how soon a Workload whose cluster has no
 	// connection yet is looked at again.
@@ -207,15 +208,25 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	if err != nil {
 		return reconcile.Result{}, false, err
 	}
+	// Once a candidate is allowed the cluster is committed: later replicas
+	// (scale up, template change) are proven there, never elsewhere.
+	wasCommitted := st.Allowed > 0
 	if len(st.Missing) > 0 {
-		return reconcile.Result{RequeueAfter: r.timeout}, false, nil
+		return reconcile.Result{RequeueAfter: r.timeout}, wasCommitted, nil
 	}
 	orig := w.DeepCopy()
 	replicas := propagator.Replicas(w)
 	var requeue time.Duration
 	switch {
 	case st.Allowed >= replicas:
-		// Committed: the pods run; status follows them.
+		// Committed: the pods run; status follows them. A changed template
+		// replaces them within the strategy's budget.
+		for _, ch := range propagator.ToReplace(w, st) {
+			if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, true, errors.Wrap(err, errDeleteChaperon)
+			}
+			r.record.Event(w, event.Normal(reasonReplacing, fmt.Sprintf("replacing %s in %s with the new pod template", ch.Name, target)))
+		}
 	case st.Proven(replicas):
 		for _, ch := range st.ToAllow {
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
@@ -226,6 +237,9 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		if st.Allowed == 0 {
 			r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
 		}
+	case wasCommitted:
+		// A new replica that does not fit stays pending, with the reason
+		// in the Ready condition; the committed ones keep running.
 	case st.Unschedulable != "":
 		res, err := r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
 		return res, false, err
@@ -237,7 +251,7 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 			return res, false, err
 		}
 	}
-	committed := st.Proven(replicas)
+	committed := wasCommitted || st.Proven(replicas)
 	if committed {
 		if err := r.ensureService(ctx, rm, w); err != nil {
 			return reconcile.Result{}, false, err
@@ -282,6 +296,9 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
 	w.Status.ObservedGeneration = w.Generation
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Pending", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
 		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
+	if st.Unschedulable != "" {
+		ready.Message += "; a replica is pending: " + st.Unschedulable
+	}
 	if st.Ready >= replicas {
 		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
 	}

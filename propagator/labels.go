@@ -4,10 +4,14 @@ package propagator
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	hashutil "k8s.io/kubernetes/pkg/util/hash"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -18,6 +22,7 @@ import (
 const (
 	LabelWorkloadUID   = mcv1alpha1.AnnotationPrefix + "workload-uid"
 	LabelReplica       = mcv1alpha1.AnnotationPrefix + "replica"
+	LabelTemplateHash  = mcv1alpha1.AnnotationPrefix + "template-hash"
 	AnnotationWorkload = mcv1alpha1.AnnotationPrefix + "workload"
 )
 
@@ -42,6 +47,14 @@ func ChaperonName(w *v1alpha1.Workload, replica int) string {
 	return fmt.Sprintf("%s-%d", w.Name, replica)
 }
 
+// TemplateHash identifies the pod template a chaperon was made from, as
+// Deployments label their ReplicaSets.
+func TemplateHash(w *v1alpha1.Workload) string {
+	h := fnv.New32a()
+	hashutil.DeepHashObject(h, &w.Spec.TargetDeployment.Template)
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
 // NewChaperon returns the chaperon of one replica: the pod template,
 // scheduled by the candidate scheduler, labelled with the Workload's UID and
 // the replica index.
@@ -53,6 +66,7 @@ func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
 	}
 	labels[LabelWorkloadUID] = string(w.UID)
 	labels[LabelReplica] = strconv.Itoa(replica)
+	labels[LabelTemplateHash] = TemplateHash(w)
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
 		annotations[k] = v
@@ -92,6 +106,8 @@ type State struct {
 	Scheduled, Ready int
 	// ToAllow are reserved candidates not yet allowed.
 	ToAllow []*mcv1alpha1.PodChaperon
+	// Outdated chaperons were made from an older pod template.
+	Outdated []*mcv1alpha1.PodChaperon
 }
 
 // Proven reports whether every replica's candidate is reserved (or allowed).
@@ -103,6 +119,7 @@ func (s State) Proven(replicas int) bool {
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 	n := Replicas(w)
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+	hash := TemplateHash(w)
 	st := State{}
 	have := map[int]bool{}
 	for _, ch := range chaperons {
@@ -112,6 +129,9 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 			continue
 		}
 		have[i] = true
+		if ch.Labels[LabelTemplateHash] != hash {
+			st.Outdated = append(st.Outdated, ch)
+		}
 		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
 		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
 		if noReservation {
@@ -142,4 +162,33 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		}
 	}
 	return st
+}
+
+// ToReplace returns the outdated chaperons to delete now, so that they come
+// back from the current template: all of them with the Recreate strategy;
+// with RollingUpdate (the default) only as many as keep the Workload within
+// maxUnavailable (default 25%, at least one). Replicas are replaced in
+// place, under the same names, so maxSurge is not used.
+func ToReplace(w *v1alpha1.Workload, st State) []*mcv1alpha1.PodChaperon {
+	if len(st.Outdated) == 0 {
+		return nil
+	}
+	strategy := w.Spec.TargetDeployment.Strategy
+	if strategy.Type == "Recreate" {
+		return st.Outdated
+	}
+	n := Replicas(w)
+	maxUnavailable := intstr.FromString("25%")
+	if ru := strategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		maxUnavailable = *ru.MaxUnavailable
+	}
+	allowed, err := intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, n, false)
+	if err != nil || allowed < 1 {
+		allowed = 1
+	}
+	budget := allowed - (n - st.Ready)
+	if budget <= 0 {
+		return nil
+	}
+	return st.Outdated[:min(budget, len(st.Outdated))]
 }

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -103,7 +105,7 @@ func TestNewChaperon(t *testing.T) {
 	if ch.Name != "web-2" || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-2", ch.Namespace, ch.Name)
 	}
-	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2"}
+	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2", LabelTemplateHash: TemplateHash(w)}
 	if diff := cmp.Diff(want, ch.Labels); diff != "" {
 		t.Errorf("labels (-want,+got):\n%s", diff)
 	}
@@ -113,5 +115,40 @@ func TestNewChaperon(t *testing.T) {
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
 	if ch := NewChaperon(w, 0); ch.Spec.SchedulerName != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
+	}
+}
+
+func TestToReplace(t *testing.T) {
+	old := st.Workload("web", st.Replicas(4))
+	outdated := chaperons(old, ops(allowed, running), ops(allowed, running), ops(allowed, running), ops(allowed, running))
+	changed := func(opts ...st.WorkloadOption) *v1alpha1.Workload {
+		w := st.Workload("web", append([]st.WorkloadOption{st.Replicas(4), st.WLabels("v", "2")}, opts...)...)
+		w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+		return w
+	}
+	maxUnavailable := func(v intstr.IntOrString) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &v}}
+		}
+	}
+	cases := []struct {
+		name string
+		w    *v1alpha1.Workload
+		chs  []*mcv1alpha1.PodChaperon
+		want int
+	}{
+		{"same template: nothing to replace", old, outdated, 0},
+		{"default 25% of 4: one at a time", changed(), outdated, 1},
+		{"maxUnavailable 2", changed(maxUnavailable(intstr.FromInt32(2))), outdated, 2},
+		{"budget already spent by an unready replica", changed(maxUnavailable(intstr.FromInt32(1))),
+			chaperons(old, ops(allowed, running), ops(allowed, running), ops(allowed, running), ops(allowed)), 0},
+		{"Recreate: all at once", changed(func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType }), outdated, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := len(ToReplace(tc.w, Observe(tc.w, tc.chs))); got != tc.want {
+				t.Errorf("ToReplace() = %d chaperons, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -321,6 +321,41 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("a template change replaces the pods in place", func(t *testing.T) {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+		if err := env.Client.Update(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		hash := ""
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			hash = propagator.TemplateHash(w)
+			if w.Status.ObservedGeneration != w.Generation || w.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+				return false
+			}
+			l := &mcv1alpha1.PodChaperonList{}
+			if err := a.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID), propagator.LabelTemplateHash: hash}); err != nil {
+				t.Fatal(err)
+			}
+			return len(l.Items) == propagator.Replicas(w)
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		for i := range propagator.Replicas(w) {
+			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", propagator.ChaperonName(w, i), func(p *corev1.Pod) bool {
+				return p.Labels[propagator.LabelTemplateHash] == hash && p.Labels["version"] == "2" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if w.Status.ClusterRef.Name != "a" {
+			t.Errorf("the template change moved the workload to %s", w.Status.ClusterRef.Name)
+		}
+	})
+
 	t.Run("a deleted candidate pod comes back, also while the manager is stopped", func(t *testing.T) {
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
@@ -328,7 +363,8 @@ func TestHandshake(t *testing.T) {
 		}
 		replace := func() {
 			t.Helper()
-			ctx := context.Background()
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
 			old, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
