@@ -72,7 +72,9 @@ verify-generate: ## Fail when generated files are stale.
 	if [ "$$before" != "$$after" ]; then echo "generated files were stale: 'make generate' updated them; commit the result"; exit 1; fi
 
 .PHONY: vet
-vet:
+vet: ## gofmt and go vet.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	go vet ./...
 
 .PHONY: test

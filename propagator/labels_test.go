@@ -142,7 +142,9 @@ func TestToReplace(t *testing.T) {
 		{"maxUnavailable 2", changed(maxUnavailable(intstr.FromInt32(2))), outdated, 2},
 		{"budget already spent by an unready replica", changed(maxUnavailable(intstr.FromInt32(1))),
 			chaperons(old, ops(allowed, running), ops(allowed, running), ops(allowed, running), ops(allowed)), 0},
-		{"Recreate: all at once", changed(func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType }), outdated, 4},
+		{"Recreate: all at once", changed(func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+		}), outdated, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
