@@ -46,9 +46,13 @@ const (
 	reasonCleanup    = "CleanupPending"
 	reasonReplacing  = "Replacing"
 
-	// notConnectedRetry is how soon a Workload whose cluster has no
-	// connection yet is looked at again.
-	notConnectedRetry = 5 * time.Second
+	// cleanupRetry is how soon a deleted Workload waiting for its
+	// candidates to go (or for a member to answer) is looked at again.
+	cleanupRetry = 5 * time.Second
+
+	// syncRetry is how soon a handshake waiting for a member's chaperon
+	// cache (or connection) is looked at again; it never blocks a worker.
+	syncRetry = 500 * time.Millisecond
 )
 
 // PropagatorControllerOptions configure the propagator.
@@ -147,7 +151,7 @@ func (r *PropagatorReconciler) member(ctx context.Context, key types.NamespacedN
 		return nil, nil
 	}
 	rm, err := r.remotes.get(conn)
-	if err != nil || !rm.synced(ctx) {
+	if err != nil || !rm.ready() {
 		return nil, err
 	}
 	return rm, nil
@@ -202,7 +206,8 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return reconcile.Result{}, false, err
 	}
 	if rm == nil {
-		return reconcile.Result{RequeueAfter: notConnectedRetry}, false, nil
+		// Not connected, or its chaperon cache is still syncing.
+		return reconcile.Result{RequeueAfter: syncRetry}, false, nil
 	}
 	st, chaperons, err := r.ensureCandidates(ctx, rm, w)
 	if err != nil {
@@ -379,7 +384,7 @@ func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.
 			continue
 		}
 		rm, err := r.remotes.get(conn)
-		if err != nil || !rm.synced(ctx) {
+		if err != nil || !rm.ready() {
 			continue // an unreachable member is cleaned up when it answers again
 		}
 		chs, err := r.chaperons(ctx, rm, w)
@@ -404,7 +409,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 	pending := []string{}
 	for _, conn := range r.registry.Connections() {
 		rm, err := r.remotes.get(conn)
-		if err != nil || !rm.synced(ctx) {
+		if err != nil || !rm.ready() {
 			pending = append(pending, conn.Key.String()+" (unreachable)")
 			continue
 		}
@@ -422,7 +427,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 	}
 	if len(pending) > 0 {
 		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
-		return reconcile.Result{RequeueAfter: notConnectedRetry}, nil
+		return reconcile.Result{RequeueAfter: cleanupRetry}, nil
 	}
 	meta.RemoveFinalizer(w, finalizer)
 	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(r.client.Update(ctx, w)), errFinalizer))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
@@ -23,10 +22,11 @@ import (
 // remote is the propagator's view of one member: an informer cache of the
 // chaperons placer made there, and a client that reads from it.
 type remote struct {
-	conn   *cluster.Connection
-	cache  cache.Cache
-	client client.Client
-	cancel context.CancelFunc
+	conn     *cluster.Connection
+	cache    cache.Cache
+	informer cache.Informer
+	client   client.Client
+	cancel   context.CancelFunc
 }
 
 // remotes keeps one chaperon cache per member connection; a chaperon event
@@ -98,17 +98,14 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 		cancel()
 		return nil, errors.Wrap(err, errRemoteCache)
 	}
-	rm := &remote{conn: conn, cache: c, client: cl, cancel: cancel}
+	rm := &remote{conn: conn, cache: c, informer: inf, client: cl, cancel: cancel}
 	r.m[conn.Key] = rm
 	return rm, nil
 }
 
-// synced waits briefly for the member's cache; false means try later.
-func (rm *remote) synced(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return rm.cache.WaitForCacheSync(ctx)
-}
+// ready reports, without waiting, whether the member's chaperon cache
+// holds a full list: a member that does not answer never blocks a reconcile.
+func (rm *remote) ready() bool { return rm.informer.HasSynced() }
 
 // close stops every cache.
 func (r *remotes) close() {
