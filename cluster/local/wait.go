@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -16,16 +15,7 @@ import (
 
 // WaitForPod watches one pod until cond holds for it or ctx ends.
 func WaitForPod(ctx context.Context, cs kubernetes.Interface, namespace, name string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return cs.CoreV1().Pods(namespace).List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return cs.CoreV1().Pods(namespace).Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", namespace, fields.OneTermEqualSelector("metadata.name", name))
 	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(e watch.Event) (bool, error) {
 		p, ok := e.Object.(*corev1.Pod)
 		return ok && e.Type != watch.Deleted && cond(p), nil
@@ -39,16 +29,7 @@ func WaitForPod(ctx context.Context, cs kubernetes.Interface, namespace, name st
 // WaitForServiceAccount watches until the namespace's service account
 // exists: pods are refused until the controller manager has created it.
 func WaitForServiceAccount(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return cs.CoreV1().ServiceAccounts(namespace).List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			return cs.CoreV1().ServiceAccounts(namespace).Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "serviceaccounts", namespace, fields.OneTermEqualSelector("metadata.name", name))
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.ServiceAccount{}, nil, func(e watch.Event) (bool, error) {
 		return e.Type != watch.Deleted, nil
 	})
@@ -58,14 +39,7 @@ func WaitForServiceAccount(ctx context.Context, cs kubernetes.Interface, namespa
 // WaitForNodesReady watches nodes until n of them are Ready and carry no
 // not-ready taint, or ctx ends.
 func WaitForNodesReady(ctx context.Context, cs kubernetes.Interface, n int) error {
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			return cs.CoreV1().Nodes().List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return cs.CoreV1().Nodes().Watch(ctx, o)
-		},
-	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
 	ready := map[string]bool{}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
 		node, ok := e.Object.(*corev1.Node)
