@@ -8,21 +8,24 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
 const (
 	errParseKubeconfig = "kubeconfig cannot be parsed"
 	errNewClient       = "cannot create a client from the kubeconfig"
+	errWatchSummary    = "cannot watch the ClusterSummary published by placer's agent"
 )
 
 // Options tune the connections of a Registry.
@@ -45,7 +48,7 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry that calls notify (which must not block)
-// whenever a member's nodes or pods change.
+// whenever a member's summary changes.
 func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 	if opts.QPS == 0 {
 		opts.QPS = 20
@@ -62,8 +65,8 @@ func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 	return &Registry{opts: opts, notify: notify, conns: map[types.NamespacedName]*Connection{}}
 }
 
-// Connection is a live connection to one member cluster: a client and
-// informers on its nodes and bound pods, which feed its Summary.
+// Connection is a live connection to one member cluster: a client for
+// probes and an informer on the ClusterSummary its agent publishes.
 type Connection struct {
 	Key    types.NamespacedName
 	Config *rest.Config
@@ -76,11 +79,11 @@ type Connection struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu        sync.Mutex
-	closed    bool
-	factories []informers.SharedInformerFactory
-	nodes     cache.SharedIndexInformer
-	pods      cache.SharedIndexInformer
+	mu       sync.Mutex
+	closed   bool
+	summary  crcache.Cache
+	informer crcache.Informer
+	stopped  chan struct{}
 }
 
 // Ensure returns the cluster's connection, creating it, or replacing it
@@ -176,76 +179,68 @@ func (r *Registry) Close() {
 	}
 }
 
-// boundPods selects the pods that hold node resources.
-var boundPods = fields.AndSelectors(
-	fields.OneTermNotEqualSelector("spec.nodeName", ""),
-	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-	fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-).String()
+// summaryScheme knows the one kind a connection watches.
+var summaryScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := mcv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
 
-// Watch starts the informers on the member's nodes and bound pods, once.
-// The cluster controller calls it after the first successful probe, so
-// credentials the member refuses never start watches that retry forever.
-func (c *Connection) Watch() {
+// Watch starts, once, an informer on the ClusterSummary the member's agent
+// publishes: the management side never reads the member's Nodes or Pods
+// (design §5). The cluster controller calls it after each successful
+// probe, so credentials the member refuses never start watches that retry
+// forever; it fails while the member does not serve ClusterSummaries
+// (no agent yet) and is tried again at the next probe.
+func (c *Connection) Watch(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.nodes != nil {
-		return
+	if c.closed || c.summary != nil {
+		return nil
 	}
-	nodes := informers.NewSharedInformerFactory(c.Client, 0)
-	pods := informers.NewSharedInformerFactoryWithOptions(c.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = boundPods }),
-		informers.WithTransform(trimPod))
-	c.nodes = nodes.Core().V1().Nodes().Informer()
-	c.pods = pods.Core().V1().Pods().Informer()
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.notify() },
-		UpdateFunc: func(any, any) { c.notify() },
-		DeleteFunc: func(any) { c.notify() },
-	}
-	_, _ = c.nodes.AddEventHandler(h)
-	_, _ = c.pods.AddEventHandler(h)
-	nodes.Start(c.ctx.Done())
-	pods.Start(c.ctx.Done())
-	c.factories = []informers.SharedInformerFactory{nodes, pods}
-}
-
-// trimPod keeps only what the summary needs, so a large member costs little memory.
-func trimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
-		Spec: corev1.PodSpec{
-			NodeName:       p.Spec.NodeName,
-			Containers:     trimContainers(p.Spec.Containers),
-			InitContainers: trimContainers(p.Spec.InitContainers),
-			Overhead:       p.Spec.Overhead,
-			Resources:      p.Spec.Resources,
+	ca, err := crcache.New(c.Config, crcache.Options{
+		Scheme: summaryScheme,
+		ByObject: map[client.Object]crcache.ByObject{
+			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
 		},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}, nil
-}
-
-func trimContainers(cs []corev1.Container) []corev1.Container {
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	})
+	if err != nil {
+		return errors.Wrap(err, errWatchSummary)
 	}
-	return out
+	gctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	inf, err := ca.GetInformer(gctx, &mcv1alpha1.ClusterSummary{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return errors.Wrap(err, errWatchSummary)
+	}
+	notify := func(any) { c.notify() }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(any, any) { c.notify() },
+		DeleteFunc: notify,
+	}); err != nil {
+		return errors.Wrap(err, errWatchSummary)
+	}
+	c.stopped = make(chan struct{})
+	go func() {
+		defer close(c.stopped)
+		_ = ca.Start(c.ctx)
+	}()
+	c.summary, c.informer = ca, inf
+	return nil
 }
 
-// close stops the informers and waits for their goroutines to end.
+// close stops the summary informer and waits for its goroutines to end.
 func (c *Connection) close() {
 	c.mu.Lock()
 	c.closed = true
-	factories := c.factories
+	stopped := c.stopped
 	c.mu.Unlock()
 	c.cancel()
-	for _, f := range factories {
-		f.Shutdown()
+	if stopped != nil {
+		<-stopped
 	}
 	close(c.done)
 }
@@ -268,31 +263,18 @@ func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
 	return info, nil
 }
 
-// Synced reports whether the node and pod caches hold a full list.
-func (c *Connection) Synced() bool {
+// Summary returns what the member's agent last published, and false while
+// the informer has not synced or the agent has published nothing.
+func (c *Connection) Summary(ctx context.Context) (Summary, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.nodes != nil && c.nodes.HasSynced() && c.pods.HasSynced()
-}
-
-// Summary adds up the member's nodes and bound pods from the informer caches.
-func (c *Connection) Summary() Summary {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.nodes == nil {
-		return Summarize(nil, nil)
+	ca, inf := c.summary, c.informer
+	c.mu.Unlock()
+	if ca == nil || !inf.HasSynced() {
+		return Summary{}, false
 	}
-	nodes := make([]*corev1.Node, 0, len(c.nodes.GetStore().List()))
-	for _, o := range c.nodes.GetStore().List() {
-		if n, ok := o.(*corev1.Node); ok {
-			nodes = append(nodes, n)
-		}
+	s := &mcv1alpha1.ClusterSummary{}
+	if err := ca.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s); err != nil {
+		return Summary{}, false
 	}
-	pods := make([]*corev1.Pod, 0, len(c.pods.GetStore().List()))
-	for _, o := range c.pods.GetStore().List() {
-		if p, ok := o.(*corev1.Pod); ok {
-			pods = append(pods, p)
-		}
-	}
-	return Summarize(nodes, pods)
+	return s.Status, true
 }

@@ -1,6 +1,6 @@
 // Package cluster is placer's registry of member clusters: one connection
-// per KubernetesCluster, its probes, its built-in labels and the capacity
-// summary the scheduler reads.
+// per KubernetesCluster, its probes, and the capacity summary the agent
+// publishes there; and Summarize, with which the agent computes it.
 package cluster
 
 import (
@@ -9,19 +9,12 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
 // Summary is the aggregate view of a cluster's nodes that the management
-// side is allowed to see.
-type Summary struct {
-	NodeCount       int32
-	ReadyNodeCount  int32
-	Allocatable     corev1.ResourceList
-	Requested       corev1.ResourceList
-	LargestFreeNode corev1.ResourceList
-	// Labels are the topology labels every node agrees on (region, zone).
-	Labels map[string]string
-}
+// side is allowed to see; the agent publishes it as a ClusterSummary.
+type Summary = mcv1alpha1.ClusterSummaryStatus
 
 // schedulable reports whether new pods may land on the node.
 func schedulable(n *corev1.Node) bool {

@@ -2,29 +2,35 @@ package config_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers/agent"
 	"github.com/placer-dev/placer/internal/testenv"
 )
 
 // TestMemberRoleIsLeastPrivilege acts as the manager's identity in a real
 // member cluster: it manages PodChaperons and Services, and is refused
-// Pods, Secrets and Nodes.
+// Pods, Secrets and Nodes, and writes outside the namespaces opened to it.
+func agentClient(t *testing.T, member *local.Cluster) client.Client {
+	t.Helper()
+	c, err := client.New(member.RESTConfig(), client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -37,23 +43,16 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(member.RESTConfig())
-	b, err := os.ReadFile(filepath.Join("member", "manager-role.yaml"))
-	if err != nil {
+	for _, ns := range []string{"apps", "closed"} {
+		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := config.GrantManager(ctx, admin, "placer-manager", "apps"); err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(b, role); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "placer-manager"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "placer-manager"}},
-	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	// The agent's summary, as the agent would write it.
+	if err := agentClient(t, member).Create(ctx, &mcv1alpha1.ClusterSummary{ObjectMeta: metav1.ObjectMeta{Name: mcv1alpha1.ClusterSummaryName}, Status: mcv1alpha1.ClusterSummaryStatus{NodeCount: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -71,18 +70,22 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "pause"}}}}
+	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "apps"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "pause"}}}}
 	if err := c.Create(ctx, ch); err != nil {
 		t.Fatalf("the manager's identity cannot create a PodChaperon: %v", err)
 	}
 	if err := c.List(ctx, &mcv1alpha1.PodChaperonList{}); err != nil {
-		t.Errorf("cannot list PodChaperons: %v", err)
+		t.Errorf("cannot list PodChaperons in every namespace: %v", err)
+	}
+	sum := &mcv1alpha1.ClusterSummary{}
+	if err := c.Get(ctx, client.ObjectKey{Name: mcv1alpha1.ClusterSummaryName}, sum); err != nil || sum.Status.NodeCount != 1 {
+		t.Errorf("cannot read the ClusterSummary: %v", err)
 	}
 	ch.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
 	if err := c.Update(ctx, ch); err != nil {
 		t.Errorf("cannot update a PodChaperon: %v", err)
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "apps"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
 	if err := c.Create(ctx, svc); err != nil {
 		t.Errorf("cannot create a Service: %v", err)
 	}
@@ -90,13 +93,19 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 		t.Errorf("cannot delete a PodChaperon: %v", err)
 	}
 
+	closed := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "closed"}, Spec: ch.Spec}
 	refused := map[string]func() error{
-		"get pods":     func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list pods":    func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
-		"get secrets":  func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list secrets": func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
-		"get nodes":    func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list nodes":   func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err },
+		"create a PodChaperon in a namespace not opened": func() error { return c.Create(ctx, closed) },
+		"create a Service in a namespace not opened": func() error {
+			return c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "closed"}, Spec: svc.Spec})
+		},
+		"write the ClusterSummary": func() error { sum.Status.NodeCount = 9; return c.Update(ctx, sum) },
+		"get pods":                 func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list pods":                func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
+		"get secrets":              func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list secrets":             func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
+		"get nodes":                func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list nodes":               func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err },
 	}
 	for what, call := range refused {
 		if err := call(); err == nil || !apierrors.IsForbidden(err) {

@@ -157,19 +157,24 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		log.Debug("probe failed", "error", err)
 		return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
 	}
-	conn.Watch()
 	now := metav1.Now()
 	status.LastProbeTime = &now
 	status.Version = info.GitVersion
+	msg := fmt.Sprintf("%s answers", info.GitVersion)
 	var topology map[string]string
-	if conn.Synced() {
-		s := conn.Summary()
+	if err := conn.Watch(ctx); err != nil {
+		msg += "; no capacity summary: " + err.Error()
+		log.Debug("cannot watch the cluster summary", "error", err)
+	}
+	if s, ok := conn.Summary(ctx); ok {
 		status.NodeCount, status.ReadyNodeCount = s.NodeCount, s.ReadyNodeCount
 		status.Allocatable, status.Requested, status.LargestFreeNode = s.Allocatable, s.Requested, s.LargestFreeNode
 		topology = s.Labels
+		msg += fmt.Sprintf("; %d of %d nodes ready", status.ReadyNodeCount, status.NodeCount)
+	} else if !strings.Contains(msg, "no capacity summary") {
+		msg += "; placer's agent has not published a capacity summary yet"
 	}
-	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now,
-		Message: fmt.Sprintf("%s answers; %d of %d nodes ready", info.GitVersion, status.ReadyNodeCount, status.NodeCount)}
+	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
 	return r.requeueAfter(r.writeStatus(ctx, kc, status, ready, topology))
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/internal/testenv"
 )
@@ -37,21 +38,6 @@ func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 		return err
 	})
 	return reg
-}
-
-func startMember(t *testing.T, name string, nodes ...local.Node) *local.Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := local.Start(ctx, local.Options{Name: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.AddNodes(ctx, nodes...); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func register(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
@@ -90,15 +76,31 @@ func TestClusterController(t *testing.T) {
 	env := testenv.Start(t)
 	wc := watcher(t, env)
 	reg := startManager(t, env)
-	member := startMember(t, "member",
+	member := testenv.StartTarget(t, local.Options{Name: "member"},
 		local.Node{Name: "n1", CPU: "4", Memory: "8Gi", Labels: map[string]string{v1alpha1.LabelRegion: "eu-west", v1alpha1.LabelZone: "eu-west-1a"}},
 		local.Node{Name: "n2", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: "eu-west", v1alpha1.LabelZone: "eu-west-1b"}},
 	)
-	kubeconfig, err := member.AdminKubeconfig()
+	// The manager acts as the least-privilege identity of config/member:
+	// it never reads the member's Nodes or Pods, only the agent's summary.
+	if err := config.GrantManager(context.Background(), member.Clientset, "placer-manager"); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := member.KubeconfigFor("placer-manager")
 	if err != nil {
 		t.Fatal(err)
 	}
 	register(t, env, "member", kubeconfig)
+
+	t.Run("without the agent the cluster is Ready but has no capacity", func(t *testing.T) {
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "has not published a capacity summary") {
+			t.Errorf("Ready message = %q, want it to say the agent has published no summary", msg)
+		}
+		if kc.Status.ReadyNodeCount != 0 || len(kc.Status.Allocatable) != 0 {
+			t.Errorf("capacity without a summary: %d ready nodes, allocatable %v", kc.Status.ReadyNodeCount, kc.Status.Allocatable)
+		}
+	})
+	testenv.RunAgent(t, member.RESTConfig())
 
 	t.Run("reachable cluster publishes status and built-in labels", func(t *testing.T) {
 		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, func(kc *v1alpha1.KubernetesCluster) bool {

@@ -45,6 +45,7 @@ const (
 	reasonCandidates = "CreatedCandidates"
 	reasonCleanup    = "CleanupPending"
 	reasonReplacing  = "Replacing"
+	reasonForbidden  = "Forbidden"
 
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
@@ -121,6 +122,10 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, r.removeElsewhere(ctx, w, nil)
 	}
 	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
+	if rejected(w, target) {
+		// Already rejected; the scheduler's next choice brings us back.
+		return reconcile.Result{}, nil
+	}
 	keep := map[types.NamespacedName]bool{target: true}
 	res, committed, err := r.handshake(ctx, w, target)
 	if err != nil {
@@ -189,6 +194,10 @@ func (r *PropagatorReconciler) prepare(ctx context.Context, w *v1alpha1.Workload
 		return err
 	}
 	st, _, err := r.ensureCandidates(ctx, rm, w)
+	if forbidden(err) {
+		_, err = r.reject(ctx, w, rm, key, reasonForbidden, err.Error())
+		return err
+	}
 	if err != nil || st.Unschedulable == "" || len(st.Missing) > 0 {
 		return err
 	}
@@ -210,6 +219,11 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return reconcile.Result{RequeueAfter: syncRetry}, false, nil
 	}
 	st, chaperons, err := r.ensureCandidates(ctx, rm, w)
+	if forbidden(err) && st.Allowed == 0 {
+		// The member does not open targetNamespace to placer.
+		res, err := r.reject(ctx, w, rm, target, reasonForbidden, err.Error())
+		return res, false, err
+	}
 	if err != nil {
 		return reconcile.Result{}, false, err
 	}
@@ -285,6 +299,9 @@ func (r *PropagatorReconciler) chaperons(ctx context.Context, rm *remote, w *v1a
 	return out, nil
 }
 
+// forbidden reports a write the member refused to the manager's identity.
+func forbidden(err error) bool { return err != nil && kerrors.IsForbidden(errors.Cause(err)) }
+
 func oldest(chs []*mcv1alpha1.PodChaperon) time.Time {
 	t := time.Now()
 	for _, ch := range chs {
@@ -317,7 +334,7 @@ func (r *PropagatorReconciler) reject(ctx context.Context, w *v1alpha1.Workload,
 	now := metav1.Now()
 	kept := w.Status.RejectedClusters[:0]
 	for _, rc := range w.Status.RejectedClusters {
-		if rc.Generation == w.Generation {
+		if rc.Generation == w.Generation && scheduler.ClusterKey(w.Namespace, &rc.Cluster) != target {
 			kept = append(kept, rc)
 		}
 	}
@@ -335,14 +352,25 @@ func (r *PropagatorReconciler) reject(ctx context.Context, w *v1alpha1.Workload,
 }
 
 // deleteIn deletes the Workload's chaperons and Service in one member.
+// What the member's API server forbids placer to read there, placer
+// cannot have made.
 func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1alpha1.Workload) error {
-	err := rm.client.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
-	if err := resource.IgnoreNotFound(err); err != nil {
-		return errors.Wrap(err, errDeleteChaperon)
+	chs, err := r.chaperons(ctx, rm, w)
+	if err != nil {
+		return err
+	}
+	if len(chs) > 0 {
+		err := rm.client.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+		if err := resource.IgnoreNotFound(err); err != nil {
+			return errors.Wrap(err, errDeleteChaperon)
+		}
 	}
 	svc := &corev1.Service{}
 	err = rm.client.Get(ctx, types.NamespacedName{Namespace: propagator.TargetNamespace(w), Name: w.Name}, svc)
-	if err != nil || svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
+	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
+		return nil
+	}
+	if err != nil {
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
 	}
 	return errors.Wrap(resource.IgnoreNotFound(rm.client.Delete(ctx, svc)), errDeleteService)
@@ -419,7 +447,8 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			continue
 		}
 		if err := r.deleteIn(ctx, rm, w); err != nil {
-			return reconcile.Result{}, err
+			pending = append(pending, conn.Key.String()+" ("+err.Error()+")")
+			continue
 		}
 		if len(chs) > 0 {
 			pending = append(pending, conn.Key.String())

@@ -154,3 +154,35 @@ func freePort() (int, error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Process is a child process started with Spawn, for components that run
+// beside the clusters (placer's manager in end-to-end tests).
+type Process struct{ p *process }
+
+// Spawn starts binary as a child that dies with this process, logging to
+// dir/name.log. The caller stops it by PID with Stop or Kill.
+func Spawn(dir, name, binary string, args ...string) (*Process, error) {
+	p, err := startProcess(dir, name, binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// PID of the process.
+func (p *Process) PID() int { return p.p.PID() }
+
+// Stop sends SIGTERM, then SIGKILL after grace, and waits for the end.
+func (p *Process) Stop(grace time.Duration) { p.p.stop(grace) }
+
+// Kill sends SIGKILL at once, as a crash would, and waits for the end.
+func (p *Process) Kill() {
+	if p.p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.p.done
+}
+
+// LogTail returns the last lines of the process's log.
+func (p *Process) LogTail(lines int) string { return p.p.logTail(lines) }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -74,13 +76,16 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 
 func newAgentCommand() *cobra.Command {
 	f := &clientFlags{}
+	var summaryGap time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the chaperon controller in a target cluster",
 		Long: `Run placer's agent in a target cluster: it installs the PodChaperon CRD and
 turns each PodChaperon into a candidate Pod, mirrors the Pod's status and
 annotations back, and replaces the Pod when it is deleted or evicted —
-without needing the management cluster.`,
+without needing the management cluster. It also publishes the cluster's
+capacity summary (a ClusterSummary named placer), the only view of its
+nodes the management side gets.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.restConfig()
@@ -94,12 +99,13 @@ without needing the management cluster.`,
 			if err != nil {
 				return err
 			}
-			if err := agent.SetupChaperonController(mgr); err != nil {
-				return errors.Wrap(err, "cannot set up the chaperon controller")
+			if err := agent.Setup(mgr, agent.Options{SummaryInterval: summaryGap}); err != nil {
+				return errors.Wrap(err, "cannot set up the agent's controllers")
 			}
 			return errors.Wrap(mgr.Start(cmd.Context()), "agent stopped")
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().DurationVar(&summaryGap, "summary-interval", time.Second, "least time between two writes of the ClusterSummary")
 	return cmd
 }

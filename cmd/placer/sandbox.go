@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,7 +38,9 @@ import (
 
 // sandboxOptions are the flags of 'placer sandbox'.
 type sandboxOptions struct {
-	binDir  string
+	binDir string
+	// placer is the binary the agents and candidate schedulers run from.
+	placer  string
 	dir     string
 	once    bool
 	timeout time.Duration
@@ -93,6 +96,7 @@ until Ctrl-C; --once exits after printing, non-zero if a member is not Ready.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.binDir, "bin-dir", "", "folder 'make tools' builds into; bin/ of this repository when empty")
+	f.StringVar(&o.placer, "placer-binary", "", "placer binary the members' agents and candidate schedulers run; this one when empty")
 	f.StringVar(&o.dir, "dir", filepath.Join("_output", "sandbox"), "folder for the clusters' data, kubeconfigs and logs")
 	f.BoolVar(&o.once, "once", false, "print the status and exit: non-zero if a member is not Ready")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the clusters")
@@ -158,15 +162,24 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")
 	}
+	placer := o.placer
+	if placer == "" {
+		if placer, err = os.Executable(); err != nil {
+			return errors.Wrap(err, "cannot find the placer binary")
+		}
+	}
 	for i, m := range members {
 		if err := clusters[i+1].AddNodes(startCtx, m.nodes...); err != nil {
+			return err
+		}
+		if err := startMemberComponents(clusters[i+1], placer); err != nil {
 			return err
 		}
 		if err := registerMember(startCtx, c, clusters[i+1], m); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(out, "Registered the members; starting the placer manager ...")
+	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
 
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	mgrDone, err := startSandboxManager(mgrCtx, mgmt)
@@ -209,8 +222,25 @@ Press Ctrl-C to stop every process.
 	return nil
 }
 
+// startMemberComponents runs placer's agent and candidate scheduler in a
+// member, as processes logging to the member's folder.
+func startMemberComponents(lc *local.Cluster, placer string) error {
+	common := []string{"--kubeconfig=" + lc.KubeconfigPath(), "--leader-elect=false"}
+	if err := lc.Run("agent", placer, append([]string{"agent", "--health-probe-bind-address=0", "--metrics-bind-address=0"}, common...)...); err != nil {
+		return errors.Wrapf(err, "cannot start the agent of %s", lc.Name())
+	}
+	return errors.Wrapf(lc.Run("candidate-scheduler", placer, append([]string{"candidate-scheduler", "--secure-port=0"}, common...)...),
+		"cannot start the candidate scheduler of %s", lc.Name())
+}
+
+// registerMember grants the manager's least-privilege identity in the
+// member (config/member, namespace default opened) and registers the
+// member with that identity's kubeconfig.
 func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m member) error {
-	kubeconfig, err := lc.AdminKubeconfig()
+	if err := config.GrantManager(ctx, kubernetes.NewForConfigOrDie(lc.RESTConfig()), "placer-manager", "default"); err != nil {
+		return err
+	}
+	kubeconfig, err := lc.KubeconfigFor("placer-manager")
 	if err != nil {
 		return err
 	}

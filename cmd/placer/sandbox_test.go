@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,13 @@ import (
 func TestSandboxOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The members' agents and candidate schedulers run from a placer binary.
+	placer := filepath.Join(t.TempDir(), "placer")
+	if b, err := exec.CommandContext(ctx, "go", "build", "-o", placer, ".").CombinedOutput(); err != nil {
+		t.Fatalf("cannot build placer: %v\n%s", err, b)
+	}
 	out := &bytes.Buffer{}
-	err := runSandbox(ctx, out, &sandboxOptions{dir: t.TempDir(), once: true, timeout: 4 * time.Minute})
+	err := runSandbox(ctx, out, &sandboxOptions{dir: t.TempDir(), placer: placer, once: true, timeout: 4 * time.Minute})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)

@@ -104,3 +104,12 @@ func StartTarget(t *testing.T, opts local.Options, nodes ...local.Node) *Target 
 	}
 	return &Target{Cluster: c, Clientset: cs}
 }
+
+// RunAgent runs placer's agent (chaperon and summary controllers) in a
+// target cluster until the test ends.
+func RunAgent(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	RunManager(t, cfg, func(mgr ctrl.Manager) error {
+		return agent.Setup(mgr, agent.Options{SummaryInterval: 200 * time.Millisecond})
+	})
+}

@@ -41,6 +41,27 @@ func Scheme() *runtime.Scheme { return apis.NewScheme() }
 type Env struct {
 	Config *rest.Config
 	Client client.Client
+
+	env *envtest.Environment
+}
+
+// KubeconfigFile writes an admin kubeconfig of the API server, for
+// components run as processes, and returns its path.
+func (e *Env) KubeconfigFile(t testing.TB) string {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: "placer-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "management.kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Start starts the API server and stops it when the test ends.
@@ -72,5 +93,5 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Config: cfg, Client: c}
+	return &Env{Config: cfg, Client: c, env: e}
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // WaitFor watches the object named like obj until cond holds for it, and
-// leaves the last seen state in obj. It fails the test after timeout,
+// leaves the last seen state in obj; with a nameless obj, until cond holds
+// for any object of obj's namespace. It fails the test after timeout,
 // printing the last state seen.
 func WaitFor[T client.Object](t testing.TB, wc client.WithWatch, obj T, list client.ObjectList, timeout time.Duration, cond func(T) bool) {
 	t.Helper()
@@ -58,9 +59,13 @@ func WaitForDeletion[T client.Object](t testing.TB, wc client.WithWatch, obj T, 
 	}
 }
 
-// listWatchOne lists and watches the one object named like obj.
+// listWatchOne lists and watches the one object named like obj; every
+// object of obj's namespace when obj has no name.
 func listWatchOne(ctx context.Context, wc client.WithWatch, obj client.Object, list client.ObjectList) *cache.ListWatch {
-	sel := client.MatchingFields{"metadata.name": obj.GetName()}
+	sel := client.MatchingFields{}
+	if obj.GetName() != "" {
+		sel["metadata.name"] = obj.GetName()
+	}
 	ns := client.InNamespace(obj.GetNamespace())
 	return &cache.ListWatch{
 		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {

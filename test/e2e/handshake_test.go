@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,15 +13,12 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/controllers"
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -38,7 +36,7 @@ type member struct {
 func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...local.Node) *member {
 	t.Helper()
 	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
-	testenv.RunManager(t, target.RESTConfig(), agent.SetupChaperonController)
+	testenv.RunAgent(t, target.RESTConfig())
 	if err := target.Run("candidate-scheduler", placerBinary, "candidate-scheduler",
 		"--kubeconfig="+target.KubeconfigPath(), "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
 		t.Fatal(err)
@@ -46,13 +44,19 @@ func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...loca
 	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig())}
 }
 
-func register(t *testing.T, c client.Client, m *member, labels map[string]string) {
+// register grants the manager's least-privilege identity (config/member)
+// in the member, opening the given namespaces to it, and registers the
+// member with that identity's kubeconfig.
+func register(t *testing.T, c client.Client, m *member, labels map[string]string, namespaces ...string) {
 	t.Helper()
-	kubeconfig, err := m.target.AdminKubeconfig()
+	ctx := context.Background()
+	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager", namespaces...); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := m.target.KubeconfigFor("placer-manager")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
 	if err := c.Create(ctx, s); err != nil {
 		t.Fatal(err)
@@ -64,6 +68,26 @@ func register(t *testing.T, c client.Client, m *member, labels map[string]string
 	if err := c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runManager runs 'placer manager' as a process against the management
+// API server, as in a real deployment; the returned function kills it
+// with SIGKILL, as a crash would.
+func runManager(t *testing.T, kubeconfig, logDir string) (kill func()) {
+	t.Helper()
+	p, err := local.Spawn(logDir, "manager", placerBinary, "manager", "--kubeconfig="+kubeconfig,
+		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-bind-address=0",
+		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("manager log (last lines):\n%s", p.LogTail(40))
+		}
+	})
+	return p.Kill
 }
 
 // pods returns the candidate pods of a Workload in a member, by phase.
@@ -113,24 +137,35 @@ func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 	}
 }
 
+func memberNamed(ms []*member, name string) *member {
+	for _, m := range ms {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
+}
+
 func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
 	a := startMember(t, "a", false, local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
 	b := startMember(t, "b", true, local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
-	startManager := func() func() {
-		return testenv.StartManager(t, env.Config, func(mgr ctrl.Manager) error {
-			_, err := controllers.Setup(mgr, controllers.Options{
-				Cluster:          controllers.ClusterControllerOptions{ProbeInterval: 2 * time.Second, Registry: cluster.Options{ProbeTimeout: time.Second}},
-				HandshakeTimeout: 30 * time.Second,
-			})
-			return err
-		})
+	c := startMember(t, "c", false, local.Node{Name: "c-0", CPU: "2", Memory: "4Gi", Labels: map[string]string{"disk": "hdd"}})
+	members := []*member{a, b, c}
+	for _, m := range members {
+		if _, err := m.target.Clientset.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	kubeconfig, logDir := env.KubeconfigFile(t), t.TempDir()
+	startManager := func() func() { return runManager(t, kubeconfig, logDir) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
-	register(t, env.Client, a, map[string]string{"tier": "gold"})
-	register(t, env.Client, b, map[string]string{"tier": "silver"})
-	for _, m := range []*member{a, b} {
+	// Every member opens default to placer; only b also opens apps.
+	register(t, env.Client, a, map[string]string{"tier": "gold"}, "default")
+	register(t, env.Client, b, map[string]string{"tier": "silver"}, "default", "apps")
+	register(t, env.Client, c, map[string]string{"tier": "bronze"}, "default")
+	for _, m := range members {
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}}
 		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, func(kc *v1alpha1.KubernetesCluster) bool {
 			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == 1
@@ -248,7 +283,56 @@ func TestHandshake(t *testing.T) {
 			t.Fatalf("placed on %s with rejections %+v; want b after a rejected", w.Status.ClusterRef.Name, w.Status.RejectedClusters)
 		}
 		waitNoChaperons(t, a, w)
-		checkOneBoundPerReplica(t, a, b)
+		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("fanOut 3 commits to exactly one cluster and leaves no candidates elsewhere", func(t *testing.T) {
+		fan3 := func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 3 }
+		w := workload("fan3", fan3, st.Requests("500m", "256Mi"))
+		waitReady(t, w)
+		if w.Status.ClusterRef.Name != "a" || len(w.Status.NominatedClusters) != 3 {
+			t.Fatalf("placed on %s, nominated %v; want a of three", w.Status.ClusterRef.Name, w.Status.NominatedClusters)
+		}
+		waitNoChaperons(t, b, w)
+		waitNoChaperons(t, c, w)
+
+		// Only c's node has an hdd: a and b reject, c was proven meanwhile.
+		w = workload("fan3-hdd", fan3, st.Requests("500m", "256Mi"), func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "hdd"}
+		})
+		waitReady(t, w)
+		// b may reject too, or c may commit before b answers.
+		aRejected := false
+		for _, rc := range w.Status.RejectedClusters {
+			aRejected = aRejected || rc.Cluster.Name == "a" && rc.Reason == v1alpha1.ReasonUnschedulable
+		}
+		if w.Status.ClusterRef.Name != "c" || !aRejected {
+			t.Fatalf("placed on %s with rejections %+v; want c after a rejected", w.Status.ClusterRef.Name, w.Status.RejectedClusters)
+		}
+		waitNoChaperons(t, a, w)
+		waitNoChaperons(t, b, w)
+		if n := running(c, w); n != 2 {
+			t.Errorf("%d pods run in c, want 2", n)
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("a member that does not open the target namespace rejects with Forbidden", func(t *testing.T) {
+		w := workload("closed", st.Requests("250m", "256Mi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "gold", "silver"))),
+			func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "apps" })
+		waitReady(t, w)
+		if w.Status.ClusterRef.Name != "b" {
+			t.Fatalf("placed on %s, want b, the only member that opens apps", w.Status.ClusterRef.Name)
+		}
+		if len(w.Status.RejectedClusters) != 1 || w.Status.RejectedClusters[0].Cluster.Name != "a" || w.Status.RejectedClusters[0].Reason != "Forbidden" {
+			t.Fatalf("rejectedClusters = %+v, want a, Forbidden", w.Status.RejectedClusters)
+		}
+		if msg := w.Status.RejectedClusters[0].Message; !strings.Contains(msg, "forbidden") || !strings.Contains(msg, "apps") {
+			t.Errorf("rejection message %q does not carry the member's refusal", msg)
+		}
+		if n := running(b, w); n != 2 {
+			t.Errorf("%d pods run in b, want 2", n)
+		}
 	})
 
 	t.Run("a workload that fits nowhere stays Unschedulable with per-cluster reasons and leaves no candidate", func(t *testing.T) {
@@ -257,10 +341,10 @@ func TestHandshake(t *testing.T) {
 			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable
 		})
 		// ResourceFit knows both clusters' largest free node: no candidate is even tried.
-		if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "2 cluster(s) had no room for one replica (Insufficient cpu)") {
+		if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "3 cluster(s) had no room for one replica (Insufficient cpu)") {
 			t.Errorf("message %q", msg)
 		}
-		for _, m := range []*member{a, b} {
+		for _, m := range members {
 			if n := len(pods(t, m, w)); n != 0 {
 				t.Errorf("%d candidates in %s", n, m.name)
 			}
@@ -270,12 +354,12 @@ func TestHandshake(t *testing.T) {
 			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"disk": "nvme"}
 		})
 		testenv.WaitFor(t, wc, hidden, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
-			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable && len(w.Status.RejectedClusters) == 2
+			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable && len(w.Status.RejectedClusters) == 3
 		})
-		if msg := hidden.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "2 cluster(s) rejected the candidate pods") {
+		if msg := hidden.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "3 cluster(s) rejected the candidate pods") {
 			t.Errorf("message %q does not carry the rejections", msg)
 		}
-		for _, m := range []*member{a, b} {
+		for _, m := range members {
 			waitNoChaperons(t, m, hidden)
 		}
 	})
@@ -384,29 +468,62 @@ func TestHandshake(t *testing.T) {
 		stopManager = startManager()
 	})
 
-	t.Run("restarting the manager during handshakes never binds a replica twice", func(t *testing.T) {
+	t.Run("killing the manager during handshakes never binds a replica twice", func(t *testing.T) {
 		var ws []*v1alpha1.Workload
-		for _, name := range []string{"r0", "r1", "r2", "r3"} {
-			ws = append(ws, workload(name, st.Requests("100m", "64Mi"), func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 2 }))
+		// Three crashes at different points of the handshakes in flight.
+		for round, delay := range []time.Duration{200 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
+			for i := range 2 {
+				ws = append(ws, workload(fmt.Sprintf("r%d-%d", round, i), st.Requests("100m", "64Mi"), func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 3 }))
+			}
+			time.Sleep(delay) // mid-handshake, on purpose: this is the cut being tested
+			stopManager()
+			checkOneBoundPerReplica(t, members...)
+			stopManager = startManager()
 		}
-		time.Sleep(300 * time.Millisecond) // mid-handshake, on purpose: this is the cut being tested
-		stopManager()
-		checkOneBoundPerReplica(t, a, b)
-		stopManager = startManager()
 		for _, w := range ws {
 			waitReady(t, w)
 		}
-		checkOneBoundPerReplica(t, a, b)
+		checkOneBoundPerReplica(t, members...)
 		for _, w := range ws {
-			other := b
-			if w.Status.ClusterRef.Name == "b" {
-				other = a
+			for _, m := range members {
+				if m.name != w.Status.ClusterRef.Name {
+					waitNoChaperons(t, m, w)
+				}
 			}
-			waitNoChaperons(t, other, w)
+			if n := len(pods(t, memberNamed(members, w.Status.ClusterRef.Name), w)); n != 2 {
+				t.Errorf("%s: %d pods in %s, want 2", w.Name, n, w.Status.ClusterRef.Name)
+			}
 		}
 	})
 
-	checkOneBoundPerReplica(t, a, b)
+	t.Run("a workload deleted while its member is unreachable waits for it, then leaves nothing", func(t *testing.T) {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fan3-hdd"}}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		c.target.StopAPIServer()
+		if err := env.Client.Delete(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		// The finalizer holds the Workload, and an Event says why.
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}
+		testenv.WaitFor(t, wc, ev, &corev1.EventList{}, timeout, func(e *corev1.Event) bool {
+			return e.InvolvedObject.Name == w.Name && e.Reason == "CleanupPending" && strings.Contains(e.Message, "default/c")
+		})
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil || w.DeletionTimestamp == nil {
+			t.Fatalf("the Workload went while its pods' cluster was unreachable: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := c.target.StartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		waitNoChaperons(t, c, w)
+		for _, p := range pods(t, c, w) {
+			testenv.WaitForDeletion(t, c.client, &p, &corev1.PodList{}, timeout)
+		}
+	})
 
 	t.Run("deleting a workload leaves nothing behind", func(t *testing.T) {
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ssd"}}
@@ -417,7 +534,7 @@ func TestHandshake(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
-		for _, m := range []*member{a, b} {
+		for _, m := range members {
 			// The finalizer held the Workload until its chaperons were gone.
 			l := &mcv1alpha1.PodChaperonList{}
 			if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {

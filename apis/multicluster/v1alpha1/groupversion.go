@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the multicluster.placer.dev API, installed in every
-// target cluster: PodChaperons, which hold candidate pods.
+// target cluster: PodChaperons, which hold candidate pods, and the
+// ClusterSummary the agent publishes.
 // +kubebuilder:object:generate=true
 // +groupName=multicluster.placer.dev
 package v1alpha1
@@ -27,5 +28,5 @@ var (
 )
 
 func init() {
-	SchemeBuilder.Register(&PodChaperon{}, &PodChaperonList{})
+	SchemeBuilder.Register(&PodChaperon{}, &PodChaperonList{}, &ClusterSummary{}, &ClusterSummaryList{})
 }
