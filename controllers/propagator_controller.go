@@ -237,28 +237,21 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	replicas := propagator.Replicas(w)
 	var requeue time.Duration
 	switch {
-	case st.Allowed >= replicas:
-		// Committed: the pods run; status follows them. A changed template
-		// replaces them within the strategy's budget.
-		for _, ch := range propagator.ToReplace(w, st) {
-			if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
-				return reconcile.Result{}, true, errors.Wrap(err, errDeleteChaperon)
-			}
-			r.record.Event(w, event.Normal(reasonReplacing, fmt.Sprintf("replacing %s in %s with the new pod template", ch.Name, target)))
+	case wasCommitted:
+		// Committed: later replicas (scale up, rolling update) are allowed
+		// one by one as the target's scheduler reserves them; one that does
+		// not fit stays pending, with the reason in the Ready condition.
+		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
+			return reconcile.Result{}, true, err
+		}
+		if err := r.rollout(ctx, rm, w, target, st); err != nil {
+			return reconcile.Result{}, true, err
 		}
 	case st.Proven(replicas):
-		for _, ch := range st.ToAllow {
-			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
-			if err := rm.client.Patch(ctx, ch, patch); err != nil {
-				return reconcile.Result{}, false, errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
-			}
+		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
+			return reconcile.Result{}, false, err
 		}
-		if st.Allowed == 0 {
-			r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
-		}
-	case wasCommitted:
-		// A new replica that does not fit stays pending, with the reason
-		// in the Ready condition; the committed ones keep running.
+		r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
 	case st.Unschedulable != "":
 		res, err := r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
 		return res, false, err
@@ -285,6 +278,37 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return reconcile.Result{RequeueAfter: conflictRetry}, committed, nil
 	}
 	return reconcile.Result{RequeueAfter: requeue}, committed, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+}
+
+// allow marks reserved candidates is-allowed=true: their pods bind.
+func (r *PropagatorReconciler) allow(ctx context.Context, rm *remote, chs []*mcv1alpha1.PodChaperon) error {
+	for _, ch := range chs {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+		if err := rm.client.Patch(ctx, ch, patch); err != nil {
+			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
+		}
+	}
+	return nil
+}
+
+// rollout takes the next step of a pod template change in the committed
+// cluster, within the strategy's maxSurge and maxUnavailable.
+func (r *PropagatorReconciler) rollout(ctx context.Context, rm *remote, w *v1alpha1.Workload, target types.NamespacedName, st propagator.State) error {
+	step := propagator.Rollout(w, st)
+	for _, i := range step.Create {
+		if err := rm.client.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+			return errors.Wrap(err, errCreateChaperon)
+		}
+	}
+	for _, ch := range step.Delete {
+		if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	if len(step.Create)+len(step.Delete) > 0 {
+		r.record.Event(w, event.Normal(reasonReplacing, fmt.Sprintf("rolling update in %s: %d new pod(s) started, %d old pod(s) removed", target, len(step.Create), len(step.Delete))))
+	}
+	return nil
 }
 
 func (r *PropagatorReconciler) chaperons(ctx context.Context, rm *remote, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {

@@ -42,9 +42,16 @@ func Replicas(w *v1alpha1.Workload) int {
 	return int(*w.Spec.TargetDeployment.Replicas)
 }
 
-// ChaperonName is the name of a replica's chaperon (and pod).
+// ChaperonName is the name of a replica's chaperon (and pod) under the
+// current pod template: workload-hash-replica, as a Deployment names its
+// pods after their ReplicaSet, so that during a rolling update the new
+// chaperon of a replica can stand beside the old one (maxSurge).
 func ChaperonName(w *v1alpha1.Workload, replica int) string {
-	return fmt.Sprintf("%s-%d", w.Name, replica)
+	return chaperonName(w.Name, TemplateHash(w), replica)
+}
+
+func chaperonName(workload, hash string, replica int) string {
+	return fmt.Sprintf("%s-%s-%d", workload, hash, replica)
 }
 
 // TemplateHash identifies the pod template a chaperon was made from, as
@@ -82,32 +89,37 @@ func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
 	}
 }
 
-func podScheduled(ch *mcv1alpha1.PodChaperon) bool {
-	for _, c := range ch.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // State is what a cluster's candidates say about the handshake there.
+// Counts are per replica: a replica whose old and new chaperons stand side
+// by side during a rolling update counts once.
 type State struct {
-	// Missing replicas have no chaperon yet.
+	// Missing replicas have no chaperon at all.
 	Missing []int
-	// Extra chaperons are beyond the replica count.
+	// Extra chaperons are beyond the replica count, or not named as placer
+	// names them.
 	Extra []*mcv1alpha1.PodChaperon
-	// Reserved and Allowed count the replicas' chaperons so marked.
+	// Reserved and Allowed count the replicas with a chaperon so marked
+	// (Allowed first: a replica with one allowed chaperon is allowed).
 	Reserved, Allowed int
 	// Unschedulable holds the target scheduler's message when a candidate
 	// cannot be placed there.
 	Unschedulable string
-	// Scheduled and Ready count the bound and Ready pods.
+	// Scheduled and Ready count the replicas with a bound or Ready pod.
 	Scheduled, Ready int
 	// ToAllow are reserved candidates not yet allowed.
 	ToAllow []*mcv1alpha1.PodChaperon
 	// Outdated chaperons were made from an older pod template.
 	Outdated []*mcv1alpha1.PodChaperon
+
+	replicas map[int]*replica
+}
+
+// replica is one replica's chaperons in a cluster.
+type replica struct {
+	current      *mcv1alpha1.PodChaperon
+	outdated     []*mcv1alpha1.PodChaperon
+	currentReady bool
+	ready        bool
 }
 
 // Proven reports whether every replica's candidate is reserved (or allowed).
@@ -115,80 +127,170 @@ func (s State) Proven(replicas int) bool {
 	return len(s.Missing) == 0 && s.Reserved+s.Allowed >= replicas
 }
 
+func podCondition(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range ch.Status.Conditions {
+		if ch.Status.Conditions[i].Type == t {
+			return &ch.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func conditionTrue(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) bool {
+	c := podCondition(ch, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
 // Observe reads the chaperons of one Workload in one cluster.
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 	n := Replicas(w)
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
-	st := State{}
-	have := map[int]bool{}
+	st := State{replicas: map[int]*replica{}}
+	type marks struct{ allowed, reserved, scheduled bool }
+	seen := map[int]*marks{}
 	for _, ch := range chaperons {
 		i, err := strconv.Atoi(ch.Labels[LabelReplica])
-		if err != nil || i >= n || ch.Name != ChaperonName(w, i) {
+		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w.Name, ch.Labels[LabelTemplateHash], i) {
 			st.Extra = append(st.Extra, ch)
 			continue
 		}
-		have[i] = true
-		if ch.Labels[LabelTemplateHash] != hash {
+		r := st.replicas[i]
+		if r == nil {
+			r, seen[i] = &replica{}, &marks{}
+			st.replicas[i] = r
+		}
+		ready := conditionTrue(ch, corev1.PodReady)
+		if ch.Labels[LabelTemplateHash] == hash {
+			r.current, r.currentReady = ch, ready
+		} else {
+			r.outdated = append(r.outdated, ch)
 			st.Outdated = append(st.Outdated, ch)
 		}
+		r.ready = r.ready || ready
+		m := seen[i]
 		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
 		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		scheduled := conditionTrue(ch, corev1.PodScheduled)
 		if noReservation {
 			// The member's own scheduler binds at once: a bound candidate is committed.
-			allowed = podScheduled(ch)
+			allowed = scheduled
 		}
-		switch {
-		case allowed:
-			st.Allowed++
-		case reserved:
-			st.Reserved++
+		if reserved && !allowed {
 			st.ToAllow = append(st.ToAllow, ch)
 		}
-		for _, c := range ch.Status.Conditions {
-			switch {
-			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && !allowed && !reserved:
-				st.Unschedulable = c.Message
-			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue:
-				st.Scheduled++
-			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
-				st.Ready++
-			}
+		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && !allowed && !reserved {
+			st.Unschedulable = c.Message
 		}
+		m.allowed, m.reserved, m.scheduled = m.allowed || allowed, m.reserved || reserved, m.scheduled || scheduled
 	}
 	for i := range n {
-		if !have[i] {
+		r, m := st.replicas[i], seen[i]
+		if r == nil {
 			st.Missing = append(st.Missing, i)
+			continue
+		}
+		switch {
+		case m.allowed:
+			st.Allowed++
+		case m.reserved:
+			st.Reserved++
+		}
+		if m.scheduled {
+			st.Scheduled++
+		}
+		if r.ready {
+			st.Ready++
 		}
 	}
 	return st
 }
 
-// ToReplace returns the outdated chaperons to delete now, so that they come
-// back from the current template: all of them with the Recreate strategy;
-// with RollingUpdate (the default) only as many as keep the Workload within
-// maxUnavailable (default 25%, at least one). Replicas are replaced in
-// place, under the same names, so maxSurge is not used.
-func ToReplace(w *v1alpha1.Workload, st State) []*mcv1alpha1.PodChaperon {
+// Step is one step of a rolling update in the committed cluster.
+type Step struct {
+	// Delete are outdated chaperons to delete now.
+	Delete []*mcv1alpha1.PodChaperon
+	// Create are the replicas that get a chaperon from the current template
+	// beside their outdated one (surge).
+	Create []int
+}
+
+// Rollout returns the next step toward the current pod template, following
+// the strategy as a Deployment does. Recreate deletes every outdated
+// chaperon at once. RollingUpdate (the default, 25% / 25%) first deletes
+// the outdated chaperons of replicas whose new pod is Ready, then starts
+// new chaperons beside outdated ones while at most maxSurge (rounded up)
+// chaperons exceed the replica count, then deletes outdated chaperons while
+// at most maxUnavailable (rounded down) replicas have no Ready pod. Both
+// zero means maxUnavailable 1. Replicas are taken in index order.
+func Rollout(w *v1alpha1.Workload, st State) Step {
+	step := Step{}
 	if len(st.Outdated) == 0 {
-		return nil
+		return step
 	}
 	strategy := w.Spec.TargetDeployment.Strategy
 	if strategy.Type == "Recreate" {
-		return st.Outdated
+		step.Delete = st.Outdated
+		return step
 	}
 	n := Replicas(w)
-	maxUnavailable := intstr.FromString("25%")
-	if ru := strategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		maxUnavailable = *ru.MaxUnavailable
+	maxSurge, maxUnavailable := intstr.FromString("25%"), intstr.FromString("25%")
+	if ru := strategy.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			maxSurge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			maxUnavailable = *ru.MaxUnavailable
+		}
 	}
-	allowed, err := intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, n, false)
-	if err != nil || allowed < 1 {
-		allowed = 1
+	surge, err := intstr.GetScaledValueFromIntOrPercent(&maxSurge, n, true)
+	if err != nil || surge < 0 {
+		surge = 0
 	}
-	budget := allowed - (n - st.Ready)
-	if budget <= 0 {
-		return nil
+	unavailable, err := intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, n, false)
+	if err != nil || unavailable < 0 {
+		unavailable = 0
 	}
-	return st.Outdated[:min(budget, len(st.Outdated))]
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+
+	total := 0
+	var waiting []int // replicas with only outdated chaperons
+	for i := range n {
+		r := st.replicas[i]
+		if r == nil {
+			continue
+		}
+		total += len(r.outdated)
+		if r.current != nil {
+			total++
+		}
+		switch {
+		case len(r.outdated) == 0:
+		case r.current != nil && r.currentReady:
+			step.Delete = append(step.Delete, r.outdated...)
+			total -= len(r.outdated)
+		case r.current == nil:
+			waiting = append(waiting, i)
+		}
+	}
+	budget := surge - (total - n)
+	for len(waiting) > 0 && budget > 0 {
+		step.Create = append(step.Create, waiting[0])
+		waiting, budget = waiting[1:], budget-1
+	}
+	budget = unavailable - (n - st.Ready)
+	for _, i := range waiting {
+		r := st.replicas[i]
+		if r.ready {
+			if budget <= 0 {
+				continue
+			}
+			budget--
+		}
+		// An outdated replica that is not Ready costs no availability.
+		step.Delete = append(step.Delete, r.outdated...)
+	}
+	return step
 }

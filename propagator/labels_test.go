@@ -102,8 +102,8 @@ func TestNewChaperon(t *testing.T) {
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": "web"}
 	})
 	ch := NewChaperon(w, 2)
-	if ch.Name != "web-2" || ch.Namespace != "prod" {
-		t.Errorf("name %s/%s, want prod/web-2", ch.Namespace, ch.Name)
+	if want := "web-" + TemplateHash(w) + "-2"; ch.Name != want || ch.Namespace != "prod" {
+		t.Errorf("name %s/%s, want prod/%s", ch.Namespace, ch.Name, want)
 	}
 	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2", LabelTemplateHash: TemplateHash(w)}
 	if diff := cmp.Diff(want, ch.Labels); diff != "" {
@@ -118,39 +118,79 @@ func TestNewChaperon(t *testing.T) {
 	}
 }
 
-func TestToReplace(t *testing.T) {
+func TestRollout(t *testing.T) {
 	old := st.Workload("web", st.Replicas(4))
 	outdated := chaperons(old, ops(allowed, running), ops(allowed, running), ops(allowed, running), ops(allowed, running))
 	changed := func(opts ...st.WorkloadOption) *v1alpha1.Workload {
-		w := st.Workload("web", append([]st.WorkloadOption{st.Replicas(4), st.WLabels("v", "2")}, opts...)...)
+		w := st.Workload("web", append([]st.WorkloadOption{st.Replicas(4)}, opts...)...)
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 		return w
 	}
-	maxUnavailable := func(v intstr.IntOrString) st.WorkloadOption {
+	rolling := func(surge, unavailable intstr.IntOrString) st.WorkloadOption {
 		return func(w *v1alpha1.Workload) {
-			w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &v}}
+			w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 		}
 	}
+	// with returns the old chaperons plus new ones for some replicas.
+	with := func(w *v1alpha1.Workload, oldOpts [][]chaperonOption, fresh map[int][]chaperonOption) []*mcv1alpha1.PodChaperon {
+		out := chaperons(old, oldOpts...)
+		for i, o := range fresh {
+			ch := NewChaperon(w, i)
+			for _, f := range o {
+				f(ch)
+			}
+			out = append(out, ch)
+		}
+		return out
+	}
+	up := ops(allowed, running)
+	zero, one, two := intstr.FromInt32(0), intstr.FromInt32(1), intstr.FromInt32(2)
 	cases := []struct {
-		name string
-		w    *v1alpha1.Workload
-		chs  []*mcv1alpha1.PodChaperon
-		want int
+		name       string
+		w          *v1alpha1.Workload
+		chs        []*mcv1alpha1.PodChaperon
+		wantCreate []int
+		wantDelete int
 	}{
-		{"same template: nothing to replace", old, outdated, 0},
-		{"default 25% of 4: one at a time", changed(), outdated, 1},
-		{"maxUnavailable 2", changed(maxUnavailable(intstr.FromInt32(2))), outdated, 2},
-		{"budget already spent by an unready replica", changed(maxUnavailable(intstr.FromInt32(1))),
-			chaperons(old, ops(allowed, running), ops(allowed, running), ops(allowed, running), ops(allowed)), 0},
+		{"same template: nothing to do", old, outdated, nil, 0},
+		{"default 25%/25% of 4: one new beside an old one, one old removed", changed(), outdated, []int{0}, 1},
+		{"maxSurge 0, maxUnavailable 2: two replaced in place", changed(rolling(zero, two)), outdated, nil, 2},
+		{"maxSurge 2, maxUnavailable 0: two new beside old ones, none removed", changed(rolling(two, zero)), outdated, []int{0, 1}, 0},
+		{"both zero: maxUnavailable 1", changed(rolling(zero, zero)), outdated, nil, 1},
+		{"the budget is spent by an unready replica; only that one goes", changed(rolling(zero, one)),
+			chaperons(old, up, up, up, ops(allowed)), nil, 1},
+		{"a new pod Ready beside its old one: the old one goes", changed(rolling(one, zero)),
+			with(changed(), [][]chaperonOption{up, up, up, up}, map[int][]chaperonOption{0: up}), []int{1}, 1},
+		{"a surge in flight uses the surge budget", changed(rolling(one, zero)),
+			with(changed(), [][]chaperonOption{up, up, up, up}, map[int][]chaperonOption{0: ops(reserved)}), nil, 0},
 		{"Recreate: all at once", changed(func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType
-		}), outdated, 4},
+		}), outdated, nil, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := len(ToReplace(tc.w, Observe(tc.w, tc.chs))); got != tc.want {
-				t.Errorf("ToReplace() = %d chaperons, want %d", got, tc.want)
+			step := Rollout(tc.w, Observe(tc.w, tc.chs))
+			if diff := cmp.Diff(tc.wantCreate, step.Create); diff != "" || len(step.Delete) != tc.wantDelete {
+				t.Errorf("Rollout() creates %v (-want,+got: %s), deletes %d chaperons, want %d", step.Create, diff, len(step.Delete), tc.wantDelete)
 			}
 		})
+	}
+}
+
+func TestObserveDuringRollout(t *testing.T) {
+	old := st.Workload("web", st.Replicas(2))
+	w := st.Workload("web", st.Replicas(2))
+	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+	chs := chaperons(old, ops(allowed, running), ops(allowed, running))
+	surge := NewChaperon(w, 0)
+	reserved(surge)
+	chs = append(chs, surge)
+	got := summarize(w, Observe(w, chs))
+	// Replica 0 counts once: allowed through its old chaperon, its new one
+	// is to be allowed.
+	want := summary{Proven: true, Committed: true, ToAllow: 1, Ready: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Observe() (-want,+got):\n%s", diff)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -113,10 +115,13 @@ func waitNoChaperons(t *testing.T, m *member, w *v1alpha1.Workload) {
 }
 
 // checkOneBoundPerReplica is the fleet invariant: across all members, at
-// most one bound pod per (workload, replica).
+// most one bound pod per (workload, replica, pod template) — a rolling
+// update with maxSurge runs a replica's old and new pods side by side, as a
+// Deployment does — and every bound pod of a workload in one cluster.
 func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 	t.Helper()
 	bound := map[string][]string{}
+	clusters := map[string]map[string]bool{}
 	for _, m := range members {
 		l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID})
 		if err != nil {
@@ -126,13 +131,23 @@ func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 				continue
 			}
-			key := p.Labels[propagator.LabelWorkloadUID] + "/" + p.Labels[propagator.LabelReplica]
+			uid := p.Labels[propagator.LabelWorkloadUID]
+			key := uid + "/" + p.Labels[propagator.LabelReplica] + "/" + p.Labels[propagator.LabelTemplateHash]
 			bound[key] = append(bound[key], m.name+"/"+p.Namespace+"/"+p.Name)
+			if clusters[uid] == nil {
+				clusters[uid] = map[string]bool{}
+			}
+			clusters[uid][m.name] = true
 		}
 	}
 	for key, where := range bound {
 		if len(where) > 1 {
 			t.Errorf("replica %s is bound %d times: %v", key, len(where), where)
+		}
+	}
+	for uid, in := range clusters {
+		if len(in) > 1 {
+			t.Errorf("workload %s has bound pods in %d clusters: %v", uid, len(in), in)
 		}
 	}
 }
@@ -405,18 +420,23 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
-	t.Run("a template change replaces the pods in place", func(t *testing.T) {
+	t.Run("a template change with maxSurge 1, maxUnavailable 0 never leaves a replica without a Ready pod", func(t *testing.T) {
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
 			t.Fatal(err)
 		}
+		oldHash := propagator.TemplateHash(w)
+		surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+		w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 		if err := env.Client.Update(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}
-		hash := ""
+		hash, minReady := "", int32(1<<30)
 		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			hash = propagator.TemplateHash(w)
+			minReady = min(minReady, w.Status.ReadyReplicas)
 			if w.Status.ObservedGeneration != w.Generation || w.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
 				return false
 			}
@@ -438,6 +458,28 @@ func TestHandshake(t *testing.T) {
 		if w.Status.ClusterRef.Name != "a" {
 			t.Errorf("the template change moved the workload to %s", w.Status.ClusterRef.Name)
 		}
+		if minReady < *w.Spec.TargetDeployment.Replicas {
+			t.Errorf("readyReplicas fell to %d during the rolling update, want never below %d", minReady, *w.Spec.TargetDeployment.Replicas)
+		}
+		// The new pod started beside the old one, which then went.
+		events := &corev1.EventList{}
+		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		surged := false
+		for _, e := range events.Items {
+			surged = surged || e.InvolvedObject.Name == "web" && e.Reason == "Replacing" && strings.Contains(e.Message, "1 new pod(s) started, 0 old pod(s) removed")
+		}
+		if !surged {
+			t.Error("no surge step: the new pod did not start beside the old one")
+		}
+		l := &mcv1alpha1.PodChaperonList{}
+		if err := a.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID), propagator.LabelTemplateHash: oldHash}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			testenv.WaitForDeletion(t, a.client, &l.Items[i], &mcv1alpha1.PodChaperonList{}, timeout)
+		}
 	})
 
 	t.Run("a deleted candidate pod comes back, also while the manager is stopped", func(t *testing.T) {
@@ -445,18 +487,19 @@ func TestHandshake(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
 			t.Fatal(err)
 		}
+		name := propagator.ChaperonName(w, 0)
 		replace := func() {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			old, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+			old, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.target.Clientset.CoreV1().Pods("default").Delete(ctx, "web-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			if err := a.target.Clientset.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", "web-0", func(p *corev1.Pod) bool {
+			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", name, func(p *corev1.Pod) bool {
 				return p.UID != old.UID && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != ""
 			}); err != nil {
 				t.Fatal(err)
