@@ -198,10 +198,12 @@ func (r *PropagatorReconciler) prepare(ctx context.Context, w *v1alpha1.Workload
 		_, err = r.reject(ctx, w, rm, key, reasonForbidden, err.Error())
 		return err
 	}
-	if err != nil || st.Unschedulable == "" || len(st.Missing) > 0 {
+	if err != nil {
 		return err
 	}
-	_, err = r.reject(ctx, w, rm, key, v1alpha1.ReasonUnschedulable, st.Unschedulable)
+	if d := propagator.Decide(w, st, false, 0, r.timeout); d.Action == propagator.Reject {
+		_, err = r.reject(ctx, w, rm, key, d.Reason, d.Message)
+	}
 	return err
 }
 
@@ -227,43 +229,35 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	if err != nil {
 		return reconcile.Result{}, false, err
 	}
-	// Once a candidate is allowed the cluster is committed: later replicas
-	// (scale up, template change) are proven there, never elsewhere.
-	wasCommitted := st.Allowed > 0
-	if len(st.Missing) > 0 {
-		return reconcile.Result{RequeueAfter: r.timeout}, wasCommitted, nil
-	}
+	d := propagator.Decide(w, st, true, time.Since(oldest(chaperons)), r.timeout)
 	orig := w.DeepCopy()
 	replicas := propagator.Replicas(w)
-	var requeue time.Duration
-	switch {
-	case wasCommitted:
-		// Committed: later replicas (scale up, rolling update) are allowed
-		// one by one as the target's scheduler reserves them; one that does
-		// not fit stays pending, with the reason in the Ready condition.
+	switch d.Action {
+	case propagator.Wait:
+		if len(st.Missing) > 0 {
+			return reconcile.Result{RequeueAfter: d.After}, false, nil
+		}
+	case propagator.Reject:
+		res, err := r.reject(ctx, w, rm, target, d.Reason, d.Message)
+		return res, false, err
+	case propagator.Commit:
+		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
+			return reconcile.Result{}, false, err
+		}
+		r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
+	case propagator.Deliver:
+		if len(st.Missing) > 0 {
+			return reconcile.Result{}, true, nil
+		}
 		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
 			return reconcile.Result{}, true, err
 		}
 		if err := r.rollout(ctx, rm, w, target, st); err != nil {
 			return reconcile.Result{}, true, err
 		}
-	case st.Proven(replicas):
-		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
-			return reconcile.Result{}, false, err
-		}
-		r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
-	case st.Unschedulable != "":
-		res, err := r.reject(ctx, w, rm, target, v1alpha1.ReasonUnschedulable, st.Unschedulable)
-		return res, false, err
-	default:
-		if wait := r.timeout - time.Since(oldest(chaperons)); wait > 0 {
-			requeue = wait
-		} else {
-			res, err := r.reject(ctx, w, rm, target, "HandshakeTimeout", fmt.Sprintf("not every candidate was reserved within %s", r.timeout))
-			return res, false, err
-		}
 	}
-	committed := wasCommitted || st.Proven(replicas)
+	requeue := d.After
+	committed := d.Action == propagator.Commit || d.Action == propagator.Deliver
 	if committed {
 		if err := r.ensureService(ctx, rm, w); err != nil {
 			return reconcile.Result{}, false, err

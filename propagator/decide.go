@@ -1,0 +1,67 @@
+package propagator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// Action is what the propagator does next with one cluster's candidates.
+type Action int
+
+// The actions of the handshake, per cluster.
+const (
+	// Wait: candidates are being created, or not every one is reserved yet.
+	Wait Action = iota
+	// Commit: the chosen cluster is proven; allow every reserved candidate.
+	Commit
+	// Deliver: the cluster is committed; allow new candidates as they are
+	// reserved (scale up, rolling update) and roll out template changes.
+	Deliver
+	// Reject: record the cluster in status.rejectedClusters.
+	Reject
+)
+
+// Reasons of a rejection.
+const (
+	ReasonHandshakeTimeout = "HandshakeTimeout"
+)
+
+// Decision is the next step for one cluster.
+type Decision struct {
+	Action Action
+	// Reason and Message of a rejection.
+	Reason, Message string
+	// After is when to look again while waiting; zero waits for an event.
+	After time.Duration
+}
+
+// Decide runs the handshake's state machine for one cluster (design §4):
+// pending (candidates missing) → candidates → proven → committed, or
+// rejected when the target's scheduler finds a candidate unschedulable or
+// the chosen cluster does not reserve every candidate within timeout.
+// chosen is whether the cluster is status.clusterRef; the others are
+// fan-out runner-ups, which prove themselves meanwhile but never commit.
+// age is how long the oldest candidate there has existed.
+func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Duration) Decision {
+	switch {
+	case st.Allowed > 0:
+		// Once a candidate is allowed the cluster is committed: later
+		// replicas are proven there, never elsewhere; one that does not fit
+		// stays pending.
+		return Decision{Action: Deliver}
+	case len(st.Missing) > 0:
+		return Decision{Action: Wait, After: timeout}
+	case chosen && st.Proven(Replicas(w)):
+		return Decision{Action: Commit}
+	case st.Unschedulable != "":
+		return Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}
+	case !chosen:
+		return Decision{Action: Wait}
+	case age >= timeout:
+		return Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: fmt.Sprintf("not every candidate was reserved within %s", timeout)}
+	default:
+		return Decision{Action: Wait, After: timeout - age}
+	}
+}

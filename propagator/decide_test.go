@@ -1,0 +1,55 @@
+package propagator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+func TestDecide(t *testing.T) {
+	const timeout = 30 * time.Second
+	w := st.Workload("web", st.Replicas(2))
+	// The same Workload after a pod template change (a new generation).
+	w2 := st.Workload("web", st.Replicas(2))
+	w2.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+	w2.Generation = 2
+	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
+	cases := []struct {
+		name   string
+		w      *v1alpha1.Workload
+		chs    []*mcv1alpha1.PodChaperon
+		chosen bool
+		age    time.Duration
+		want   Decision
+	}{
+		{"pending: candidates to create", w, nil, true, 0, Decision{Action: Wait, After: timeout}},
+		{"candidates, none reserved: wait out the timeout", w, chaperons(w, ops(), ops()), true, 10 * time.Second, Decision{Action: Wait, After: 20 * time.Second}},
+		{"half reserved is not proven (gang)", w, chaperons(w, ops(reserved), ops()), true, time.Second, Decision{Action: Wait, After: 29 * time.Second}},
+		{"proven in the chosen cluster: commit", w, chaperons(w, ops(reserved), ops(reserved)), true, time.Second, Decision{Action: Commit}},
+		{"committed: deliver", w, chaperons(w, ops(allowed, running), ops(allowed, running)), true, time.Hour, Decision{Action: Deliver}},
+		{"committed with a replica that does not fit: still deliver, never reject", w, chaperons(w, ops(allowed, running), ops(unfit)), true, time.Hour, Decision{Action: Deliver}},
+		{"unschedulable in the chosen cluster: reject with the target's message", w, chaperons(w, ops(reserved), ops(unfit)), true, time.Second,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"no answer within the timeout: reject", w, chaperons(w, ops(reserved), ops()), true, timeout,
+			Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: "not every candidate was reserved within 30s"}},
+		{"fan-out runner-up proven: waits, never commits", w, chaperons(w, ops(reserved), ops(reserved)), false, time.Second, Decision{Action: Wait}},
+		{"fan-out runner-up unschedulable: reject", w, chaperons(w, ops(unfit), ops()), false, time.Second,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"fan-out runner-up slow: no timeout, it is not the chosen one", w, chaperons(w, ops(), ops()), false, time.Hour, Decision{Action: Wait}},
+		{"new generation before commit: the old candidates still prove the cluster", w2, chaperons(w, ops(reserved), ops(reserved)), true, time.Second, Decision{Action: Commit}},
+		{"new generation after commit: deliver, which rolls out", w2, chaperons(w, ops(allowed, running), ops(allowed, running)), true, time.Second, Decision{Action: Deliver}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Decide(tc.w, Observe(tc.w, tc.chs), tc.chosen, tc.age, timeout)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Decide() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
