@@ -288,13 +288,21 @@ func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference 
 	return out
 }
 
-// placedMessage says where the Workload goes and the scores that won:
-// "placed on default/east with score 34 of 4 feasible clusters (ClusterAffinity 10×2, ResourceAllocation 7, ...)".
+// placedMessage says where the Workload goes and the scores that decided:
+// "placed on default/east with score 34, best of 4 feasible of 5 clusters
+// (ClusterAffinity 10, ResourceAllocation 7)", naming only the plugins that
+// told clusters apart (a score above the minimum); or "placed on
+// default/east, the only feasible cluster of 5".
 func placedMessage(res *scheduler.Result) string {
 	best := res.Ranked[0]
+	if len(res.Ranked) == 1 {
+		return fmt.Sprintf("placed on %s, the only feasible cluster of %d", best.Cluster.Key, res.Total)
+	}
 	names := make([]string, 0, len(best.Scores))
-	for n := range best.Scores {
-		names = append(names, n)
+	for n, v := range best.Scores {
+		if v > scheduler.MinScore {
+			names = append(names, n)
+		}
 	}
 	sort.Slice(names, func(i, j int) bool {
 		if best.Scores[names[i]] != best.Scores[names[j]] {
@@ -306,8 +314,12 @@ func placedMessage(res *scheduler.Result) string {
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s %d", n, best.Scores[n])
 	}
+	decided := "a tie, broken by name"
+	if len(parts) > 0 {
+		decided = strings.Join(parts, ", ")
+	}
 	return fmt.Sprintf("placed on %s with score %d, best of %d feasible of %d clusters (%s)",
-		best.Cluster.Key, best.Total, len(res.Ranked), res.Total, strings.Join(parts, ", "))
+		best.Cluster.Key, best.Total, len(res.Ranked), res.Total, decided)
 }
 
 // handlerFuncs calls f on every add, update and delete.

@@ -34,6 +34,8 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/examples"
+	"github.com/placer-dev/placer/examples/cheapest"
 )
 
 // sandboxOptions are the flags of 'placer sandbox'.
@@ -199,7 +201,23 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	if waitErr != nil {
 		return waitErr
 	}
+	exs, err := examples.Workloads()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nApplying the %d Workloads of examples/, one at a time ...\n", len(exs))
+	placements := applyExamples(ctx, out, c, exs, 2*time.Minute)
+	printPlacements(out, placements)
+	failed := 0
+	for _, p := range placements {
+		if !p.ok() {
+			failed++
+		}
+	}
 	if o.once {
+		if failed > 0 {
+			return errors.Errorf("%d of %d examples did not land where they say", failed, len(placements))
+		}
 		return nil
 	}
 	fmt.Fprintf(out, `
@@ -211,6 +229,8 @@ The sandbox is up. Kubeconfigs are in %[1]s:
 	}
 	fmt.Fprintf(out, `
 Look around with kubectl:
+  kubectl --kubeconfig %[1]s get workloads
+  kubectl --kubeconfig %[1]s describe workload edge
   kubectl --kubeconfig %[1]s get kubernetesclusters -o wide
   kubectl --kubeconfig %[1]s describe kubernetescluster %[2]s
   kubectl --kubeconfig %[3]s get nodes
@@ -275,6 +295,10 @@ func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struc
 		ProbeInterval: 10 * time.Second,
 		Registry:      cluster.Options{ProbeTimeout: 2 * time.Second},
 	}}); err != nil {
+		return nil, err
+	}
+	// The external scheduler of examples/60-external-scheduler.yaml.
+	if err := cheapest.Setup(mgr); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})

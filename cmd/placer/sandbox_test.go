@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/placer-dev/placer/examples"
 )
 
 // TestSandboxOnce runs what 'make sandbox' runs, with --once, and checks
-// that every member is listed Ready with its nodes.
+// that every member is listed Ready with its nodes and that every example
+// Workload landed where its '# expect:' comment says.
 func TestSandboxOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -40,6 +43,22 @@ func TestSandboxOnce(t *testing.T) {
 		}
 		if row[1] != "True" || row[3] != "v1.35.4" {
 			t.Errorf("member %s: want Ready True and version v1.35.4, got %v", m.name, row)
+		}
+	}
+	// Every example landed where its comment says (--once fails otherwise,
+	// and the placement table shows it).
+	exs, err := examples.Workloads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range exs {
+		row, ok := rows[ex.Workload.Name]
+		if !ok {
+			t.Errorf("example %s is not in the placement table", ex.Workload.Name)
+			continue
+		}
+		if row[1] != ex.Expect || row[2] != ex.Expect {
+			t.Errorf("example %s (%s): expected %s, table says %v", ex.Workload.Name, ex.File, ex.Expect, row)
 		}
 	}
 }
