@@ -86,7 +86,7 @@ bench: ## Scheduling-cycle microbenchmarks.
 	go test -run '^$$' -bench . -benchtime 2s -count 1 ./scheduler/...
 
 .PHONY: sandbox
-sandbox: tools bin/placer ## Start local member and management clusters and register the members.
+sandbox: tools bin/placer ## Start a management cluster and 3 members, run placer, apply examples/ and print where each landed.
 	bin/placer sandbox --bin-dir $(BIN) $(SANDBOX_FLAGS)
 
 .PHONY: clean

@@ -23,7 +23,7 @@ func main() {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "placer",
+		Use:           commandName(os.Args[0]),
 		Short:         "placer schedules Kubernetes workloads across a fleet of clusters",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -34,22 +34,9 @@ func newRoot() *cobra.Command {
 		newVersionCommand(),
 		newAgentCommand(),
 		newCandidateSchedulerCommand(),
-		notBuilt("explain NAMESPACE/NAME", "explain why a Workload landed where it did"),
+		newExplainCommand(),
 	)
 	return root
-}
-
-// notBuilt is a subcommand whose feature does not exist yet: it says so and
-// fails, rather than pretend.
-func notBuilt(use, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:                use,
-		Short:              short + " (not built yet)",
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("'placer %s' is not built yet", cmd.Name())
-		},
-	}
 }
 
 // zapLevelError keeps controller logs to errors in interactive commands.

@@ -228,6 +228,9 @@ The sandbox is up. Kubeconfigs are in %[1]s:
 		fmt.Fprintf(out, "  %-10s  %s\n", m.name+":", clusters[i+1].KubeconfigPath())
 	}
 	fmt.Fprintf(out, `
+Ask why a workload landed where it did, and why not elsewhere:
+  bin/placer explain default/edge --kubeconfig %[1]s
+
 Look around with kubectl:
   kubectl --kubeconfig %[1]s get workloads
   kubectl --kubeconfig %[1]s describe workload edge

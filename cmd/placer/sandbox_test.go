@@ -62,15 +62,3 @@ func TestSandboxOnce(t *testing.T) {
 		}
 	}
 }
-
-func TestNotBuiltCommandsFail(t *testing.T) {
-	for _, name := range []string{"explain"} {
-		root := newRoot()
-		root.SetArgs([]string{name})
-		root.SetOut(&bytes.Buffer{})
-		err := root.Execute()
-		if err == nil || !strings.Contains(err.Error(), "not built yet") {
-			t.Errorf("placer %s: want a 'not built yet' error, got %v", name, err)
-		}
-	}
-}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
+	"github.com/placer-dev/placer/scheduler/registry"
+)
+
+func newExplainCommand() *cobra.Command {
+	f := &clientFlags{}
+	var namespace, schedulerConf string
+	cmd := &cobra.Command{
+		Use:   "explain [NAMESPACE/]NAME",
+		Short: "Explain where a Workload landed and why not elsewhere",
+		Long: `Explain a Workload's placement: for every cluster, each predicate's verdict
+and reason, each priority's score and weight and the weighted total, and the
+handshake's outcome there (committed, rejected by the target's scheduler, or
+proving as a fan-out runner-up). It runs the scheduler's cycle now, on the
+fleet as it is now, with every predicate evaluated (the scheduler stops at
+the first failure), leaving the Workload itself out of the placed ones.
+
+Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := types.NamespacedName{Namespace: namespace, Name: args[0]}
+			if ns, name, ok := strings.Cut(args[0], "/"); ok {
+				key = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			cfg, err := f.restConfig()
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})
+			if err != nil {
+				return errors.Wrap(err, "cannot create a client")
+			}
+			conf, err := scheduler.LoadConfiguration(schedulerConf)
+			if err != nil {
+				return err
+			}
+			profiles, err := registry.NewProfiles(conf)
+			if err != nil {
+				return err
+			}
+			return explain(cmd.Context(), cmd.OutOrStdout(), c, profiles, key)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the Workload when NAME has none")
+	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file; the default profile when empty")
+	return cmd
+}
+
+// commandName is how the user called us: "kubectl placer" as a plugin.
+func commandName(arg0 string) string {
+	if filepath.Base(arg0) == "kubectl-placer" {
+		return "kubectl placer"
+	}
+	return "placer"
+}
+
+// explain prints the placement of one Workload, cluster by cluster.
+func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[string]*scheduler.Profile, key types.NamespacedName) error {
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, w); err != nil {
+		return errors.Wrapf(err, "cannot get Workload %s", key)
+	}
+	fmt.Fprintf(out, "Workload %s (generation %d, schedulerName %s)\n", key, w.Generation, w.Spec.SchedulerName)
+	scheduled := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	ready := w.Status.GetCondition(xpv2.TypeReady)
+	if w.Status.ClusterRef != nil {
+		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef), w.Status.ReadyReplicas, w.Status.Replicas)
+	} else {
+		fmt.Fprintln(out, "  placed on:   nowhere")
+	}
+	if scheduled.Message != "" {
+		fmt.Fprintf(out, "  Scheduled:   %s (%s): %s\n", scheduled.Status, scheduled.Reason, scheduled.Message)
+	}
+	if ready.Message != "" {
+		fmt.Fprintf(out, "  Ready:       %s (%s): %s\n", ready.Status, ready.Reason, ready.Message)
+	}
+	profile, ok := profiles[w.Spec.SchedulerName]
+	if !ok {
+		fmt.Fprintf(out, "\nschedulerName %q is not served by placer's scheduler: another scheduler places this Workload.\n", w.Spec.SchedulerName)
+		printHandshakes(out, w)
+		return nil
+	}
+
+	snap, err := fleetSnapshot(ctx, c, w)
+	if err != nil {
+		return err
+	}
+	res := profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true})
+	rank := map[types.NamespacedName]int{}
+	for i, r := range res.Ranked {
+		rank[r.Cluster.Key] = i
+	}
+	weights := map[string]int64{}
+	for _, ws := range profile.Scores {
+		weights[ws.Plugin.Name()] = ws.Weight
+	}
+	keys := make([]types.NamespacedName, 0, len(snap.Clusters))
+	for _, ci := range snap.Clusters {
+		keys = append(keys, ci.Key)
+	}
+	// Feasible clusters by rank, then the others by name.
+	sort.SliceStable(keys, func(i, j int) bool {
+		ri, iok := rank[keys[i]]
+		rj, jok := rank[keys[j]]
+		if iok != jok {
+			return iok
+		}
+		if iok {
+			return ri < rj
+		}
+		return keys[i].String() < keys[j].String()
+	})
+	fmt.Fprintf(out, "\nA scheduling cycle now, over %d cluster(s), %d feasible:\n", res.Total, len(res.Ranked))
+	for _, k := range keys {
+		fmt.Fprintln(out)
+		if i, ok := rank[k]; ok {
+			r := res.Ranked[i]
+			fmt.Fprintf(out, "%s: feasible, rank %d, total %d\n", k, i+1, r.Total)
+		} else {
+			fmt.Fprintf(out, "%s: not feasible\n", k)
+		}
+		fmt.Fprintln(out, "  predicates:")
+		for _, s := range res.Filters[k] {
+			verdict := "pass"
+			if !s.IsSuccess() {
+				verdict = "FAIL  " + s.Message()
+			}
+			fmt.Fprintf(out, "    %-22s %s\n", s.Plugin(), verdict)
+		}
+		if i, ok := rank[k]; ok {
+			fmt.Fprintln(out, "  priorities (normalized 1-10 × weight):")
+			r := res.Ranked[i]
+			names := make([]string, 0, len(r.Scores))
+			for n := range r.Scores {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, r.Scores[n], weights[n], r.Scores[n]*weights[n])
+			}
+		}
+		fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))
+	}
+	return nil
+}
+
+// fleetSnapshot builds the scheduler's view of the fleet from the API, as
+// the scheduler's informers do, without the explained Workload itself.
+func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (*scheduler.Snapshot, error) {
+	cache := scheduler.NewCache()
+	kcs := &v1alpha1.KubernetesClusterList{}
+	if err := c.List(ctx, kcs); err != nil {
+		return nil, errors.Wrap(err, "cannot list KubernetesClusters")
+	}
+	for i := range kcs.Items {
+		cache.UpsertCluster(&kcs.Items[i])
+	}
+	ws := &v1alpha1.WorkloadList{}
+	if err := c.List(ctx, ws); err != nil {
+		return nil, errors.Wrap(err, "cannot list Workloads")
+	}
+	for i := range ws.Items {
+		if ws.Items[i].UID != w.UID {
+			cache.UpsertWorkload(&ws.Items[i])
+		}
+	}
+	nss := &corev1.NamespaceList{}
+	if err := c.List(ctx, nss); err != nil {
+		return nil, errors.Wrap(err, "cannot list Namespaces")
+	}
+	for _, ns := range nss.Items {
+		cache.UpsertNamespace(ns.Name, ns.Labels)
+	}
+	return cache.Snapshot(), nil
+}
+
+// handshakeOutcome says what the propagator recorded for the cluster.
+func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
+	for _, rc := range w.Status.RejectedClusters {
+		if scheduler.ClusterKey(w.Namespace, &rc.Cluster) == k && rc.Generation == w.Generation {
+			return fmt.Sprintf("rejected (%s): %s", rc.Reason, rc.Message)
+		}
+	}
+	if w.Status.ClusterRef != nil && scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef) == k {
+		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+			return "committed; every replica ready"
+		}
+		return fmt.Sprintf("chosen; %d of %d replicas scheduled, %d ready", w.Status.ScheduledReplicas, w.Status.Replicas, w.Status.ReadyReplicas)
+	}
+	for _, n := range w.Status.NominatedClusters {
+		if scheduler.ClusterKey(w.Namespace, &n) == k {
+			return "nominated (fan-out): candidates prove it while the chosen cluster answers"
+		}
+	}
+	return "none"
+}
+
+// printHandshakes lists the handshake outcomes recorded on the Workload.
+func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
+	for _, rc := range w.Status.RejectedClusters {
+		if rc.Generation == w.Generation {
+			fmt.Fprintf(out, "  rejected by %s (%s): %s\n", scheduler.ClusterKey(w.Namespace, &rc.Cluster), rc.Reason, rc.Message)
+		}
+	}
+}
