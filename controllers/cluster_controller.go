@@ -53,6 +53,7 @@ type ClusterReconciler struct {
 	log      logging.Logger
 	interval time.Duration
 	trigger  *trigger
+	ready    readiness
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch;update;patch
@@ -132,12 +133,14 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.registry.Remove(req.NamespacedName)
+			r.ready.set(req.NamespacedName, false)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, errors.Wrap(err, errGetCluster)
 	}
 	if kc.DeletionTimestamp != nil {
 		r.registry.Remove(req.NamespacedName)
+		r.ready.set(req.NamespacedName, false)
 		return reconcile.Result{}, nil
 	}
 	status := kc.Status.DeepCopy()
@@ -240,6 +243,7 @@ func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.Kubern
 		status.LastProbeTime = kc.Status.LastProbeTime
 	}
 	status.SetConditions(ready)
+	r.ready.set(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}, ready.Status == corev1.ConditionTrue)
 	if prev.Reason != ready.Reason {
 		if ready.Status == corev1.ConditionTrue {
 			r.record.Event(kc, event.Normal(event.Reason(ready.Reason), ready.Message))

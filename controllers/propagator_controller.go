@@ -238,9 +238,11 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 			return reconcile.Result{RequeueAfter: d.After}, false, nil
 		}
 	case propagator.Reject:
+		handshakeDuration.WithLabelValues("rejected").Observe(time.Since(oldest(chaperons)).Seconds())
 		res, err := r.reject(ctx, w, rm, target, d.Reason, d.Message)
 		return res, false, err
 	case propagator.Commit:
+		handshakeDuration.WithLabelValues("committed").Observe(time.Since(oldest(chaperons)).Seconds())
 		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
 			return reconcile.Result{}, false, err
 		}

@@ -228,7 +228,9 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	log := r.log.WithValues("workload", req.String())
 	start := time.Now()
 	res := profile.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
+	schedulingDuration.Observe(time.Since(start).Seconds())
 	log.Debug("scheduling cycle", "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
+	defer func() { pendingWorkloads.Set(float64(len(r.cache.Pending(r.served)))) }()
 
 	orig := w.DeepCopy()
 	cond := xpv2.Condition{Type: v1alpha1.TypeScheduled, LastTransitionTime: metav1.Now(), ObservedGeneration: w.Generation}
@@ -237,7 +239,9 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		w.Status.ClusterRef, w.Status.NominatedClusters = nil, nil
 		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, v1alpha1.ReasonUnschedulable, res.Message()
 		ev = event.Warning(reasonFailedScheduling, errors.New(cond.Message))
+		schedulingAttempts.WithLabelValues("unschedulable").Inc()
 	} else {
+		schedulingAttempts.WithLabelValues("scheduled").Inc()
 		best := res.Ranked[0].Cluster.Key
 		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}
 		w.Status.NominatedClusters = nominated(res, w.Spec.Placement.FanOut)

@@ -5,6 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,13 +76,42 @@ func register(t *testing.T, c client.Client, m *member, labels map[string]string
 	}
 }
 
+// managerPorts are the manager's health and metrics addresses.
+type managerPorts struct{ health, metrics string }
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// httpGet returns the status code and body of a GET.
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // runManager runs 'placer manager' as a process against the management
 // API server, as in a real deployment; the returned function kills it
 // with SIGKILL, as a crash would.
-func runManager(t *testing.T, kubeconfig, logDir string) (kill func()) {
+func runManager(t *testing.T, kubeconfig, logDir string, ports managerPorts) (kill func()) {
 	t.Helper()
 	p, err := local.Spawn(logDir, "manager", placerBinary, "manager", "--kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-bind-address=0",
+		"--leader-elect=false", "--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
 		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +206,8 @@ func TestHandshake(t *testing.T) {
 		}
 	}
 	kubeconfig, logDir := env.KubeconfigFile(t), t.TempDir()
-	startManager := func() func() { return runManager(t, kubeconfig, logDir) }
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
+	startManager := func() func() { return runManager(t, kubeconfig, logDir, ports) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
 	// Every member opens default to placer; only b also opens apps.
@@ -535,6 +569,28 @@ func TestHandshake(t *testing.T) {
 			}
 			if n := len(pods(t, memberNamed(members, w.Status.ClusterRef.Name), w)); n != 2 {
 				t.Errorf("%s: %d pods in %s, want 2", w.Name, n, w.Status.ClusterRef.Name)
+			}
+		}
+	})
+
+	t.Run("the manager serves health, readiness and Prometheus metrics", func(t *testing.T) {
+		w := workload("metered", st.Requests("100m", "64Mi"))
+		waitReady(t, w)
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code, body := httpGet(t, "http://"+ports.health+path); code != http.StatusOK {
+				t.Errorf("%s: %d %s", path, code, body)
+			}
+		}
+		_, body := httpGet(t, "http://"+ports.metrics+"/metrics")
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^placer_scheduling_attempts_total\{result="scheduled"\} [1-9]`),
+			regexp.MustCompile(`(?m)^placer_scheduling_cycle_duration_seconds_count [1-9]`),
+			regexp.MustCompile(`(?m)^placer_handshake_duration_seconds_count\{result="committed"\} [1-9]`),
+			regexp.MustCompile(`(?m)^placer_ready_clusters 3$`),
+			regexp.MustCompile(`(?m)^placer_pending_workloads [0-9]`),
+		} {
+			if !want.MatchString(body) {
+				t.Errorf("/metrics has no line matching %s", want)
 			}
 		}
 	})
