@@ -57,11 +57,12 @@ $(KWOK_BIN)/kwok:
 .PHONY: generate
 generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go tool controller-gen object paths=./apis/...
-	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd
+	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/compute/... output:crd:artifacts:config=config/crd/management
+	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/multicluster/... output:crd:artifacts:config=config/crd/member
 	go tool controller-gen rbac:roleName=placer-manager paths=./controllers output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=placer-agent paths=./controllers/agent output:rbac:artifacts:config=config/rbac/agent
 
-GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml
+GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml
 GENERATED = $(shell ls $(GENERATED_FILES) 2>/dev/null)
 
 .PHONY: verify-generate

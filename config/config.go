@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/*.yaml
+//go:embed crd/*/*.placer.dev_*.yaml
 var crds embed.FS
 
 // CRDs returns the CustomResourceDefinitions of the given groups; every
 // group when none is given.
 func CRDs(groups ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(crds, "crd/*.yaml")
+	files, err := fs.Glob(crds, "crd/*/*.placer.dev_*.yaml")
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot list CRDs")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,18 +23,85 @@ const (
 //go:embed member/manager-role.yaml
 var managerRoles []byte
 
-// ManagerRoles returns the ClusterRoles a member grants placer's manager:
-// the cluster-wide read-only one and the one bound per opened namespace.
-func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
+//go:embed rbac/agent/role.yaml
+var agentRole []byte
+
+//go:embed rbac/candidate/role.yaml
+var candidateRole []byte
+
+// clusterRoles decodes the ClusterRoles of a multi-document file.
+func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
 	var out []*rbacv1.ClusterRole
-	for _, doc := range bytes.Split(managerRoles, []byte("\n---\n")) {
+	for _, doc := range bytes.Split(b, []byte("---\n")) {
+		if len(bytes.TrimSpace(doc)) == 0 || bytes.HasPrefix(bytes.TrimSpace(doc), []byte("#")) && !bytes.Contains(doc, []byte("kind:")) {
+			continue
+		}
 		r := &rbacv1.ClusterRole{}
 		if err := yaml.UnmarshalStrict(doc, r); err != nil {
-			return nil, errors.Wrap(err, "cannot decode member/manager-role.yaml")
+			return nil, errors.Wrapf(err, "cannot decode %s", file)
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ManagerRoles returns the ClusterRoles a member grants placer's manager:
+// the cluster-wide read-only one and the one bound per opened namespace.
+func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
+	return clusterRoles("member/manager-role.yaml", managerRoles)
+}
+
+// createRoles creates ClusterRoles, leaving those that exist as they are.
+func createRoles(ctx context.Context, cs kubernetes.Interface, roles []*rbacv1.ClusterRole) error {
+	for _, r := range roles {
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create ClusterRole %s", r.Name)
+		}
+	}
+	return nil
+}
+
+// bindUser binds ClusterRoles to a user cluster-wide.
+func bindUser(ctx context.Context, cs kubernetes.Interface, user string, roles ...string) error {
+	for _, role := range roles {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role + "-" + strings.ReplaceAll(user, ":", "-")},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+			return errors.Wrapf(err, "cannot create ClusterRoleBinding %s", crb.Name)
+		}
+	}
+	return nil
+}
+
+// GrantAgent installs the agent's ClusterRole (config/rbac/agent) in a
+// member and binds it to user, as config/member binds it to the agent's
+// ServiceAccount.
+func GrantAgent(ctx context.Context, cs kubernetes.Interface, user string) error {
+	roles, err := clusterRoles("rbac/agent/role.yaml", agentRole)
+	if err != nil {
+		return err
+	}
+	if err := createRoles(ctx, cs, roles); err != nil {
+		return err
+	}
+	return bindUser(ctx, cs, user, roles[0].Name)
+}
+
+// GrantCandidateScheduler installs the candidate scheduler's ClusterRole
+// (config/rbac/candidate) and binds it, with the bootstrap roles of any
+// kube-scheduler, to user.
+func GrantCandidateScheduler(ctx context.Context, cs kubernetes.Interface, user string) error {
+	roles, err := clusterRoles("rbac/candidate/role.yaml", candidateRole)
+	if err != nil {
+		return err
+	}
+	if err := createRoles(ctx, cs, roles); err != nil {
+		return err
+	}
+	return bindUser(ctx, cs, user, roles[0].Name, "system:kube-scheduler", "system:volume-scheduler")
 }
 
 // GrantManager installs the manager's roles in a member and binds them to
@@ -44,20 +112,13 @@ func GrantManager(ctx context.Context, cs kubernetes.Interface, user string, nam
 	if err != nil {
 		return err
 	}
-	for _, r := range roles {
-		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
-			return errors.Wrapf(err, "cannot create ClusterRole %s", r.Name)
-		}
+	if err := createRoles(ctx, cs, roles); err != nil {
+		return err
+	}
+	if err := bindUser(ctx, cs, user, ManagerRole); err != nil {
+		return err
 	}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ManagerRole + "-" + user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerRole},
-		Subjects:   subjects,
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
-		return errors.Wrapf(err, "cannot create ClusterRoleBinding %s", crb.Name)
-	}
 	for _, ns := range namespaces {
 		rb := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ManagerRole + "-" + user},

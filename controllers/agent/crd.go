@@ -9,8 +9,12 @@ import (
 	"github.com/placer-dev/placer/config"
 )
 
-// EnsureCRDs creates or updates the PodChaperon CRD in the target cluster
-// and waits until it is served.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// EnsureCRDs creates or updates the PodChaperon and ClusterSummary CRDs in
+// the target cluster and waits until they are served.
 func EnsureCRDs(cfg *rest.Config) error {
 	crds, err := config.CRDs(mcv1alpha1.Group)
 	if err != nil {

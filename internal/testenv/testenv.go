@@ -73,7 +73,7 @@ func Start(t testing.TB) *Env {
 		binDir = filepath.Join(root, "bin")
 	}
 	e := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd")},
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "management"), filepath.Join(root, "config", "crd", "member")},
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    local.KubernetesBinDir(binDir),
 		DownloadBinaryAssets:     false,

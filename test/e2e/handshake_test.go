@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -42,9 +45,34 @@ type member struct {
 func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...local.Node) *member {
 	t.Helper()
 	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
-	testenv.RunAgent(t, target.RESTConfig())
+	// The agent and the candidate scheduler run as identities that hold
+	// exactly the roles config/ grants them, so a missing permission fails here.
+	ctx := context.Background()
+	if err := config.GrantAgent(ctx, target.Clientset, "placer-agent"); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.GrantCandidateScheduler(ctx, target.Clientset, "placer-candidate-scheduler"); err != nil {
+		t.Fatal(err)
+	}
+	agentKubeconfig, err := target.KubeconfigFor("placer-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCfg, err := clientcmd.RESTConfigFromKubeConfig(agentKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunAgent(t, agentCfg)
+	schedKubeconfig, err := target.KubeconfigFor("placer-candidate-scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schedPath := filepath.Join(t.TempDir(), name+"-candidate-scheduler.kubeconfig")
+	if err := os.WriteFile(schedPath, schedKubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := target.Run("candidate-scheduler", placerBinary, "candidate-scheduler",
-		"--kubeconfig="+target.KubeconfigPath(), "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
+		"--kubeconfig="+schedPath, "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
 		t.Fatal(err)
 	}
 	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig())}

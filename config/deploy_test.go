@@ -1,0 +1,93 @@
+package config_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+// render runs kustomize on one of config/'s kustomizations.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "config", dir))
+	if err != nil {
+		t.Fatalf("kustomize build config/%s: %v", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range res.Resources() {
+		b, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// TestDeploymentManifests renders the management and member
+// kustomizations and has a real API server accept every object with a
+// server-side dry run: schema, defaults and admission, nothing persisted.
+func TestDeploymentManifests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := local.Start(ctx, local.Options{Name: "deploy", NoKwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cl, err := client.New(c.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Namespaced objects are dry-run into a namespace that exists.
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "placer-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"management": {"Namespace/placer-system", "Deployment/placer-manager", "CustomResourceDefinition/workloads.compute.placer.dev", "CustomResourceDefinition/kubernetesclusters.compute.placer.dev",
+			"ClusterRole/placer-manager", "ClusterRoleBinding/placer-manager", "ServiceAccount/placer-manager"},
+		"member": {"Namespace/placer-system", "Deployment/placer-agent", "Deployment/placer-candidate-scheduler", "CustomResourceDefinition/podchaperons.multicluster.placer.dev",
+			"CustomResourceDefinition/clustersummaries.multicluster.placer.dev", "ClusterRole/placer-agent", "ClusterRole/placer-candidate-scheduler",
+			"ClusterRole/placer-manager", "ClusterRole/placer-manager-namespace", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
+	}
+	for dir, kinds := range want {
+		objs := render(t, dir)
+		seen := map[string]bool{}
+		for _, o := range objs {
+			seen[o.GetKind()+"/"+o.GetName()] = true
+			if o.GetKind() == "Deployment" {
+				img, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				if image := img[0].(map[string]any)["image"]; image != "ghcr.io/placer-dev/placer:latest" {
+					t.Errorf("%s: %s image = %v", dir, o.GetName(), image)
+				}
+			}
+			if o.GetKind() == "Namespace" {
+				continue // created above, for real: what the rest is dry-run into
+			}
+			if err := cl.Create(ctx, o, client.DryRunAll, client.FieldValidation("Strict")); err != nil {
+				t.Errorf("config/%s: the API server refuses %s %s: %v", dir, o.GetKind(), o.GetName(), err)
+			}
+		}
+		for _, k := range kinds {
+			if !seen[k] {
+				t.Errorf("config/%s renders no %s", dir, k)
+			}
+		}
+	}
+}
