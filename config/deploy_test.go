@@ -64,7 +64,7 @@ func TestDeploymentManifests(t *testing.T) {
 			"ClusterRole/placer-manager", "ClusterRoleBinding/placer-manager", "ServiceAccount/placer-manager"},
 		"member": {"Namespace/placer-system", "Deployment/placer-agent", "Deployment/placer-candidate-scheduler", "CustomResourceDefinition/podchaperons.multicluster.placer.dev",
 			"CustomResourceDefinition/clustersummaries.multicluster.placer.dev", "ClusterRole/placer-agent", "ClusterRole/placer-candidate-scheduler",
-			"ClusterRole/placer-manager", "ClusterRole/placer-manager-namespace", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
+			"ClusterRole/placer-member-access", "ClusterRole/placer-member-access-namespace", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
 	}
 	for dir, kinds := range want {
 		objs := render(t, dir)

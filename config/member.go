@@ -16,8 +16,8 @@ import (
 
 // Names of the member-side roles of the manager's identity.
 const (
-	ManagerRole          = "placer-manager"
-	ManagerNamespaceRole = "placer-manager-namespace"
+	ManagerRole          = "placer-member-access"
+	ManagerNamespaceRole = "placer-member-access-namespace"
 )
 
 //go:embed member/manager-role.yaml
