@@ -230,6 +230,15 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return reconcile.Result{}, false, err
 	}
 	d := propagator.Decide(w, st, true, time.Since(oldest(chaperons)), r.timeout)
+	log := r.log.WithValues("workload", w.Namespace+"/"+w.Name, "cluster", target.String(), "generation", w.Generation)
+	switch d.Action {
+	case propagator.Commit:
+		log.Info("every replica is reserved; committing", "replicas", propagator.Replicas(w), "handshake", time.Since(oldest(chaperons)))
+	case propagator.Reject:
+		log.Info("cluster rejected the candidates", "reason", d.Reason, "message", d.Message)
+	case propagator.Wait:
+		log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
+	}
 	orig := w.DeepCopy()
 	replicas := propagator.Replicas(w)
 	switch d.Action {
@@ -302,6 +311,7 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, rm *remote, w *v1alp
 		}
 	}
 	if len(step.Create)+len(step.Delete) > 0 {
+		r.log.Info("rolling update step", "workload", w.Namespace+"/"+w.Name, "cluster", target.String(), "started", len(step.Create), "removed", len(step.Delete))
 		r.record.Event(w, event.Normal(reasonReplacing, fmt.Sprintf("rolling update in %s: %d new pod(s) started, %d old pod(s) removed", target, len(step.Create), len(step.Delete))))
 	}
 	return nil

@@ -261,6 +261,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	if changed {
 		r.record.Event(w, ev)
+		log.Info(cond.Message, "scheduled", cond.Status == corev1.ConditionTrue)
 	}
 	return r.retryUnschedulable(res), nil
 }
