@@ -436,9 +436,18 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 
 // removeElsewhere deletes the Workload's candidates in every connected
 // cluster not in keep (after a rejection, a move, or a commit).
+// A member registered more than once (say, in two namespaces) is one
+// cluster: its candidates are kept if any of its registrations is.
 func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
-	for _, conn := range r.registry.Connections() {
+	conns := r.registry.Connections()
+	keepHosts := map[string]bool{}
+	for _, conn := range conns {
 		if keep[conn.Key] {
+			keepHosts[conn.Config.Host] = true
+		}
+	}
+	for _, conn := range conns {
+		if keep[conn.Key] || keepHosts[conn.Config.Host] {
 			continue
 		}
 		rm, err := r.remotes.get(conn)

@@ -623,6 +623,39 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("a member registered twice is one cluster: its candidates are not deleted through the other registration", func(t *testing.T) {
+		ctx := context.Background()
+		kubeconfig, err := a.target.KubeconfigFor("placer-manager")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-twin"}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
+			t.Fatal(err)
+		}
+		twin := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-twin"},
+			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: "a-twin"}}}
+		if err := env.Client.Create(ctx, twin); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = env.Client.Delete(ctx, twin) }()
+		testenv.WaitFor(t, wc, twin, &v1alpha1.KubernetesClusterList{}, timeout, func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		w := workload("twin", st.Replicas(1), st.Requests("100m", "64Mi"), st.Target("a-twin", "default"))
+		waitReady(t, w)
+		first, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, propagator.ChaperonName(w, 0), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Before the fix the other registration deleted the candidates
+		// within a reconcile or two, and they came back with new UIDs.
+		time.Sleep(5 * time.Second)
+		now, err := a.target.Clientset.CoreV1().Pods("default").Get(ctx, first.Name, metav1.GetOptions{})
+		if err != nil || now.UID != first.UID {
+			t.Errorf("the pod was replaced (%v): the registrations fought over it", err)
+		}
+	})
+
 	t.Run("a workload deleted while its member is unreachable waits for it, then leaves nothing", func(t *testing.T) {
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fan3-hdd"}}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
+	"github.com/placer-dev/placer/controllers/agent"
+)
+
+// fleet is the management cluster, the members and placer's processes.
+type fleet struct {
+	dir     string
+	mgmt    *local.Cluster
+	members []*local.Cluster
+	mc      client.WithWatch // management, for the benchmark's own client
+	procs   map[string]*local.Process
+}
+
+// namespaces the phases use, opened to placer in every member.
+var phaseNamespaces = []string{"baseline", "fanout-1", "fanout-all"}
+
+func (f *fleet) close() {
+	for _, p := range f.procs {
+		p.Stop(10 * time.Second)
+	}
+	for _, m := range f.members {
+		_ = m.Close()
+	}
+	if f.mgmt != nil {
+		_ = f.mgmt.Close()
+	}
+}
+
+func startFleet(ctx context.Context, o options) (*fleet, error) {
+	dir, err := filepath.Abs(filepath.Join(o.out, "clusters"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	f := &fleet{dir: dir, procs: map[string]*local.Process{}}
+	names := []string{"management"}
+	for i := range o.members {
+		names = append(names, fmt.Sprintf("member-%d", i))
+	}
+	clusters := make([]*local.Cluster, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clusters[i], errs[i] = local.Start(ctx, local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir,
+				NoKwok: i == 0, Scheduler: i == 1, StartTimeout: 5 * time.Minute})
+		}()
+	}
+	wg.Wait()
+	f.mgmt, f.members = clusters[0], clusters[1:]
+	for i, err := range errs {
+		if err != nil {
+			f.close()
+			return nil, errors.Wrapf(err, "cannot start %s", names[i])
+		}
+	}
+	logf("started a management cluster and %d members", o.members)
+
+	crds, err := config.CRDs(v1alpha1.Group)
+	if err != nil {
+		return f, err
+	}
+	if _, err := envtest.InstallCRDs(f.mgmt.RESTConfig(), envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return f, errors.Wrap(err, "cannot install CRDs")
+	}
+	if f.mc, err = client.NewWithWatch(f.mgmt.RESTConfig(), client.Options{Scheme: apis.NewScheme()}); err != nil {
+		return f, err
+	}
+	for _, ns := range phaseNamespaces {
+		if err := f.mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return f, err
+		}
+	}
+
+	for i, m := range f.members {
+		nodes := make([]local.Node, o.nodes)
+		for j := range nodes {
+			nodes[j] = local.Node{Name: fmt.Sprintf("n%d-%d", i, j), CPU: "32", Memory: "128Gi"}
+		}
+		if err := m.AddNodes(ctx, nodes...); err != nil {
+			return f, err
+		}
+		cs := kubernetes.NewForConfigOrDie(m.RESTConfig())
+		for _, ns := range phaseNamespaces {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				return f, err
+			}
+		}
+		if err := agent.EnsureCRDs(m.RESTConfig()); err != nil {
+			return f, err
+		}
+		if err := config.GrantManager(ctx, cs, "placer-manager", phaseNamespaces...); err != nil {
+			return f, err
+		}
+		if err := f.startMemberComponents(m, o); err != nil {
+			return f, err
+		}
+		if err := local.WaitForNodesReady(ctx, cs, o.nodes); err != nil {
+			return f, err
+		}
+		if err := local.WaitForServiceAccount(ctx, cs, "baseline", "default"); err != nil {
+			return f, err
+		}
+	}
+	logf("%d members × %d kwok nodes Ready, each with an agent and a candidate scheduler", o.members, o.nodes)
+
+	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false",
+		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--cluster-probe-interval=10s",
+		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
+		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst)); err != nil {
+		return f, err
+	}
+	for _, m := range f.members {
+		if err := f.register(ctx, m); err != nil {
+			return f, err
+		}
+	}
+	return f, f.waitClustersReady(ctx, o)
+}
+
+func (f *fleet) spawn(name string, o options, args ...string) error {
+	p, err := local.Spawn(f.dir, name, o.placer, args...)
+	if err != nil {
+		return err
+	}
+	f.procs[name] = p
+	return nil
+}
+
+func (f *fleet) startMemberComponents(m *local.Cluster, o options) error {
+	limits := []string{fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst)}
+	if err := f.spawn(m.Name()+"-agent", o, append([]string{"agent", "--kubeconfig=" + m.KubeconfigPath(), "--leader-elect=false",
+		"--health-probe-bind-address=0", "--metrics-bind-address=0"}, limits...)...); err != nil {
+		return err
+	}
+	return f.spawn(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),
+		"--leader-elect=false", "--secure-port=0"}, limits...)...)
+}
+
+func (f *fleet) register(ctx context.Context, m *local.Cluster) error {
+	kubeconfig, err := m.KubeconfigFor("placer-manager")
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+	if err := f.mc.Create(ctx, s); err != nil {
+		return err
+	}
+	kc := &v1alpha1.KubernetesCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()},
+		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.Name()}, Provider: "kwok"},
+	}
+	if err := f.mc.Create(ctx, kc); err != nil {
+		return err
+	}
+	return nil
+}
+
+// waitClustersReady watches KubernetesClusters until every registration
+// is Ready with all its nodes.
+func (f *fleet) waitClustersReady(ctx context.Context, o options) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	want := o.members
+	ready := map[string]bool{}
+	lw := &cache.ListWatch{
+		ListFunc: func(lo metav1.ListOptions) (runtime.Object, error) {
+			l := &v1alpha1.KubernetesClusterList{}
+			return l, f.mc.List(ctx, l)
+		},
+		WatchFunc: func(lo metav1.ListOptions) (watch.Interface, error) {
+			return f.mc.Watch(ctx, &v1alpha1.KubernetesClusterList{}, &client.ListOptions{Raw: &lo})
+		},
+	}
+	observe := func(o2 runtime.Object) bool {
+		if kc, ok := o2.(*v1alpha1.KubernetesCluster); ok {
+			ready[kc.Namespace+"/"+kc.Name] = kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == int32(o.nodes)
+		}
+		n := 0
+		for _, r := range ready {
+			if r {
+				n++
+			}
+		}
+		return n == want
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.KubernetesCluster{}, func(s cache.Store) (bool, error) {
+		done := false
+		for _, o2 := range s.List() {
+			done = observe(o2.(runtime.Object))
+		}
+		return done, nil
+	}, func(e watch.Event) (bool, error) { return observe(e.Object), nil })
+	if err != nil {
+		return errors.Wrap(err, "not every member became Ready")
+	}
+	logf("every member registered and Ready")
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

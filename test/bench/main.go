@@ -1,0 +1,53 @@
+// Command bench measures placer end to end on local clusters against the
+// single-cluster baseline, in one run on the same clusters: the same pods
+// created straight into one member and scheduled by its stock
+// kube-scheduler, with the same client rate limits. It then compares
+// fanOut 1 with fanOut over every member (as Admiralty does), and reads
+// the peak RSS of placer's processes. 'make bench' runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	members, nodes, workloads, multi, multiReplicas int
+	qps                                             float64
+	burst                                           int
+	componentQPS                                    float64
+	componentBurst                                  int
+	binDir, placer, out                             string
+	timeout                                         time.Duration
+}
+
+func main() {
+	o := options{}
+	flag.IntVar(&o.members, "members", 3, "member clusters")
+	flag.IntVar(&o.nodes, "nodes", 500, "kwok nodes per member")
+	flag.IntVar(&o.workloads, "workloads", 1000, "single-replica workloads (and baseline pods) per phase")
+	flag.IntVar(&o.multi, "multi", 20, "multi-replica workloads per phase")
+	flag.IntVar(&o.multiReplicas, "multi-replicas", 5, "replicas of each multi-replica workload")
+	flag.Float64Var(&o.qps, "client-qps", 50, "QPS of the client that creates workloads and baseline pods")
+	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
+	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps) of every placer component")
+	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")
+	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
+	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
+	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}

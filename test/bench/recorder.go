@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
+)
+
+// record is what the benchmark saw of one workload (or baseline pod).
+type record struct {
+	phase, name string
+	replicas    int
+	created     time.Time
+	// scheduled: clusterRef written (placer) or the pod bound (baseline).
+	scheduled time.Time
+	// committed: every replica's chaperon is-allowed (placer only).
+	committed time.Time
+	// running: every replica's pod Running.
+	running time.Time
+
+	allowed, runningReplicas map[string]bool
+}
+
+// phaseCounts are the handshake's costs in one phase.
+type phaseCounts struct {
+	chaperons int // chaperons (candidate pods) created
+	reserved  int // candidates a target scheduler reserved (a cycle reaching Reserve)
+}
+
+// recorder stamps records from watch events: Workloads in the management
+// cluster, chaperons and pods in every member. Times are when this
+// process saw the event.
+type recorder struct {
+	mu      sync.Mutex
+	recs    map[string]*record // by namespace/name
+	counts  map[string]*phaseCounts
+	seen    map[string]bool // chaperon UIDs counted, and reserved ones
+	done    map[string]int  // completed records per phase
+	changed chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{recs: map[string]*record{}, counts: map[string]*phaseCounts{}, seen: map[string]bool{}, done: map[string]int{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *recorder) add(rec *record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec.allowed, rec.runningReplicas = map[string]bool{}, map[string]bool{}
+	r.recs[rec.phase+"/"+rec.name] = rec
+	if r.counts[rec.phase] == nil {
+		r.counts[rec.phase] = &phaseCounts{}
+	}
+}
+
+func (r *recorder) completed(phase string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done[phase]
+}
+
+func (r *recorder) notify() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func handler(f func(any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }}
+}
+
+// watchManagement stamps 'scheduled' from the Workloads' status.
+func (r *recorder) watchManagement(ctx context.Context, f *fleet) error {
+	c, err := crcache.New(f.mgmt.RESTConfig(), crcache.Options{Scheme: apis.NewScheme()})
+	if err != nil {
+		return err
+	}
+	inf, err := c.GetInformer(ctx, &v1alpha1.Workload{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(handler(func(o any) {
+		w, ok := o.(*v1alpha1.Workload)
+		if !ok || w.Status.ClusterRef == nil {
+			return
+		}
+		now := time.Now()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if rec := r.recs[w.Namespace+"/"+w.Name]; rec != nil && rec.scheduled.IsZero() {
+			rec.scheduled = now
+		}
+	})); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	c.WaitForCacheSync(ctx)
+	return nil
+}
+
+// watchMember stamps 'committed' from chaperons, 'running' (and the
+// baseline's 'scheduled') from pods, and counts candidates.
+func (r *recorder) watchMember(ctx context.Context, f *fleet, i int) error {
+	m := f.members[i]
+	c, err := crcache.New(m.RESTConfig(), crcache.Options{Scheme: apis.NewScheme()})
+	if err != nil {
+		return err
+	}
+	inf, err := c.GetInformer(ctx, &mcv1alpha1.PodChaperon{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(handler(func(o any) { r.chaperon(o) })); err != nil {
+		return err
+	}
+	go func() { _ = c.Start(ctx) }()
+	c.WaitForCacheSync(ctx)
+
+	factory := informers.NewSharedInformerFactory(kubernetes.NewForConfigOrDie(m.RESTConfig()), 0)
+	pods := factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(handler(func(o any) { r.pod(o) })); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return nil
+}
+
+func (r *recorder) chaperon(o any) {
+	ch, ok := o.(*mcv1alpha1.PodChaperon)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := r.counts[ch.Namespace]
+	if counts == nil {
+		return
+	}
+	uid := string(ch.UID)
+	if !r.seen[uid] {
+		r.seen[uid] = true
+		counts.chaperons++
+	}
+	if ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true" && !r.seen[uid+"/reserved"] {
+		r.seen[uid+"/reserved"] = true
+		counts.reserved++
+	}
+	rec := r.recs[ch.Namespace+"/"+workloadName(ch.Annotations)]
+	if rec == nil || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+		return
+	}
+	rec.allowed[ch.Labels[propagator.LabelReplica]] = true
+	if len(rec.allowed) >= rec.replicas && rec.committed.IsZero() {
+		rec.committed = now
+	}
+}
+
+func (r *recorder) pod(o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, replica := workloadName(p.Annotations), p.Labels[propagator.LabelReplica]
+	if p.Namespace == "baseline" {
+		name, replica = p.Name, "0"
+	}
+	rec := r.recs[p.Namespace+"/"+name]
+	if rec == nil {
+		return
+	}
+	if p.Namespace == "baseline" && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
+		rec.scheduled = now
+	}
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return
+	}
+	rec.runningReplicas[replica] = true
+	if len(rec.runningReplicas) >= rec.replicas && rec.running.IsZero() {
+		rec.running = now
+		r.done[rec.phase]++
+		r.notify()
+	}
+}
+
+// workloadName is the name part of the chaperon's workload annotation.
+func workloadName(a map[string]string) string {
+	_, name, _ := strings.Cut(a[propagator.AnnotationWorkload], "/")
+	return name
+}
+
+// wait returns once n records of the phase completed, or at the timeout.
+func (r *recorder) wait(ctx context.Context, phase string, n int, timeout time.Duration) int {
+	deadline := time.After(timeout)
+	for {
+		if got := r.completed(phase); got >= n {
+			return got
+		}
+		select {
+		case <-r.changed:
+		case <-deadline:
+			return r.completed(phase)
+		case <-ctx.Done():
+			return r.completed(phase)
+		}
+	}
+}
+
+// records returns a phase's records.
+func (r *recorder) records(phase string) []*record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*record
+	for _, rec := range r.recs {
+		if rec.phase == phase {
+			cp := *rec
+			out = append(out, &cp)
+		}
+	}
+	return out
+}
+
+func (r *recorder) phaseCounts(phase string) phaseCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.counts[phase]; c != nil {
+		return *c
+	}
+	return phaseCounts{}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// latencies of one measure, sorted.
+type latencies []time.Duration
+
+func (l latencies) pct(p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(l)))) - 1
+	return l[max(0, min(i, len(l)-1))]
+}
+
+// phaseResult sums up one phase.
+type phaseResult struct {
+	name, what                   string
+	n, complete                  int
+	pods                         int
+	scheduled, committed, runing latencies
+	throughput                   float64 // completed pods per second, first create to last Running
+	counts                       phaseCounts
+	records                      []*record
+}
+
+func since(from, to time.Time) (time.Duration, bool) {
+	if from.IsZero() || to.IsZero() {
+		return 0, false
+	}
+	return to.Sub(from), true
+}
+
+func summarize(name, what string, recs []*record, counts phaseCounts) phaseResult {
+	r := phaseResult{name: name, what: what, n: len(recs), counts: counts, records: recs}
+	var first, last time.Time
+	for _, rec := range recs {
+		r.pods += rec.replicas
+		if first.IsZero() || rec.created.Before(first) {
+			first = rec.created
+		}
+		if d, ok := since(rec.created, rec.scheduled); ok {
+			r.scheduled = append(r.scheduled, d)
+		}
+		if d, ok := since(rec.created, rec.committed); ok {
+			r.committed = append(r.committed, d)
+		}
+		// Latency to Running is for single-replica items, so it compares
+		// with the baseline's single pods.
+		if d, ok := since(rec.created, rec.running); ok {
+			r.complete++
+			if rec.replicas == 1 {
+				r.runing = append(r.runing, d)
+			}
+			if rec.running.After(last) {
+				last = rec.running
+			}
+		}
+	}
+	for _, l := range []latencies{r.scheduled, r.committed, r.runing} {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	}
+	if !last.IsZero() {
+		completedPods := 0
+		for _, rec := range recs {
+			if !rec.running.IsZero() {
+				completedPods += rec.replicas
+			}
+		}
+		r.throughput = float64(completedPods) / last.Sub(first).Seconds()
+	}
+	return r
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
+}
+
+func triple(l latencies) string {
+	if len(l) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s / %s / %s", ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)))
+}
+
+// report writes results.csv, results.md and latency.svg, and prints the table.
+func report(o options, rs []phaseResult, rss map[string]int64) error {
+	if err := writeCSV(filepath.Join(o.out, "results.csv"), rs); err != nil {
+		return err
+	}
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "Run %s on %s (%d cores, %s/%s).\n\n", time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "`go run ./test/bench -members %d -nodes %d -workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d -component-qps %g -component-burst %d`\n\n",
+		o.members, o.nodes, o.workloads, o.multi, o.multiReplicas, o.qps, o.burst, o.componentQPS, o.componentBurst)
+	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → Running | throughput (pods/s) | candidates per placed pod | Reserve cycles per placed pod |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		cand, cyc := "–", "–"
+		if r.name != "baseline" && r.pods > 0 {
+			cand = fmt.Sprintf("%.2f", float64(r.counts.chaperons)/float64(r.pods))
+			cyc = fmt.Sprintf("%.2f", float64(r.counts.reserved)/float64(r.pods))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d/%d (%d) | %s | %s | %s | %.1f | %s | %s |\n", r.name, r.what, r.complete, r.n, r.pods,
+			triple(r.scheduled), triple(r.committed), triple(r.runing), r.throughput, cand, cyc)
+	}
+	base := rs[0]
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "placer against the baseline (create → Running, single-replica):")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| phase | p50 added | p99 added | p50 ratio | p99 ratio | throughput ratio |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
+	for _, r := range rs[1:] {
+		if len(r.runing) == 0 || len(base.runing) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s ms | %s ms | %.2f | %.2f | %.2f |\n", r.name,
+			ms(r.runing.pct(50)-base.runing.pct(50)), ms(r.runing.pct(99)-base.runing.pct(99)),
+			float64(r.runing.pct(50))/float64(base.runing.pct(50)), float64(r.runing.pct(99))/float64(base.runing.pct(99)),
+			r.throughput/base.throughput)
+	}
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "Peak RSS (VmHWM) of placer's processes:")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| process | peak RSS (MiB) |")
+	fmt.Fprintln(&b, "|---|---|")
+	names := make([]string, 0, len(rss))
+	for n := range rss {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "| %s | %.0f |\n", n, float64(rss[n])/1024)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "latency.svg"), []byte(chart(rs)), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(b.String())
+	fmt.Printf("\nWritten: %s, %s, %s\n", filepath.Join(o.out, "results.md"), filepath.Join(o.out, "results.csv"), filepath.Join(o.out, "latency.svg"))
+	return nil
+}
+
+func writeCSV(path string, rs []phaseResult) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	w := csv.NewWriter(fh)
+	_ = w.Write([]string{"phase", "name", "replicas", "scheduled_ms", "committed_ms", "running_ms"})
+	for _, r := range rs {
+		sort.Slice(r.records, func(i, j int) bool { return r.records[i].name < r.records[j].name })
+		for _, rec := range r.records {
+			cell := func(t time.Time) string {
+				if d, ok := since(rec.created, t); ok {
+					return ms(d)
+				}
+				return ""
+			}
+			_ = w.Write([]string{r.name, rec.name, strconv.Itoa(rec.replicas), cell(rec.scheduled), cell(rec.committed), cell(rec.running)})
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// chart draws the distributions of create → Running, one CDF per phase.
+func chart(rs []phaseResult) string {
+	const W, H, left, bottom, top, right = 720, 420, 70, 50, 30, 160
+	maxD := time.Duration(1)
+	for _, r := range rs {
+		if len(r.runing) > 0 && r.runing[len(r.runing)-1] > maxD {
+			maxD = r.runing[len(r.runing)-1]
+		}
+	}
+	x := func(d time.Duration) float64 { return left + float64(d)/float64(maxD)*(W-left-right) }
+	y := func(f float64) float64 { return H - bottom - f*(H-bottom-top) }
+	colors := []string{"#444444", "#1f77b4", "#d62728", "#2ca02c"}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(w, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(w, `<text x="%d" y="18" font-size="14">create → all pods Running, single-replica items (CDF)</text>`+"\n", left)
+	fmt.Fprintf(w, `<line x1="%d" y1="%g" x2="%d" y2="%g" stroke="black"/>`+"\n", left, y(0), W-right, y(0))
+	fmt.Fprintf(w, `<line x1="%d" y1="%g" x2="%d" y2="%g" stroke="black"/>`+"\n", left, y(0), left, y(1))
+	for i := 0; i <= 4; i++ {
+		f := float64(i) / 4
+		fmt.Fprintf(w, `<text x="%d" y="%g" text-anchor="end">%d%%</text>`+"\n", left-6, y(f)+4, i*25)
+		d := time.Duration(float64(maxD) * f)
+		fmt.Fprintf(w, `<text x="%g" y="%d" text-anchor="middle">%s</text>`+"\n", x(d), H-bottom+18, d.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, `<text x="%g" y="%d" text-anchor="middle">latency</text>`+"\n", x(maxD/2), H-12)
+	for i, r := range rs {
+		if len(r.runing) == 0 {
+			continue
+		}
+		c := colors[i%len(colors)]
+		var pts []string
+		for j, d := range r.runing {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(d), y(float64(j+1)/float64(len(r.runing)))))
+		}
+		fmt.Fprintf(w, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		fmt.Fprintf(w, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s (p50 %s ms)</text>`+"\n",
+			W-right+10, top+20*i, c, W-right+28, top+20*i+11, r.name, ms(r.runing.pct(50)))
+	}
+	fmt.Fprintln(w, "</svg>")
+	_ = w.Flush()
+	return b.String()
+}
+
+// peakRSS reads the high-water mark of each placer process's resident set.
+func (f *fleet) peakRSS() map[string]int64 {
+	out := map[string]int64{}
+	for name, p := range f.procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				out[name] = kb
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// The pods every phase creates: small, so capacity never limits.
+var podSpec = corev1.PodSpec{Containers: []corev1.Container{{
+	Name: "app", Image: "registry.k8s.io/pause:3.10",
+	Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+	}},
+}}}
+
+// item is one thing a phase creates.
+type item struct {
+	name     string
+	replicas int
+}
+
+func items(o options) []item {
+	out := make([]item, 0, o.workloads+o.multi)
+	for i := range o.workloads {
+		out = append(out, item{name: fmt.Sprintf("w%04d", i), replicas: 1})
+	}
+	for i := range o.multi {
+		out = append(out, item{name: fmt.Sprintf("m%03d", i), replicas: o.multiReplicas})
+	}
+	return out
+}
+
+// createAll creates every item through one rate-limited client, with as
+// many requests in flight as the client's limits allow.
+func createAll(ctx context.Context, its []item, create func(context.Context, item) error) error {
+	work := make(chan item)
+	errs := make(chan error, len(its))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				if err := create(ctx, it); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for _, it := range its {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func run(ctx context.Context, o options) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	logf("client QPS %g burst %d; component QPS %g burst %d; %d members × %d nodes; %d single-replica + %d × %d-replica workloads per phase",
+		o.qps, o.burst, o.componentQPS, o.componentBurst, o.members, o.nodes, o.workloads, o.multi, o.multiReplicas)
+	f, err := startFleet(ctx, o)
+	if f != nil {
+		defer f.close()
+	}
+	if err != nil {
+		return err
+	}
+	rec := newRecorder()
+	if err := rec.watchManagement(ctx, f); err != nil {
+		return err
+	}
+	for i := range f.members {
+		if err := rec.watchMember(ctx, f, i); err != nil {
+			return err
+		}
+	}
+
+	// The creating clients: one for the baseline's member, one for the
+	// management cluster, with the same limits.
+	cfg := f.members[0].RESTConfig()
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	baseline := kubernetes.NewForConfigOrDie(cfg)
+	mcfg := f.mgmt.RESTConfig()
+	mcfg.QPS, mcfg.Burst = float32(o.qps), o.burst
+	mc, err := client.New(mcfg, client.Options{Scheme: apis.NewScheme()})
+	if err != nil {
+		return err
+	}
+	its := items(o)
+	var results []phaseResult
+
+	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
+	start := time.Now()
+	err = createAll(ctx, its, func(ctx context.Context, it item) error {
+		for r := range it.replicas {
+			name := it.name
+			if it.replicas > 1 {
+				name = fmt.Sprintf("%s-%d", it.name, r)
+			}
+			rec.add(&record{phase: "baseline", name: name, replicas: 1, created: time.Now()})
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "baseline", Name: name, Labels: map[string]string{"group": it.name}}, Spec: podSpec}
+			if _, err := baseline.CoreV1().Pods("baseline").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	total := o.workloads + o.multi*o.multiReplicas
+	got := rec.wait(ctx, "baseline", total, o.timeout)
+	logf("baseline: %d of %d pods Running in %s", got, total, time.Since(start).Round(time.Millisecond))
+	results = append(results, summarize("baseline", "stock kube-scheduler, pods created in member-0", rec.records("baseline"), rec.phaseCounts("baseline")))
+
+	// 2 and 3. placer with fanOut 1, then fanOut over every member.
+	for _, ph := range []struct {
+		ns     string
+		fanOut int32
+	}{{"fanout-1", 1}, {"fanout-all", int32(o.members)}} {
+		start := time.Now()
+		err = createAll(ctx, its, func(ctx context.Context, it item) error {
+			rec.add(&record{phase: ph.ns, name: it.name, replicas: it.replicas, created: time.Now()})
+			w := &v1alpha1.Workload{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ph.ns, Name: it.name},
+				Spec: v1alpha1.WorkloadSpec{
+					Placement: v1alpha1.Placement{FanOut: ph.fanOut},
+					TargetDeployment: v1alpha1.TargetDeployment{
+						Replicas: ptr.To(int32(it.replicas)),
+						Template: corev1.PodTemplateSpec{Spec: podSpec},
+					},
+				},
+			}
+			return mc.Create(ctx, w)
+		})
+		if err != nil {
+			return err
+		}
+		got := rec.wait(ctx, ph.ns, len(its), o.timeout)
+		logf("%s: %d of %d workloads Running in %s", ph.ns, got, len(its), time.Since(start).Round(time.Millisecond))
+		results = append(results, summarize(ph.ns, fmt.Sprintf("placer, fanOut %d", ph.fanOut), rec.records(ph.ns), rec.phaseCounts(ph.ns)))
+	}
+
+	rss := f.peakRSS()
+	return report(o, results, rss)
+}
