@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -63,6 +64,9 @@ type PropagatorControllerOptions struct {
 	// HandshakeTimeout bounds how long a cluster may take to reserve every
 	// candidate before it is recorded as rejected.
 	HandshakeTimeout time.Duration
+	// Workers is how many Workloads are reconciled at once (8 when zero);
+	// one Workload is never reconciled by two workers at a time.
+	Workers int
 }
 
 // PropagatorReconciler runs the management side of the handshake for
@@ -84,6 +88,9 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = time.Minute
 	}
+	if o.Workers == 0 {
+		o.Workers = 8
+	}
 	t := &trigger{}
 	r := &PropagatorReconciler{
 		client:   mgr.GetClient(),
@@ -101,6 +108,7 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 		Named("propagator").
 		For(&v1alpha1.Workload{}).
 		WatchesRawSource(t.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(r)
 }
 

@@ -18,6 +18,9 @@ type Options struct {
 	Scheduler *scheduler.Configuration
 	// HandshakeTimeout bounds a cluster's answer to the candidates.
 	HandshakeTimeout time.Duration
+	// PropagatorWorkers is how many Workloads the propagator handles at
+	// once (8 when zero).
+	PropagatorWorkers int
 }
 
 // Setup adds every controller built so far to the manager and returns the
@@ -38,7 +41,7 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}
-	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout}); err != nil {
+	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the propagator")
 	}
 	return reg, nil

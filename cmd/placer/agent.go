@@ -77,6 +77,7 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 func newAgentCommand() *cobra.Command {
 	f := &clientFlags{}
 	var summaryGap time.Duration
+	var workers int
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the chaperon controller in a target cluster",
@@ -99,13 +100,14 @@ nodes the management side gets.`,
 			if err != nil {
 				return err
 			}
-			if err := agent.Setup(mgr, agent.Options{SummaryInterval: summaryGap}); err != nil {
+			if err := agent.Setup(mgr, agent.Options{SummaryInterval: summaryGap, Workers: workers}); err != nil {
 				return errors.Wrap(err, "cannot set up the agent's controllers")
 			}
 			return errors.Wrap(mgr.Start(cmd.Context()), "agent stopped")
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().IntVar(&workers, "workers", 8, "chaperons reconciled at once")
 	cmd.Flags().DurationVar(&summaryGap, "summary-interval", time.Second, "least time between two writes of the ClusterSummary")
 	return cmd
 }

@@ -20,6 +20,7 @@ type managerOptions struct {
 	memberBurst   int
 	schedulerConf string
 	handshake     time.Duration
+	workers       int
 }
 
 func newManagerCommand() *cobra.Command {
@@ -52,8 +53,9 @@ candidate pods in the member clusters and delivers the Workload there.`,
 					ProbeInterval: o.probeInterval,
 					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout},
 				},
-				Scheduler:        conf,
-				HandshakeTimeout: o.handshake,
+				Scheduler:         conf,
+				HandshakeTimeout:  o.handshake,
+				PropagatorWorkers: o.workers,
 			}); err != nil {
 				return err
 			}
@@ -67,6 +69,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
 	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
+	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
 	return cmd
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -48,8 +49,12 @@ type ChaperonReconciler struct {
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=podchaperons/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 
-// SetupChaperonController adds the chaperon controller to a target cluster's manager.
-func SetupChaperonController(mgr ctrl.Manager) error {
+// SetupChaperonController adds the chaperon controller to a target
+// cluster's manager, reconciling up to workers chaperons at once (8 when zero).
+func SetupChaperonController(mgr ctrl.Manager, workers int) error {
+	if workers == 0 {
+		workers = 8
+	}
 	r := &ChaperonReconciler{
 		client: mgr.GetClient(),
 		record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-agent")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -59,6 +64,7 @@ func SetupChaperonController(mgr ctrl.Manager) error {
 		Named("chaperon").
 		For(&mcv1alpha1.PodChaperon{}).
 		Owns(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

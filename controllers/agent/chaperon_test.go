@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/controllers/agent"
 	"github.com/placer-dev/placer/internal/testenv"
@@ -23,7 +25,7 @@ func TestChaperonController(t *testing.T) {
 	defer cancel()
 	target := testenv.StartTarget(t, local.Options{Name: "target", Scheduler: true}, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"})
 	cfg, cs := target.RESTConfig(), target.Clientset
-	testenv.RunManager(t, cfg, agent.SetupChaperonController)
+	testenv.RunManager(t, cfg, func(mgr ctrl.Manager) error { return agent.SetupChaperonController(mgr, 0) })
 	c := testenv.Watcher(t, cfg)
 	ch := &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"team": "a"}},

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/controllers/agent"
 	"github.com/placer-dev/placer/internal/testenv"
@@ -39,7 +41,7 @@ func TestCandidateScheduler(t *testing.T) {
 	defer cancel()
 	target := testenv.StartTarget(t, local.Options{Name: "target"}, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"})
 	cfg, cs := target.RESTConfig(), target.Clientset
-	testenv.RunManager(t, cfg, agent.SetupChaperonController)
+	testenv.RunManager(t, cfg, func(mgr ctrl.Manager) error { return agent.SetupChaperonController(mgr, 0) })
 	runCtx, stop := context.WithCancel(ctx)
 	schedDone := make(chan error, 1)
 	go func() {
