@@ -82,9 +82,13 @@ vet: ## gofmt and go vet.
 test: tools verify-generate vet ## Unit, controller and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
+# BENCH_FLAGS for the end-to-end benchmark, e.g. BENCH_FLAGS="-nodes 100 -workloads 200".
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: ## Scheduling-cycle microbenchmarks.
+bench: tools bin/placer ## Scheduling-cycle microbenchmarks, then the end-to-end benchmark against the single-cluster baseline (results in _output/bench).
 	go test -run '^$$' -bench . -benchtime 2s -count 1 ./scheduler/...
+	go run ./test/bench -bin-dir $(BIN) -placer bin/placer $(BENCH_FLAGS)
 
 .PHONY: sandbox
 sandbox: tools bin/placer ## Start a management cluster and 3 members, run placer, apply examples/ and print where each landed.
