@@ -319,7 +319,7 @@ func placedMessage(res *scheduler.Result) string {
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s %d", n, best.Scores[n])
 	}
-	decided := "a tie, broken by name"
+	decided := "a tie, broken by a hash of the Workload's UID"
 	if len(parts) > 0 {
 		decided = strings.Join(parts, ", ")
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 
@@ -28,7 +29,8 @@ type ClusterScore struct {
 
 // Result of one scheduling cycle.
 type Result struct {
-	// Ranked are the feasible clusters, best first; ties by namespace and name.
+	// Ranked are the feasible clusters, best first; ties by a hash of the
+	// Workload's UID and the cluster's key.
 	Ranked []ClusterScore
 	// Failed holds, for each infeasible cluster, the first filter that failed.
 	Failed map[types.NamespacedName]*Status
@@ -119,8 +121,30 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 			res.Ranked[i].Total += raw[i] * ws.Weight
 		}
 	}
-	sort.SliceStable(res.Ranked, func(i, j int) bool { return res.Ranked[i].Total > res.Ranked[j].Total })
+	// Ties go by a hash of the Workload's UID and the cluster: the same
+	// Workload always gets the same order (explain reproduces it), while
+	// a fleet of equal clusters shares the Workloads instead of the first
+	// by name taking them all.
+	tie := make(map[types.NamespacedName]uint64, len(res.Ranked))
+	for _, r := range res.Ranked {
+		tie[r.Cluster.Key] = tieBreak(w.UID, r.Cluster.Key)
+	}
+	sort.SliceStable(res.Ranked, func(i, j int) bool {
+		a, b := res.Ranked[i], res.Ranked[j]
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return tie[a.Cluster.Key] < tie[b.Cluster.Key]
+	})
 	return res
+}
+
+func tieBreak(uid types.UID, key types.NamespacedName) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(key.String()))
+	return h.Sum64()
 }
 
 func preScoreFailedKey(plugin string) string { return "PreScoreFailed/" + plugin }

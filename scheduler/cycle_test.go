@@ -1,6 +1,10 @@
 package scheduler_test
 
 import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -71,7 +75,7 @@ func TestScheduleRanksAndExplains(t *testing.T) {
 	snap := st.Snapshot(clusters, nil, nil)
 	w := st.Workload("w", st.Selector("tier", "prod"), st.Requests("1", "1Gi"))
 	r := p.Schedule(context.Background(), w, snap, scheduler.Options{})
-	// b and c tie (emptiest) and are ordered by name; a is half full.
+	// b and c tie (emptiest) and are ordered by a hash of the UID; a is half full.
 	if diff := cmp.Diff([]string{"b", "c", "a"}, ranked(r)); diff != "" {
 		t.Errorf("ranking (-want,+got):\n%s", diff)
 	}
@@ -179,4 +183,32 @@ profiles:
 
 func registryProfiles() (map[string]*scheduler.Profile, error) {
 	return registry.NewProfiles(scheduler.DefaultConfiguration())
+}
+
+// TestTiesSpreadButRepeat: among equal clusters each Workload always gets
+// the same first choice, and Workloads spread over all of them rather
+// than piling onto the first by name.
+func TestTiesSpreadButRepeat(t *testing.T) {
+	p := defaultProfile(t)
+	var clusters []*v1alpha1.KubernetesCluster
+	for _, n := range []string{"m0", "m1", "m2"} {
+		clusters = append(clusters, st.Cluster(n, st.Capacity("16000", "64000Gi", "0", "0", "32", "128Gi")))
+	}
+	snap := st.Snapshot(clusters, nil, nil)
+	first := map[string]int{}
+	for i := range 300 {
+		w := st.Workload(fmt.Sprintf("w%03d", i), st.Requests("100m", "128Mi"))
+		w.UID = types.UID(fmt.Sprintf("uid-%03d", i))
+		r := p.Schedule(context.Background(), w, snap, scheduler.Options{})
+		again := p.Schedule(context.Background(), w, snap, scheduler.Options{})
+		if diff := cmp.Diff(ranked(r), ranked(again)); diff != "" {
+			t.Fatalf("%s: the order changed between two cycles (-first,+second):\n%s", w.Name, diff)
+		}
+		first[ranked(r)[0]]++
+	}
+	for _, n := range []string{"m0", "m1", "m2"} {
+		if first[n] < 60 {
+			t.Errorf("cluster %s was first for %d of 300 workloads, want a fair share (≥ 60): %v", n, first[n], first)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,19 +137,35 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.writeCredentials(); err != nil {
 		return nil, err
 	}
-	if err := c.startEtcd(ctx); err != nil {
+	// A free port can be taken by another process between the moment it
+	// is chosen and the moment the server binds it: try again with another.
+	if err := retryPortTaken(func() error { return c.startEtcd(ctx) }); err != nil {
 		return nil, err
 	}
-	if c.apiPort, err = freePort(); err != nil {
-		return nil, err
-	}
-	if err := c.StartAPIServer(ctx); err != nil {
+	if err := retryPortTaken(func() error {
+		if c.apiPort, err = freePort(); err != nil {
+			return err
+		}
+		return c.StartAPIServer(ctx)
+	}); err != nil {
 		return nil, err
 	}
 	if err := c.startControllers(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// retryPortTaken runs start up to three times while it fails because its
+// port was taken.
+func retryPortTaken(start func() error) error {
+	var err error
+	for range 3 {
+		if err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
+	return err
 }
 
 func (c *Cluster) path(name string) string { return filepath.Join(c.dir, name) }
@@ -189,6 +206,10 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	bin, err := c.binary("etcd")
 	if err != nil {
 		return err
+	}
+	// A fresh data folder: a failed attempt may have left one behind.
+	if err := os.RemoveAll(c.path("etcd")); err != nil {
+		return errors.Wrap(err, "cannot clear etcd's data folder")
 	}
 	client, err := freePort()
 	if err != nil {

@@ -58,9 +58,31 @@ func SetupSummaryController(mgr ctrl.Manager, gap time.Duration) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("summary").
 		For(&mcv1alpha1.ClusterSummary{}).
-		Watches(&corev1.Node{}, one).
+		Watches(&corev1.Node{}, one, builder.WithPredicates(nodeSummaryChanged)).
 		Watches(&corev1.Pod{}, one, builder.WithPredicates(podHoldsResourcesChanged)).
 		Complete(r)
+}
+
+// nodeSummaryChanged drops the node updates that cannot change the sums:
+// kubelet (or kwok) heartbeats rewrite condition timestamps every few
+// seconds on every node.
+var nodeSummaryChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return o.Spec.Unschedulable != n.Spec.Unschedulable ||
+			!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable) ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			nodeReady(o) != nodeReady(n)
+	},
+}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
 }
 
 // podHoldsResourcesChanged passes the pod events that can change the sums:

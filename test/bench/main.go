@@ -15,6 +15,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 type options struct {
@@ -44,6 +47,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
 	flag.Parse()
 
+	ctrl.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
