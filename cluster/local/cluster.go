@@ -484,3 +484,35 @@ func (c *Cluster) Run(name, binary string, args ...string) error {
 	c.addProcess(p)
 	return nil
 }
+
+// StartAll starts several clusters at once. On error it closes those that
+// started and says which failed; started reports each cluster as it comes
+// up (may be nil).
+func StartAll(ctx context.Context, opts []Options, started func(*Cluster, time.Duration)) ([]*Cluster, error) {
+	clusters := make([]*Cluster, len(opts))
+	errs := make([]error, len(opts))
+	var wg sync.WaitGroup
+	for i, o := range opts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			begin := time.Now()
+			clusters[i], errs[i] = Start(ctx, o)
+			if errs[i] == nil && started != nil {
+				started(clusters[i], time.Since(begin))
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, c := range clusters {
+				if c != nil {
+					_ = c.Close()
+				}
+			}
+			return nil, errors.Wrapf(err, "cannot start cluster %s", opts[i].Name)
+		}
+	}
+	return clusters, nil
+}

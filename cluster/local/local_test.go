@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,24 +29,16 @@ func TestThreeClustersRunPods(t *testing.T) {
 	defer cancel()
 
 	names := []string{"east", "west", "gpu"}
-	clusters := make([]*Cluster, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			clusters[i], errs[i] = Start(ctx, Options{Name: name, Scheduler: true})
-		}()
+	var opts []Options
+	for _, name := range names {
+		opts = append(opts, Options{Name: name, Scheduler: true})
 	}
-	wg.Wait()
-	for i := range names {
-		if clusters[i] != nil {
-			t.Cleanup(func() { _ = clusters[i].Close() })
-		}
-		if errs[i] != nil {
-			t.Fatalf("start %s: %v", names[i], errs[i])
-		}
+	clusters, err := StartAll(ctx, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusters {
+		t.Cleanup(func() { _ = c.Close() })
 	}
 
 	servers := map[string]bool{}

@@ -25,6 +25,7 @@ type clientFlags struct {
 	leaderNS    string
 	healthAddr  string
 	metricsAddr string
+	pprofAddr   string
 	development bool
 }
 
@@ -37,6 +38,7 @@ func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease; the pod's own when empty")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling; off when empty")
 	fs.BoolVar(&f.development, "development", false, "human-readable logs instead of JSON")
 }
 
@@ -61,6 +63,7 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		LeaderElectionNamespace: f.leaderNS,
 		HealthProbeBindAddress:  f.healthAddr,
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		PprofBindAddress:        f.pprofAddr,
 	})
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create manager")

@@ -17,11 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,6 +32,7 @@ import (
 	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/examples"
 	"github.com/placer-dev/placer/examples/cheapest"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 // sandboxOptions are the flags of 'placer sandbox'.
@@ -122,35 +119,24 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	for _, m := range members {
 		names = append(names, m.name)
 	}
-	clusters := make([]*local.Cluster, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			clusters[i], errs[i] = local.Start(startCtx, local.Options{
-				Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: name == "management", Scheduler: name != "management",
-			})
-			if errs[i] == nil {
-				fmt.Fprintf(out, "  %-10s up in %s at %s\n", name, time.Since(start).Round(100*time.Millisecond), clusters[i].Server())
-			}
-		}()
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: name == "management", Scheduler: name != "management"}
 	}
-	wg.Wait()
+	var mu sync.Mutex
+	clusters, err := local.StartAll(startCtx, opts, func(c *local.Cluster, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "  %-10s up in %s at %s\n", c.Name(), took.Round(100*time.Millisecond), c.Server())
+	})
+	if err != nil {
+		return err
+	}
 	defer func() {
 		for _, c := range clusters {
-			if c != nil {
-				_ = c.Close()
-			}
+			_ = c.Close()
 		}
 	}()
-	for i, err := range errs {
-		if err != nil {
-			return errors.Wrapf(err, "cannot start cluster %s", names[i])
-		}
-	}
 	mgmt := clusters[0]
 
 	crds, err := config.CRDs(v1alpha1.Group)
@@ -312,46 +298,13 @@ func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struc
 	return done, nil
 }
 
-// waitClustersReady watches KubernetesClusters until every member is Ready
-// and reports its nodes.
+// waitClustersReady waits until every member is Ready with all its nodes.
 func waitClustersReady(ctx context.Context, c client.WithWatch, members []member) error {
 	want := map[string]int32{}
 	for _, m := range members {
 		want[m.name] = int32(len(m.nodes))
 	}
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l := &v1alpha1.KubernetesClusterList{}
-			return l, c.List(ctx, l, client.InNamespace("default"))
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &v1alpha1.KubernetesClusterList{}, client.InNamespace("default"), &client.ListOptions{Raw: &o})
-		},
-	}
-	ready := map[string]bool{}
-	observe := func(kc *v1alpha1.KubernetesCluster, deleted bool) bool {
-		if n, ok := want[kc.Name]; ok {
-			ready[kc.Name] = !deleted && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == n
-		}
-		count := 0
-		for _, r := range ready {
-			if r {
-				count++
-			}
-		}
-		return count == len(want)
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.KubernetesCluster{}, func(s cache.Store) (bool, error) {
-		done := false
-		for _, o := range s.List() {
-			done = observe(o.(*v1alpha1.KubernetesCluster), false)
-		}
-		return done, nil
-	}, func(e watch.Event) (bool, error) {
-		kc, ok := e.Object.(*v1alpha1.KubernetesCluster)
-		return ok && observe(kc, e.Type == watch.Deleted), nil
-	})
-	return errors.Wrap(err, "not every member cluster became Ready with all its nodes")
+	return fleetwait.ClustersReady(ctx, c, "default", want)
 }
 
 func printClusters(ctx context.Context, out io.Writer, c client.Client) error {

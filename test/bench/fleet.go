@@ -5,18 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -25,6 +19,7 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 // fleet is the management cluster, the members and placer's processes.
@@ -34,6 +29,7 @@ type fleet struct {
 	members []*local.Cluster
 	mc      client.WithWatch // management, for the benchmark's own client
 	procs   map[string]*local.Process
+	pprof   string // the manager's pprof address, when profiling
 }
 
 // namespaces the phases use, opened to placer in every member.
@@ -64,25 +60,15 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	for i := range o.members {
 		names = append(names, fmt.Sprintf("member-%d", i))
 	}
-	clusters := make([]*local.Cluster, len(names))
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
+	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			clusters[i], errs[i] = local.Start(ctx, local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir,
-				NoKwok: i == 0, Scheduler: i == 1, StartTimeout: 5 * time.Minute})
-		}()
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i == 1, StartTimeout: 5 * time.Minute}
 	}
-	wg.Wait()
+	clusters, err := local.StartAll(ctx, opts, nil)
+	if err != nil {
+		return nil, err
+	}
 	f.mgmt, f.members = clusters[0], clusters[1:]
-	for i, err := range errs {
-		if err != nil {
-			f.close()
-			return nil, errors.Wrapf(err, "cannot start %s", names[i])
-		}
-	}
 	logf("started a management cluster and %d members", o.members)
 
 	crds, err := config.CRDs(v1alpha1.Group)
@@ -133,7 +119,12 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	}
 	logf("%d members × %d kwok nodes Ready, each with an agent and a candidate scheduler", o.members, o.nodes)
 
-	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false",
+	pprof := ""
+	if o.profile {
+		pprof = "127.0.0.1:6060"
+	}
+	f.pprof = pprof
+	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--pprof-bind-address="+pprof,
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst)); err != nil {
@@ -185,43 +176,16 @@ func (f *fleet) register(ctx context.Context, m *local.Cluster) error {
 	return nil
 }
 
-// waitClustersReady watches KubernetesClusters until every registration
-// is Ready with all its nodes.
+// waitClustersReady waits until every member is Ready with all its nodes.
 func (f *fleet) waitClustersReady(ctx context.Context, o options) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	want := o.members
-	ready := map[string]bool{}
-	lw := &cache.ListWatch{
-		ListFunc: func(lo metav1.ListOptions) (runtime.Object, error) {
-			l := &v1alpha1.KubernetesClusterList{}
-			return l, f.mc.List(ctx, l)
-		},
-		WatchFunc: func(lo metav1.ListOptions) (watch.Interface, error) {
-			return f.mc.Watch(ctx, &v1alpha1.KubernetesClusterList{}, &client.ListOptions{Raw: &lo})
-		},
+	want := map[string]int32{}
+	for _, m := range f.members {
+		want[m.Name()] = int32(o.nodes)
 	}
-	observe := func(o2 runtime.Object) bool {
-		if kc, ok := o2.(*v1alpha1.KubernetesCluster); ok {
-			ready[kc.Namespace+"/"+kc.Name] = kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == int32(o.nodes)
-		}
-		n := 0
-		for _, r := range ready {
-			if r {
-				n++
-			}
-		}
-		return n == want
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.KubernetesCluster{}, func(s cache.Store) (bool, error) {
-		done := false
-		for _, o2 := range s.List() {
-			done = observe(o2.(runtime.Object))
-		}
-		return done, nil
-	}, func(e watch.Event) (bool, error) { return observe(e.Object), nil })
-	if err != nil {
-		return errors.Wrap(err, "not every member became Ready")
+	if err := fleetwait.ClustersReady(ctx, f.mc, "default", want); err != nil {
+		return err
 	}
 	logf("every member registered and Ready")
 	return nil

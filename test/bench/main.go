@@ -28,6 +28,7 @@ type options struct {
 	componentBurst                                  int
 	binDir, placer, out                             string
 	timeout                                         time.Duration
+	profile                                         bool
 }
 
 func main() {
@@ -45,6 +46,7 @@ func main() {
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
+	flag.BoolVar(&o.profile, "profile", false, "take a CPU profile of the manager during the fanOut 1 phase (manager-cpu.pprof and manager-cpu-top.txt in the results folder)")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

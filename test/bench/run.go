@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -136,6 +140,11 @@ func run(ctx context.Context, o options) error {
 		fanOut int32
 	}{{"fanout-1", 1}, {"fanout-all", int32(o.members)}} {
 		start := time.Now()
+		var profiled chan error
+		if f.pprof != "" && ph.fanOut == 1 {
+			profiled = make(chan error, 1)
+			go func() { profiled <- profile(o, f.pprof) }()
+		}
 		err = createAll(ctx, its, func(ctx context.Context, it item) error {
 			rec.add(&record{phase: ph.ns, name: it.name, replicas: it.replicas, created: time.Now()})
 			w := &v1alpha1.Workload{
@@ -155,9 +164,41 @@ func run(ctx context.Context, o options) error {
 		}
 		got := rec.wait(ctx, ph.ns, len(its), o.timeout)
 		logf("%s: %d of %d workloads Running in %s", ph.ns, got, len(its), time.Since(start).Round(time.Millisecond))
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				logf("no profile: %v", err)
+			}
+		}
 		results = append(results, summarize(ph.ns, fmt.Sprintf("placer, fanOut %d", ph.fanOut), rec.records(ph.ns), rec.phaseCounts(ph.ns)))
 	}
 
 	rss := f.peakRSS()
 	return report(o, results, rss)
+}
+
+// profile takes a 20-second CPU profile of the manager and writes it, and
+// its top functions, into the results folder.
+func profile(o options, addr string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	path := filepath.Join(o.out, "manager-cpu.pprof")
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(fh, resp.Body); err != nil {
+		_ = fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", o.placer, path).CombinedOutput()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(o.out, "manager-cpu-top.txt"), top, 0o644)
 }
