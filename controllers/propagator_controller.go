@@ -121,13 +121,17 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if w.DeletionTimestamp != nil {
 		return r.cleanup(ctx, w)
 	}
-	if !meta.FinalizerExists(w, finalizer) {
-		meta.AddFinalizer(w, finalizer)
-		return ignoreConflict(errors.Wrap(r.client.Update(ctx, w), errFinalizer))
-	}
 	if w.Status.ClusterRef == nil {
 		// No cluster chosen: no candidate may remain anywhere.
 		return reconcile.Result{}, r.removeElsewhere(ctx, w, nil)
+	}
+	// The finalizer goes on before the first candidate, once the scheduler
+	// has written its decision: added at creation it raced the scheduler's
+	// status write, and every lost race cost a conflict and a retry (the
+	// end-to-end benchmark showed it).
+	if !meta.FinalizerExists(w, finalizer) {
+		meta.AddFinalizer(w, finalizer)
+		return ignoreConflict(errors.Wrap(r.client.Update(ctx, w), errFinalizer))
 	}
 	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
 	if rejected(w, target) {

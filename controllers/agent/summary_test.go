@@ -28,7 +28,9 @@ func TestNodeSummaryChanged(t *testing.T) {
 		mut  func(*corev1.Node)
 		want bool
 	}{
-		"heartbeat only":  {func(n *corev1.Node) { n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute)) }, false},
+		"heartbeat only": {func(n *corev1.Node) {
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(time.Now().Add(time.Minute))
+		}, false},
 		"not ready":       {func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
 		"cordoned":        {func(n *corev1.Node) { n.Spec.Unschedulable = true }, true},
 		"allocatable":     {func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("8") }, true},
