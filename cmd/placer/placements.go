@@ -12,15 +12,13 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/examples"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 // placement is where one example landed, against what it says.
@@ -70,16 +68,7 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 func waitSettled(ctx context.Context, c client.WithWatch, w *v1alpha1.Workload, timeout time.Duration) (*v1alpha1.Workload, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sel := client.MatchingFields{"metadata.name": w.Name}
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l := &v1alpha1.WorkloadList{}
-			return l, c.List(ctx, l, client.InNamespace(w.Namespace), sel)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &v1alpha1.WorkloadList{}, client.InNamespace(w.Namespace), sel, &client.ListOptions{Raw: &o})
-		},
-	}
+	lw := fleetwait.ListWatch(ctx, c, w, &v1alpha1.WorkloadList{})
 	last := w
 	settled := func(w *v1alpha1.Workload) bool {
 		last = w

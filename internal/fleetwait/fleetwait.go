@@ -1,5 +1,6 @@
-// Package fleetwait waits, with a watch, for registered member clusters to
-// be Ready — for the sandbox and the benchmark.
+// Package fleetwait waits with watches, never by polling: for one object
+// (or a namespace's objects) to reach a state, and for registered member
+// clusters to be Ready — for the tests, the sandbox and the benchmark.
 package fleetwait
 
 import (
@@ -18,18 +19,30 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
+// ListWatch lists and watches the one object named like obj, or every
+// object of obj's namespace when obj has no name, for watchtools.UntilWithSync.
+func ListWatch(ctx context.Context, c client.WithWatch, obj client.Object, list client.ObjectList) *cache.ListWatch {
+	sel := client.MatchingFields{}
+	if obj.GetName() != "" {
+		sel["metadata.name"] = obj.GetName()
+	}
+	ns := client.InNamespace(obj.GetNamespace())
+	return &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return l, c.List(ctx, l, ns, sel)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return c.Watch(ctx, l, ns, sel, &client.ListOptions{Raw: &o})
+		},
+	}
+}
+
 // ClustersReady watches the KubernetesClusters of a namespace until each
 // one named in want is Ready and reports want[name] ready nodes.
 func ClustersReady(ctx context.Context, c client.WithWatch, namespace string, want map[string]int32) error {
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l := &v1alpha1.KubernetesClusterList{}
-			return l, c.List(ctx, l, client.InNamespace(namespace))
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &v1alpha1.KubernetesClusterList{}, client.InNamespace(namespace), &client.ListOptions{Raw: &o})
-		},
-	}
+	lw := ListWatch(ctx, c, &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}, &v1alpha1.KubernetesClusterList{})
 	ready := map[string]bool{}
 	observe := func(kc *v1alpha1.KubernetesCluster, deleted bool) bool {
 		if n, ok := want[kc.Name]; ok {

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 // WaitFor watches the object named like obj until cond holds for it, and
@@ -24,7 +25,7 @@ func WaitFor[T client.Object](t testing.TB, wc client.WithWatch, obj T, list cli
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	lw := listWatchOne(ctx, wc, obj, list)
+	lw := fleetwait.ListWatch(ctx, wc, obj, list)
 	var last T
 	seen := false
 	_, err := watchtools.UntilWithSync(ctx, lw, obj, nil, func(e watch.Event) (bool, error) {
@@ -48,7 +49,7 @@ func WaitForDeletion[T client.Object](t testing.TB, wc client.WithWatch, obj T, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	lw := listWatchOne(ctx, wc, obj, list)
+	lw := fleetwait.ListWatch(ctx, wc, obj, list)
 	_, err := watchtools.UntilWithSync(ctx, lw, obj, func(s cache.Store) (bool, error) {
 		return len(s.List()) == 0, nil
 	}, func(e watch.Event) (bool, error) {
@@ -56,27 +57,6 @@ func WaitForDeletion[T client.Object](t testing.TB, wc client.WithWatch, obj T, 
 	})
 	if err != nil {
 		t.Fatalf("%s %s/%s was not deleted within %s: %v", kindOf(obj), obj.GetNamespace(), obj.GetName(), timeout, err)
-	}
-}
-
-// listWatchOne lists and watches the one object named like obj; every
-// object of obj's namespace when obj has no name.
-func listWatchOne(ctx context.Context, wc client.WithWatch, obj client.Object, list client.ObjectList) *cache.ListWatch {
-	sel := client.MatchingFields{}
-	if obj.GetName() != "" {
-		sel["metadata.name"] = obj.GetName()
-	}
-	ns := client.InNamespace(obj.GetNamespace())
-	return &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			err := wc.List(ctx, l, ns, sel)
-			return l, err
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			l := list.DeepCopyObject().(client.ObjectList)
-			return wc.Watch(ctx, l, ns, sel, &client.ListOptions{Raw: &o})
-		},
 	}
 }
 
