@@ -230,7 +230,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	res := profile.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
 	schedulingDuration.Observe(time.Since(start).Seconds())
 	log.Debug("scheduling cycle", "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
-	defer func() { pendingWorkloads.Set(float64(len(r.cache.Pending(r.served)))) }()
+	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
 
 	orig := w.DeepCopy()
 	cond := xpv2.Condition{Type: v1alpha1.TypeScheduled, LastTransitionTime: metav1.Now(), ObservedGeneration: w.Generation}

@@ -181,6 +181,20 @@ func (c *Cache) Pending(names map[string]bool) []types.NamespacedName {
 	return out
 }
 
+// PendingCount is len(Pending(names)) without building the list; the
+// scheduler sets its pending gauge from it after every cycle.
+func (c *Cache) PendingCount(names map[string]bool) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, name := range c.pending {
+		if names[name] {
+			n++
+		}
+	}
+	return n
+}
+
 // NewPlacedWorkload derives affinity's view of a placed Workload.
 func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	// Terms that do not parse are left out: the Workload's own scheduling reports them.
