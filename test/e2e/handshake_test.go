@@ -305,8 +305,11 @@ func TestHandshake(t *testing.T) {
 		if n := running(b, w); n != 2 {
 			t.Errorf("%d pods run in b, want 2", n)
 		}
-		if n := len(pods(t, a, w)); n != 0 {
-			t.Errorf("%d candidates left in a", n)
+		// a's candidates go: their chaperons at once, their pods after them
+		// (the agent deletes them), so wait rather than look once.
+		waitNoChaperons(t, a, w)
+		for _, p := range pods(t, a, w) {
+			testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
 		}
 	})
 
