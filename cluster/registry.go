@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +26,7 @@ const (
 	errParseKubeconfig = "kubeconfig cannot be parsed"
 	errNewClient       = "cannot create a client from the kubeconfig"
 	errWatchSummary    = "cannot watch the ClusterSummary published by placer's agent"
+	errNotKubernetes   = "the server's /version is not a Kubernetes version"
 )
 
 // Options tune the connections of a Registry.
@@ -35,6 +36,8 @@ type Options struct {
 	Burst int
 	// ProbeTimeout bounds one reachability probe.
 	ProbeTimeout time.Duration
+	// Policy decides which kubeconfigs are used.
+	Policy KubeconfigPolicy
 }
 
 // Registry keeps one live connection per KubernetesCluster. It is safe for
@@ -100,7 +103,7 @@ func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connect
 		c.close()
 		delete(r.conns, key)
 	}
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := r.opts.Policy.RESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -115,23 +118,6 @@ func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connect
 	c.notify = func() { r.notify(key) }
 	r.conns[key] = c
 	return c, nil
-}
-
-// restConfig parses a kubeconfig. Parse errors can quote the input, so only
-// clientcmd's validation errors, which name contexts and clusters, are kept.
-func restConfig(kubeconfig []byte) (*rest.Config, error) {
-	raw, err := clientcmd.Load(kubeconfig)
-	if err != nil {
-		return nil, errors.New(errParseKubeconfig)
-	}
-	if err := clientcmd.ConfirmUsable(*raw, ""); err != nil {
-		return nil, errors.Wrap(err, "kubeconfig is not usable")
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, errors.Wrap(err, "kubeconfig is not usable")
-	}
-	return cfg, nil
 }
 
 // Get returns the cluster's connection, or nil.
@@ -258,7 +244,11 @@ func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
 	}
 	info := &version.Info{}
 	if err := json.Unmarshal(body, info); err != nil {
-		return nil, errors.Wrap(err, "cannot decode /version")
+		return nil, errors.New(errNotKubernetes)
+	}
+	// Whatever answers is quoted only once it looks like Kubernetes.
+	if _, err := utilversion.ParseSemantic(info.GitVersion); err != nil || len(info.GitVersion) > 64 {
+		return nil, errors.New(errNotKubernetes)
 	}
 	return info, nil
 }

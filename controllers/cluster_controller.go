@@ -152,12 +152,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig)
 	if err != nil {
-		return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+		reason := v1alpha1.ReasonBadKubeconfig
+		if cluster.IsKubeconfigRefused(err) {
+			reason = v1alpha1.ReasonKubeconfigRefused
+		}
+		return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
 	}
 
 	info, err := conn.Probe(ctx)
 	if err != nil {
-		log.Debug("probe failed", "error", err)
+		log.Debug("probe failed", "error", cluster.DescribeError(err))
 		return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
 	}
 	now := metav1.Now()
@@ -166,8 +170,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	msg := fmt.Sprintf("%s answers", info.GitVersion)
 	var topology map[string]string
 	if err := conn.Watch(ctx); err != nil {
-		msg += "; no capacity summary: " + err.Error()
-		log.Debug("cannot watch the cluster summary", "error", err)
+		msg += "; no capacity summary: " + cluster.DescribeError(err)
+		log.Debug("cannot watch the cluster summary", "error", cluster.DescribeError(err))
 	}
 	if s, ok := conn.Summary(ctx); ok {
 		status.NodeCount, status.ReadyNodeCount = s.NodeCount, s.ReadyNodeCount
@@ -224,9 +228,9 @@ func notReadyCondition(reason, msg string) xpv2.Condition {
 // probeFailure tells refused credentials apart from a cluster that does not answer.
 func probeFailure(err error) xpv2.Condition {
 	if kerrors.IsUnauthorized(err) || kerrors.IsForbidden(err) {
-		return notReadyCondition(v1alpha1.ReasonUnauthorized, "the cluster refused the kubeconfig's credentials: "+err.Error())
+		return notReadyCondition(v1alpha1.ReasonUnauthorized, "the cluster refused the kubeconfig's credentials: "+cluster.DescribeError(err))
 	}
-	return notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: "+err.Error())
+	return notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: "+cluster.DescribeError(err))
 }
 
 // writeStatus publishes the built-in labels, sets the Ready condition,

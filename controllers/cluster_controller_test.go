@@ -33,7 +33,7 @@ func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) (err error) {
 		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
 			ProbeInterval: time.Second,
-			Registry:      cluster.Options{ProbeTimeout: time.Second},
+			Registry:      cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
 		})
 		return err
 	})

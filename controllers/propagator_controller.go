@@ -36,7 +36,7 @@ const (
 	errCreateChaperon = "cannot create PodChaperon"
 	errAllowChaperon  = "cannot allow PodChaperon"
 	errDeleteChaperon = "cannot delete PodChaperon"
-	errFinalizer      = "cannot update the Workload's finalizer"
+	errFinalizer      = "cannot patch the Workload's finalizers"
 	errGetService     = "cannot get the delivered Service"
 	errApplyService   = "cannot deliver the Service"
 	errDeleteService  = "cannot delete the delivered Service"
@@ -56,6 +56,8 @@ const (
 	// cache (or connection) is looked at again; it never blocks a worker.
 	syncRetry = 500 * time.Millisecond
 )
+
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;patch
 
 // PropagatorControllerOptions configure the propagator.
 type PropagatorControllerOptions struct {
@@ -130,8 +132,9 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	// status write, and every lost race cost a conflict and a retry (the
 	// end-to-end benchmark showed it).
 	if !meta.FinalizerExists(w, finalizer) {
-		meta.AddFinalizer(w, finalizer)
-		return ignoreConflict(errors.Wrap(r.client.Update(ctx, w), errFinalizer))
+		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
+			return ignoreConflict(err)
+		}
 	}
 	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
 	if rejected(w, target) {
@@ -509,6 +512,17 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
 		return reconcile.Result{RequeueAfter: cleanupRetry}, nil
 	}
-	meta.RemoveFinalizer(w, finalizer)
-	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(r.client.Update(ctx, w)), errFinalizer))
+	return ignoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+}
+
+// patchFinalizers adds or removes the propagator's finalizer with a patch of
+// metadata.finalizers alone: a full Update would write the defaults of the
+// client's copy into the spec (strategy: {}, empty template metadata) and
+// bump metadata.generation behind the conditions' observedGeneration. The
+// resourceVersion in the patch keeps another controller's finalizer, added
+// meanwhile, from being dropped.
+func (r *PropagatorReconciler) patchFinalizers(ctx context.Context, w *v1alpha1.Workload, change func(metav1.Object, string)) error {
+	orig := w.DeepCopy()
+	change(w, finalizer)
+	return errors.Wrap(r.client.Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), errFinalizer)
 }

@@ -222,8 +222,10 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, nil
 	}
 	if w.Status.ClusterRef != nil && !rejected(w, scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)) {
-		// Placed: it stays, whatever scores say now; only a handshake rejection moves it.
-		return reconcile.Result{}, nil
+		// Placed: it stays, whatever scores say now; only a handshake
+		// rejection moves it. A new generation is still acknowledged, so
+		// that 'kubectl wait --for=condition=Scheduled' sees it.
+		return reconcile.Result{}, r.acknowledge(ctx, w)
 	}
 	log := r.log.WithValues("workload", req.String())
 	start := time.Now()
@@ -264,6 +266,20 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		log.Info(cond.Message, "scheduled", cond.Status == corev1.ConditionTrue)
 	}
 	return r.retryUnschedulable(res), nil
+}
+
+// acknowledge moves a placed Workload's Scheduled condition to its current
+// generation, unchanged otherwise.
+func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workload) error {
+	cond := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	if cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation {
+		return nil
+	}
+	orig := w.DeepCopy()
+	cond.ObservedGeneration = w.Generation
+	w.Status.SetConditions(cond)
+	err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return errors.Wrap(resource.IgnoreNotFound(resource.Ignore(kerrors.IsConflict, err)), errUpdateWorkload)
 }
 
 func (r *SchedulerReconciler) retryUnschedulable(res *scheduler.Result) reconcile.Result {

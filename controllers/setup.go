@@ -11,6 +11,11 @@ import (
 	"github.com/placer-dev/placer/scheduler/registry"
 )
 
+// /metrics is served behind the API server's authentication and
+// authorization (--metrics-secure): the manager asks for both reviews.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Options configure every controller of the manager.
 type Options struct {
 	Cluster ClusterControllerOptions

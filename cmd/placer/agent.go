@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/placer-dev/placer/apis"
@@ -25,6 +26,7 @@ type clientFlags struct {
 	leaderNS    string
 	healthAddr  string
 	metricsAddr string
+	metricsTLS  bool
 	pprofAddr   string
 	development bool
 }
@@ -37,7 +39,8 @@ func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs.BoolVar(&f.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
 	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease; the pod's own when empty")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
+	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling; off when empty")
 	fs.BoolVar(&f.development, "development", false, "human-readable logs instead of JSON")
 }
@@ -53,6 +56,19 @@ func (f *clientFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// metricsOptions serve /metrics in plain HTTP (on loopback by default) or,
+// with --metrics-secure, over HTTPS behind the API server's authentication
+// and authorization (controller-runtime's filter: TokenReview, then
+// SubjectAccessReview of the /metrics non-resource URL).
+func (f *clientFlags) metricsOptions() metricsserver.Options {
+	o := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsTLS {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
+}
+
 // newManager builds a controller-runtime manager with health checks.
 func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manager, error) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
@@ -62,7 +78,7 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: f.leaderNS,
 		HealthProbeBindAddress:  f.healthAddr,
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                 f.metricsOptions(),
 		PprofBindAddress:        f.pprofAddr,
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ type managerOptions struct {
 	schedulerConf string
 	handshake     time.Duration
 	workers       int
+	policy        cluster.KubeconfigPolicy
 }
 
 func newManagerCommand() *cobra.Command {
@@ -51,7 +52,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 			if _, err := controllers.Setup(mgr, controllers.Options{
 				Cluster: controllers.ClusterControllerOptions{
 					ProbeInterval: o.probeInterval,
-					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout},
+					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout, Policy: o.policy},
 				},
 				Scheduler:         conf,
 				HandshakeTimeout:  o.handshake,
@@ -70,6 +71,9 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
 	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
 	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
+	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
+	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
+	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
 	return cmd
 }

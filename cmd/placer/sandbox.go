@@ -282,7 +282,8 @@ func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struc
 	}
 	if _, err := controllers.Setup(mgr, controllers.Options{Cluster: controllers.ClusterControllerOptions{
 		ProbeInterval: 10 * time.Second,
-		Registry:      cluster.Options{ProbeTimeout: 2 * time.Second},
+		// Local members listen on loopback, which a deployed manager refuses.
+		Registry: cluster.Options{ProbeTimeout: 2 * time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
 	}}); err != nil {
 		return nil, err
 	}

@@ -9,8 +9,13 @@ import (
 	"github.com/placer-dev/placer/config"
 )
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+// The agent installs and updates placer's member CRDs and no other: a
+// create cannot be limited to a name by RBAC, every other verb is.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;update;patch,resourceNames=podchaperons.multicluster.placer.dev;clustersummaries.multicluster.placer.dev
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // EnsureCRDs creates or updates the PodChaperon and ClusterSummary CRDs in

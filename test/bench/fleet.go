@@ -124,7 +124,7 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		pprof = "127.0.0.1:6060"
 	}
 	f.pprof = pprof
-	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--pprof-bind-address="+pprof,
+	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--allow-loopback-clusters", "--pprof-bind-address="+pprof,
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst)); err != nil {

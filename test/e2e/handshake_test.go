@@ -139,7 +139,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 func runManager(t *testing.T, kubeconfig, logDir string, ports managerPorts) (kill func()) {
 	t.Helper()
 	p, err := local.Spawn(logDir, "manager", placerBinary, "manager", "--kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
+		"--leader-elect=false", "--allow-loopback-clusters", "--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
 		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
 	if err != nil {
 		t.Fatal(err)

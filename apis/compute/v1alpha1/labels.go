@@ -30,6 +30,10 @@ const (
 	ReasonReady          = "Ready"
 	ReasonSecretNotFound = "SecretNotFound"
 	ReasonBadKubeconfig  = "BadKubeconfig"
+	// ReasonKubeconfigRefused: the kubeconfig asks for what placer's
+	// policy refuses (exec plugins, file paths, insecure TLS, proxies,
+	// loopback or link-local servers); the message names the field.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
 	ReasonUnreachable    = "Unreachable"
 	ReasonUnauthorized   = "Unauthorized"
 	ReasonUnschedulable  = "Unschedulable"

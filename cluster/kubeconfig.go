@@ -1,0 +1,211 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// KubeconfigPolicy decides what a kubeconfig read from a tenant's Secret
+// may contain. A kubeconfig there is data, not configuration (design §5):
+// only an https server with inline certificate authority data and inline
+// credentials (a bearer token, or a client certificate and key) are used.
+// Everything that would make the manager run a program, read one of its own
+// files, send credentials it did not get from the tenant, or reach
+// addresses of its own host is refused, naming the field.
+type KubeconfigPolicy struct {
+	// AllowHTTP accepts plain-http servers (no TLS): local test clusters only.
+	AllowHTTP bool
+	// AllowLoopback accepts servers on loopback addresses (127.0.0.0/8,
+	// ::1): the manager's own host. For local clusters (sandbox, tests).
+	AllowLoopback bool
+	// AllowLinkLocal accepts link-local addresses (169.254.0.0/16, fe80::/10),
+	// where cloud metadata services answer.
+	AllowLinkLocal bool
+}
+
+// ErrKubeconfigRefused marks a kubeconfig the policy refuses.
+type ErrKubeconfigRefused struct{ field.ErrorList }
+
+func (e *ErrKubeconfigRefused) Error() string {
+	return "kubeconfig refused: " + e.ToAggregate().Error()
+}
+
+// IsKubeconfigRefused reports whether err is a policy refusal.
+func IsKubeconfigRefused(err error) bool {
+	var r *ErrKubeconfigRefused
+	return errors.As(err, &r)
+}
+
+// Check returns what the policy refuses in a parsed kubeconfig, each error
+// naming its field by the kubeconfig's own keys (users[NAME].exec). Values
+// (paths, tokens, passwords) never appear in the errors.
+func (p KubeconfigPolicy) Check(c *clientcmdapi.Config) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range sortedKeys(c.AuthInfos) {
+		a := c.AuthInfos[name]
+		fp := field.NewPath("users").Key(name)
+		refuse := func(f, why string) { errs = append(errs, field.Forbidden(fp.Child(f), why)) }
+		if a.Exec != nil {
+			refuse("exec", "exec credential plugins would run a program in the manager")
+		}
+		if a.AuthProvider != nil {
+			refuse("auth-provider", "auth providers would run with the manager's own environment")
+		}
+		if a.TokenFile != "" {
+			refuse("tokenFile", "file paths would read the manager's own files; put the token inline (token)")
+		}
+		if a.ClientCertificate != "" {
+			refuse("client-certificate", "file paths would read the manager's own files; put the certificate inline (client-certificate-data)")
+		}
+		if a.ClientKey != "" {
+			refuse("client-key", "file paths would read the manager's own files; put the key inline (client-key-data)")
+		}
+		if a.Username != "" || a.Password != "" {
+			refuse("username", "basic authentication is not supported; use a token or a client certificate")
+		}
+		if a.Impersonate != "" || len(a.ImpersonateGroups) > 0 || a.ImpersonateUID != "" || len(a.ImpersonateUserExtra) > 0 {
+			refuse("as", "impersonation is placer's own to set (the tenant's identity in the member)")
+		}
+	}
+	for _, name := range sortedKeys(c.Clusters) {
+		cl := c.Clusters[name]
+		fp := field.NewPath("clusters").Key(name)
+		if cl.CertificateAuthority != "" {
+			errs = append(errs, field.Forbidden(fp.Child("certificate-authority"), "file paths would read the manager's own files; put the CA inline (certificate-authority-data)"))
+		}
+		if cl.InsecureSkipTLSVerify {
+			errs = append(errs, field.Forbidden(fp.Child("insecure-skip-tls-verify"), "the server's certificate must be verified"))
+		}
+		if cl.ProxyURL != "" {
+			errs = append(errs, field.Forbidden(fp.Child("proxy-url"), "proxies are not supported"))
+		}
+		errs = append(errs, p.checkServer(fp.Child("server"), cl.Server)...)
+	}
+	return errs
+}
+
+// checkServer refuses a server URL the policy does not allow. Only the
+// scheme and a literal IP are judged here; names are judged when they are
+// resolved, by Dial.
+func (p KubeconfigPolicy) checkServer(fp *field.Path, server string) field.ErrorList {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return field.ErrorList{field.Invalid(fp, "", "must be an absolute URL, https://HOST[:PORT]")}
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && p.AllowHTTP:
+	default:
+		return field.ErrorList{field.NotSupported(fp, u.Scheme+"://", []string{"https://"})}
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil {
+		if why := p.refuseIP(ip); why != "" {
+			return field.ErrorList{field.Forbidden(fp, why)}
+		}
+	}
+	return nil
+}
+
+// refuseIP says why an address may not be reached, or "".
+func (p KubeconfigPolicy) refuseIP(ip net.IP) string {
+	switch {
+	case ip.IsLoopback() && !p.AllowLoopback:
+		return fmt.Sprintf("%s is a loopback address, the manager's own host", ip)
+	case (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()) && !p.AllowLinkLocal:
+		return fmt.Sprintf("%s is a link-local address, where cloud metadata services answer", ip)
+	case ip.IsUnspecified() || ip.IsMulticast():
+		return fmt.Sprintf("%s is not a unicast address", ip)
+	}
+	return ""
+}
+
+// Dial is a net.Dialer.DialContext that refuses, after name resolution and
+// on every connection, the addresses the policy does not allow: a name that
+// resolves to 169.254.169.254 is refused like the literal address.
+func (p KubeconfigPolicy) Dial(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{
+		Timeout:   timeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip := net.ParseIP(host)
+			if ip == nil {
+				return errors.Errorf("cannot parse address %q", host)
+			}
+			if why := p.refuseIP(ip); why != "" {
+				return errors.New("refused by the manager's kubeconfig policy: " + why)
+			}
+			return nil
+		},
+	}
+	return d.DialContext
+}
+
+// RESTConfig parses a kubeconfig from a tenant's Secret and returns the
+// client configuration of its current context, or why it is refused.
+// Parse errors can quote the input, so they are replaced by a fixed message.
+func (p KubeconfigPolicy) RESTConfig(kubeconfig []byte) (*rest.Config, error) {
+	raw, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, errors.New(errParseKubeconfig)
+	}
+	if errs := p.Check(raw); len(errs) > 0 {
+		return nil, &ErrKubeconfigRefused{ErrorList: errs}
+	}
+	if err := clientcmd.ConfirmUsable(*raw, ""); err != nil {
+		return nil, errors.Wrap(err, "kubeconfig is not usable")
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, errors.Wrap(err, "kubeconfig is not usable")
+	}
+	// Nothing of the manager's own environment may add to it.
+	cfg.Proxy = nil
+	cfg.ExecProvider, cfg.AuthProvider, cfg.BearerTokenFile = nil, nil, ""
+	cfg.Dial = p.Dial(30 * time.Second)
+	return cfg, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// DescribeError says why a request to a member failed without quoting
+// what the member sent back: a response body, or a Status message, is the
+// member's (or whatever answered at that address) and never reaches status,
+// Events or logs. Network errors name the address and the cause.
+func DescribeError(err error) string {
+	var s kerrors.APIStatus
+	if errors.As(err, &s) {
+		st := s.Status()
+		return fmt.Sprintf("HTTP %d (%s)", st.Code, st.Reason)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err.Error()
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
