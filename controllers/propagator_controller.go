@@ -47,6 +47,9 @@ const (
 	reasonCleanup    = "CleanupPending"
 	reasonReplacing  = "Replacing"
 	reasonForbidden  = "Forbidden"
+	// reasonNameConflict: an object placer would deliver exists in the
+	// member and is not placer's for this Workload.
+	reasonNameConflict = "NameConflict"
 
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
@@ -135,6 +138,11 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
 			return ignoreConflict(err)
 		}
+	}
+	if c := w.Status.GetCondition(v1alpha1.TypeScheduled); c.Reason == v1alpha1.ReasonInvalidTemplate && c.ObservedGeneration == w.Generation {
+		// The scheduler refused this generation's template: nothing of it
+		// reaches a member; what runs keeps running.
+		return reconcile.Result{}, nil
 	}
 	target := scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
 	if rejected(w, target) {
@@ -284,12 +292,22 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	}
 	requeue := d.After
 	committed := d.Action == propagator.Commit || d.Action == propagator.Deliver
+	var conflict *nameConflict
 	if committed {
-		if err := r.ensureService(ctx, rm, w); err != nil {
+		err := r.ensureService(ctx, rm, w)
+		if !errors.As(err, &conflict) && err != nil {
 			return reconcile.Result{}, false, err
 		}
 	}
 	setCounts(w, replicas, st)
+	if conflict != nil {
+		ready := w.Status.GetCondition(xpv2.TypeReady)
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, reasonNameConflict, conflict.Error()
+		w.Status.SetConditions(ready)
+		if orig.Status.GetCondition(xpv2.TypeReady).Reason != reasonNameConflict {
+			r.record.Event(w, event.Warning(reasonNameConflict, conflict))
+		}
+	}
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return reconcile.Result{RequeueAfter: requeue}, committed, nil
 	}
@@ -365,6 +383,8 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
 		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
 	if st.Unschedulable != "" {
 		ready.Message += "; a replica is pending: " + st.Unschedulable
+	} else if st.Refused != "" {
+		ready.Message += "; a replica is pending: " + st.Refused
 	}
 	if st.Ready >= replicas {
 		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
@@ -429,8 +449,9 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: propagator.TargetNamespace(w), Name: w.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, rm.client, svc, func() error {
-		if uid, ok := svc.Labels[propagator.LabelWorkloadUID]; ok && uid != string(w.UID) {
-			return errors.Errorf("Service %s/%s belongs to another Workload", svc.Namespace, svc.Name)
+		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
+			// Not placer's, or another Workload's: never taken over.
+			return &nameConflict{kind: "Service", key: svc.Namespace + "/" + svc.Name}
 		}
 		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
 		meta.AddAnnotations(svc, map[string]string{propagator.AnnotationWorkload: w.Namespace + "/" + w.Name})
@@ -446,7 +467,21 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 		svc.Spec = *want
 		return nil
 	})
+	var conflict *nameConflict
+	if errors.As(err, &conflict) {
+		return conflict
+	}
 	return errors.Wrap(err, errApplyService)
+}
+
+// nameConflict is an object placer would create in a member whose name is
+// taken by an object placer did not create there (or another Workload's).
+// It is reported, in an Event and the Ready condition, and never retried
+// in a loop: the next change to the Workload or its chaperons looks again.
+type nameConflict struct{ kind, key string }
+
+func (c *nameConflict) Error() string {
+	return fmt.Sprintf("%s %s exists in the cluster and was not created by placer for this Workload; it is left untouched", c.kind, c.key)
 }
 
 // removeElsewhere deletes the Workload's candidates in every connected

@@ -17,12 +17,14 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
 	"github.com/placer-dev/placer/scheduler"
 )
 
@@ -221,6 +223,10 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		// Another scheduler's Workload: never touched.
 		return reconcile.Result{}, nil
 	}
+	if errs := validation.ValidateTemplate(w); len(errs) > 0 {
+		// Refused before any member sees it; a spec change brings it back.
+		return reconcile.Result{}, r.invalid(ctx, w, errs)
+	}
 	if w.Status.ClusterRef != nil && !rejected(w, scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)) {
 		// Placed: it stays, whatever scores say now; only a handshake
 		// rejection moves it. A new generation is still acknowledged, so
@@ -268,11 +274,39 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	return r.retryUnschedulable(res), nil
 }
 
+// invalid records that the Workload's pod template is invalid: Scheduled
+// is False with the field errors, and a placed Workload keeps its cluster
+// (the propagator rolls out no invalid generation).
+func (r *SchedulerReconciler) invalid(ctx context.Context, w *v1alpha1.Workload, errs field.ErrorList) error {
+	orig := w.DeepCopy()
+	msg := "invalid pod template: " + errs.ToAggregate().Error()
+	prev := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	w.Status.SetConditions(xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonInvalidTemplate,
+		Message: msg, ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
+	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
+		return nil
+	}
+	schedulingAttempts.WithLabelValues("invalid").Inc()
+	err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		return errors.Wrap(resource.IgnoreNotFound(resource.Ignore(kerrors.IsConflict, err)), errUpdateWorkload)
+	}
+	if prev.Message != msg {
+		r.record.Event(w, event.Warning(v1alpha1.ReasonInvalidTemplate, errors.New(msg)))
+	}
+	return nil
+}
+
 // acknowledge moves a placed Workload's Scheduled condition to its current
 // generation, unchanged otherwise.
 func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workload) error {
 	cond := w.Status.GetCondition(v1alpha1.TypeScheduled)
-	if cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation {
+	switch {
+	case cond.Reason == v1alpha1.ReasonInvalidTemplate:
+		// The template is valid again: the Workload stays where it is.
+		cond = xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionTrue, Reason: reasonScheduled, LastTransitionTime: metav1.Now(),
+			Message: fmt.Sprintf("placed on %s", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef))}
+	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:
 		return nil
 	}
 	orig := w.DeepCopy()

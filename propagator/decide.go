@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
 // Action is what the propagator does next with one cluster's candidates.
@@ -53,6 +54,10 @@ func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Durat
 		return Decision{Action: Deliver}
 	case len(st.Missing) > 0:
 		return Decision{Action: Wait, After: timeout}
+	case st.Refused != "":
+		// The member's API server refused a candidate Pod: no waiting
+		// changes that; the cluster rejects at once with its message.
+		return Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
 	case chosen && st.Proven(Replicas(w)):
 		return Decision{Action: Commit}
 	case st.Unschedulable != "":

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -19,6 +20,9 @@ func TestDecide(t *testing.T) {
 	w2.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	w2.Generation = 2
 	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
+	refused := func(ch *mcv1alpha1.PodChaperon) {
+		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
+	}
 	cases := []struct {
 		name   string
 		w      *v1alpha1.Workload
@@ -35,6 +39,11 @@ func TestDecide(t *testing.T) {
 		{"committed with a replica that does not fit: still deliver, never reject", w, chaperons(w, ops(allowed, running), ops(unfit)), true, time.Hour, Decision{Action: Deliver}},
 		{"unschedulable in the chosen cluster: reject with the target's message", w, chaperons(w, ops(reserved), ops(unfit)), true, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"the member's API server refused a candidate Pod: reject at once with its message", w, chaperons(w, ops(reserved), ops(refused)), true, time.Second,
+			Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"}},
+		{"a fan-out runner-up refused a candidate Pod: reject", w, chaperons(w, ops(refused), ops()), false, time.Second,
+			Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"}},
+		{"committed, a new replica refused: deliver the others, never reject", w, chaperons(w, ops(allowed, running), ops(refused)), true, time.Hour, Decision{Action: Deliver}},
 		{"no answer within the timeout: reject", w, chaperons(w, ops(reserved), ops()), true, timeout,
 			Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: "not every candidate was reserved within 30s"}},
 		{"fan-out runner-up proven: waits, never commits", w, chaperons(w, ops(reserved), ops(reserved)), false, time.Second, Decision{Action: Wait}},

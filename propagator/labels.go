@@ -3,14 +3,15 @@
 package propagator
 
 import (
-	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	hashutil "k8s.io/kubernetes/pkg/util/hash"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -47,11 +48,23 @@ func Replicas(w *v1alpha1.Workload) int {
 // pods after their ReplicaSet, so that during a rolling update the new
 // chaperon of a replica can stand beside the old one (maxSurge).
 func ChaperonName(w *v1alpha1.Workload, replica int) string {
-	return chaperonName(w.Name, TemplateHash(w), replica)
+	return chaperonName(w, TemplateHash(w), replica)
 }
 
-func chaperonName(workload, hash string, replica int) string {
-	return fmt.Sprintf("%s-%s-%d", workload, hash, replica)
+// chaperonName makes a name unique per management namespace, Workload, pod
+// template and replica: Workloads of one name in two tenants' namespaces
+// may deliver into one member namespace. The hash covers the namespace,
+// the name and the template hash; the Workload's name is cut so the whole
+// fits a DNS label (63 characters), as pod host names must.
+func chaperonName(w *v1alpha1.Workload, templateHash string, replica int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(w.Namespace + "/" + w.Name + "/" + templateHash))
+	suffix := "-" + rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10)) + "-" + strconv.Itoa(replica)
+	prefix := w.Name
+	if max := validation.DNS1123LabelMaxLength - len(suffix); len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-.")
+	}
+	return prefix + suffix
 }
 
 // TemplateHash identifies the pod template a chaperon was made from, as
@@ -67,16 +80,22 @@ func TemplateHash(w *v1alpha1.Workload) string {
 // the replica index.
 func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
 	tmpl := w.Spec.TargetDeployment.Template
+	// placer's own keys are never copied from a template (the API refuses
+	// them; an object stored before that rule is not trusted either).
 	labels := map[string]string{}
 	for k, v := range tmpl.Labels {
-		labels[k] = v
+		if !v1alpha1.IsReservedKey(k) {
+			labels[k] = v
+		}
 	}
 	labels[LabelWorkloadUID] = string(w.UID)
 	labels[LabelReplica] = strconv.Itoa(replica)
 	labels[LabelTemplateHash] = TemplateHash(w)
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
-		annotations[k] = v
+		if !v1alpha1.IsReservedKey(k) {
+			annotations[k] = v
+		}
 	}
 	annotations[AnnotationWorkload] = w.Namespace + "/" + w.Name
 	spec := *tmpl.Spec.DeepCopy()
@@ -104,6 +123,9 @@ type State struct {
 	// Unschedulable holds the target scheduler's message when a candidate
 	// cannot be placed there.
 	Unschedulable string
+	// Refused holds the member API server's message when it refused to
+	// create a candidate Pod (admission: validation, Pod Security, quota).
+	Refused string
 	// Scheduled and Ready count the replicas with a bound or Ready pod.
 	Scheduled, Ready int
 	// ToAllow are reserved candidates not yet allowed.
@@ -151,7 +173,7 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 	seen := map[int]*marks{}
 	for _, ch := range chaperons {
 		i, err := strconv.Atoi(ch.Labels[LabelReplica])
-		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w.Name, ch.Labels[LabelTemplateHash], i) {
+		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[LabelTemplateHash], i) {
 			st.Extra = append(st.Extra, ch)
 			continue
 		}
@@ -179,8 +201,13 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		if reserved && !allowed {
 			st.ToAllow = append(st.ToAllow, ch)
 		}
-		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && !allowed && !reserved {
-			st.Unschedulable = c.Message
+		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
+			switch c.Reason {
+			case corev1.PodReasonUnschedulable:
+				st.Unschedulable = c.Message
+			case mcv1alpha1.ReasonPodRefused:
+				st.Refused = c.Message
+			}
 		}
 		m.allowed, m.reserved, m.scheduled = m.allowed || allowed, m.reserved || reserved, m.scheduled || scheduled
 	}

@@ -1,12 +1,15 @@
 package propagator
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -101,9 +104,14 @@ func TestNewChaperon(t *testing.T) {
 		w.Spec.TargetNamespace = "prod"
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": "web"}
 	})
+	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
+	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
 	ch := NewChaperon(w, 2)
-	if want := "web-" + TemplateHash(w) + "-2"; ch.Name != want || ch.Namespace != "prod" {
-		t.Errorf("name %s/%s, want prod/%s", ch.Namespace, ch.Name, want)
+	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
+		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
+	}
+	if _, ok := ch.Annotations[mcv1alpha1.AnnotationIsAllowed]; ok || ch.Annotations["note"] != "kept" {
+		t.Errorf("annotations %v: placer's own copied from the template, or the user's lost", ch.Annotations)
 	}
 	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2", LabelTemplateHash: TemplateHash(w)}
 	if diff := cmp.Diff(want, ch.Labels); diff != "" {
@@ -115,6 +123,30 @@ func TestNewChaperon(t *testing.T) {
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
 	if ch := NewChaperon(w, 0); ch.Spec.SchedulerName != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
+	}
+}
+
+// Chaperon names are unique per management namespace and Workload, and fit
+// a DNS label however long the Workload's name.
+func TestChaperonNames(t *testing.T) {
+	a := st.Workload("web", st.WNamespace("team-a"))
+	b := st.Workload("web", st.WNamespace("team-b"))
+	if ChaperonName(a, 0) == ChaperonName(b, 0) {
+		t.Errorf("Workloads web of team-a and team-b share the chaperon name %s", ChaperonName(a, 0))
+	}
+	if ChaperonName(a, 0) == ChaperonName(a, 1) {
+		t.Error("two replicas share a name")
+	}
+	long := st.Workload(strings.Repeat("w", 253))
+	for _, i := range []int{0, 12345} {
+		n := ChaperonName(long, i)
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			t.Errorf("name %q: %v", n, errs)
+		}
+	}
+	dotted := st.Workload(strings.Repeat("a", 50) + "." + strings.Repeat("b", 60))
+	if errs := validation.IsDNS1123Label(ChaperonName(dotted, 3)); len(errs) > 0 {
+		t.Errorf("name %q: %v", ChaperonName(dotted, 3), errs)
 	}
 }
 

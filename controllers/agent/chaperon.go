@@ -4,6 +4,7 @@ package agent
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,6 +34,7 @@ const (
 
 	reasonCreatedPod  = "CreatedPod"
 	reasonReplacedPod = "ReplacedPod"
+	reasonRefusedPod  = "RefusedPod"
 )
 
 // ChaperonReconciler runs in a target cluster (placer agent): each
@@ -84,7 +87,7 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	err := r.client.Get(ctx, req.NamespacedName, pod)
 	switch {
 	case kerrors.IsNotFound(err):
-		return reconcile.Result{}, r.createPod(ctx, ch)
+		return r.createPod(ctx, ch)
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, errGetPod)
 	case !metav1.IsControlledBy(pod, ch):
@@ -116,7 +119,12 @@ func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Req
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 }
 
-func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) error {
+// refusedRetry is how soon a Pod the API server refused is tried again:
+// a quota may have grown; a template the server finds invalid will not,
+// and the propagator has rejected the cluster meanwhile.
+const refusedRetry = time.Minute
+
+func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) (reconcile.Result, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ch.Name,
@@ -129,16 +137,46 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 	// A replacement must be scheduled anew.
 	pod.Spec.NodeName = ""
 	if err := controllerutil.SetControllerReference(ch, pod, r.client.Scheme()); err != nil {
-		return errors.Wrap(err, errCreatePod)
+		return reconcile.Result{}, errors.Wrap(err, errCreatePod)
 	}
-	if err := r.client.Create(ctx, pod); err != nil {
-		if kerrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return errors.Wrap(err, errCreatePod)
+	err := r.client.Create(ctx, pod)
+	switch {
+	case kerrors.IsAlreadyExists(err):
+		return reconcile.Result{}, nil
+	case refused(err):
+		// Admission said no (validation, Pod Security, quota): no retry
+		// storm, and the propagator learns it at once, in the API
+		// server's words, from the chaperon's PodScheduled condition.
+		return reconcile.Result{RequeueAfter: refusedRetry}, r.reportRefused(ctx, ch, err)
+	case err != nil:
+		return reconcile.Result{}, errors.Wrap(err, errCreatePod)
 	}
 	r.record.Event(ch, event.Normal(reasonCreatedPod, "created candidate Pod "+pod.Name))
-	return nil
+	return reconcile.Result{}, nil
+}
+
+// refused reports an error of the API server's admission, which a retry
+// of the same request does not change.
+func refused(err error) bool {
+	return kerrors.IsInvalid(err) || kerrors.IsForbidden(err) || kerrors.IsBadRequest(err) || kerrors.IsRequestEntityTooLargeError(err)
+}
+
+// reportRefused sets the chaperon's PodScheduled condition to False with
+// reason PodRefused and the API server's message.
+func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.PodChaperon, cause error) error {
+	msg := "the cluster's API server refused the candidate Pod: " + string(kerrors.ReasonForError(cause))
+	var s kerrors.APIStatus
+	if errors.As(cause, &s) {
+		msg = "the cluster's API server refused the candidate Pod: " + s.Status().Message
+	}
+	c := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: msg}
+	if _, prev := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodScheduled); prev != nil && prev.Reason == c.Reason && prev.Message == c.Message {
+		return nil
+	}
+	r.record.Event(ch, event.Warning(reasonRefusedPod, errors.New(msg)))
+	c.LastTransitionTime = metav1.Now()
+	ch.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{c}}
+	return errors.Wrap(ignoreConflictErr(r.client.Status().Update(ctx, ch)), errMirrorStatus)
 }
 
 // mirror copies the Pod's status, and its annotations outside placer's own

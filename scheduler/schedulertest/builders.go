@@ -367,3 +367,24 @@ func RegionFleet() []*v1alpha1.KubernetesCluster {
 		Cluster("none"),
 	}
 }
+
+// ServeNamespaces sets spec.namespaceSelector to match these labels.
+func ServeNamespaces(kv ...string) ClusterOption {
+	return func(kc *v1alpha1.KubernetesCluster) {
+		sel := &metav1.LabelSelector{MatchLabels: map[string]string{}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			sel.MatchLabels[kv[i]] = kv[i+1]
+		}
+		kc.Spec.NamespaceSelector = sel
+	}
+}
+
+// PodSecurity sets spec.podSecurity.
+func PodSecurity(level v1alpha1.PodSecurityLevel) ClusterOption {
+	return func(kc *v1alpha1.KubernetesCluster) { kc.Spec.PodSecurity = level }
+}
+
+// Pod changes the pod template's spec.
+func Pod(f func(*corev1.PodSpec)) WorkloadOption {
+	return func(w *v1alpha1.Workload) { f(&w.Spec.TargetDeployment.Template.Spec) }
+}

@@ -73,7 +73,36 @@ type KubernetesClusterSpec struct {
 	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
 	// +optional
 	Provider string `json:"provider,omitempty"`
+
+	// NamespaceSelector selects the management namespaces, besides the
+	// cluster's own, whose Workloads may be placed on this cluster. When
+	// unset the cluster serves its own namespace only; an empty selector
+	// ({}) serves every namespace. A KubernetesCluster is a tenant's
+	// registration: nothing of another tenant lands on it unless it says so.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// PodSecurity is the Pod Security Standard level
+	// (https://kubernetes.io/docs/concepts/security/pod-security-standards/)
+	// every Workload's pod template must meet to be placed on this cluster;
+	// a Workload's namespace may ask for a stricter one with the
+	// pod-security.kubernetes.io/enforce label. Checked before any
+	// candidate exists in the cluster.
+	// +kubebuilder:default=baseline
+	// +optional
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
 }
+
+// PodSecurityLevel is a Pod Security Standard level.
+// +kubebuilder:validation:Enum=privileged;baseline;restricted
+type PodSecurityLevel string
+
+// Pod Security Standard levels.
+const (
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
 
 // KubernetesClusterStatus is what the cluster controller last learned of the cluster.
 type KubernetesClusterStatus struct {

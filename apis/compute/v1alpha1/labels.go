@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Built-in cluster labels, published by the cluster controller and visible to
 // every predicate and to topologyKey.
 const (
@@ -37,4 +39,24 @@ const (
 	ReasonUnreachable    = "Unreachable"
 	ReasonUnauthorized   = "Unauthorized"
 	ReasonUnschedulable  = "Unschedulable"
+	// ReasonInvalidTemplate: the pod template fails kube-apiserver's pod
+	// validation or carries placer's own labels or annotations; the
+	// message names the fields. Nothing is placed or rolled out.
+	ReasonInvalidTemplate = "InvalidTemplate"
 )
+
+// ReservedPrefixes are placer's own label and annotation prefixes: they
+// drive the handshake (is-allowed lets a candidate bind) and link member
+// objects to Workloads, so a pod template may not carry them and they are
+// never copied from one.
+var ReservedPrefixes = []string{Group + "/", "multicluster.placer.dev/"}
+
+// IsReservedKey reports whether a label or annotation key is placer's own.
+func IsReservedKey(k string) bool {
+	for _, p := range ReservedPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}

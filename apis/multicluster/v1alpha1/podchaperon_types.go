@@ -10,6 +10,11 @@ const (
 	AnnotationPrefix     = "multicluster.placer.dev/"
 	AnnotationIsReserved = AnnotationPrefix + "is-reserved"
 	AnnotationIsAllowed  = AnnotationPrefix + "is-allowed"
+
+	// ReasonPodRefused is the reason of a chaperon's PodScheduled=False
+	// condition when the member's API server refused to create its Pod;
+	// the message is the API server's.
+	ReasonPodRefused = "PodRefused"
 )
 
 // A PodChaperon holds a candidate pod in a target cluster: its labels and

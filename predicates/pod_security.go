@@ -1,0 +1,83 @@
+package predicates
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	psaapi "k8s.io/pod-security-admission/api"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// PodSecurityName is the name of the PodSecurity plugin.
+const PodSecurityName = "PodSecurity"
+
+// ErrReasonPodSecurity is the reason of PodSecurity, with the level and the
+// checks the pod template fails.
+const ErrReasonPodSecurity = "cluster(s) required Pod Security %q: %s"
+
+const podSecurityKey = "PreFilter/" + PodSecurityName
+
+// PodSecurity fails clusters whose Pod Security level the Workload's pod
+// template does not meet (upstream pod-security-admission checks), so a
+// privileged or host-namespace pod never reaches a member that did not
+// accept it. The level is the cluster's spec.podSecurity, or the
+// Workload's namespace's pod-security.kubernetes.io/enforce label when
+// that is stricter.
+type PodSecurity struct{}
+
+var (
+	_ scheduler.PreFilterPlugin = &PodSecurity{}
+	_ scheduler.FilterPlugin    = &PodSecurity{}
+)
+
+// NewPodSecurity returns the plugin.
+func NewPodSecurity(scheduler.Handle) (scheduler.Plugin, error) { return &PodSecurity{}, nil }
+
+// Name of the plugin.
+func (p *PodSecurity) Name() string { return PodSecurityName }
+
+// podSecurityState holds the namespace's level and, per level, the checks
+// the template fails, evaluated once per cycle.
+type podSecurityState struct {
+	namespace v1alpha1.PodSecurityLevel
+	failed    map[v1alpha1.PodSecurityLevel]string
+}
+
+// PreFilter evaluates the template at every level once.
+func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
+	st := &podSecurityState{failed: map[v1alpha1.PodSecurityLevel]string{}}
+	if l, ok := snap.Namespaces[w.Namespace][psaapi.EnforceLevelLabel]; ok {
+		st.namespace = v1alpha1.PodSecurityLevel(l)
+	}
+	for _, l := range []v1alpha1.PodSecurityLevel{v1alpha1.PodSecurityBaseline, v1alpha1.PodSecurityRestricted} {
+		if v := validation.PodSecurity(l, &w.Spec.TargetDeployment.Template); len(v) > 0 {
+			st.failed[l] = strings.Join(v, "; ")
+		}
+	}
+	s.Write(podSecurityKey, st)
+	return nil
+}
+
+// Filter fails a cluster whose level the template does not meet.
+func (p *PodSecurity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	v, ok := s.Read(podSecurityKey)
+	if !ok {
+		return errNoPreFilter
+	}
+	st := v.(*podSecurityState)
+	level := c.Cluster.Spec.PodSecurity
+	if level == "" {
+		level = v1alpha1.PodSecurityBaseline
+	}
+	if st.namespace != "" {
+		level = validation.Stricter(level, st.namespace)
+	}
+	if failed := st.failed[level]; failed != "" {
+		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, fmt.Sprintf(ErrReasonPodSecurity, level, failed))
+	}
+	return nil
+}
