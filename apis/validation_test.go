@@ -155,6 +155,133 @@ spec:
 		{"no targetDeployment", workloadHead + "spec: {schedulerName: x}\n", "spec.targetDeployment"},
 		{"pod template without containers", workloadHead + "spec: {targetDeployment: {template: {spec: {}}}}\n", "spec.targetDeployment.template.spec.containers"},
 		{"workload name not DNS-1123", strings.Replace(workload(""), "name: w,", "name: W_1,", 1), "metadata.name"},
+		{"pod template with an empty container list", workloadHead + "spec: {targetDeployment: {template: {spec: {containers: []}}}}\n", "spec.targetDeployment.template.spec.containers"},
+		{"cluster selector key not a label key", workload("  clusterSelector: {\"bad key!\": a}\n"), "spec.clusterSelector"},
+		{"cluster selector key name over 63 characters", workload("  clusterSelector: {" + strings.Repeat("k", 64) + ": a}\n"), "spec.clusterSelector"},
+		{"cluster selector value not a label value", workload("  clusterSelector: {region: \"-east-\"}\n"), "spec.clusterSelector.region"},
+		{"cluster selector value over 63 characters", workload("  clusterSelector: {region: " + strings.Repeat("v", 64) + "}\n"), "spec.clusterSelector.region"},
+		{"affinity key with a space", clusterAffinityExpr(`{key: "a b", operator: Exists}`), required + ".matchExpressions[0].key"},
+		{"affinity key name over 63 characters", clusterAffinityExpr(`{key: example.com/` + strings.Repeat("k", 64) + `, operator: Exists}`), required + ".matchExpressions[0].key"},
+		{"affinity key with two slashes", clusterAffinityExpr(`{key: a/b/c, operator: Exists}`), required + ".matchExpressions[0].key"},
+		{"affinity value not a label value", clusterAffinityExpr(`{key: region, operator: In, values: ["us east"]}`), required + ".matchExpressions[0].values[0]"},
+		{"affinity value over 63 characters", clusterAffinityExpr(`{key: region, operator: In, values: [` + strings.Repeat("v", 64) + `]}`), required + ".matchExpressions[0].values[0]"},
+		{"Gt with a negative number", clusterAffinityExpr(`{key: nodes, operator: Gt, values: ["-5"]}`), required + ".matchExpressions[0].values[0]"},
+		{"matchFields with two values", workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms:
+        - matchFields: [{key: metadata.name, operator: In, values: [east, west]}]
+`), required + ".matchFields[0].values"},
+		{"matchFields with Exists", workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms:
+        - matchFields: [{key: metadata.name, operator: Exists}]
+`), required + ".matchFields[0].values"},
+		{"matchFields value not a cluster name", workload(`
+  affinity:
+    clusterAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        clusterSelectorTerms:
+        - matchFields: [{key: metadata.name, operator: In, values: [East_1]}]
+`), required + ".matchFields[0].values[0]"},
+		{"preferred term key not a label key", workload(`
+  affinity:
+    clusterAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 10, preference: {matchExpressions: [{key: "a b", operator: Exists}]}}
+`), "spec.affinity.clusterAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].key"},
+		{"workload affinity matchLabels key", workload(`
+  affinity:
+    workloadAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchLabels: {"a b": db}}}
+`), "spec.affinity.workloadAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels"},
+		{"workload affinity matchLabels value", workload(`
+  affinity:
+    workloadAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchLabels: {app: "d b"}}}
+`), "spec.affinity.workloadAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels.app"},
+		{"label selector expression key", workload(`
+  affinity:
+    workloadAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchExpressions: [{key: "-app", operator: Exists}]}}
+`), "spec.affinity.workloadAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].key"},
+		{"label selector expression value", workload(`
+  affinity:
+    workloadAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchExpressions: [{key: app, operator: In, values: ["a/b"]}]}}
+`), "spec.affinity.workloadAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values[0]"},
+		{"label selector In without values", workload(`
+  affinity:
+    workloadAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: region, labelSelector: {matchExpressions: [{key: app, operator: In}]}}
+`), "spec.affinity.workloadAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values"},
+		{"topologyKey not a label key", workload(`
+  affinity:
+    workloadAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: "topology region"}
+`), "spec.affinity.workloadAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"},
+		{"namespaceSelector key not a label key", workload(`
+  affinity:
+    workloadAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 5, workloadAffinityTerm: {topologyKey: region, namespaceSelector: {matchLabels: {"t!": a}}}}
+`), "spec.affinity.workloadAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].workloadAffinityTerm.namespaceSelector.matchLabels"},
+		{"strategy type not in enum", workloadHead + `
+spec:
+  targetDeployment:
+    strategy: {type: Foo}
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.strategy.type"},
+		{"maxSurge neither a number nor a percentage", workloadHead + `
+spec:
+  targetDeployment:
+    strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: abc}}
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.strategy.rollingUpdate.maxSurge"},
+		{"negative maxUnavailable", workloadHead + `
+spec:
+  targetDeployment:
+    strategy: {rollingUpdate: {maxUnavailable: -1}}
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.strategy.rollingUpdate.maxUnavailable"},
+		{"Recreate with rollingUpdate", workloadHead + `
+spec:
+  targetDeployment:
+    strategy: {type: Recreate, rollingUpdate: {maxSurge: 1}}
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.strategy.rollingUpdate"},
+		{"placer's handshake annotation in the template", workloadHead + `
+spec:
+  targetDeployment:
+    template:
+      metadata: {annotations: {multicluster.placer.dev/is-allowed: "true"}}
+      spec: {containers: [{name: app, image: pause}]}
+`, "spec.targetDeployment.template.metadata.annotations"},
+		{"placer's label in the template", workloadHead + `
+spec:
+  targetDeployment:
+    template:
+      metadata: {labels: {multicluster.placer.dev/workload-uid: x}}
+      spec: {containers: [{name: app, image: pause}]}
+`, "spec.targetDeployment.template.metadata.labels"},
+		{"Service port 70000", workload("  targetService: {ports: [{port: 70000}]}\n"), "spec.targetService.ports"},
+		{"Service port 0", workload("  targetService: {ports: [{port: 0}]}\n"), "spec.targetService.ports"},
+		{"Service targetPort 70000", workload("  targetService: {ports: [{port: 80, targetPort: 70000}]}\n"), "spec.targetService.ports"},
+		{"Service type not supported", workload("  targetService: {type: Foo, ports: [{port: 80}]}\n"), "spec.targetService.type"},
+		{"Service name (the Workload's) over 63 characters", strings.Replace(workload("  targetService: {ports: [{port: 80}]}\n"), "name: w,", "name: "+strings.Repeat("w", 64)+",", 1), "targetService must be named"},
+		{"Service name (the Workload's) with a dot", strings.Replace(workload("  targetService: {ports: [{port: 80}]}\n"), "name: w,", "name: web.v1,", 1), "targetService must be named"},
+		{"cluster podSecurity not a level", cluster("  connectionSecretRef: {name: s}\n  podSecurity: lenient\n"), "spec.podSecurity"},
+		{"cluster taint key with a space", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: \"a b\", effect: NoSchedule}]\n"), "spec.taints[0].key"},
+		{"cluster provider with a space", cluster("  connectionSecretRef: {name: s}\n  provider: \"my cloud\"\n"), "spec.provider"},
 		{"cluster without connectionSecretRef", cluster("  provider: aws\n"), "spec.connectionSecretRef"},
 		{"connectionSecretRef without name", cluster("  connectionSecretRef: {key: kubeconfig}\n"), "spec.connectionSecretRef.name"},
 		{"connectionSecretRef with empty name", cluster("  connectionSecretRef: {name: \"\"}\n"), "spec.connectionSecretRef.name"},
@@ -167,8 +294,8 @@ metadata: {name: p, namespace: default}
 spec: {}
 `, "spec.containers"},
 	}
-	if len(cases) < 25 {
-		t.Fatalf("want at least 25 invalid manifests, have %d", len(cases))
+	if len(cases) < 60 {
+		t.Fatalf("want at least 60 invalid manifests, have %d", len(cases))
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

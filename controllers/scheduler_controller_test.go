@@ -77,9 +77,9 @@ func (e *schedulerEnv) workload(name string, opts ...st.WorkloadOption) *v1alpha
 	e.t.Helper()
 	w := st.Workload(name, append([]st.WorkloadOption{st.WNamespace(e.ns)}, opts...)...)
 	if w.Spec.ClusterSelector == nil {
-		w.Spec.ClusterSelector = map[string]string{}
+		w.Spec.ClusterSelector = map[string]v1alpha1.LabelValue{}
 	}
-	w.Spec.ClusterSelector[v1alpha1.LabelClusterNamespace] = e.ns
+	w.Spec.ClusterSelector[v1alpha1.LabelClusterNamespace] = v1alpha1.LabelValue(e.ns)
 	w.UID, w.Generation = "", 0
 	if err := e.env.Client.Create(context.Background(), w); err != nil {
 		e.t.Fatal(err)

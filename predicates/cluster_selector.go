@@ -47,7 +47,7 @@ func ResolveAliases(sel map[string]string) map[string]string {
 
 // PreFilter resolves the aliases once.
 func (p *ClusterSelector) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	s.Write(selectorKey, ResolveAliases(w.Spec.ClusterSelector))
+	s.Write(selectorKey, ResolveAliases(v1alpha1.Labels(w.Spec.ClusterSelector)))
 	return nil
 }
 

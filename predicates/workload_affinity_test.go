@@ -50,7 +50,7 @@ func TestWorkloadAffinity(t *testing.T) {
 			placed: []*v1alpha1.Workload{st.Workload("backend", st.WNamespace("team-b"), st.WLabels("app", "backend"), st.PlacedOn("us-1"))},
 			w: st.Workload("frontend", st.RequiredAffinity(func() v1alpha1.WorkloadAffinityTerm {
 				t := st.WTerm(v1alpha1.LabelRegion, "app", "backend")
-				t.NamespaceSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
+				t.NamespaceSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"team": "b"}}
 				return t
 			}())),
 			want: map[string]string{"eu-1": r, "eu-2": r, "us-1": "", "none": r}},

@@ -51,7 +51,7 @@ func NewAffinityTerm(ns string, t *v1alpha1.WorkloadAffinityTerm, weight int32) 
 	}
 	if t.LabelSelector != nil && len(t.LabelSelector.MatchExpressions) == 0 && len(t.LabelSelector.MatchLabels) > 0 {
 		for k, v := range t.LabelSelector.MatchLabels {
-			at.matchLabels = append(at.matchLabels, [2]string{k, v})
+			at.matchLabels = append(at.matchLabels, [2]string{k, string(v)})
 		}
 	}
 	return at, nil

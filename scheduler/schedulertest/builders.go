@@ -132,9 +132,9 @@ func WNamespace(ns string) WorkloadOption {
 // Selector sets spec.clusterSelector.
 func Selector(kv ...string) WorkloadOption {
 	return func(w *v1alpha1.Workload) {
-		w.Spec.ClusterSelector = map[string]string{}
+		w.Spec.ClusterSelector = map[string]v1alpha1.LabelValue{}
 		for i := 0; i+1 < len(kv); i += 2 {
-			w.Spec.ClusterSelector[kv[i]] = kv[i+1]
+			w.Spec.ClusterSelector[kv[i]] = v1alpha1.LabelValue(kv[i+1])
 		}
 	}
 }
@@ -211,9 +211,9 @@ func PreferredClusterAffinity(weight int32, term v1alpha1.ClusterSelectorTerm) W
 
 // WTerm is a workload affinity term selecting labels in the topology key.
 func WTerm(topologyKey string, matchLabels ...string) v1alpha1.WorkloadAffinityTerm {
-	ml := map[string]string{}
+	ml := map[string]v1alpha1.LabelValue{}
 	for i := 0; i+1 < len(matchLabels); i += 2 {
-		ml[matchLabels[i]] = matchLabels[i+1]
+		ml[matchLabels[i]] = v1alpha1.LabelValue(matchLabels[i+1])
 	}
 	return v1alpha1.WorkloadAffinityTerm{TopologyKey: topologyKey, LabelSelector: &v1alpha1.LabelSelector{MatchLabels: ml}}
 }

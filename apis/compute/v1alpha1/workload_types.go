@@ -32,18 +32,21 @@ type SelectorOperator string
 // +kubebuilder:validation:XValidation:rule="self.operator in ['Exists', 'DoesNotExist'] ? !has(self.values) || size(self.values) == 0 : true",message="values must be empty when operator is Exists or DoesNotExist",fieldPath=".values"
 // +kubebuilder:validation:XValidation:rule="self.operator in ['Gt', 'Lt'] ? has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]+$') : true",message="values must hold exactly one integer when operator is Gt or Lt",fieldPath=".values"
 type ClusterSelectorRequirement struct {
-	// Key is the cluster label the requirement applies to.
+	// Key is the cluster label the requirement applies to: a label key,
+	// an optional DNS subdomain prefix and a name of at most 63 characters.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	Key string `json:"key"`
 
 	// Operator relates the key to the values.
 	Operator SelectorOperator `json:"operator"`
 
 	// Values for In and NotIn (one or more), Gt and Lt (exactly one integer);
-	// empty for Exists and DoesNotExist.
+	// empty for Exists and DoesNotExist. Each is a label value.
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -51,7 +54,7 @@ type ClusterSelectorRequirement struct {
 
 // ClusterFieldSelectorRequirement selects clusters by a field; only
 // metadata.name is supported.
-// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] && has(self.values) && size(self.values) > 0",message="matchFields supports only the In and NotIn operators, with at least one value",fieldPath=".values"
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] && has(self.values) && size(self.values) == 1",message="matchFields supports only the In and NotIn operators, with exactly one value",fieldPath=".values"
 type ClusterFieldSelectorRequirement struct {
 	// Key is the field; only metadata.name is supported.
 	// +kubebuilder:validation:Enum=metadata.name
@@ -60,8 +63,10 @@ type ClusterFieldSelectorRequirement struct {
 	// Operator relates the field to the values.
 	Operator SelectorOperator `json:"operator"`
 
-	// Values to compare the field with.
-	// +kubebuilder:validation:MaxItems=256
+	// Values to compare the field with: exactly one cluster name.
+	// +kubebuilder:validation:MaxItems=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -117,6 +122,24 @@ type ClusterAffinity struct {
 	PreferredDuringSchedulingIgnoredDuringExecution []PreferredClusterSelectorTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 
+// LabelValue is a label value: at most 63 characters of [A-Za-z0-9_.-],
+// starting and ending with an alphanumeric, or empty.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// Labels returns label values as plain strings.
+func Labels(m map[string]LabelValue) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
 // LabelSelectorOperator relates a label to a set of values.
 // +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
 type LabelSelectorOperator string
@@ -129,14 +152,17 @@ type LabelSelectorRequirement struct {
 	// Key is the label key.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	Key string `json:"key"`
 
 	// Operator relates the key to the values.
 	Operator LabelSelectorOperator `json:"operator"`
 
-	// Values for In and NotIn; empty for Exists and DoesNotExist.
+	// Values for In and NotIn; empty for Exists and DoesNotExist. Each is a
+	// label value.
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -146,8 +172,9 @@ type LabelSelectorRequirement struct {
 type LabelSelector struct {
 	// MatchLabels are ANDed with matchExpressions.
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 characters of [A-Za-z0-9_.-], starting and ending with an alphanumeric"
 	// +optional
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
 
 	// MatchExpressions are ANDed.
 	// +kubebuilder:validation:MaxItems=32
@@ -161,7 +188,7 @@ func (s *LabelSelector) AsMetav1() *metav1.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	out := &metav1.LabelSelector{MatchLabels: Labels(s.MatchLabels)}
 	for _, e := range s.MatchExpressions {
 		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator), Values: e.Values,
@@ -195,6 +222,7 @@ type WorkloadAffinityTerm struct {
 	// TopologyKey is the cluster label whose value defines the topology domain.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	TopologyKey string `json:"topologyKey"`
 }
 
@@ -269,7 +297,17 @@ type ClusterToleration struct {
 	Effect TaintEffect `json:"effect,omitempty"`
 }
 
-// TargetDeployment describes the pods delivered to the chosen cluster.
+// TargetDeployment describes the pods delivered to the chosen cluster. The
+// pod template is checked in full by the scheduler with kube-apiserver's
+// own pod validation (Scheduled=False, reason InvalidTemplate); what is
+// cheap to check here is refused at once.
+// +kubebuilder:validation:XValidation:rule="has(self.template.spec) && has(self.template.spec.containers) && size(self.template.spec.containers) > 0",message="the pod template needs at least one container",fieldPath=".template.spec.containers"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.metadata) || !has(self.template.metadata.annotations) || !self.template.metadata.annotations.exists(k, k.startsWith('multicluster.placer.dev/') || k.startsWith('compute.placer.dev/'))",message="annotations with the prefixes multicluster.placer.dev/ and compute.placer.dev/ are placer's own",fieldPath=".template.metadata.annotations"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.metadata) || !has(self.template.metadata.labels) || !self.template.metadata.labels.exists(k, k.startsWith('multicluster.placer.dev/') || k.startsWith('compute.placer.dev/'))",message="labels with the prefixes multicluster.placer.dev/ and compute.placer.dev/ are placer's own",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || !has(self.strategy.type) || self.strategy.type in ['RollingUpdate', 'Recreate']",message="supported values: \"RollingUpdate\", \"Recreate\"",fieldPath=".strategy.type"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || !has(self.strategy.type) || self.strategy.type != 'Recreate' || !has(self.strategy.rollingUpdate)",message="may not be set when strategy.type is Recreate",fieldPath=".strategy.rollingUpdate"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || !has(self.strategy.rollingUpdate) || !has(self.strategy.rollingUpdate.maxSurge) || (type(self.strategy.rollingUpdate.maxSurge) == int ? self.strategy.rollingUpdate.maxSurge >= 0 : self.strategy.rollingUpdate.maxSurge.matches('^[0-9]+%$'))",message="must be a non-negative integer or a percentage such as 25%",fieldPath=".strategy.rollingUpdate.maxSurge"
+// +kubebuilder:validation:XValidation:rule="!has(self.strategy) || !has(self.strategy.rollingUpdate) || !has(self.strategy.rollingUpdate.maxUnavailable) || (type(self.strategy.rollingUpdate.maxUnavailable) == int ? self.strategy.rollingUpdate.maxUnavailable >= 0 : self.strategy.rollingUpdate.maxUnavailable.matches('^[0-9]+%$'))",message="must be a non-negative integer or a percentage such as 25%",fieldPath=".strategy.rollingUpdate.maxUnavailable"
 type TargetDeployment struct {
 	// Replicas is the number of pods.
 	// +kubebuilder:default=1
@@ -319,6 +357,9 @@ type Placement struct {
 }
 
 // WorkloadSpec is what to run and where it may run.
+// +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, p.port >= 1 && p.port <= 65535)",message="ports must be between 1 and 65535",fieldPath=".targetService.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, !has(p.targetPort) || (type(p.targetPort) == int ? p.targetPort >= 1 && p.targetPort <= 65535 : p.targetPort.size() <= 15))",message="targetPort must be a port number between 1 and 65535 or a port name of at most 15 characters",fieldPath=".targetService.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.type) || self.targetService.type in ['ClusterIP', 'NodePort', 'LoadBalancer']",message="supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"",fieldPath=".targetService.type"
 type WorkloadSpec struct {
 	// TargetCluster names the cluster the Workload must run in.
 	// +optional
@@ -328,8 +369,9 @@ type WorkloadSpec struct {
 	// aliases clusterName, clusterNamespace, clusterVersion and cloudProvider
 	// are accepted.
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 characters of [A-Za-z0-9_.-], starting and ending with an alphanumeric"
 	// +optional
-	ClusterSelector map[string]string `json:"clusterSelector,omitempty"`
+	ClusterSelector map[string]LabelValue `json:"clusterSelector,omitempty"`
 
 	// Affinity constrains and ranks clusters.
 	// +optional
@@ -432,6 +474,7 @@ type WorkloadStatus struct {
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].reason`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.targetService) || self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="a Workload with a targetService must be named as a Service may be (a DNS-1035 label: at most 63 characters, lowercase letters, digits and '-', starting with a letter): the Service in the member takes its name"
 type Workload struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
