@@ -36,9 +36,9 @@ const (
 	// policy refuses (exec plugins, file paths, insecure TLS, proxies,
 	// loopback or link-local servers); the message names the field.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
-	ReasonUnreachable    = "Unreachable"
-	ReasonUnauthorized   = "Unauthorized"
-	ReasonUnschedulable  = "Unschedulable"
+	ReasonUnreachable       = "Unreachable"
+	ReasonUnauthorized      = "Unauthorized"
+	ReasonUnschedulable     = "Unschedulable"
 	// ReasonInvalidTemplate: the pod template fails kube-apiserver's pod
 	// validation or carries placer's own labels or annotations; the
 	// message names the fields. Nothing is placed or rolled out.
