@@ -162,7 +162,7 @@ func TestSchedulerController(t *testing.T) {
 		e.workload("nowhere", st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelRegion, "In", "ap"))))
 		w := e.waitScheduled("nowhere", corev1.ConditionFalse)
 		got := w.Status.GetCondition(v1alpha1.TypeScheduled).Message
-		for _, want := range []string{"2 cluster(s) didn't match the cluster affinity", "1 cluster(s) were cordoned", "cluster(s) didn't match the cluster selector"} {
+		for _, want := range []string{"2 cluster(s) didn't match the cluster affinity", "1 cluster(s) were cordoned", "cluster(s) did not serve the Workload's namespace"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("message %q does not say %q", got, want)
 			}
