@@ -9,12 +9,26 @@ import (
 	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
 //go:embed crd/*/*.placer.dev_*.yaml
 var crds embed.FS
+
+//go:embed rbac/role.yaml
+var managerRole []byte
+
+// ManagementRole returns the manager's ClusterRole in the management cluster,
+// generated from the controllers' RBAC markers.
+func ManagementRole() (*rbacv1.ClusterRole, error) {
+	roles, err := clusterRoles("rbac/role.yaml", managerRole)
+	if err != nil {
+		return nil, err
+	}
+	return roles[0], nil
+}
 
 // CRDs returns the CustomResourceDefinitions of the given groups; every
 // group when none is given.

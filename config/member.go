@@ -12,12 +12,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
 // Names of the member-side roles of the manager's identity.
 const (
 	ManagerRole          = "placer-member-access"
 	ManagerNamespaceRole = "placer-member-access-namespace"
+	// ImpersonateRolePrefix names the ClusterRole that lets the manager
+	// act for one tenant: placer-impersonate-<management namespace>.
+	ImpersonateRolePrefix = "placer-impersonate-"
 )
 
 //go:embed member/manager-role.yaml
@@ -104,10 +109,11 @@ func GrantCandidateScheduler(ctx context.Context, cs kubernetes.Interface, user 
 	return bindUser(ctx, cs, user, roles[0].Name, "system:kube-scheduler", "system:volume-scheduler")
 }
 
-// GrantManager installs the manager's roles in a member and binds them to
-// user: read-only cluster-wide, writes in the given namespaces. What
-// exists already is left as it is.
-func GrantManager(ctx context.Context, cs kubernetes.Interface, user string, namespaces ...string) error {
+// GrantManager installs the manager's roles in a member and binds the
+// cluster-wide read-only one to user, the manager's identity there. What
+// exists already is left as it is. The manager writes nothing as itself:
+// OpenNamespace lets it act for a tenant in a namespace.
+func GrantManager(ctx context.Context, cs kubernetes.Interface, user string) error {
 	roles, err := ManagerRoles()
 	if err != nil {
 		return err
@@ -115,19 +121,32 @@ func GrantManager(ctx context.Context, cs kubernetes.Interface, user string, nam
 	if err := createRoles(ctx, cs, roles); err != nil {
 		return err
 	}
-	if err := bindUser(ctx, cs, user, ManagerRole); err != nil {
+	return bindUser(ctx, cs, user, ManagerRole)
+}
+
+// OpenNamespace opens a member namespace to the Workloads of one management
+// namespace (tenant), as config/member/manager-role.yaml describes: the
+// tenant's user (mcv1alpha1.TenantUser) may manage chaperons and Services
+// there, and managerUser may impersonate that user and no other.
+func OpenNamespace(ctx context.Context, cs kubernetes.Interface, managerUser, tenant, namespace string) error {
+	tenantUser := mcv1alpha1.TenantUser(tenant)
+	imp := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: ImpersonateRolePrefix + tenant},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}, ResourceNames: []string{tenantUser}}},
+	}
+	if err := createRoles(ctx, cs, []*rbacv1.ClusterRole{imp}); err != nil {
 		return err
 	}
-	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
-	for _, ns := range namespaces {
-		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ManagerRole + "-" + user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerNamespaceRole},
-			Subjects:   subjects,
-		}
-		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
-			return errors.Wrapf(err, "cannot create RoleBinding %s/%s", ns, rb.Name)
-		}
+	if err := bindUser(ctx, cs, managerUser, imp.Name); err != nil {
+		return err
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ManagerNamespaceRole + "-" + tenant},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerNamespaceRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tenantUser}},
+	}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+		return errors.Wrapf(err, "cannot create RoleBinding %s/%s", namespace, rb.Name)
 	}
 	return nil
 }

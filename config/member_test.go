@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,7 +49,10 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := config.GrantManager(ctx, admin, "placer-manager", "apps"); err != nil {
+	if err := config.GrantManager(ctx, admin, "placer-manager"); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.OpenNamespace(ctx, admin, "placer-manager", "team-a", "apps"); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's summary, as the agent would write it.
@@ -64,21 +68,33 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	// The manager's own identity reads; it writes only as a tenant.
+	self, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
+	as := func(tenant string) client.Client {
+		t.Helper()
+		tc := rest.CopyConfig(cfg)
+		tc.Impersonate = rest.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(tenant)}
+		c, err := client.New(tc, client.Options{Scheme: testenv.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := as("team-a")
 
 	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "apps"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "pause"}}}}
 	if err := c.Create(ctx, ch); err != nil {
 		t.Fatalf("the manager's identity cannot create a PodChaperon: %v", err)
 	}
-	if err := c.List(ctx, &mcv1alpha1.PodChaperonList{}); err != nil {
+	if err := self.List(ctx, &mcv1alpha1.PodChaperonList{}); err != nil {
 		t.Errorf("cannot list PodChaperons in every namespace: %v", err)
 	}
 	sum := &mcv1alpha1.ClusterSummary{}
-	if err := c.Get(ctx, client.ObjectKey{Name: mcv1alpha1.ClusterSummaryName}, sum); err != nil || sum.Status.NodeCount != 1 {
+	if err := self.Get(ctx, client.ObjectKey{Name: mcv1alpha1.ClusterSummaryName}, sum); err != nil || sum.Status.NodeCount != 1 {
 		t.Errorf("cannot read the ClusterSummary: %v", err)
 	}
 	ch.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
@@ -100,6 +116,18 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 			return c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "closed"}, Spec: svc.Spec})
 		},
 		"write the ClusterSummary": func() error { sum.Status.NodeCount = 9; return c.Update(ctx, sum) },
+		"create a PodChaperon as the manager itself, even where a tenant may": func() error {
+			return self.Create(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "self", Namespace: "apps"}, Spec: ch.Spec})
+		},
+		"create a PodChaperon as a tenant the member did not open the namespace to": func() error {
+			return as("team-b").Create(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "apps"}, Spec: ch.Spec})
+		},
+		"impersonate a cluster admin": func() error {
+			tc := rest.CopyConfig(cfg)
+			tc.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
+			_, err := kubernetes.NewForConfigOrDie(tc).CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+			return err
+		},
 		"get pods":                 func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
 		"list pods":                func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
 		"get secrets":              func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },

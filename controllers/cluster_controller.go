@@ -16,9 +16,9 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -26,11 +26,10 @@ import (
 )
 
 const (
-	errGetCluster      = "cannot get KubernetesCluster"
-	errGetSecret       = "cannot get connection Secret"
-	errUpdateStatus    = "cannot update KubernetesCluster status"
-	errPatchLabels     = "cannot publish built-in labels"
-	indexSecretRefName = "spec.connectionSecretRef.name"
+	errGetCluster   = "cannot get KubernetesCluster"
+	errGetSecret    = "cannot get connection Secret"
+	errUpdateStatus = "cannot update KubernetesCluster status"
+	errPatchLabels  = "cannot publish built-in labels"
 
 	// conflictRetry is how soon a write that lost a race is retried.
 	conflictRetry = 100 * time.Millisecond
@@ -47,7 +46,10 @@ type ClusterControllerOptions struct {
 // ClusterReconciler keeps one connection per KubernetesCluster, probes it
 // and publishes its status, built-in labels and capacity summary.
 type ClusterReconciler struct {
-	client   client.Client
+	client client.Client
+	// secrets reads connection Secrets directly, never through a cache.
+	secrets  client.Reader
+	watches  *secretWatches
 	registry *cluster.Registry
 	record   event.Recorder
 	log      logging.Logger
@@ -70,26 +72,26 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	}
 	t := &trigger{}
 	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a client of the management cluster")
+	}
 	r := &ClusterReconciler{
 		client:   mgr.GetClient(),
+		secrets:  mgr.GetAPIReader(),
+		watches:  newSecretWatches(cs, t.Enqueue),
 		registry: reg,
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
 		interval: o.ProbeInterval,
 		trigger:  t,
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.KubernetesCluster{}, indexSecretRefName, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.KubernetesCluster).Spec.ConnectionSecretRef.Name}
-	}); err != nil {
-		return nil, errors.Wrap(err, "cannot index KubernetesClusters by Secret")
-	}
-	if err := mgr.Add(closer(reg.Close)); err != nil {
+	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
 		return nil, err
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("cluster").
 		For(&v1alpha1.KubernetesCluster{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
 		WatchesRawSource(t.Source()).
 		Complete(r)
 	return reg, err
@@ -113,25 +115,13 @@ func (f closer) Start(ctx context.Context) error {
 	return nil
 }
 
-func (r *ClusterReconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	l := &v1alpha1.KubernetesClusterList{}
-	if err := r.client.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSecretRefName: o.GetName()}); err != nil {
-		r.log.Info("cannot list KubernetesClusters of a Secret", "error", err)
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(l.Items))
-	for i := range l.Items {
-		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])}
-	}
-	return reqs
-}
-
 // Reconcile connects to a member cluster, probes it and publishes its status.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := r.log.WithValues("cluster", req.String())
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if kerrors.IsNotFound(err) {
+			r.watches.remove(req.NamespacedName)
 			r.registry.Remove(req.NamespacedName)
 			r.ready.set(req.NamespacedName, false)
 			return reconcile.Result{}, nil
@@ -139,6 +129,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, errors.Wrap(err, errGetCluster)
 	}
 	if kc.DeletionTimestamp != nil {
+		r.watches.remove(req.NamespacedName)
 		r.registry.Remove(req.NamespacedName)
 		r.ready.set(req.NamespacedName, false)
 		return reconcile.Result{}, nil
@@ -198,20 +189,22 @@ func (r *ClusterReconciler) requeueAfter(err error) (reconcile.Result, error) {
 func (r *ClusterReconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
 	ref := kc.Spec.ConnectionSecretRef
 	s := &corev1.Secret{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}, s); err != nil {
+	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
+	r.watches.ensure(client.ObjectKeyFromObject(kc), key)
+	if err := r.secrets.Get(ctx, key, s); err != nil {
 		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
 		}
 		return nil, &c
 	}
-	key := ref.Key
-	if key == "" {
-		key = "kubeconfig"
+	dataKey := ref.Key
+	if dataKey == "" {
+		dataKey = "kubeconfig"
 	}
-	b, ok := s.Data[key]
+	b, ok := s.Data[dataKey]
 	if !ok || len(b) == 0 {
-		c := notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s has no key %q", secretRef(kc), key))
+		c := notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s has no key %q", secretRef(kc), dataKey))
 		return nil, &c
 	}
 	return b, nil

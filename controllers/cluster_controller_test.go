@@ -2,15 +2,20 @@ package controllers_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -25,12 +30,50 @@ import (
 
 const waitTimeout = 90 * time.Second
 
+// secretNames are the connection Secrets the tests register; the manager
+// may read these and no other.
+var secretNames = []string{"member-kubeconfig", "impostor-kubeconfig", "malformed-kubeconfig", "nocontext-kubeconfig", "late-kubeconfig", "exec-kubeconfig", "metadata-kubeconfig"}
+
 // startManager runs the cluster controller against the management API
-// server until the test ends.
+// server until the test ends, as an identity holding the manager's
+// generated ClusterRole except for Secrets, which it may read only by name
+// (RBAC resourceNames): a controller that lists or watches Secrets beyond
+// the referenced ones is refused.
 func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	t.Helper()
+	ctx := context.Background()
+	role, err := config.ManagementRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	role.Name = "cluster-controller-test"
+	rules := role.Rules[:0]
+	for _, r := range role.Rules {
+		r.Resources = slices.DeleteFunc(r.Resources, func(res string) bool { return res == "secrets" })
+		if len(r.Resources) > 0 || len(r.NonResourceURLs) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	role.Rules = rules
+	const user = "cluster-controller"
+	objs := []client.Object{
+		role,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "referenced-secrets"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}, ResourceNames: secretNames}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "referenced-secrets"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "referenced-secrets"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}},
+		// A Secret no KubernetesCluster references: never read.
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "someone-elses"}, StringData: map[string]string{"password": "hunter2"}},
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var reg *cluster.Registry
-	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) (err error) {
+	testenv.RunManager(t, env.UserConfig(t, user), func(mgr ctrl.Manager) (err error) {
 		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
 			ProbeInterval: time.Second,
 			Registry:      cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
@@ -211,6 +254,53 @@ func TestClusterController(t *testing.T) {
 		register(t, env, "nocontext", []byte("apiVersion: v1\nkind: Config\nusers:\n- name: x\n  user: {token: "+secretToken+"}\n"))
 		kc = waitReady(t, wc, "nocontext", v1alpha1.ReasonBadKubeconfig, nil)
 		assertNoLeak(t, env, kc, secretToken)
+	})
+
+	t.Run("a kubeconfig that would run a program or reach the manager's own files is refused, naming the field", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "exec-ran")
+		cfg, err := clientcmd.Load(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range cfg.AuthInfos {
+			a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch " + marker}, APIVersion: "client.authentication.k8s.io/v1"}
+			a.TokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+		}
+		b, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		register(t, env, "exec", b)
+		kc := waitReady(t, wc, "exec", v1alpha1.ReasonKubeconfigRefused, nil)
+		msg := kc.Status.GetCondition(xpv2.TypeReady).Message
+		for _, want := range []string{"].exec", "].tokenFile"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q does not name %s", msg, want)
+			}
+		}
+		assertNoLeak(t, env, kc, "/var/run/secrets")
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the exec plugin ran in the manager")
+		}
+	})
+
+	t.Run("a cloud metadata address is refused", func(t *testing.T) {
+		cfg, err := clientcmd.Load(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cfg.Clusters {
+			c.Server = "https://169.254.169.254"
+		}
+		b, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		register(t, env, "metadata", b)
+		kc := waitReady(t, wc, "metadata", v1alpha1.ReasonKubeconfigRefused, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "].server") || !strings.Contains(msg, "link-local") {
+			t.Errorf("message %q does not name the server as link-local", msg)
+		}
 	})
 
 	t.Run("a missing Secret is reported, then picked up when created", func(t *testing.T) {

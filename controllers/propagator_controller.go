@@ -193,13 +193,17 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, rm *remote,
 		return propagator.State{}, nil, err
 	}
 	st := propagator.Observe(w, chaperons)
+	cl, err := rm.tenant(w.Namespace)
+	if err != nil {
+		return st, nil, err
+	}
 	for _, ch := range st.Extra {
-		if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
 			return st, nil, errors.Wrap(err, errDeleteChaperon)
 		}
 	}
 	for _, i := range st.Missing {
-		if err := rm.client.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}
@@ -275,7 +279,7 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return res, false, err
 	case propagator.Commit:
 		handshakeDuration.WithLabelValues("committed").Observe(time.Since(oldest(chaperons)).Seconds())
-		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
+		if err := r.allow(ctx, rm, w, st.ToAllow); err != nil {
 			return reconcile.Result{}, false, err
 		}
 		r.record.Event(w, event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", target)))
@@ -283,7 +287,7 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		if len(st.Missing) > 0 {
 			return reconcile.Result{}, true, nil
 		}
-		if err := r.allow(ctx, rm, st.ToAllow); err != nil {
+		if err := r.allow(ctx, rm, w, st.ToAllow); err != nil {
 			return reconcile.Result{}, true, err
 		}
 		if err := r.rollout(ctx, rm, w, target, st); err != nil {
@@ -319,10 +323,14 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 }
 
 // allow marks reserved candidates is-allowed=true: their pods bind.
-func (r *PropagatorReconciler) allow(ctx context.Context, rm *remote, chs []*mcv1alpha1.PodChaperon) error {
+func (r *PropagatorReconciler) allow(ctx context.Context, rm *remote, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	cl, err := rm.tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
 	for _, ch := range chs {
 		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
-		if err := rm.client.Patch(ctx, ch, patch); err != nil {
+		if err := cl.Patch(ctx, ch, patch); err != nil {
 			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
 		}
 	}
@@ -333,13 +341,17 @@ func (r *PropagatorReconciler) allow(ctx context.Context, rm *remote, chs []*mcv
 // cluster, within the strategy's maxSurge and maxUnavailable.
 func (r *PropagatorReconciler) rollout(ctx context.Context, rm *remote, w *v1alpha1.Workload, target types.NamespacedName, st propagator.State) error {
 	step := propagator.Rollout(w, st)
+	cl, err := rm.tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
 	for _, i := range step.Create {
-		if err := rm.client.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
 	for _, ch := range step.Delete {
-		if err := rm.client.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}
@@ -424,21 +436,25 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1al
 	if err != nil {
 		return err
 	}
+	cl, err := rm.tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
 	if len(chs) > 0 {
-		err := rm.client.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
 		if err := resource.IgnoreNotFound(err); err != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}
 	svc := &corev1.Service{}
-	err = rm.client.Get(ctx, types.NamespacedName{Namespace: propagator.TargetNamespace(w), Name: w.Name}, svc)
+	err = cl.Get(ctx, types.NamespacedName{Namespace: propagator.TargetNamespace(w), Name: w.Name}, svc)
 	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
 		return nil
 	}
 	if err != nil {
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
 	}
-	return errors.Wrap(resource.IgnoreNotFound(rm.client.Delete(ctx, svc)), errDeleteService)
+	return errors.Wrap(resource.IgnoreNotFound(cl.Delete(ctx, svc)), errDeleteService)
 }
 
 // ensureService delivers spec.targetService to the committed cluster as a
@@ -447,8 +463,12 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 	if w.Spec.TargetService == nil {
 		return nil
 	}
+	cl, err := rm.tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: propagator.TargetNamespace(w), Name: w.Name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, rm.client, svc, func() error {
+	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.
 			return &nameConflict{kind: "Service", key: svc.Namespace + "/" + svc.Name}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,13 +21,39 @@ import (
 )
 
 // remote is the propagator's view of one member: an informer cache of the
-// chaperons placer made there, and a client that reads from it.
+// chaperons placer made there, a client that reads from it as the
+// manager's own identity (read-only there), and one client per tenant that
+// writes as that tenant (impersonation).
 type remote struct {
 	conn     *cluster.Connection
+	scheme   *runtime.Scheme
 	cache    cache.Cache
 	informer cache.Informer
 	client   client.Client
 	cancel   context.CancelFunc
+
+	mu      sync.Mutex
+	tenants map[string]client.Client
+}
+
+// tenant returns the client that acts in the member for the Workloads of a
+// management namespace: it impersonates mcv1alpha1.TenantUser(namespace),
+// so the member's own RBAC decides where that tenant may place, and its
+// audit log says who did (design §5). Reads come from the shared cache.
+func (rm *remote) tenant(namespace string) (client.Client, error) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if cl, ok := rm.tenants[namespace]; ok {
+		return cl, nil
+	}
+	cfg := rest.CopyConfig(rm.conn.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}
+	cl, err := client.New(cfg, client.Options{Scheme: rm.scheme, Cache: &client.CacheOptions{Reader: rm.cache, DisableFor: []client.Object{&corev1.Service{}}}})
+	if err != nil {
+		return nil, errors.Wrap(err, errRemoteCache)
+	}
+	rm.tenants[namespace] = cl
+	return cl, nil
 }
 
 // remotes keeps one chaperon cache per member connection; a chaperon event
@@ -98,7 +125,7 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 		cancel()
 		return nil, errors.Wrap(err, errRemoteCache)
 	}
-	rm := &remote{conn: conn, cache: c, informer: inf, client: cl, cancel: cancel}
+	rm := &remote{conn: conn, scheme: r.scheme, cache: c, informer: inf, client: cl, cancel: cancel, tenants: map[string]client.Client{}}
 	r.m[conn.Key] = rm
 	return rm, nil
 }

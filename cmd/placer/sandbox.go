@@ -246,7 +246,13 @@ func startMemberComponents(lc *local.Cluster, placer string) error {
 // member (config/member, namespace default opened) and registers the
 // member with that identity's kubeconfig.
 func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m member) error {
-	if err := config.GrantManager(ctx, kubernetes.NewForConfigOrDie(lc.RESTConfig()), "placer-manager", "default"); err != nil {
+	cs := kubernetes.NewForConfigOrDie(lc.RESTConfig())
+	if err := config.GrantManager(ctx, cs, "placer-manager"); err != nil {
+		return err
+	}
+	// The examples' tenant, the management namespace default, places into
+	// the member namespace default.
+	if err := config.OpenNamespace(ctx, cs, "placer-manager", "default", "default"); err != nil {
 		return err
 	}
 	kubeconfig, err := lc.KubeconfigFor("placer-manager")

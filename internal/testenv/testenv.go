@@ -64,6 +64,17 @@ func (e *Env) KubeconfigFile(t testing.TB) string {
 	return path
 }
 
+// UserConfig returns a client configuration of a user authenticated by a
+// client certificate, with no rights but those the test grants it.
+func (e *Env) UserConfig(t testing.TB, name string, groups ...string) *rest.Config {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Config()
+}
+
 // Start starts the API server and stops it when the test ends.
 func Start(t testing.TB) *Env {
 	t.Helper()

@@ -104,8 +104,15 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		if err := agent.EnsureCRDs(m.RESTConfig()); err != nil {
 			return f, err
 		}
-		if err := config.GrantManager(ctx, cs, "placer-manager", phaseNamespaces...); err != nil {
+		if err := config.GrantManager(ctx, cs, "placer-manager"); err != nil {
 			return f, err
+		}
+		// Each phase's Workloads live in a management namespace of that
+		// name, a tenant placing into its own namespace's name.
+		for _, ns := range phaseNamespaces {
+			if err := config.OpenNamespace(ctx, cs, "placer-manager", ns, ns); err != nil {
+				return f, err
+			}
 		}
 		if err := f.startMemberComponents(m, o); err != nil {
 			return f, err
@@ -168,7 +175,8 @@ func (f *fleet) register(ctx context.Context, m *local.Cluster) error {
 	}
 	kc := &v1alpha1.KubernetesCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()},
-		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.Name()}, Provider: "kwok"},
+		// The platform's clusters serve every phase's namespace.
+		Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.Name()}, Provider: "kwok", NamespaceSelector: &metav1.LabelSelector{}},
 	}
 	if err := f.mc.Create(ctx, kc); err != nil {
 		return err

@@ -84,8 +84,15 @@ func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...loca
 func register(t *testing.T, c client.Client, m *member, labels map[string]string, namespaces ...string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager", namespaces...); err != nil {
+	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager"); err != nil {
 		t.Fatal(err)
+	}
+	// The Workloads of the management namespace default (the tenant)
+	// place into these member namespaces.
+	for _, ns := range namespaces {
+		if err := config.OpenNamespace(ctx, m.target.Clientset, "placer-manager", "default", ns); err != nil {
+			t.Fatal(err)
+		}
 	}
 	kubeconfig, err := m.target.KubeconfigFor("placer-manager")
 	if err != nil {

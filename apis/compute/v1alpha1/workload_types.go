@@ -358,7 +358,7 @@ type Placement struct {
 
 // WorkloadSpec is what to run and where it may run.
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, p.port >= 1 && p.port <= 65535)",message="ports must be between 1 and 65535",fieldPath=".targetService.ports"
-// +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, !has(p.targetPort) || (type(p.targetPort) == int ? p.targetPort >= 1 && p.targetPort <= 65535 : p.targetPort.size() <= 15))",message="targetPort must be a port number between 1 and 65535 or a port name of at most 15 characters",fieldPath=".targetService.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, !has(p.targetPort) || (type(p.targetPort) == int ? p.targetPort >= 0 && p.targetPort <= 65535 : p.targetPort.size() <= 15))",message="targetPort must be a port number between 1 and 65535 (0: the port) or a port name of at most 15 characters",fieldPath=".targetService.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.type) || self.targetService.type in ['ClusterIP', 'NodePort', 'LoadBalancer']",message="supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"",fieldPath=".targetService.type"
 type WorkloadSpec struct {
 	// TargetCluster names the cluster the Workload must run in.

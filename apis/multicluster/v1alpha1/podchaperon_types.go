@@ -17,6 +17,16 @@ const (
 	ReasonPodRefused = "PodRefused"
 )
 
+// TenantUserPrefix prefixes the user placer's manager impersonates in a
+// member for the Workloads of one management namespace (a tenant):
+// "placer:tenant:team-a" acts for the Workloads of namespace team-a. A
+// member opens a namespace to a tenant by binding roles to that user.
+const TenantUserPrefix = "placer:tenant:"
+
+// TenantUser is the user placer acts as in members for the Workloads of a
+// management namespace.
+func TenantUser(namespace string) string { return TenantUserPrefix + namespace }
+
 // A PodChaperon holds a candidate pod in a target cluster: its labels and
 // annotations and spec become the pod's, and the pod's status is mirrored
 // back into its status.

@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// secretWatches keeps, per KubernetesCluster, a watch of exactly the Secret
+// it references (a name field selector in its namespace): the manager
+// never lists or caches other Secrets, and a rotated kubeconfig reaches the
+// cluster controller at once. RBAC cannot say "only referenced Secrets";
+// this is how placer keeps to it.
+type secretWatches struct {
+	cs      kubernetes.Interface
+	enqueue func(types.NamespacedName)
+
+	mu sync.Mutex
+	m  map[types.NamespacedName]*secretWatch
+}
+
+type secretWatch struct {
+	secret types.NamespacedName
+	stop   chan struct{}
+}
+
+func newSecretWatches(cs kubernetes.Interface, enqueue func(types.NamespacedName)) *secretWatches {
+	return &secretWatches{cs: cs, enqueue: enqueue, m: map[types.NamespacedName]*secretWatch{}}
+}
+
+// ensure watches secret for the cluster, replacing a watch of another one.
+func (s *secretWatches) ensure(cluster, secret types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.m[cluster]; ok {
+		if w.secret == secret {
+			return
+		}
+		close(w.stop)
+	}
+	lw := toolscache.NewListWatchFromClient(s.cs.CoreV1().RESTClient(), "secrets", secret.Namespace, fields.OneTermEqualSelector("metadata.name", secret.Name))
+	inf := toolscache.NewSharedInformer(lw, &corev1.Secret{}, 0)
+	_, _ = inf.AddEventHandler(handlerFuncs(func(any) { s.enqueue(cluster) }))
+	w := &secretWatch{secret: secret, stop: make(chan struct{})}
+	go inf.Run(w.stop)
+	s.m[cluster] = w
+}
+
+// remove stops the cluster's watch.
+func (s *secretWatches) remove(cluster types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.m[cluster]; ok {
+		close(w.stop)
+		delete(s.m, cluster)
+	}
+}
+
+// close stops every watch.
+func (s *secretWatches) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, w := range s.m {
+		close(w.stop)
+		delete(s.m, k)
+	}
+}
