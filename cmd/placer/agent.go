@@ -24,6 +24,9 @@ type clientFlags struct {
 	burst       int
 	leaderElect bool
 	leaderNS    string
+	lease       time.Duration
+	renew       time.Duration
+	retry       time.Duration
 	healthAddr  string
 	metricsAddr string
 	metricsTLS  bool
@@ -38,6 +41,9 @@ func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of the client")
 	fs.BoolVar(&f.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
 	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease; the pod's own when empty")
+	fs.DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: how long others wait after a leader dies")
+	fs.DurationVar(&f.renew, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading")
+	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
 	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")
@@ -77,9 +83,14 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: f.leaderNS,
-		HealthProbeBindAddress:  f.healthAddr,
-		Metrics:                 f.metricsOptions(),
-		PprofBindAddress:        f.pprofAddr,
+		LeaseDuration:           &f.lease,
+		RenewDeadline:           &f.renew,
+		RetryPeriod:             &f.retry,
+		// A stopped leader hands over at once instead of after the lease.
+		LeaderElectionReleaseOnCancel: true,
+		HealthProbeBindAddress:        f.healthAddr,
+		Metrics:                       f.metricsOptions(),
+		PprofBindAddress:              f.pprofAddr,
 	})
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create manager")

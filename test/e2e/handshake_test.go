@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -45,36 +42,9 @@ type member struct {
 func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...local.Node) *member {
 	t.Helper()
 	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
-	// The agent and the candidate scheduler run as identities that hold
-	// exactly the roles config/ grants them, so a missing permission fails here.
-	ctx := context.Background()
-	if err := config.GrantAgent(ctx, target.Clientset, "placer-agent"); err != nil {
-		t.Fatal(err)
-	}
-	if err := config.GrantCandidateScheduler(ctx, target.Clientset, "placer-candidate-scheduler"); err != nil {
-		t.Fatal(err)
-	}
-	agentKubeconfig, err := target.KubeconfigFor("placer-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentCfg, err := clientcmd.RESTConfigFromKubeConfig(agentKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.RunAgent(t, agentCfg)
-	schedKubeconfig, err := target.KubeconfigFor("placer-candidate-scheduler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schedPath := filepath.Join(t.TempDir(), name+"-candidate-scheduler.kubeconfig")
-	if err := os.WriteFile(schedPath, schedKubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := target.Run("candidate-scheduler", placerBinary, "candidate-scheduler",
-		"--kubeconfig="+schedPath, "--leader-elect=false", "--secure-port=0", "--permit-timeout=30s"); err != nil {
-		t.Fatal(err)
-	}
+	// The agent and the candidate scheduler run as config/member deploys
+	// them, so a missing permission or a wrong flag fails here.
+	runMemberComponents(t, target.Cluster)
 	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig())}
 }
 
@@ -143,11 +113,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 // runManager runs 'placer manager' as a process against the management
 // API server, as in a real deployment; the returned function kills it
 // with SIGKILL, as a crash would.
-func runManager(t *testing.T, kubeconfig, logDir string, ports managerPorts) (kill func()) {
+func runManager(t *testing.T, args []string, logDir string) (kill func()) {
 	t.Helper()
-	p, err := local.Spawn(logDir, "manager", placerBinary, "manager", "--kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--allow-loopback-clusters", "--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
-		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
+	p, err := local.Spawn(logDir, "manager", placerBinary, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,9 +208,13 @@ func TestHandshake(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig, logDir := env.KubeconfigFile(t), t.TempDir()
+	// The manager runs as config/management deploys it: its ServiceAccount,
+	// ClusterRole and the Deployment's flags.
+	mgmt := install(t, env.Config, "management")["placer-manager"]
+	logDir := t.TempDir()
 	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
-	startManager := func() func() { return runManager(t, kubeconfig, logDir, ports) }
+	args := managerArgs(mgmt, serviceAccountKubeconfig(t, mgmt, env.Config, "manager"), ports)
+	startManager := func() func() { return runManager(t, args, logDir) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
 	// Every member opens default to placer; only b also opens apps.
@@ -619,7 +591,18 @@ func TestHandshake(t *testing.T) {
 				t.Errorf("%s: %d %s", path, code, body)
 			}
 		}
-		_, body := httpGet(t, "http://"+ports.metrics+"/metrics")
+		// /metrics is served as config/ deploys it (--metrics-secure):
+		// to callers the API server authenticates and authorizes.
+		if code, _ := httpsGet(t, "https://"+ports.metrics+"/metrics", ""); code != http.StatusUnauthorized {
+			t.Errorf("/metrics without a token: %d, want 401", code)
+		}
+		if code, _ := httpsGet(t, "https://"+ports.metrics+"/metrics", scraperToken(t, env, false)); code != http.StatusForbidden {
+			t.Errorf("/metrics as an identity without placer-metrics-reader: %d, want 403", code)
+		}
+		code, body := httpsGet(t, "https://"+ports.metrics+"/metrics", scraperToken(t, env, true))
+		if code != http.StatusOK {
+			t.Fatalf("/metrics as placer-metrics-reader: %d %s", code, body)
+		}
 		for _, want := range []*regexp.Regexp{
 			regexp.MustCompile(`(?m)^placer_scheduling_attempts_total\{result="scheduled"\} [1-9]`),
 			regexp.MustCompile(`(?m)^placer_scheduling_cycle_duration_seconds_count [1-9]`),

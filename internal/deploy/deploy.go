@@ -1,0 +1,137 @@
+// Package deploy installs config/ as a user would, so that tests, the
+// sandbox and the benchmark run every component under the identity, the
+// roles and the flags its Deployment has: kustomize renders a
+// kustomization, server-side apply installs everything but the
+// Deployments, and each Deployment's container becomes a process with a
+// token of its ServiceAccount and the Deployment's own arguments.
+package deploy
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// FieldManager owns what Apply applies, as kubectl's does.
+const FieldManager = "placer-install"
+
+// Render runs kustomize on config/<dir> of the repository at root.
+func Render(root, dir string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", dir))
+	if err != nil {
+		return nil, errors.Wrapf(err, "kustomize build config/%s", dir)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(res.Resources()))
+	for _, r := range res.Resources() {
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Component is a rendered Deployment's one container: how it would run.
+type Component struct {
+	Namespace      string
+	ServiceAccount string
+	Args           []string
+}
+
+// Apply installs the objects with server-side apply, in kustomize's order
+// (namespaces and CRDs first), as 'kubectl apply --server-side -k' does,
+// except the Deployments, which it returns by name: the caller runs them.
+func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) (map[string]Component, error) {
+	out := map[string]Component{}
+	var rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+				return nil, errors.Wrapf(err, "cannot decode Deployment %s", o.GetName())
+			}
+			out[d.Name] = Component{Namespace: d.Namespace, ServiceAccount: d.Spec.Template.Spec.ServiceAccountName, Args: d.Spec.Template.Spec.Containers[0].Args}
+			continue
+		}
+		rest = append(rest, o)
+	}
+	return out, ApplyAll(ctx, cfg, rest)
+}
+
+// ApplyAll applies every object with server-side apply, in order.
+func ApplyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured objects have no apply configuration.
+			return errors.Wrapf(err, "cannot apply %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	return nil
+}
+
+// Kubeconfig returns a kubeconfig of the API server of cfg that
+// authenticates as the component's ServiceAccount, with a token from the
+// TokenRequest API, as the kubelet would mount it into the pod.
+func (c Component) Kubeconfig(ctx context.Context, cfg *rest.Config) ([]byte, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(c.Namespace).CreateToken(ctx, c.ServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64((6 * time.Hour).Seconds()))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[c.ServiceAccount] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: c.ServiceAccount, Namespace: c.Namespace}
+	kc.CurrentContext = "cluster"
+	return clientcmd.Write(*kc)
+}
+
+// With returns the component's arguments with each --flag=value of set
+// replacing the argument of the same flag, or appended: what a process
+// outside the cluster must say differently (its kubeconfig, free ports).
+func (c Component) With(set ...string) []string {
+	out := append([]string(nil), c.Args...)
+	for _, s := range set {
+		name, _, _ := strings.Cut(s, "=")
+		replaced := false
+		for i, a := range out {
+			if n, _, _ := strings.Cut(a, "="); n == name {
+				out[i], replaced = s, true
+			}
+		}
+		if !replaced {
+			out = append(out, s)
+		}
+	}
+	return out
+}
