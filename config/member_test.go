@@ -128,12 +128,12 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 			_, err := kubernetes.NewForConfigOrDie(tc).CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 			return err
 		},
-		"get pods":                 func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list pods":                func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
-		"get secrets":              func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list secrets":             func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
-		"get nodes":                func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "x", metav1.GetOptions{}); return err },
-		"list nodes":               func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err },
+		"get pods":     func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list pods":    func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },
+		"get secrets":  func() error { _, err := cs.CoreV1().Secrets("default").Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list secrets": func() error { _, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{}); return err },
+		"get nodes":    func() error { _, err := cs.CoreV1().Nodes().Get(ctx, "x", metav1.GetOptions{}); return err },
+		"list nodes":   func() error { _, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); return err },
 	}
 	for what, call := range refused {
 		if err := call(); err == nil || !apierrors.IsForbidden(err) {
