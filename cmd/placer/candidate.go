@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/placer-dev/placer/propagator/candidate"
@@ -19,12 +17,6 @@ reserved (their PodChaperon is annotated is-reserved=true) and held at Permit
 until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := os.MkdirTemp("", "placer-candidate-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir) //nolint:errcheck // best effort
-			o.Dir = dir
 			return candidate.Run(cmd.Context(), o)
 		},
 	}

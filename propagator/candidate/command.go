@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -42,8 +41,6 @@ type Options struct {
 	PermitTimeout time.Duration
 	// SecurePort serves /healthz and /metrics; 0 serves nothing.
 	SecurePort int
-	// Dir receives the generated configuration file.
-	Dir string
 }
 
 // Run runs the real kube-scheduler, built with the placer plugin and the
@@ -53,10 +50,13 @@ func Run(ctx context.Context, o Options) error {
 		o.LeaderNS = "kube-system"
 	}
 	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name)
-	path := filepath.Join(o.Dir, "placer-candidate-scheduler.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		return fmt.Errorf("cannot write the scheduler configuration: %w", err)
+	// kube-scheduler reads its configuration from a file: a pipe's read
+	// end, so nothing is written and it runs on a read-only root filesystem.
+	path, closeConf, err := inMemoryFile([]byte(conf))
+	if err != nil {
+		return fmt.Errorf("cannot pass the scheduler configuration: %w", err)
 	}
+	defer closeConf()
 	opts := options.NewOptions()
 	opts.ConfigFile = path
 	opts.SecureServing.BindPort = o.SecurePort
@@ -70,4 +70,24 @@ func Run(ctx context.Context, o Options) error {
 		return nil
 	}
 	return err
+}
+
+// inMemoryFile returns a path that reads as b (the read end of a pipe that
+// holds b, as /dev/fd/N) and a function that closes it. b must fit a pipe's
+// buffer (64 KiB on Linux).
+func inMemoryFile(b []byte) (string, func(), error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return "", nil, err
+	}
+	if err := w.Close(); err != nil {
+		_ = r.Close()
+		return "", nil, err
+	}
+	return fmt.Sprintf("/dev/fd/%d", r.Fd()), func() { _ = r.Close() }, nil
 }

@@ -42,11 +42,13 @@ func TestCandidateScheduler(t *testing.T) {
 	target := testenv.StartTarget(t, local.Options{Name: "target"}, local.Node{Name: "node-0", CPU: "4", Memory: "8Gi"})
 	cfg, cs := target.RESTConfig(), target.Clientset
 	testenv.RunManager(t, cfg, func(mgr ctrl.Manager) error { return agent.SetupChaperonController(mgr, 0) })
+	// As on a read-only root filesystem: any temporary file fails.
+	t.Setenv("TMPDIR", "/nonexistent/placer-read-only")
 	runCtx, stop := context.WithCancel(ctx)
 	schedDone := make(chan error, 1)
 	go func() {
 		schedDone <- candidate.Run(runCtx, candidate.Options{
-			Kubeconfig: target.KubeconfigPath(), QPS: 50, Burst: 100, PermitTimeout: 3 * time.Second, Dir: t.TempDir(),
+			Kubeconfig: target.KubeconfigPath(), QPS: 50, Burst: 100, PermitTimeout: 3 * time.Second,
 		})
 	}()
 	t.Cleanup(func() {
