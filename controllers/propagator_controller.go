@@ -136,6 +136,10 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	// end-to-end benchmark showed it).
 	if !meta.FinalizerExists(w, finalizer) {
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
+			if forbidden(err) {
+				// Not only a log line: the Workload says why nothing happens.
+				r.record.Event(w, event.Warning(reasonForbidden, err))
+			}
 			return ignoreConflict(err)
 		}
 	}

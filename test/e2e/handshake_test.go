@@ -265,6 +265,13 @@ func TestHandshake(t *testing.T) {
 		if n := len(pods(t, b, w)); n != 0 {
 			t.Errorf("%d candidates left in b", n)
 		}
+		// The finalizer is a patch of metadata alone: the spec keeps its
+		// generation, and both conditions are of it ('kubectl wait' works).
+		sc, rc := w.Status.GetCondition(v1alpha1.TypeScheduled), w.Status.GetCondition(xpv2.TypeReady)
+		if len(w.Finalizers) == 0 || w.Generation != 1 || sc.ObservedGeneration != 1 || rc.ObservedGeneration != 1 {
+			t.Errorf("finalizers %v, generation %d, Scheduled of generation %d, Ready of generation %d; want a finalizer and 1, 1, 1",
+				w.Finalizers, w.Generation, sc.ObservedGeneration, rc.ObservedGeneration)
+		}
 	})
 
 	t.Run("policy prefers a, the pods fit only b: a rejects with its scheduler's reason", func(t *testing.T) {
@@ -446,6 +453,12 @@ func TestHandshake(t *testing.T) {
 			}
 			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 				return w.Status.ObservedGeneration == w.Generation && w.Status.ReadyReplicas == n && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			})
+			// The placed Workload's Scheduled condition follows the new
+			// generation too: 'kubectl wait --for=condition=Scheduled' returns.
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+				c := w.Status.GetCondition(v1alpha1.TypeScheduled)
+				return c.Status == corev1.ConditionTrue && c.ObservedGeneration == w.Generation
 			})
 			// Replicas beyond the count go: their chaperons, then their pods.
 			for _, p := range pods(t, a, w) {
