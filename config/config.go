@@ -20,6 +20,12 @@ var crds embed.FS
 //go:embed rbac/role.yaml
 var managerRole []byte
 
+// Files are config/'s kustomizations (CRDs, RBAC, the management and member
+// sides), so that placer can render and install them without the repository.
+//
+//go:embed crd rbac management member
+var Files embed.FS
+
 // ManagementRole returns the manager's ClusterRole in the management cluster,
 // generated from the controllers' RBAC markers.
 func ManagementRole() (*rbacv1.ClusterRole, error) {

@@ -68,7 +68,7 @@ func TestREADMEInstall(t *testing.T) {
 	}
 	kubectl, _ := exec.LookPath("kubectl")
 	for _, in := range installs {
-		objs, err := deploy.Render(root, strings.TrimPrefix(in.dir, "config/"))
+		objs, err := deploy.Render(strings.TrimPrefix(in.dir, "config/"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,18 +20,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/examples"
 	"github.com/placer-dev/placer/examples/cheapest"
+	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
@@ -139,13 +137,14 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	}()
 	mgmt := clusters[0]
 
-	crds, err := config.CRDs(v1alpha1.Group)
+	// placer runs as config/ deploys it: its kustomizations are applied,
+	// and every component runs as its ServiceAccount with its Deployment's
+	// flags (only what a process outside a pod says differently changes).
+	comps, err := install(startCtx, mgmt, "management", "placer-manager")
 	if err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(mgmt.RESTConfig(), envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-		return errors.Wrap(err, "cannot install placer's CRDs into the management cluster")
-	}
+	manager := comps[0]
 	c, err := client.NewWithWatch(mgmt.RESTConfig(), client.Options{Scheme: apis.NewScheme()})
 	if err != nil {
 		return errors.Wrap(err, "cannot create a client")
@@ -160,7 +159,7 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 		if err := clusters[i+1].AddNodes(startCtx, m.nodes...); err != nil {
 			return err
 		}
-		if err := startMemberComponents(clusters[i+1], placer); err != nil {
+		if err := startMemberComponents(startCtx, clusters[i+1], placer); err != nil {
 			return err
 		}
 		if err := registerMember(startCtx, c, clusters[i+1], m); err != nil {
@@ -169,8 +168,15 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	}
 	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
 
+	if err := mgmt.Run("manager", placer, manager.With(
+		"--kubeconfig="+filepath.Join(filepath.Dir(mgmt.KubeconfigPath()), "placer-manager.kubeconfig"),
+		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
+		// Local members listen on loopback, which a deployed manager refuses.
+		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s")...); err != nil {
+		return errors.Wrap(err, "cannot start the manager")
+	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
-	mgrDone, err := startSandboxManager(mgrCtx, mgmt)
+	mgrDone, err := startExampleScheduler(mgrCtx, mgmt)
 	if err != nil {
 		stopMgr()
 		return err
@@ -231,14 +237,46 @@ Press Ctrl-C to stop every process.
 	return nil
 }
 
-// startMemberComponents runs placer's agent and candidate scheduler in a
-// member, as processes logging to the member's folder.
-func startMemberComponents(lc *local.Cluster, placer string) error {
-	common := []string{"--kubeconfig=" + lc.KubeconfigPath(), "--leader-elect=false"}
-	if err := lc.Run("agent", placer, append([]string{"agent", "--health-probe-bind-address=0", "--metrics-bind-address=0"}, common...)...); err != nil {
+// install applies config/<dir> to a cluster and writes, beside its admin
+// kubeconfig, a kubeconfig of each Deployment's ServiceAccount
+// (<deployment>.kubeconfig). It returns the Deployments named want.
+func install(ctx context.Context, lc *local.Cluster, dir string, want ...string) ([]deploy.Component, error) {
+	objs, err := deploy.Render(dir)
+	if err != nil {
+		return nil, err
+	}
+	comps, err := deploy.Apply(ctx, lc.RESTConfig(), objs)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot install config/%s into %s", dir, lc.Name())
+	}
+	out := make([]deploy.Component, len(want))
+	for i, name := range want {
+		c, ok := comps[name]
+		if !ok {
+			return nil, errors.Errorf("config/%s has no Deployment %s", dir, name)
+		}
+		if err := c.WriteKubeconfig(ctx, lc.RESTConfig(), filepath.Join(filepath.Dir(lc.KubeconfigPath()), name+".kubeconfig")); err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// startMemberComponents installs config/member in a member and runs its
+// agent and candidate scheduler as processes logging to the member's folder.
+func startMemberComponents(ctx context.Context, lc *local.Cluster, placer string) error {
+	comps, err := install(ctx, lc, "member", "placer-agent", "placer-candidate-scheduler")
+	if err != nil {
+		return err
+	}
+	agent, sched := comps[0], comps[1]
+	dir := filepath.Dir(lc.KubeconfigPath())
+	if err := lc.Run("agent", placer, agent.With("--kubeconfig="+filepath.Join(dir, "placer-agent.kubeconfig"),
+		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+agent.Namespace)...); err != nil {
 		return errors.Wrapf(err, "cannot start the agent of %s", lc.Name())
 	}
-	return errors.Wrapf(lc.Run("candidate-scheduler", placer, append([]string{"candidate-scheduler", "--secure-port=0"}, common...)...),
+	return errors.Wrapf(lc.Run("candidate-scheduler", placer, sched.With("--kubeconfig="+filepath.Join(dir, "placer-candidate-scheduler.kubeconfig"))...),
 		"cannot start the candidate scheduler of %s", lc.Name())
 }
 
@@ -277,23 +315,17 @@ func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m m
 	return errors.Wrapf(c.Create(ctx, kc), "cannot register %s", m.name)
 }
 
-func startSandboxManager(ctx context.Context, mgmt *local.Cluster) (<-chan struct{}, error) {
+// startExampleScheduler runs the external scheduler of
+// examples/60-external-scheduler.yaml: a user's own code, not placer's.
+func startExampleScheduler(ctx context.Context, mgmt *local.Cluster) (<-chan struct{}, error) {
 	mgr, err := ctrl.NewManager(mgmt.RESTConfig(), ctrl.Options{
 		Scheme:                 apis.NewScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot create the manager")
+		return nil, errors.Wrap(err, "cannot create the example scheduler")
 	}
-	if _, err := controllers.Setup(mgr, controllers.Options{Cluster: controllers.ClusterControllerOptions{
-		ProbeInterval: 10 * time.Second,
-		// Local members listen on loopback, which a deployed manager refuses.
-		Registry: cluster.Options{ProbeTimeout: 2 * time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
-	}}); err != nil {
-		return nil, err
-	}
-	// The external scheduler of examples/60-external-scheduler.yaml.
 	if err := cheapest.Setup(mgr); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ package deploy
 
 import (
 	"context"
-	"path/filepath"
+	"io/fs"
+	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -26,15 +28,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/placer-dev/placer/config"
 )
 
 // FieldManager owns what Apply applies, as kubectl's does.
 const FieldManager = "placer-install"
 
-// Render runs kustomize on config/<dir> of the repository at root.
-func Render(root, dir string) ([]*unstructured.Unstructured, error) {
+// Render runs kustomize on config/<dir>, as embedded in the binary
+// (config.Files): what 'kubectl apply -k config/<dir>' would apply.
+func Render(dir string) ([]*unstructured.Unstructured, error) {
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(config.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return mem.MkdirAll(path.Join("/config", p))
+		}
+		b, err := config.Files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return mem.WriteFile(path.Join("/config", p), b)
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the embedded config/")
+	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", dir))
+	res, err := k.Run(mem, path.Join("/config", dir))
 	if err != nil {
 		return nil, errors.Wrapf(err, "kustomize build config/%s", dir)
 	}
@@ -114,6 +136,15 @@ func (c Component) Kubeconfig(ctx context.Context, cfg *rest.Config) ([]byte, er
 	kc.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: c.ServiceAccount, Namespace: c.Namespace}
 	kc.CurrentContext = "cluster"
 	return clientcmd.Write(*kc)
+}
+
+// WriteKubeconfig writes Kubeconfig to path, readable by its owner only.
+func (c Component) WriteKubeconfig(ctx context.Context, cfg *rest.Config, path string) error {
+	b, err := c.Kubeconfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return errors.Wrap(os.WriteFile(path, b, 0o600), "cannot write the kubeconfig")
 }
 
 // With returns the component's arguments with each --flag=value of set

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ import (
 // install applies config/<dir> to a cluster and returns its Deployments.
 func install(t *testing.T, cfg *rest.Config, dir string) map[string]deploy.Component {
 	t.Helper()
-	objs, err := deploy.Render(testenv.RepoRoot(t), dir)
+	objs, err := deploy.Render(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +50,8 @@ func install(t *testing.T, cfg *rest.Config, dir string) map[string]deploy.Compo
 // ServiceAccount and returns its path.
 func serviceAccountKubeconfig(t *testing.T, c deploy.Component, cfg *rest.Config, name string) string {
 	t.Helper()
-	b, err := c.Kubeconfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := c.WriteKubeconfig(context.Background(), cfg, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
