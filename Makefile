@@ -61,7 +61,7 @@ generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/multicluster/... output:crd:artifacts:config=config/crd/member
 	@# Kubernetes' own types keep their documentation with Kubernetes: with it
 	@# the Workload CRD is too large for client-side 'kubectl apply'.
-	go run ./hack/crdtrim -path spec.targetDeployment -path spec.targetService config/crd/management/compute.placer.dev_workloads.yaml
+	go run ./hack/crdtrim -path spec.targetDeployment.template -path spec.targetDeployment.selector -path spec.targetDeployment.strategy -path spec.targetService config/crd/management/compute.placer.dev_workloads.yaml
 	go run ./hack/crdtrim -path spec -path status config/crd/member/multicluster.placer.dev_podchaperons.yaml
 	go tool controller-gen rbac:roleName=placer-manager paths=./controllers output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=placer-agent paths=./controllers/agent output:rbac:artifacts:config=config/rbac/agent

@@ -253,6 +253,12 @@ spec:
     strategy: {rollingUpdate: {maxUnavailable: -1}}
     template: {spec: {containers: [{name: app, image: pause}]}}
 `, "spec.targetDeployment.strategy.rollingUpdate.maxUnavailable"},
+		{"maxUnavailable over 100%", workloadHead + `
+spec:
+  targetDeployment:
+    strategy: {rollingUpdate: {maxUnavailable: 150%}}
+    template: {spec: {containers: [{name: app, image: pause}]}}
+`, "spec.targetDeployment.strategy.rollingUpdate.maxUnavailable"},
 		{"Recreate with rollingUpdate", workloadHead + `
 spec:
   targetDeployment:

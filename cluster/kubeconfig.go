@@ -2,19 +2,28 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
 )
 
 // KubeconfigPolicy decides what a kubeconfig read from a tenant's Secret
@@ -84,6 +93,8 @@ func (p KubeconfigPolicy) Check(c *clientcmdapi.Config) field.ErrorList {
 		fp := field.NewPath("clusters").Key(name)
 		if cl.CertificateAuthority != "" {
 			errs = append(errs, field.Forbidden(fp.Child("certificate-authority"), "file paths would read the manager's own files; put the CA inline (certificate-authority-data)"))
+		} else if len(cl.CertificateAuthorityData) == 0 && strings.HasPrefix(cl.Server, "https://") {
+			errs = append(errs, field.Required(fp.Child("certificate-authority-data"), "the server's CA, inline: the manager's own trust store is not the tenant's"))
 		}
 		if cl.InsecureSkipTLSVerify {
 			errs = append(errs, field.Forbidden(fp.Child("insecure-skip-tls-verify"), "the server's certificate must be verified"))
@@ -118,8 +129,16 @@ func (p KubeconfigPolicy) checkServer(fp *field.Path, server string) field.Error
 	return nil
 }
 
+// nat64 is the well-known NAT64 prefix, 64:ff9b::/96, whose addresses
+// embed an IPv4 address.
+var nat64 = &net.IPNet{IP: net.ParseIP("64:ff9b::"), Mask: net.CIDRMask(96, 128)}
+
 // refuseIP says why an address may not be reached, or "".
 func (p KubeconfigPolicy) refuseIP(ip net.IP) string {
+	if nat64.Contains(ip) {
+		// 64:ff9b::a9fe:a9fe reaches 169.254.169.254 through a NAT64 gateway.
+		ip = net.IP(ip[12:16])
+	}
 	switch {
 	case ip.IsLoopback() && !p.AllowLoopback:
 		return fmt.Sprintf("%s is a loopback address, the manager's own host", ip)
@@ -130,6 +149,9 @@ func (p KubeconfigPolicy) refuseIP(ip net.IP) string {
 	}
 	return ""
 }
+
+// policyRefusal starts the error of a connection the policy refuses.
+const policyRefusal = "refused by the manager's kubeconfig policy: "
 
 // Dial is a net.Dialer.DialContext that refuses, after name resolution and
 // on every connection, the addresses the policy does not allow: a name that
@@ -148,7 +170,7 @@ func (p KubeconfigPolicy) Dial(timeout time.Duration) func(ctx context.Context, 
 				return errors.Errorf("cannot parse address %q", host)
 			}
 			if why := p.refuseIP(ip); why != "" {
-				return errors.New("refused by the manager's kubeconfig policy: " + why)
+				return errors.New(policyRefusal + why)
 			}
 			return nil
 		},
@@ -174,8 +196,10 @@ func (p KubeconfigPolicy) RESTConfig(kubeconfig []byte) (*rest.Config, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "kubeconfig is not usable")
 	}
-	// Nothing of the manager's own environment may add to it.
-	cfg.Proxy = nil
+	// Nothing of the manager's own environment may add to it: no proxy
+	// (client-go would take HTTPS_PROXY from the environment for a nil
+	// Proxy, and the proxy, not the dialer below, would reach the address).
+	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	cfg.ExecProvider, cfg.AuthProvider, cfg.BearerTokenFile = nil, nil, ""
 	cfg.Dial = p.Dial(30 * time.Second)
 	return cfg, nil
@@ -190,22 +214,66 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// DescribeError says why a request to a member failed without quoting
-// what the member sent back: a response body, or a Status message, is the
-// member's (or whatever answered at that address) and never reaches status,
-// Events or logs. Network errors name the address and the cause.
+// DescribeError says why a request to a member failed in placer's own
+// words: a response body, a Status message or reason, a certificate's
+// names are whatever answered at that address, and never reach status,
+// Events or logs. An API status is described by its code and, when it is
+// one Kubernetes defines, its reason; a network error by its kind.
 func DescribeError(err error) string {
-	var s kerrors.APIStatus
-	if errors.As(err, &s) {
-		st := s.Status()
-		return fmt.Sprintf("HTTP %d (%s)", st.Code, st.Reason)
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return uerr.Err.Error()
-	}
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	var s kerrors.APIStatus
+	if errors.As(err, &s) {
+		st := s.Status()
+		if knownReasons[st.Reason] {
+			return fmt.Sprintf("HTTP %d (%s)", st.Code, st.Reason)
+		}
+		return fmt.Sprintf("HTTP %d", st.Code)
+	}
+	msg := err.Error()
+	var (
+		dns  *net.DNSError
+		nerr net.Error
+		cert *tls.CertificateVerificationError
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+	)
+	switch {
+	case strings.Contains(msg, policyRefusal):
+		return msg[strings.Index(msg, policyRefusal):]
+	case errors.As(err, &dns):
+		return "cannot resolve " + dns.Name
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &cert), errors.As(err, &uerr), errors.As(err, &herr):
+		return "TLS: the server's certificate is not valid for the kubeconfig's server and CA"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		return "timed out"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the server"
+	}
+	return "the request failed"
+}
+
+// knownReasons are the StatusReasons Kubernetes defines; any other text in
+// that field is the server's own.
+var knownReasons = map[metav1.StatusReason]bool{
+	metav1.StatusReasonUnauthorized: true, metav1.StatusReasonForbidden: true, metav1.StatusReasonNotFound: true,
+	metav1.StatusReasonAlreadyExists: true, metav1.StatusReasonConflict: true, metav1.StatusReasonGone: true,
+	metav1.StatusReasonInvalid: true, metav1.StatusReasonServerTimeout: true, metav1.StatusReasonStoreReadError: true,
+	metav1.StatusReasonTimeout: true, metav1.StatusReasonTooManyRequests: true, metav1.StatusReasonBadRequest: true,
+	metav1.StatusReasonMethodNotAllowed: true, metav1.StatusReasonNotAcceptable: true, metav1.StatusReasonRequestEntityTooLarge: true,
+	metav1.StatusReasonUnsupportedMediaType: true, metav1.StatusReasonInternalError: true, metav1.StatusReasonExpired: true,
+	metav1.StatusReasonServiceUnavailable: true,
+}
+
+// WatchErrors is the watch error handler of every cache of a member: the
+// reflector's own would log the member's response verbatim; this logs
+// DescribeError's words, at a debug level (the cluster's Ready condition
+// says what matters).
+func WatchErrors(key types.NamespacedName) toolscache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, _ *toolscache.Reflector, err error) {
+		klog.FromContext(ctx).V(4).Info("watch of a member cluster failed", "cluster", key.String(), "error", DescribeError(err))
+	}
 }

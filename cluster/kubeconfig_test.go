@@ -2,16 +2,23 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -82,16 +89,21 @@ func TestKubeconfigPolicy(t *testing.T) {
 		"proxy url": {field: `clusters[member].proxy-url`, change: func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
 			c.ProxyURL = "http://proxy.internal:3128"
 		}},
-		"plain http":                       {field: `clusters[member].server`, server: "http://member.example.com:8080"},
-		"plain http behind the flag":       {server: "http://member.example.com:8080", policy: KubeconfigPolicy{AllowHTTP: true}},
-		"metadata address":                 {field: `clusters[member].server`, server: "https://169.254.169.254"},
-		"metadata address behind the flag": {server: "https://169.254.169.254", policy: KubeconfigPolicy{AllowLinkLocal: true}},
-		"IPv6 link-local":                  {field: `clusters[member].server`, server: "https://[fe80::1]:6443"},
-		"loopback":                         {field: `clusters[member].server`, server: "https://127.0.0.1:6443"},
-		"IPv6 loopback":                    {field: `clusters[member].server`, server: "https://[::1]:6443"},
-		"loopback behind the flag":         {server: "https://127.0.0.1:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
-		"unspecified address":              {field: `clusters[member].server`, server: "https://0.0.0.0:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
-		"no scheme":                        {field: `clusters[member].server`, server: "member.example.com:6443"},
+		"plain http":                           {field: `clusters[member].server`, server: "http://member.example.com:8080"},
+		"plain http behind the flag":           {server: "http://member.example.com:8080", policy: KubeconfigPolicy{AllowHTTP: true}},
+		"metadata address":                     {field: `clusters[member].server`, server: "https://169.254.169.254"},
+		"metadata address behind the flag":     {server: "https://169.254.169.254", policy: KubeconfigPolicy{AllowLinkLocal: true}},
+		"IPv6 link-local":                      {field: `clusters[member].server`, server: "https://[fe80::1]:6443"},
+		"metadata address through NAT64":       {field: `clusters[member].server`, server: "https://[64:ff9b::a9fe:a9fe]"},
+		"metadata address as IPv4-mapped IPv6": {field: `clusters[member].server`, server: "https://[::ffff:169.254.169.254]"},
+		"no inline CA": {field: `clusters[member].certificate-authority-data`, change: func(c *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+			c.CertificateAuthorityData = nil
+		}},
+		"loopback":                 {field: `clusters[member].server`, server: "https://127.0.0.1:6443"},
+		"IPv6 loopback":            {field: `clusters[member].server`, server: "https://[::1]:6443"},
+		"loopback behind the flag": {server: "https://127.0.0.1:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
+		"unspecified address":      {field: `clusters[member].server`, server: "https://0.0.0.0:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
+		"no scheme":                {field: `clusters[member].server`, server: "member.example.com:6443"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -108,8 +120,15 @@ func TestKubeconfigPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if cfg.Dial == nil || cfg.ExecProvider != nil || cfg.BearerTokenFile != "" || cfg.Proxy != nil {
-					t.Errorf("accepted config is not locked down: %+v", cfg)
+				if cfg.Dial == nil || cfg.ExecProvider != nil || cfg.BearerTokenFile != "" || cfg.Proxy == nil {
+					t.Fatalf("accepted config is not locked down: %+v", cfg)
+				}
+				// The manager's environment proxy is not used.
+				t.Setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+				t.Setenv("HTTP_PROXY", "http://proxy.internal:3128")
+				req, _ := http.NewRequest(http.MethodGet, cfg.Host, nil)
+				if u, err := cfg.Proxy(req); u != nil || err != nil {
+					t.Errorf("requests go through proxy %v (%v)", u, err)
 				}
 				return
 			}
@@ -151,7 +170,7 @@ func TestRefusedKubeconfigReachesNothing(t *testing.T) {
 			a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch " + marker}, APIVersion: "client.authentication.k8s.io/v1"}
 		},
 		"tokenFile": func(c *clientcmdapi.Cluster, a *clientcmdapi.AuthInfo) {
-			c.InsecureSkipTLSVerify, c.CertificateAuthorityData = true, nil
+			c.CertificateAuthorityData = pemCert(srv)
 			a.Token, a.TokenFile = "", tokenFile
 		},
 	} {
@@ -218,4 +237,30 @@ func TestDialRefusesResolvedAddresses(t *testing.T) {
 
 func pemCert(srv *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+func TestDescribeError(t *testing.T) {
+	status := func(code int32, reason metav1.StatusReason, msg string) error {
+		return &kerrors.StatusError{ErrStatus: metav1.Status{Code: code, Reason: reason, Message: msg}}
+	}
+	cases := map[string]struct {
+		err  error
+		want string
+	}{
+		"a Kubernetes status keeps its code and reason, not its message": {status(403, metav1.StatusReasonForbidden, "secret: s3cr3t"), "HTTP 403 (Forbidden)"},
+		"a reason Kubernetes does not define is the server's text":       {status(418, "my-secret-banner", "x"), "HTTP 418"},
+		"connection refused": {&url.Error{Op: "Get", URL: "https://10.0.0.1/version", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, "connection refused"},
+		"no such host":       {&url.Error{Op: "Get", URL: "https://x/version", Err: &net.DNSError{Name: "member.internal", Err: "no such host"}}, "cannot resolve member.internal"},
+		"a timeout":          {&url.Error{Op: "Get", URL: "https://x/version", Err: context.DeadlineExceeded}, "timed out"},
+		"a certificate that names internal hosts": {&url.Error{Op: "Get", URL: "https://x/version", Err: x509.HostnameError{Certificate: &x509.Certificate{DNSNames: []string{"vault.internal"}}, Host: "x"}},
+			"TLS: the server's certificate is not valid for the kubeconfig's server and CA"},
+		"anything else says nothing of the server": {errors.New(`malformed HTTP response "SSH-2.0-OpenSSH_9.6"`), "the request failed"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := DescribeError(tc.err); got != tc.want {
+				t.Errorf("DescribeError() = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"net/http"
 	"sync"
 	"time"
 
@@ -73,7 +74,11 @@ func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 type Connection struct {
 	Key    types.NamespacedName
 	Config *rest.Config
-	Client kubernetes.Interface
+	// HTTPClient is the one transport to the member: every client and
+	// cache of the member shares it (client-go would cache a transport per
+	// client built from a Config with a dialer of its own, and never free it).
+	HTTPClient *http.Client
+	Client     kubernetes.Interface
 
 	hash    [sha256.Size]byte
 	timeout time.Duration
@@ -108,11 +113,15 @@ func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connect
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = r.opts.QPS, r.opts.Burst
-	cs, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, errors.New(errNewClient)
 	}
-	c := &Connection{Key: key, Config: cfg, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{})}
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, errors.New(errNewClient)
+	}
+	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }
@@ -187,7 +196,9 @@ func (c *Connection) Watch(ctx context.Context) error {
 		return nil
 	}
 	ca, err := crcache.New(c.Config, crcache.Options{
-		Scheme: summaryScheme,
+		HTTPClient:               c.HTTPClient,
+		DefaultWatchErrorHandler: WatchErrors(c.Key),
+		Scheme:                   summaryScheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
 		},
@@ -228,6 +239,7 @@ func (c *Connection) close() {
 	if stopped != nil {
 		<-stopped
 	}
+	c.HTTPClient.CloseIdleConnections()
 	close(c.done)
 }
 

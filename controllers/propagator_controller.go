@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
@@ -40,6 +42,7 @@ const (
 	errGetService     = "cannot get the delivered Service"
 	errApplyService   = "cannot deliver the Service"
 	errDeleteService  = "cannot delete the delivered Service"
+	errGetNamespace   = "cannot get the Workload's namespace"
 
 	reasonCommitted  = "Committed"
 	reasonRejected   = "Rejected"
@@ -50,6 +53,8 @@ const (
 	// reasonNameConflict: an object placer would deliver exists in the
 	// member and is not placer's for this Workload.
 	reasonNameConflict = "NameConflict"
+	// reasonServiceRefused: the member's API server refused the Service.
+	reasonServiceRefused = "ServiceRefused"
 
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
@@ -224,6 +229,13 @@ func (r *PropagatorReconciler) prepare(ctx context.Context, w *v1alpha1.Workload
 	if rm == nil || err != nil {
 		return err
 	}
+	if reason, msg, err := r.admit(ctx, w, key); err != nil || reason != "" {
+		if err != nil {
+			return err
+		}
+		_, err = r.reject(ctx, w, rm, key, reason, msg)
+		return err
+	}
 	st, _, err := r.ensureCandidates(ctx, rm, w)
 	if forbidden(err) {
 		_, err = r.reject(ctx, w, rm, key, reasonForbidden, err.Error())
@@ -250,6 +262,22 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	if rm == nil {
 		// Not connected, or its chaperon cache is still syncing.
 		return reconcile.Result{RequeueAfter: syncRetry}, false, nil
+	}
+	if reason, msg, err := r.admit(ctx, w, target); err != nil || reason != "" {
+		if err != nil {
+			return reconcile.Result{}, false, err
+		}
+		chs, err := r.chaperons(ctx, rm, w)
+		if err != nil {
+			return reconcile.Result{}, false, err
+		}
+		if propagator.Observe(w, chs).Allowed > 0 {
+			// Committed: what runs there keeps running, and nothing of
+			// this template goes there.
+			return reconcile.Result{}, true, r.refuseChange(ctx, w, reason, msg)
+		}
+		res, err := r.reject(ctx, w, rm, target, reason, msg)
+		return res, false, err
 	}
 	st, chaperons, err := r.ensureCandidates(ctx, rm, w)
 	if forbidden(err) && st.Allowed == 0 {
@@ -300,20 +328,20 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 	}
 	requeue := d.After
 	committed := d.Action == propagator.Commit || d.Action == propagator.Deliver
-	var conflict *nameConflict
+	var problem *deliveryProblem
 	if committed {
 		err := r.ensureService(ctx, rm, w)
-		if !errors.As(err, &conflict) && err != nil {
+		if !errors.As(err, &problem) && err != nil {
 			return reconcile.Result{}, false, err
 		}
 	}
 	setCounts(w, replicas, st)
-	if conflict != nil {
+	if problem != nil {
 		ready := w.Status.GetCondition(xpv2.TypeReady)
-		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, reasonNameConflict, conflict.Error()
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, xpv2.ConditionReason(problem.reason), problem.Error()
 		w.Status.SetConditions(ready)
-		if orig.Status.GetCondition(xpv2.TypeReady).Reason != reasonNameConflict {
-			r.record.Event(w, event.Warning(reasonNameConflict, conflict))
+		if prev := orig.Status.GetCondition(xpv2.TypeReady); prev.Reason != ready.Reason || prev.Message != ready.Message {
+			r.record.Event(w, event.Warning(event.Reason(problem.reason), problem))
 		}
 	}
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
@@ -324,6 +352,40 @@ func (r *PropagatorReconciler) handshake(ctx context.Context, w *v1alpha1.Worklo
 		return reconcile.Result{RequeueAfter: conflictRetry}, committed, nil
 	}
 	return reconcile.Result{RequeueAfter: requeue}, committed, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+}
+
+// admit asks whether the cluster may receive the Workload's pods
+// (validation.Admit: tenancy, a valid template, Pod Security), with the
+// cluster and the namespace from the manager's cache. The scheduler's
+// predicates decided the same when it placed the Workload; this holds for
+// a later template and for an external scheduler's choice too.
+func (r *PropagatorReconciler) admit(ctx context.Context, w *v1alpha1.Workload, key types.NamespacedName) (reason, msg string, err error) {
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := r.client.Get(ctx, key, kc); err != nil {
+		// A cluster that is gone has no connection either: nothing is sent.
+		return "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
+	}
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
+		return "", "", errors.Wrap(err, errGetNamespace)
+	}
+	reason, msg = validation.Admit(w, kc, ns.Labels)
+	return reason, msg, nil
+}
+
+// refuseChange records that a committed cluster refuses the Workload's
+// current pod template: Ready is False with the reason, once as an Event.
+func (r *PropagatorReconciler) refuseChange(ctx context.Context, w *v1alpha1.Workload, reason, msg string) error {
+	orig := w.DeepCopy()
+	msg = "the pod template of generation " + strconv.FormatInt(w.Generation, 10) + " is not rolled out: " + msg
+	w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason),
+		Message: msg, ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
+	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
+		return nil
+	}
+	r.record.Event(w, event.Warning(event.Reason(reason), errors.New(msg)))
+	err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return errors.Wrap(resource.IgnoreNotFound(resource.Ignore(kerrors.IsConflict, err)), errUpdateWorkload)
 }
 
 // allow marks reserved candidates is-allowed=true: their pods bind.
@@ -398,9 +460,9 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Pending", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
 		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
 	if st.Unschedulable != "" {
-		ready.Message += "; a replica is pending: " + st.Unschedulable
+		ready.Message += "; a replica is pending: " + truncate(st.Unschedulable)
 	} else if st.Refused != "" {
-		ready.Message += "; a replica is pending: " + st.Refused
+		ready.Message += "; a replica is pending: " + truncate(st.Refused)
 	}
 	if st.Ready >= replicas {
 		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
@@ -411,6 +473,7 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
 // reject records the cluster in status.rejectedClusters for this
 // generation, so the scheduler chooses again, and removes its candidates.
 func (r *PropagatorReconciler) reject(ctx context.Context, w *v1alpha1.Workload, rm *remote, target types.NamespacedName, reason, msg string) (reconcile.Result, error) {
+	msg = truncate(msg)
 	orig := w.DeepCopy()
 	now := metav1.Now()
 	kept := w.Status.RejectedClusters[:0]
@@ -475,7 +538,8 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.
-			return &nameConflict{kind: "Service", key: svc.Namespace + "/" + svc.Name}
+			return &deliveryProblem{reason: reasonNameConflict,
+				msg: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
 		}
 		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
 		meta.AddAnnotations(svc, map[string]string{propagator.AnnotationWorkload: w.Namespace + "/" + w.Name})
@@ -491,21 +555,37 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 		svc.Spec = *want
 		return nil
 	})
-	var conflict *nameConflict
-	if errors.As(err, &conflict) {
-		return conflict
+	var problem *deliveryProblem
+	if errors.As(err, &problem) {
+		return problem
+	}
+	var status kerrors.APIStatus
+	if (kerrors.IsInvalid(err) || kerrors.IsForbidden(err)) && errors.As(err, &status) {
+		return &deliveryProblem{reason: reasonServiceRefused, msg: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
 	}
 	return errors.Wrap(err, errApplyService)
 }
 
-// nameConflict is an object placer would create in a member whose name is
-// taken by an object placer did not create there (or another Workload's).
-// It is reported, in an Event and the Ready condition, and never retried
-// in a loop: the next change to the Workload or its chaperons looks again.
-type nameConflict struct{ kind, key string }
+// deliveryProblem is what keeps an object from being delivered to a member
+// that no retry changes: its name is taken by an object placer did not
+// create there (or another Workload's), or the member's API server refuses
+// it. It is reported, in an Event and the Ready condition, and never
+// retried in a loop: the next change to the Workload or its chaperons
+// looks again.
+type deliveryProblem struct{ reason, msg string }
 
-func (c *nameConflict) Error() string {
-	return fmt.Sprintf("%s %s exists in the cluster and was not created by placer for this Workload; it is left untouched", c.kind, c.key)
+func (p *deliveryProblem) Error() string { return p.msg }
+
+// maxMessage bounds what a member's API server says that placer copies
+// into a Workload's status and Events.
+const maxMessage = 1024
+
+// truncate cuts a member's message to maxMessage bytes.
+func truncate(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	return msg[:maxMessage] + "…"
 }
 
 // removeElsewhere deletes the Workload's candidates in every connected
@@ -513,7 +593,7 @@ func (c *nameConflict) Error() string {
 // A member registered more than once (say, in two namespaces) is one
 // cluster: its candidates are kept if any of its registrations is.
 func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
-	conns := r.registry.Connections()
+	conns := r.connectionsFor(ctx, w)
 	keepHosts := map[string]bool{}
 	for _, conn := range conns {
 		if keep[conn.Key] {
@@ -539,6 +619,38 @@ func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, w *v1alpha1.
 	return nil
 }
 
+// connectionsFor returns the connections of the clusters that may hold the
+// Workload's objects: those that serve its namespace, and those it was
+// placed, nominated or rejected on. Another tenant's clusters are never
+// visited: a dead one registered in another namespace holds nothing of this
+// Workload, and must not hold its deletion.
+func (r *PropagatorReconciler) connectionsFor(ctx context.Context, w *v1alpha1.Workload) []*cluster.Connection {
+	touched := map[types.NamespacedName]bool{}
+	if w.Status.ClusterRef != nil {
+		touched[scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)] = true
+	}
+	for i := range w.Status.NominatedClusters {
+		touched[scheduler.ClusterKey(w.Namespace, &w.Status.NominatedClusters[i])] = true
+	}
+	for i := range w.Status.RejectedClusters {
+		touched[scheduler.ClusterKey(w.Namespace, &w.Status.RejectedClusters[i].Cluster)] = true
+	}
+	ns := &corev1.Namespace{}
+	_ = r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns) // no labels: only the Workload's own namespace's clusters serve it
+	var out []*cluster.Connection
+	for _, conn := range r.registry.Connections() {
+		if touched[conn.Key] {
+			out = append(out, conn)
+			continue
+		}
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := r.client.Get(ctx, conn.Key, kc); err == nil && validation.Serves(kc, w.Namespace, ns.Labels) {
+			out = append(out, conn)
+		}
+	}
+	return out
+}
+
 // cleanup deletes the Workload's candidates everywhere before letting it
 // go. A registered member that cannot be reached keeps the finalizer (the
 // Workload stays Terminating, with an Event) until it answers or its
@@ -548,7 +660,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 		return reconcile.Result{}, nil
 	}
 	pending := []string{}
-	for _, conn := range r.registry.Connections() {
+	for _, conn := range r.connectionsFor(ctx, w) {
 		rm, err := r.remotes.get(conn)
 		if err != nil || !rm.ready() {
 			pending = append(pending, conn.Key.String()+" (unreachable)")
@@ -560,7 +672,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			continue
 		}
 		if err := r.deleteIn(ctx, rm, w); err != nil {
-			pending = append(pending, conn.Key.String()+" ("+err.Error()+")")
+			pending = append(pending, conn.Key.String()+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
 		if len(chs) > 0 {

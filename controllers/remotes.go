@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -11,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,11 +47,16 @@ func (rm *remote) tenant(namespace string) (client.Client, error) {
 	if cl, ok := rm.tenants[namespace]; ok {
 		return cl, nil
 	}
-	cfg := rest.CopyConfig(rm.conn.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}
-	cl, err := client.New(cfg, client.Options{Scheme: rm.scheme, Cache: &client.CacheOptions{Reader: rm.cache, DisableFor: []client.Object{&corev1.Service{}}}})
+	// The member's one transport, wrapped to impersonate; the mapper of the
+	// manager's own client (discovery once per member, not per tenant).
+	hc := &http.Client{
+		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}, rm.conn.HTTPClient.Transport),
+		Timeout:   rm.conn.HTTPClient.Timeout,
+	}
+	cl, err := client.New(rm.conn.Config, client.Options{HTTPClient: hc, Scheme: rm.scheme, Mapper: rm.client.RESTMapper(),
+		Cache: &client.CacheOptions{Reader: rm.cache, DisableFor: []client.Object{&corev1.Service{}}}})
 	if err != nil {
-		return nil, errors.Wrap(err, errRemoteCache)
+		return nil, errors.Wrap(err, errTenantClient)
 	}
 	rm.tenants[namespace] = cl
 	return cl, nil
@@ -66,7 +72,10 @@ type remotes struct {
 	m  map[types.NamespacedName]*remote
 }
 
-const errRemoteCache = "cannot watch PodChaperons in the member cluster"
+const (
+	errRemoteCache  = "cannot watch PodChaperons in the member cluster"
+	errTenantClient = "cannot create a client acting for the tenant in the member cluster"
+)
 
 // get returns the member's chaperon cache, starting it for a new or
 // replaced connection. It does not wait for the cache to sync.
@@ -86,8 +95,10 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 		return nil, err
 	}
 	c, err := cache.New(conn.Config, cache.Options{
-		Scheme:   r.scheme,
-		ByObject: map[client.Object]cache.ByObject{&mcv1alpha1.PodChaperon{}: {Label: sel.Add(*req)}},
+		HTTPClient:               conn.HTTPClient,
+		DefaultWatchErrorHandler: cluster.WatchErrors(conn.Key),
+		Scheme:                   r.scheme,
+		ByObject:                 map[client.Object]cache.ByObject{&mcv1alpha1.PodChaperon{}: {Label: sel.Add(*req)}},
 	})
 	if err != nil {
 		return nil, errors.Wrap(err, errRemoteCache)
@@ -115,12 +126,13 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 		select {
 		case <-conn.Done():
 			cancel()
+			r.forget(conn)
 		case <-ctx.Done():
 		}
 	}()
 	// Chaperons are read from the cache; the one delivered Service per
 	// Workload is read directly rather than cached fleet-wide.
-	cl, err := client.New(conn.Config, client.Options{Scheme: r.scheme, Cache: &client.CacheOptions{Reader: c, DisableFor: []client.Object{&corev1.Service{}}}})
+	cl, err := client.New(conn.Config, client.Options{HTTPClient: conn.HTTPClient, Scheme: r.scheme, Cache: &client.CacheOptions{Reader: c, DisableFor: []client.Object{&corev1.Service{}}}})
 	if err != nil {
 		cancel()
 		return nil, errors.Wrap(err, errRemoteCache)
@@ -128,6 +140,16 @@ func (r *remotes) get(conn *cluster.Connection) (*remote, error) {
 	rm := &remote{conn: conn, scheme: r.scheme, cache: c, informer: inf, client: cl, cancel: cancel, tenants: map[string]client.Client{}}
 	r.m[conn.Key] = rm
 	return rm, nil
+}
+
+// forget drops the remote of a closed connection, unless a newer one
+// replaced it.
+func (r *remotes) forget(conn *cluster.Connection) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rm, ok := r.m[conn.Key]; ok && rm.conn == conn {
+		delete(r.m, conn.Key)
+	}
 }
 
 // ready reports, without waiting, whether the member's chaperon cache

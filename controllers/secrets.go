@@ -19,8 +19,9 @@ type secretWatches struct {
 	cs      kubernetes.Interface
 	enqueue func(types.NamespacedName)
 
-	mu sync.Mutex
-	m  map[types.NamespacedName]*secretWatch
+	mu     sync.Mutex
+	m      map[types.NamespacedName]*secretWatch
+	closed bool
 }
 
 type secretWatch struct {
@@ -36,6 +37,10 @@ func newSecretWatches(cs kubernetes.Interface, enqueue func(types.NamespacedName
 func (s *secretWatches) ensure(cluster, secret types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// The manager is stopping; a reconcile still running starts nothing.
+		return
+	}
 	if w, ok := s.m[cluster]; ok {
 		if w.secret == secret {
 			return
@@ -64,6 +69,7 @@ func (s *secretWatches) remove(cluster types.NamespacedName) {
 func (s *secretWatches) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for k, w := range s.m {
 		close(w.stop)
 		delete(s.m, k)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	psaapi "k8s.io/pod-security-admission/api"
-
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/apis/compute/validation"
 	"github.com/placer-dev/placer/scheduler"
@@ -43,16 +41,13 @@ func (p *PodSecurity) Name() string { return PodSecurityName }
 // podSecurityState holds the namespace's level and, per level, the checks
 // the template fails, evaluated once per cycle.
 type podSecurityState struct {
-	namespace v1alpha1.PodSecurityLevel
-	failed    map[v1alpha1.PodSecurityLevel]string
+	namespaceLabels map[string]string
+	failed          map[v1alpha1.PodSecurityLevel]string
 }
 
 // PreFilter evaluates the template at every level once.
 func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
-	st := &podSecurityState{failed: map[v1alpha1.PodSecurityLevel]string{}}
-	if l, ok := snap.Namespaces[w.Namespace][psaapi.EnforceLevelLabel]; ok {
-		st.namespace = v1alpha1.PodSecurityLevel(l)
-	}
+	st := &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], failed: map[v1alpha1.PodSecurityLevel]string{}}
 	for _, l := range []v1alpha1.PodSecurityLevel{v1alpha1.PodSecurityBaseline, v1alpha1.PodSecurityRestricted} {
 		if v := validation.PodSecurity(l, &w.Spec.TargetDeployment.Template); len(v) > 0 {
 			st.failed[l] = strings.Join(v, "; ")
@@ -69,13 +64,7 @@ func (p *PodSecurity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1al
 		return errNoPreFilter
 	}
 	st := v.(*podSecurityState)
-	level := c.Cluster.Spec.PodSecurity
-	if level == "" {
-		level = v1alpha1.PodSecurityBaseline
-	}
-	if st.namespace != "" {
-		level = validation.Stricter(level, st.namespace)
-	}
+	level := validation.Level(c.Cluster, st.namespaceLabels)
 	if failed := st.failed[level]; failed != "" {
 		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, fmt.Sprintf(ErrReasonPodSecurity, level, failed))
 	}

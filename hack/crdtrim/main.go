@@ -83,10 +83,10 @@ func strip(node any, keep bool) {
 			}
 		}
 		for k, v := range n {
-			if k == "description" {
+			if _, text := v.(string); k == "description" && text {
 				continue
 			}
-			// A property named "description" is a schema, not a description.
+			// A property named "description" is a schema: strip inside it.
 			strip(v, false)
 		}
 	case []any:

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/core"
@@ -109,4 +111,57 @@ func Stricter(a, b v1alpha1.PodSecurityLevel) v1alpha1.PodSecurityLevel {
 		return b
 	}
 	return a
+}
+
+// Serves reports whether a cluster serves the Workloads of a management
+// namespace: its own, and those its spec.namespaceSelector selects (design
+// §5). A selector that does not parse serves no other namespace.
+func Serves(kc *v1alpha1.KubernetesCluster, namespace string, namespaceLabels map[string]string) bool {
+	if kc.Namespace == namespace {
+		return true
+	}
+	if kc.Spec.NamespaceSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(kc.Spec.NamespaceSelector)
+	return err == nil && sel.Matches(labels.Set(namespaceLabels))
+}
+
+// Level is the Pod Security level a Workload of a namespace must meet on a
+// cluster: the cluster's, or the namespace's enforce label when stricter.
+func Level(kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string) v1alpha1.PodSecurityLevel {
+	level := kc.Spec.PodSecurity
+	if level == "" {
+		level = v1alpha1.PodSecurityBaseline
+	}
+	if l, ok := namespaceLabels[psaapi.EnforceLevelLabel]; ok {
+		level = Stricter(level, v1alpha1.PodSecurityLevel(l))
+	}
+	return level
+}
+
+// Reasons a cluster refuses a Workload before any candidate exists there.
+const (
+	ReasonNamespaceNotServed = "NamespaceNotServed"
+	ReasonPodSecurity        = "PodSecurity"
+)
+
+// Admit says why a cluster may not receive a Workload's pods, or returns
+// "" when it may: the cluster must serve its namespace, and the template
+// must be valid and meet the cluster's Pod Security level. The scheduler's
+// predicates decide the same before placing; the propagator asks again
+// before any pod of a new template, or of an external scheduler's choice,
+// reaches the cluster.
+func Admit(w *v1alpha1.Workload, kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string) (reason, message string) {
+	if !Serves(kc, w.Namespace, namespaceLabels) {
+		return ReasonNamespaceNotServed, fmt.Sprintf("KubernetesCluster %s/%s does not serve the Workloads of namespace %s", kc.Namespace, kc.Name, w.Namespace)
+	}
+	if errs := ValidateTemplate(w); len(errs) > 0 {
+		return v1alpha1.ReasonInvalidTemplate, "invalid pod template: " + errs.ToAggregate().Error()
+	}
+	level := Level(kc, namespaceLabels)
+	if v := PodSecurity(level, &w.Spec.TargetDeployment.Template); len(v) > 0 {
+		return ReasonPodSecurity, fmt.Sprintf("the pod template does not meet Pod Security %q: %s", level, strings.Join(v, "; "))
+	}
+	return "", ""
 }
