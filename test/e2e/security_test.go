@@ -192,6 +192,40 @@ func TestSecurity(t *testing.T) {
 		wantNoCandidates(t, w)
 	})
 
+	t.Run("a placed Workload's template turned privileged is not rolled out", func(t *testing.T) {
+		w := create(t, "default", "turncoat")
+		ready(t, w)
+		before := chaperonsIn(t, "default", w)
+		w.Spec.TargetDeployment.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		if err := env.Client.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			c := w.Status.GetCondition(xpv2.TypeReady)
+			return c.Reason == "PodSecurity" && c.ObservedGeneration == w.Generation
+		})
+		if msg := w.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "privileged") {
+			t.Errorf("Ready message %q does not name the check", msg)
+		}
+		after := chaperonsIn(t, "default", w)
+		if len(after) != len(before) || len(after) == 0 || after[0].Name != before[0].Name || after[0].Spec.Containers[0].SecurityContext != nil {
+			t.Errorf("chaperons changed: %d before, %d after; the old template's must stay and no privileged one may come", len(before), len(after))
+		}
+	})
+
+	t.Run("an external scheduler's choice is admitted like placer's own", func(t *testing.T) {
+		w := create(t, "default", "external", func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "someone-else" })
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: "rogue", Name: "rogue"}
+		if err := env.Client.Status().Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.RejectedClusters) > 0 })
+		if rc := w.Status.RejectedClusters[0]; rc.Reason != "NamespaceNotServed" || rc.Cluster.Name != "rogue" {
+			t.Errorf("rejectedClusters = %+v, want rogue/rogue NamespaceNotServed", w.Status.RejectedClusters)
+		}
+		wantNoCandidates(t, w)
+	})
+
 	t.Run("the handshake annotation cannot be smuggled in a template", func(t *testing.T) {
 		w := st.Workload("bypass", st.Replicas(1), func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
