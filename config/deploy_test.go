@@ -46,15 +46,7 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 func TestDeploymentManifests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := local.Start(ctx, local.Options{Name: "deploy", NoKwok: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cl, err := client.New(c.RESTConfig(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cl := freshCluster(ctx, t, "deploy")
 	// Namespaced objects are dry-run into a namespace that exists.
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "placer-system"}}); err != nil {
 		t.Fatal(err)
@@ -90,4 +82,20 @@ func TestDeploymentManifests(t *testing.T) {
 			}
 		}
 	}
+}
+
+// freshCluster starts a local cluster with nothing of placer's in it, and
+// stops it when the test ends.
+func freshCluster(ctx context.Context, t *testing.T, name string) (*local.Cluster, client.Client) {
+	t.Helper()
+	c, err := local.Start(ctx, local.Options{Name: name, NoKwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cl, err := client.New(c.RESTConfig(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cl
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/testenv"
 )
@@ -57,15 +56,7 @@ func TestREADMEInstall(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := local.Start(ctx, local.Options{Name: "fresh", NoKwok: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	cl, err := client.New(c.RESTConfig(), client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cl := freshCluster(ctx, t, "fresh")
 	kubectl, _ := exec.LookPath("kubectl")
 	for _, in := range installs {
 		objs, err := deploy.Render(strings.TrimPrefix(in.dir, "config/"))

@@ -101,6 +101,21 @@ func register(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
 	}
 }
 
+// edit returns a kubeconfig changed by f.
+func edit(t *testing.T, kubeconfig []byte, f func(*clientcmdapi.Config)) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(cfg)
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func watcher(t *testing.T, env *testenv.Env) client.WithWatch {
 	return testenv.Watcher(t, env.Config)
 }
@@ -230,18 +245,11 @@ func TestClusterController(t *testing.T) {
 	})
 
 	t.Run("bad credentials are Unauthorized", func(t *testing.T) {
-		cfg, err := clientcmd.Load(kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range cfg.AuthInfos {
-			a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, "not-a-valid-token"
-		}
-		bad, err := clientcmd.Write(*cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		register(t, env, "impostor", bad)
+		register(t, env, "impostor", edit(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+			for _, a := range cfg.AuthInfos {
+				a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, "not-a-valid-token"
+			}
+		}))
 		waitReady(t, wc, "impostor", v1alpha1.ReasonUnauthorized, nil)
 	})
 
@@ -258,19 +266,12 @@ func TestClusterController(t *testing.T) {
 
 	t.Run("a kubeconfig that would run a program or reach the manager's own files is refused, naming the field", func(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "exec-ran")
-		cfg, err := clientcmd.Load(kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range cfg.AuthInfos {
-			a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch " + marker}, APIVersion: "client.authentication.k8s.io/v1"}
-			a.TokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-		}
-		b, err := clientcmd.Write(*cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		register(t, env, "exec", b)
+		register(t, env, "exec", edit(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+			for _, a := range cfg.AuthInfos {
+				a.Exec = &clientcmdapi.ExecConfig{Command: "/bin/sh", Args: []string{"-c", "touch " + marker}, APIVersion: "client.authentication.k8s.io/v1"}
+				a.TokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+			}
+		}))
 		kc := waitReady(t, wc, "exec", v1alpha1.ReasonKubeconfigRefused, nil)
 		msg := kc.Status.GetCondition(xpv2.TypeReady).Message
 		for _, want := range []string{"].exec", "].tokenFile"} {
@@ -285,18 +286,11 @@ func TestClusterController(t *testing.T) {
 	})
 
 	t.Run("a cloud metadata address is refused", func(t *testing.T) {
-		cfg, err := clientcmd.Load(kubeconfig)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cfg.Clusters {
-			c.Server = "https://169.254.169.254"
-		}
-		b, err := clientcmd.Write(*cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		register(t, env, "metadata", b)
+		register(t, env, "metadata", edit(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+			for _, c := range cfg.Clusters {
+				c.Server = "https://169.254.169.254"
+			}
+		}))
 		kc := waitReady(t, wc, "metadata", v1alpha1.ReasonKubeconfigRefused, nil)
 		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "].server") || !strings.Contains(msg, "link-local") {
 			t.Errorf("message %q does not name the server as link-local", msg)

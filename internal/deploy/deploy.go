@@ -109,7 +109,7 @@ func ApplyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstru
 		return err
 	}
 	for _, o := range objs {
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured objects have no apply configuration.
+		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership, client.FieldValidation("Strict")); err != nil { //nolint:staticcheck // unstructured objects have no apply configuration.
 			return errors.Wrapf(err, "cannot apply %s %s", o.GetKind(), o.GetName())
 		}
 	}

@@ -89,8 +89,8 @@ func managerArgs(c deploy.Component, kubeconfig string, ports managerPorts) []st
 		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
 }
 
-// httpsGet returns the status code and body of a GET with a bearer token
-// ("" sends none), trusting the server's self-signed certificate.
+// httpsGet returns the status code and body of a GET (http or https) with
+// a bearer token ("" sends none), trusting a self-signed certificate.
 func httpsGet(t *testing.T, url, token string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)

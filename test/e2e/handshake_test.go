@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -93,21 +92,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// httpGet returns the status code and body of a GET.
-func httpGet(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // runManager runs 'placer manager' as a process against the management
@@ -600,7 +584,7 @@ func TestHandshake(t *testing.T) {
 		w := workload("metered", st.Requests("100m", "64Mi"))
 		waitReady(t, w)
 		for _, path := range []string{"/healthz", "/readyz"} {
-			if code, body := httpGet(t, "http://"+ports.health+path); code != http.StatusOK {
+			if code, body := httpsGet(t, "http://"+ports.health+path, ""); code != http.StatusOK {
 				t.Errorf("%s: %d %s", path, code, body)
 			}
 		}
