@@ -285,6 +285,8 @@ spec:
 		{"Service type not supported", workload("  targetService: {type: Foo, ports: [{port: 80}]}\n"), "spec.targetService.type"},
 		{"Service name (the Workload's) over 63 characters", strings.Replace(workload("  targetService: {ports: [{port: 80}]}\n"), "name: w,", "name: "+strings.Repeat("w", 64)+",", 1), "targetService must be named"},
 		{"Service name (the Workload's) with a dot", strings.Replace(workload("  targetService: {ports: [{port: 80}]}\n"), "name: w,", "name: web.v1,", 1), "targetService must be named"},
+		{"targetNamespaces key not a namespace", cluster("  connectionSecretRef: {name: s}\n  targetNamespaces: {Team_A: apps}\n"), "spec.targetNamespaces"},
+		{"targetNamespaces value not a namespace", cluster("  connectionSecretRef: {name: s}\n  targetNamespaces: {team-a: Apps.Prod}\n"), "spec.targetNamespaces.team-a"},
 		{"cluster podSecurity not a level", cluster("  connectionSecretRef: {name: s}\n  podSecurity: lenient\n"), "spec.podSecurity"},
 		{"cluster taint key with a space", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: \"a b\", effect: NoSchedule}]\n"), "spec.taints[0].key"},
 		{"cluster provider with a space", cluster("  connectionSecretRef: {name: s}\n  provider: \"my cloud\"\n"), "spec.provider"},

@@ -20,7 +20,9 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
 )
 
 const (
@@ -87,8 +89,9 @@ type Connection struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu       sync.Mutex
-	closed   bool
+	mu         sync.Mutex
+	namespaces map[string]v1alpha1.NamespaceName
+	closed     bool
 	summary  crcache.Cache
 	informer crcache.Informer
 	stopped  chan struct{}
@@ -241,6 +244,20 @@ func (c *Connection) close() {
 	}
 	c.HTTPClient.CloseIdleConnections()
 	close(c.done)
+}
+
+// SetTargetNamespaces records the cluster's spec.targetNamespaces.
+func (c *Connection) SetTargetNamespaces(m map[string]v1alpha1.NamespaceName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces = m
+}
+
+// TargetNamespace is the member namespace the Workload delivers into here.
+func (c *Connection) TargetNamespace(w *v1alpha1.Workload) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return propagator.TargetNamespace(w, c.namespaces)
 }
 
 // Done is closed once the connection is closed and its informers stopped.

@@ -149,6 +149,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 		return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
 	}
+	conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
 
 	info, err := conn.Probe(ctx)
 	if err != nil {

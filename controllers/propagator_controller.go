@@ -212,7 +212,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, rm *remote,
 		}
 	}
 	for _, i := range st.Missing {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, rm.conn.TargetNamespace(w), i)); err != nil && !kerrors.IsAlreadyExists(err) {
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}
@@ -412,7 +412,7 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, rm *remote, w *v1alp
 		return err
 	}
 	for _, i := range step.Create {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, i)); err != nil && !kerrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, rm.conn.TargetNamespace(w), i)); err != nil && !kerrors.IsAlreadyExists(err) {
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
@@ -430,7 +430,8 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, rm *remote, w *v1alp
 
 func (r *PropagatorReconciler) chaperons(ctx context.Context, rm *remote, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
 	l := &mcv1alpha1.PodChaperonList{}
-	if err := rm.client.List(ctx, l, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+	// In every namespace: a changed spec.targetNamespaces leaves nothing behind.
+	if err := rm.client.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
 		return nil, errors.Wrap(err, errListChaperons)
 	}
 	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))
@@ -507,14 +508,18 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, rm *remote, w *v1al
 	if err != nil {
 		return err
 	}
-	if len(chs) > 0 {
-		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(propagator.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+	namespaces := map[string]bool{}
+	for _, ch := range chs {
+		namespaces[ch.Namespace] = true
+	}
+	for ns := range namespaces {
+		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
 		if err := resource.IgnoreNotFound(err); err != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}
 	svc := &corev1.Service{}
-	err = cl.Get(ctx, types.NamespacedName{Namespace: propagator.TargetNamespace(w), Name: w.Name}, svc)
+	err = cl.Get(ctx, types.NamespacedName{Namespace: rm.conn.TargetNamespace(w), Name: w.Name}, svc)
 	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
 		return nil
 	}
@@ -534,7 +539,7 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, rm *remote, w 
 	if err != nil {
 		return err
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: propagator.TargetNamespace(w), Name: w.Name}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: rm.conn.TargetNamespace(w), Name: w.Name}}
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.

@@ -27,8 +27,14 @@ const (
 	AnnotationWorkload = mcv1alpha1.AnnotationPrefix + "workload"
 )
 
-// TargetNamespace is where the Workload's pods go in the target cluster.
-func TargetNamespace(w *v1alpha1.Workload) string {
+// TargetNamespace is where the Workload's pods go in a member cluster: the
+// namespace the cluster maps the Workload's namespace to
+// (spec.targetNamespaces of its KubernetesCluster), else the Workload's
+// targetNamespace, else its own namespace's name.
+func TargetNamespace(w *v1alpha1.Workload, mapping map[string]v1alpha1.NamespaceName) string {
+	if ns := mapping[w.Namespace]; ns != "" {
+		return string(ns)
+	}
 	if w.Spec.TargetNamespace != "" {
 		return w.Spec.TargetNamespace
 	}
@@ -78,7 +84,7 @@ func TemplateHash(w *v1alpha1.Workload) string {
 // NewChaperon returns the chaperon of one replica: the pod template,
 // scheduled by the candidate scheduler, labelled with the Workload's UID and
 // the replica index.
-func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
+func NewChaperon(w *v1alpha1.Workload, namespace string, replica int) *mcv1alpha1.PodChaperon {
 	tmpl := w.Spec.TargetDeployment.Template
 	// placer's own keys are never copied from a template (the API refuses
 	// them; an object stored before that rule is not trusted either).
@@ -103,7 +109,7 @@ func NewChaperon(w *v1alpha1.Workload, replica int) *mcv1alpha1.PodChaperon {
 		spec.SchedulerName = candidate.ProfileName
 	}
 	return &mcv1alpha1.PodChaperon{
-		ObjectMeta: metav1.ObjectMeta{Name: ChaperonName(w, replica), Namespace: TargetNamespace(w), Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: ChaperonName(w, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
 		Spec:       spec,
 	}
 }

@@ -35,7 +35,7 @@ func running(ch *mcv1alpha1.PodChaperon) {
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
 	out := make([]*mcv1alpha1.PodChaperon, len(opts))
 	for i, o := range opts {
-		out[i] = NewChaperon(w, i)
+		out[i] = NewChaperon(w, TargetNamespace(w, nil), i)
 		for _, f := range o {
 			f(out[i])
 		}
@@ -98,6 +98,24 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+func TestTargetNamespace(t *testing.T) {
+	mapping := map[string]v1alpha1.NamespaceName{"team-a": "a-prod"}
+	cases := []struct {
+		name string
+		w    *v1alpha1.Workload
+		want string
+	}{
+		{"its own namespace's name", st.Workload("w", st.WNamespace("team-b")), "team-b"},
+		{"its targetNamespace", st.Workload("w", st.WNamespace("team-b"), func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "shared" }), "shared"},
+		{"the cluster's mapping, whatever the Workload says", st.Workload("w", st.WNamespace("team-a"), func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "kube-system" }), "a-prod"},
+	}
+	for _, tc := range cases {
+		if got := TargetNamespace(tc.w, mapping); got != tc.want {
+			t.Errorf("%s: TargetNamespace() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestNewChaperon(t *testing.T) {
 	w := st.Workload("web", st.WLabels("team", "a"), func(w *v1alpha1.Workload) {
 		w.UID = "uid-1"
@@ -106,7 +124,7 @@ func TestNewChaperon(t *testing.T) {
 	})
 	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
 	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
-	ch := NewChaperon(w, 2)
+	ch := NewChaperon(w, TargetNamespace(w, nil), 2)
 	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
 	}
@@ -121,7 +139,7 @@ func TestNewChaperon(t *testing.T) {
 		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
 	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
-	if ch := NewChaperon(w, 0); ch.Spec.SchedulerName != "" {
+	if ch := NewChaperon(w, TargetNamespace(w, nil), 0); ch.Spec.SchedulerName != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
 	}
 }
@@ -168,7 +186,7 @@ func TestRollout(t *testing.T) {
 	with := func(w *v1alpha1.Workload, oldOpts [][]chaperonOption, fresh map[int][]chaperonOption) []*mcv1alpha1.PodChaperon {
 		out := chaperons(old, oldOpts...)
 		for i, o := range fresh {
-			ch := NewChaperon(w, i)
+			ch := NewChaperon(w, TargetNamespace(w, nil), i)
 			for _, f := range o {
 				f(ch)
 			}
@@ -215,7 +233,7 @@ func TestObserveDuringRollout(t *testing.T) {
 	w := st.Workload("web", st.Replicas(2))
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	chs := chaperons(old, ops(allowed, running), ops(allowed, running))
-	surge := NewChaperon(w, 0)
+	surge := NewChaperon(w, TargetNamespace(w, nil), 0)
 	reserved(surge)
 	chs = append(chs, surge)
 	got := summarize(w, Observe(w, chs))

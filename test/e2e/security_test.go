@@ -43,7 +43,7 @@ func TestSecurity(t *testing.T) {
 	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager"); err != nil {
 		t.Fatal(err)
 	}
-	for _, open := range [][2]string{{"default", "default"}, {"default", "shared"}, {"default", "strict"}, {"team-b", "shared"}} {
+	for _, open := range [][2]string{{"default", "default"}, {"default", "shared"}, {"default", "strict"}, {"team-b", "shared"}, {"team-d", "shared"}} {
 		if err := config.OpenNamespace(ctx, m.target.Clientset, "placer-manager", open[0], open[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -53,6 +53,7 @@ func TestSecurity(t *testing.T) {
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"placer.dev/tenant": "true"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-d", Labels: map[string]string{"placer.dev/tenant": "true"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "rogue"}},
 	} {
 		if err := env.Client.Create(ctx, ns); err != nil {
@@ -65,20 +66,21 @@ func TestSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registerIn := func(ns, name string, sel *metav1.LabelSelector) {
+	registerIn := func(ns, name string, sel *metav1.LabelSelector, mapping map[string]v1alpha1.NamespaceName) {
 		t.Helper()
 		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"kubeconfig": kubeconfig}}); err != nil {
 			t.Fatal(err)
 		}
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: name}, NamespaceSelector: sel}}
+			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: name}, NamespaceSelector: sel, TargetNamespaces: mapping}}
 		if err := env.Client.Create(ctx, kc); err != nil {
 			t.Fatal(err)
 		}
 	}
-	registerIn("default", "m", &metav1.LabelSelector{MatchLabels: map[string]string{"placer.dev/tenant": "true"}})
+	// The platform's cluster maps team-d's Workloads into shared.
+	registerIn("default", "m", &metav1.LabelSelector{MatchLabels: map[string]string{"placer.dev/tenant": "true"}}, map[string]v1alpha1.NamespaceName{"team-d": "shared"})
 	// The same member, registered by another tenant in its own namespace.
-	registerIn("rogue", "rogue", nil)
+	registerIn("rogue", "rogue", nil, nil)
 	wc := testenv.Watcher(t, env.Config)
 	for _, key := range [][2]string{{"default", "m"}, {"rogue", "rogue"}} {
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key[0], Name: key[1]}}
@@ -174,6 +176,17 @@ func TestSecurity(t *testing.T) {
 		ca, cb := chaperonsIn(t, "shared", a), chaperonsIn(t, "shared", b)
 		if len(ca) != 1 || len(cb) != 1 || ca[0].Name == cb[0].Name {
 			t.Errorf("chaperons in shared: %d of default/web, %d of team-b/web, names must differ", len(ca), len(cb))
+		}
+	})
+
+	t.Run("a cluster's namespace mapping decides where a tenant's pods go", func(t *testing.T) {
+		plain := create(t, "team-d", "mapped")
+		insist := create(t, "team-d", "insists", func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "default" })
+		for _, w := range []*v1alpha1.Workload{plain, insist} {
+			ready(t, w)
+			if n := len(chaperonsIn(t, "shared", w)); n != 1 {
+				t.Errorf("%s/%s: %d chaperons in shared, want 1", w.Namespace, w.Name, n)
+			}
 		}
 	})
 

@@ -91,7 +91,21 @@ type KubernetesClusterSpec struct {
 	// +kubebuilder:default=baseline
 	// +optional
 	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
+
+	// TargetNamespaces maps management namespaces to the member namespaces
+	// their Workloads deliver into, whatever a Workload's targetNamespace
+	// says. A Workload of a namespace not listed delivers into its
+	// targetNamespace or, when that is empty, into its own namespace's name.
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 63 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="keys must be namespace names (DNS-1123 labels)"
+	// +optional
+	TargetNamespaces map[string]NamespaceName `json:"targetNamespaces,omitempty"`
 }
+
+// NamespaceName is a namespace's name: a DNS-1123 label.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+type NamespaceName string
 
 // PodSecurityLevel is a Pod Security Standard level.
 // +kubebuilder:validation:Enum=privileged;baseline;restricted
