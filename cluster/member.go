@@ -1,0 +1,321 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
+)
+
+const (
+	errWatchMember  = "cannot watch the member cluster"
+	errTenantClient = "cannot create a client acting for the tenant in the member cluster"
+)
+
+// Member is what the propagator needs of one member cluster: the
+// Workload's chaperons there (from a watch), a client that acts for a
+// tenant, and where a Workload's pods go. Connection is the real one;
+// clustertest has an in-memory one for unit tests.
+type Member interface {
+	// ClusterKey is the KubernetesCluster the member is registered as.
+	ClusterKey() types.NamespacedName
+	// Host is the member's API server: two registrations of one host are
+	// one cluster.
+	Host() string
+	// Synced reports, without waiting, whether the member's chaperons are
+	// watched and listed: a member that does not answer never blocks.
+	Synced() bool
+	// Chaperons returns the Workload's chaperons in every namespace.
+	Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error)
+	// Tenant returns a client that writes as the tenant of a management
+	// namespace (mcv1alpha1.TenantUser) and reads chaperons from the watch.
+	Tenant(namespace string) (client.Client, error)
+	// TargetNamespace is the member namespace the Workload delivers into.
+	TargetNamespace(w *v1alpha1.Workload) string
+}
+
+// Members looks members up.
+type Members interface {
+	// Member returns the registered member, or nil.
+	Member(key types.NamespacedName) Member
+	// Members returns every registered member.
+	Members() []Member
+}
+
+var _ Member = &Connection{}
+
+// Connection is one member cluster: its transport and clients, and every
+// watch placer keeps of it (the ClusterSummary its agent publishes, the
+// chaperons placer made there), started and stopped as one.
+type Connection struct {
+	Key    types.NamespacedName
+	Config *rest.Config
+	// HTTPClient is the one transport to the member: every client and
+	// cache of the member shares it (client-go would cache a transport per
+	// client built from a Config with a dialer of its own, and never free it).
+	HTTPClient *http.Client
+	Client     kubernetes.Interface
+
+	hash     [sha256.Size]byte
+	timeout  time.Duration
+	notify   func()
+	chaperon func(workload types.NamespacedName)
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu         sync.Mutex
+	namespaces map[string]v1alpha1.NamespaceName
+	closed     bool
+	cache      crcache.Cache
+	summary    crcache.Informer
+	chaperons  crcache.Informer
+	reader     client.Client
+	tenants    map[string]client.Client
+	stopped    chan struct{}
+}
+
+// memberScheme knows the kinds placer reads and writes in a member.
+var memberScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := mcv1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// Watch starts, once, the member's watches: the ClusterSummary the
+// member's agent publishes (the management side never reads the member's
+// Nodes or Pods, design §5) and the chaperons placer made there. The
+// cluster controller calls it after each successful probe, so credentials
+// the member refuses never start watches that retry forever; it fails
+// while the member does not serve placer's kinds (no agent yet) and is
+// tried again at the next probe.
+func (c *Connection) Watch(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.cache != nil {
+		return nil
+	}
+	hasWorkload, err := labels.NewRequirement(propagator.LabelWorkloadUID, selection.Exists, nil)
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	ca, err := crcache.New(c.Config, crcache.Options{
+		HTTPClient:               c.HTTPClient,
+		DefaultWatchErrorHandler: WatchErrors(c.Key),
+		Scheme:                   memberScheme,
+		ByObject: map[client.Object]crcache.ByObject{
+			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
+			&mcv1alpha1.PodChaperon{}:    {Label: labels.NewSelector().Add(*hasWorkload)},
+		},
+	})
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	gctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	summary, err := ca.GetInformer(gctx, &mcv1alpha1.ClusterSummary{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	if _, err := summary.AddEventHandler(handlerFuncs(func(any) { c.notify() })); err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	chaperons, err := ca.GetInformer(gctx, &mcv1alpha1.PodChaperon{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	if _, err := chaperons.AddEventHandler(handlerFuncs(func(o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok {
+			if key, ok := WorkloadOf(ch); ok {
+				c.chaperon(key)
+			}
+		}
+	})); err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	// Chaperons are read from the watch; the one delivered Service per
+	// Workload is read directly rather than cached fleet-wide.
+	reader, err := client.New(c.Config, client.Options{HTTPClient: c.HTTPClient, Scheme: memberScheme,
+		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}}}})
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	c.stopped = make(chan struct{})
+	go func() {
+		defer close(c.stopped)
+		_ = ca.Start(c.ctx)
+	}()
+	c.cache, c.summary, c.chaperons, c.reader = ca, summary, chaperons, reader
+	return nil
+}
+
+// handlerFuncs calls f on every add, update and delete.
+func handlerFuncs(f func(any)) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }, DeleteFunc: f}
+}
+
+// WorkloadOf returns the Workload a chaperon was made for.
+func WorkloadOf(ch *mcv1alpha1.PodChaperon) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(ch.Annotations[propagator.AnnotationWorkload], "/")
+	return types.NamespacedName{Namespace: ns, Name: name}, ok
+}
+
+// close stops every watch and waits for its goroutines to end.
+func (c *Connection) close() {
+	c.mu.Lock()
+	c.closed = true
+	stopped := c.stopped
+	c.mu.Unlock()
+	c.cancel()
+	if stopped != nil {
+		<-stopped
+	}
+	c.HTTPClient.CloseIdleConnections()
+	close(c.done)
+}
+
+// ClusterKey is the KubernetesCluster of the connection.
+func (c *Connection) ClusterKey() types.NamespacedName { return c.Key }
+
+// Host is the member's API server.
+func (c *Connection) Host() string { return c.Config.Host }
+
+// Synced reports whether the chaperon watch holds a full list.
+func (c *Connection) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.chaperons != nil && c.chaperons.HasSynced()
+}
+
+// Chaperons returns the Workload's chaperons in every namespace, from the watch.
+func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+	c.mu.Lock()
+	reader := c.reader
+	c.mu.Unlock()
+	if reader == nil {
+		return nil, errors.New(errWatchMember)
+	}
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := reader.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
+		return nil, err
+	}
+	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+// Tenant returns the client that acts in the member for the Workloads of a
+// management namespace: it impersonates mcv1alpha1.TenantUser(namespace),
+// so the member's own RBAC decides where that tenant may place, and its
+// audit log says who did (design §5). It shares the member's transport and
+// the watch's REST mapper; reads of chaperons come from the watch.
+func (c *Connection) Tenant(namespace string) (client.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.tenants[namespace]; ok {
+		return cl, nil
+	}
+	if c.reader == nil {
+		return nil, errors.New(errWatchMember)
+	}
+	hc := &http.Client{
+		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}, c.HTTPClient.Transport),
+		Timeout:   c.HTTPClient.Timeout,
+	}
+	cl, err := client.New(c.Config, client.Options{HTTPClient: hc, Scheme: memberScheme, Mapper: c.reader.RESTMapper(),
+		Cache: &client.CacheOptions{Reader: c.cache, DisableFor: []client.Object{&corev1.Service{}}}})
+	if err != nil {
+		return nil, errors.Wrap(err, errTenantClient)
+	}
+	if c.tenants == nil {
+		c.tenants = map[string]client.Client{}
+	}
+	c.tenants[namespace] = cl
+	return cl, nil
+}
+
+// SetTargetNamespaces records the cluster's spec.targetNamespaces.
+func (c *Connection) SetTargetNamespaces(m map[string]v1alpha1.NamespaceName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces = m
+}
+
+// TargetNamespace is the member namespace the Workload delivers into here.
+func (c *Connection) TargetNamespace(w *v1alpha1.Workload) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return propagator.TargetNamespace(w, c.namespaces)
+}
+
+// Done is closed once the connection is closed and its watches stopped.
+func (c *Connection) Done() <-chan struct{} { return c.done }
+
+// Probe asks the member for its /version, bounded by the probe timeout.
+func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	info := &version.Info{}
+	if err := json.Unmarshal(body, info); err != nil {
+		return nil, errors.New(errNotKubernetes)
+	}
+	// Whatever answers is quoted only once it looks like Kubernetes.
+	if _, err := utilversion.ParseSemantic(info.GitVersion); err != nil || len(info.GitVersion) > 64 {
+		return nil, errors.New(errNotKubernetes)
+	}
+	return info, nil
+}
+
+// Summary returns what the member's agent last published, and false while
+// the watch has not synced or the agent has published nothing.
+func (c *Connection) Summary(ctx context.Context) (Summary, bool) {
+	c.mu.Lock()
+	ca, inf := c.cache, c.summary
+	c.mu.Unlock()
+	if ca == nil || !inf.HasSynced() {
+		return Summary{}, false
+	}
+	s := &mcv1alpha1.ClusterSummary{}
+	if err := ca.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s); err != nil {
+		return Summary{}, false
+	}
+	return s.Status, true
+}

@@ -1,0 +1,168 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// removeElsewhere deletes the Workload's candidates in every cluster the
+// reconcile does not keep (after a rejection, a move, or a commit).
+func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, s *scope) (bool, error) {
+	return false, r.removeElsewhereOf(ctx, s.w, s.keep)
+}
+
+// removeElsewhereOf deletes the Workload's candidates in the members that
+// may hold them, except those in keep. A member registered more than once
+// (say, in two namespaces) is one cluster: its candidates are kept if any
+// of its registrations is. An unreachable member is cleaned up when it
+// answers again.
+func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
+	members := r.membersFor(ctx, w)
+	keepHosts := map[string]bool{}
+	for _, m := range members {
+		if keep[m.ClusterKey()] {
+			keepHosts[m.Host()] = true
+		}
+	}
+	for _, m := range members {
+		if keep[m.ClusterKey()] || keepHosts[m.Host()] || !m.Synced() {
+			continue
+		}
+		chs, err := m.Chaperons(ctx, w.UID)
+		if err != nil || len(chs) == 0 {
+			continue
+		}
+		if err := deleteIn(ctx, m, w, chs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// membersFor returns the members that may hold the Workload's objects:
+// the clusters that serve its namespace, and those it was placed,
+// nominated or rejected on. Another tenant's clusters are never visited: a
+// dead one registered in another namespace holds nothing of this Workload,
+// and must not hold its deletion.
+func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) []cluster.Member {
+	touched := map[types.NamespacedName]bool{}
+	if w.Status.ClusterRef != nil {
+		touched[scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)] = true
+	}
+	for i := range w.Status.NominatedClusters {
+		touched[scheduler.ClusterKey(w.Namespace, &w.Status.NominatedClusters[i])] = true
+	}
+	for i := range w.Status.RejectedClusters {
+		touched[scheduler.ClusterKey(w.Namespace, &w.Status.RejectedClusters[i].Cluster)] = true
+	}
+	ns := &corev1.Namespace{}
+	_ = r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns) // no labels: only the clusters of its own namespace serve it
+	var out []cluster.Member
+	for _, m := range r.members.Members() {
+		if touched[m.ClusterKey()] {
+			out = append(out, m)
+			continue
+		}
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := r.client.Get(ctx, m.ClusterKey(), kc); err == nil && validation.Serves(kc, w.Namespace, ns.Labels) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// cleanup deletes the Workload's candidates everywhere before letting it
+// go. A member that may hold them and cannot be reached keeps the
+// finalizer (the Workload stays Terminating, with an Event) until it
+// answers or its KubernetesCluster is deleted: pods are never left behind
+// silently.
+func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
+	if !meta.FinalizerExists(w, finalizer) {
+		return reconcile.Result{}, nil
+	}
+	pending := []string{}
+	for _, m := range r.membersFor(ctx, w) {
+		key := m.ClusterKey().String()
+		if !m.Synced() {
+			pending = append(pending, key+" (unreachable)")
+			continue
+		}
+		chs, err := m.Chaperons(ctx, w.UID)
+		if err != nil {
+			pending = append(pending, key)
+			continue
+		}
+		if err := deleteIn(ctx, m, w, chs); err != nil {
+			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
+			continue
+		}
+		if len(chs) > 0 {
+			pending = append(pending, key)
+		}
+	}
+	if len(pending) > 0 {
+		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
+		return reconcile.Result{RequeueAfter: cleanupRetry}, nil
+	}
+	return ignoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+}
+
+// deleteIn deletes the Workload's chaperons (chs, in whatever namespaces
+// they are) and its Service in one member, as the Workload's tenant. What
+// the member's API server forbids the tenant to read there, placer cannot
+// have made.
+func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	namespaces := map[string]bool{}
+	for _, ch := range chs {
+		namespaces[ch.Namespace] = true
+	}
+	for ns := range namespaces {
+		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+		if err := resource.IgnoreNotFound(err); err != nil {
+			return errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	svc := &corev1.Service{}
+	err = cl.Get(ctx, types.NamespacedName{Namespace: m.TargetNamespace(w), Name: w.Name}, svc)
+	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
+		return nil
+	}
+	if err != nil {
+		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
+	}
+	return errors.Wrap(resource.IgnoreNotFound(cl.Delete(ctx, svc)), errDeleteService)
+}
+
+// patchFinalizers adds or removes the propagator's finalizer with a patch of
+// metadata.finalizers alone: a full Update would write the defaults of the
+// client's copy into the spec (strategy: {}, empty template metadata) and
+// bump metadata.generation behind the conditions' observedGeneration. The
+// resourceVersion in the patch keeps another controller's finalizer, added
+// meanwhile, from being dropped.
+func (r *PropagatorReconciler) patchFinalizers(ctx context.Context, w *v1alpha1.Workload, change func(metav1.Object, string)) error {
+	orig := w.DeepCopy()
+	change(w, finalizer)
+	return errors.Wrap(r.client.Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), errFinalizer)
+}

@@ -1,0 +1,169 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
+)
+
+// deliver keeps a committed cluster in line with the spec: new replicas'
+// candidates are allowed as they are reserved (scale up), a template
+// change rolls out within the strategy, the Service is delivered; and the
+// counts and the Ready condition follow what the chosen cluster says.
+func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, error) {
+	if s.refused || s.member == nil {
+		return false, nil
+	}
+	st, d := s.state, s.decision
+	switch {
+	case d.Action == propagator.Reject, len(st.Missing) > 0:
+		// Rejected, or candidates were just created: nothing to count yet.
+		return false, nil
+	case d.Action == propagator.Deliver:
+		if err := r.allow(ctx, s.member, s.w, st.ToAllow); err != nil {
+			return true, err
+		}
+		if err := r.rollout(ctx, s, st); err != nil {
+			return true, err
+		}
+	}
+	var problem *deliveryProblem
+	if s.committed {
+		err := r.ensureService(ctx, s.member, s.w)
+		if !errors.As(err, &problem) && err != nil {
+			return true, err
+		}
+	}
+	setCounts(s.w, propagator.Replicas(s.w), st)
+	if problem != nil {
+		ready := s.w.Status.GetCondition(xpv2.TypeReady)
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, xpv2.ConditionReason(problem.reason), problem.Error()
+		s.w.Status.SetConditions(ready)
+		if prev := s.orig.Status.GetCondition(xpv2.TypeReady); prev.Reason != ready.Reason || prev.Message != ready.Message {
+			s.event(event.Warning(event.Reason(problem.reason), problem))
+		}
+	}
+	return false, nil
+}
+
+// rollout takes the next step of a pod template change in the committed
+// cluster, within the strategy's maxSurge and maxUnavailable.
+func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propagator.State) error {
+	w, m := s.w, s.member
+	step := propagator.Rollout(w, st)
+	if len(step.Create)+len(step.Delete) == 0 {
+		return nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	ns := m.TargetNamespace(w)
+	for _, i := range step.Create {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+			return errors.Wrap(err, errCreateChaperon)
+		}
+	}
+	for _, ch := range step.Delete {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	s.log.Info("rolling update step", "started", len(step.Create), "removed", len(step.Delete))
+	s.event(event.Normal(reasonReplacing, fmt.Sprintf("rolling update in %s: %d new pod(s) started, %d old pod(s) removed", s.target, len(step.Create), len(step.Delete))))
+	return nil
+}
+
+// setCounts writes the replica counts and the Ready condition.
+func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
+	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
+	w.Status.ObservedGeneration = w.Generation
+	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Pending", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
+		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
+	if st.Unschedulable != "" {
+		ready.Message += "; a replica is pending: " + truncate(st.Unschedulable)
+	} else if st.Refused != "" {
+		ready.Message += "; a replica is pending: " + truncate(st.Refused)
+	}
+	if st.Ready >= replicas {
+		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
+	}
+	w.Status.SetConditions(ready)
+}
+
+// ensureService delivers spec.targetService to the committed cluster as a
+// Service named after the Workload, selecting its pods unless it says otherwise.
+func (r *PropagatorReconciler) ensureService(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) error {
+	if w.Spec.TargetService == nil {
+		return nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.Name}}
+	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
+		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
+			// Not placer's, or another Workload's: never taken over.
+			return &deliveryProblem{reason: reasonNameConflict,
+				msg: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
+		}
+		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
+		meta.AddAnnotations(svc, map[string]string{propagator.AnnotationWorkload: w.Namespace + "/" + w.Name})
+		want := w.Spec.TargetService.DeepCopy()
+		if len(want.Selector) == 0 {
+			want.Selector = w.Spec.TargetDeployment.Template.Labels
+		}
+		// Allocated by the member's API server, and immutable there.
+		want.ClusterIP, want.ClusterIPs = svc.Spec.ClusterIP, svc.Spec.ClusterIPs
+		if len(svc.Spec.IPFamilies) > 0 {
+			want.IPFamilies, want.IPFamilyPolicy = svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy
+		}
+		svc.Spec = *want
+		return nil
+	})
+	var problem *deliveryProblem
+	if errors.As(err, &problem) {
+		return problem
+	}
+	var status kerrors.APIStatus
+	if (kerrors.IsInvalid(err) || kerrors.IsForbidden(err)) && errors.As(err, &status) {
+		return &deliveryProblem{reason: reasonServiceRefused, msg: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
+	}
+	return errors.Wrap(err, errApplyService)
+}
+
+// deliveryProblem is what keeps an object from being delivered to a member
+// that no retry changes: its name is taken by an object placer did not
+// create there (or another Workload's), or the member's API server refuses
+// it. It is reported, in an Event and the Ready condition, and never
+// retried in a loop: the next change to the Workload or its chaperons
+// looks again.
+type deliveryProblem struct{ reason, msg string }
+
+func (p *deliveryProblem) Error() string { return p.msg }
+
+// maxMessage bounds what a member's API server says that placer copies
+// into a Workload's status and Events.
+const maxMessage = 1024
+
+// truncate cuts a member's message to maxMessage bytes.
+func truncate(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	return msg[:maxMessage] + "…"
+}

@@ -1,0 +1,244 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// member returns the member of a cluster when its chaperons are watched
+// and listed, or nil: a member that is not connected or not synced yet
+// never blocks a worker.
+func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
+	m := r.members.Member(key)
+	if m == nil || !m.Synced() {
+		return nil
+	}
+	return m
+}
+
+// proveChosen runs the chosen cluster's side of the handshake: the
+// cluster must admit the Workload, hold a candidate per replica, and its
+// scheduler decides (propagator.Decide). A refusal, an unschedulable
+// candidate or no answer within the timeout rejects the cluster.
+func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
+	w := s.w
+	s.keep[s.target] = true
+	m := r.member(s.target)
+	if m == nil {
+		s.requeueAfter(syncRetry)
+		return false, nil
+	}
+	if reason, msg, err := r.admit(ctx, w, s.target); err != nil || reason != "" {
+		if err != nil {
+			return true, err
+		}
+		chs, err := m.Chaperons(ctx, w.UID)
+		if err != nil {
+			return true, errors.Wrap(err, errListChaperons)
+		}
+		if propagator.Observe(w, chs).Allowed > 0 {
+			// Committed: what runs there keeps running, and nothing of
+			// this template goes there.
+			s.committed, s.refused = true, true
+			refuseChange(s, reason, msg)
+			return false, nil
+		}
+		s.reject(s.target, reason, msg)
+		return false, nil
+	}
+	st, chs, err := r.ensureCandidates(ctx, s, m)
+	if forbidden(err) && st.Allowed == 0 {
+		// The member does not open the target namespace to this tenant.
+		s.reject(s.target, reasonForbidden, err.Error())
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	age := time.Since(oldest(chs))
+	d := propagator.Decide(w, st, true, age, r.timeout)
+	s.member, s.chaperons, s.state, s.decision = m, chs, st, d
+	switch d.Action {
+	case propagator.Wait:
+		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
+		s.requeueAfter(d.After)
+	case propagator.Reject:
+		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
+		s.reject(s.target, d.Reason, d.Message)
+	case propagator.Commit, propagator.Deliver:
+		s.committed = true
+	}
+	return false, nil
+}
+
+// proveNominated keeps candidates in the other nominated clusters while
+// the chosen one is not committed (fan-out): they prove themselves
+// meanwhile, so that if the chosen one rejects, the next choice commits at
+// once. One whose scheduler cannot place them, or that refuses them, is
+// rejected; a runner-up never commits and never times out.
+func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
+	if s.committed {
+		return false, nil
+	}
+	w := s.w
+	for i := range w.Status.NominatedClusters {
+		key := scheduler.ClusterKey(w.Namespace, &w.Status.NominatedClusters[i])
+		if key == s.target || rejected(w, key) {
+			continue
+		}
+		s.keep[key] = true
+		m := r.member(key)
+		if m == nil {
+			continue
+		}
+		if reason, msg, err := r.admit(ctx, w, key); err != nil || reason != "" {
+			if err != nil {
+				return true, err
+			}
+			s.reject(key, reason, msg)
+			continue
+		}
+		st, _, err := r.ensureCandidates(ctx, s, m)
+		if forbidden(err) {
+			s.reject(key, reasonForbidden, err.Error())
+			continue
+		}
+		if err != nil {
+			return true, err
+		}
+		if d := propagator.Decide(w, st, false, 0, r.timeout); d.Action == propagator.Reject {
+			s.reject(key, d.Reason, d.Message)
+		}
+	}
+	return false, nil
+}
+
+// commit allows every reserved candidate of the chosen cluster once all
+// are reserved: their pods bind.
+func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, error) {
+	if s.decision.Action != propagator.Commit {
+		return false, nil
+	}
+	age := time.Since(oldest(s.chaperons))
+	s.log.Info("every replica is reserved; committing", "replicas", propagator.Replicas(s.w), "handshake", age)
+	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
+	if err := r.allow(ctx, s.member, s.w, s.state.ToAllow); err != nil {
+		return true, err
+	}
+	s.event(event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", s.target)))
+	return false, nil
+}
+
+// ensureCandidates makes the member's candidates match the replica count
+// and returns what they say.
+func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m cluster.Member) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
+	w := s.w
+	chs, err := m.Chaperons(ctx, w.UID)
+	if err != nil {
+		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
+	}
+	st := propagator.Observe(w, chs)
+	if len(st.Extra) == 0 && len(st.Missing) == 0 {
+		return st, chs, nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return st, nil, err
+	}
+	for _, ch := range st.Extra {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return st, nil, errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	ns := m.TargetNamespace(w)
+	for _, i := range st.Missing {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+			return st, nil, errors.Wrap(err, errCreateChaperon)
+		}
+	}
+	if len(st.Missing) > 0 {
+		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
+	}
+	return st, chs, nil
+}
+
+// admit asks whether the cluster may receive the Workload's pods
+// (validation.Admit: tenancy, a valid template, Pod Security), with the
+// cluster and the namespace from the manager's cache. The scheduler's
+// predicates decided the same when it placed the Workload; this holds for
+// a later template and for an external scheduler's choice too.
+func (r *PropagatorReconciler) admit(ctx context.Context, w *v1alpha1.Workload, key types.NamespacedName) (reason, msg string, err error) {
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := r.client.Get(ctx, key, kc); err != nil {
+		// A cluster that is gone has no member either: nothing is sent.
+		return "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
+	}
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
+		return "", "", errors.Wrap(err, errGetNamespace)
+	}
+	reason, msg = validation.Admit(w, kc, ns.Labels)
+	return reason, msg, nil
+}
+
+// refuseChange records that the committed cluster refuses the Workload's
+// current pod template: Ready is False with the reason, and an Event.
+func refuseChange(s *scope, reason, msg string) {
+	msg = "the pod template of generation " + strconv.FormatInt(s.w.Generation, 10) + " is not rolled out: " + msg
+	prev := s.w.Status.GetCondition(xpv2.TypeReady)
+	s.w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason),
+		Message: msg, ObservedGeneration: s.w.Generation, LastTransitionTime: metav1.Now()})
+	if prev.Message != msg {
+		s.event(event.Warning(event.Reason(reason), errors.New(msg)))
+	}
+}
+
+// allow marks reserved candidates is-allowed=true: their pods bind.
+func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	if len(chs) == 0 {
+		return nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, ch := range chs {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+		if err := cl.Patch(ctx, ch, patch); err != nil {
+			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
+		}
+	}
+	return nil
+}
+
+// forbidden reports a write the member refused to the tenant's identity.
+func forbidden(err error) bool { return err != nil && kerrors.IsForbidden(errors.Cause(err)) }
+
+func oldest(chs []*mcv1alpha1.PodChaperon) time.Time {
+	t := time.Now()
+	for _, ch := range chs {
+		if ch.CreationTimestamp.Time.Before(t) {
+			t = ch.CreationTimestamp.Time
+		}
+	}
+	return t
+}

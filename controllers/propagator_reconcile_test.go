@@ -1,0 +1,488 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/propagator"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// recorder keeps the Events a reconcile records.
+type recorder struct{ events []event.Event }
+
+func (r *recorder) Event(_ runtime.Object, e event.Event)    { r.events = append(r.events, e) }
+func (r *recorder) WithAnnotations(...string) event.Recorder { return r }
+func (r *recorder) reasons() (out []string) {
+	for _, e := range r.events {
+		out = append(out, string(e.Reason))
+	}
+	return out
+}
+
+// chaperon states, as a member's agent and candidate scheduler leave them.
+type mark func(*mcv1alpha1.PodChaperon)
+
+func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
+func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
+func running(ch *mcv1alpha1.PodChaperon) {
+	ch.Status.Conditions = append(ch.Status.Conditions,
+		corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+}
+func podScheduledFalse(reason, msg string) mark {
+	return func(ch *mcv1alpha1.PodChaperon) {
+		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
+	}
+}
+func createdAgo(d time.Duration) mark {
+	return func(ch *mcv1alpha1.PodChaperon) { ch.CreationTimestamp = metav1.NewTime(time.Now().Add(-d)) }
+}
+
+// candidates returns the Workload's chaperons of replicas 0..n-1 so marked.
+func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
+	out := make([]client.Object, n)
+	for i := range n {
+		ch := propagator.NewChaperon(w, propagator.TargetNamespace(w, nil), i)
+		ch.CreationTimestamp = metav1.Now()
+		for _, m := range marks {
+			m(ch)
+		}
+		out[i] = ch
+	}
+	return out
+}
+
+func withFinalizer(w *v1alpha1.Workload) { w.Finalizers = []string{finalizer} }
+
+func nominate(names ...string) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		for _, n := range names {
+			w.Status.NominatedClusters = append(w.Status.NominatedClusters, v1alpha1.ClusterReference{Name: n, Namespace: "default"})
+		}
+	}
+}
+
+func count(t *testing.T, m *clustertest.Member, w *v1alpha1.Workload, want func(*mcv1alpha1.PodChaperon) bool) int {
+	t.Helper()
+	chs, err := m.Chaperons(context.Background(), w.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ch := range chs {
+		if want == nil || want(ch) {
+			n++
+		}
+	}
+	return n
+}
+
+func isAllowed(ch *mcv1alpha1.PodChaperon) bool {
+	return ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
+}
+
+// TestPropagatorReconcile runs Reconcile on in-memory members and a fake
+// management client, one decision of the handshake per case.
+func TestPropagatorReconcile(t *testing.T) {
+	const timeout = time.Minute
+	web := func(opts ...st.WorkloadOption) *v1alpha1.Workload {
+		return st.Workload("web", append([]st.WorkloadOption{st.Replicas(2), st.PlacedOn("a"), withFinalizer}, opts...)...)
+	}
+	forbiddenCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+		return kerrors.NewForbidden(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, o.GetName(), errFromMember)
+	}})
+	type env struct {
+		w       *v1alpha1.Workload
+		members clustertest.Members
+		mgmt    client.Client
+		rec     *recorder
+	}
+	cases := []struct {
+		name    string
+		w       *v1alpha1.Workload
+		members func(w *v1alpha1.Workload) clustertest.Members
+		// mgmt intercepts the management client.
+		mgmt   *interceptor.Funcs
+		passes int
+		want   reconcile.Result
+		check  func(t *testing.T, e env)
+	}{
+		{
+			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
+			w:       web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			want:    reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) != 1 || e.w.Generation != 1 {
+					t.Errorf("finalizers %v, generation %d", e.w.Finalizers, e.w.Generation)
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2", n)
+				}
+				if got := e.members[0].Tenants; len(got) == 0 || got[0] != "default" {
+					t.Errorf("wrote as tenants %v, want default", got)
+				}
+			},
+		},
+		{
+			name: "every replica reserved: commit, and the counts",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Errorf("%d allowed, want 2", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != "Pending" || e.w.Status.Replicas != 2 {
+					t.Errorf("Ready %s %q, replicas %d", c.Reason, c.Message, e.w.Status.Replicas)
+				}
+				wantReason(t, e.rec, reasonCommitted)
+			},
+		},
+		{
+			name: "fan-out: the runner-up gets candidates while the chosen one is not committed",
+			w:    web(nominate("a", "b")),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if n := count(t, m, e.w, nil); n != 2 {
+						t.Errorf("%d candidates in %s, want 2", n, m.Key.Name)
+					}
+				}
+			},
+		},
+		{
+			name: "fan-out: the chosen one commits, and the runner-up's candidates go",
+			w:    web(nominate("a", "b")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Errorf("%d allowed in a, want 2", n)
+				}
+				if n := count(t, e.members[1], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in b", n)
+				}
+			},
+		},
+		{
+			name: "fan-out: a runner-up whose scheduler cannot place them is rejected",
+			w:    web(nominate("a", "b")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu."))...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "b", v1alpha1.ReasonUnschedulable, "Insufficient cpu")
+				if n := count(t, e.members[1], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in the rejected b", n)
+				}
+			},
+		},
+		{
+			name: "unschedulable in the chosen cluster: rejected with its scheduler's words, candidates gone",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."))...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonUnschedulable, "node affinity/selector")
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a", n)
+				}
+				wantReason(t, e.rec, reasonRejected)
+			},
+		},
+		{
+			name: "no answer within the handshake timeout: rejected",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(2*timeout))...))}
+			},
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+		},
+		{
+			name: "the member refused a candidate Pod: rejected at once, in its words",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(mcv1alpha1.ReasonPodRefused, "violates PodSecurity"))...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", mcv1alpha1.ReasonPodRefused, "violates PodSecurity")
+			},
+		},
+		{
+			name: "the member forbids the tenant: rejected with Forbidden",
+			w:    web(),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", forbiddenCreate)}
+			},
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", reasonForbidden, "forbidden") },
+		},
+		{
+			name: "the chosen member is not synced: wait, look again soon",
+			w:    web(),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
+			},
+			want: reconcile.Result{RequeueAfter: syncRetry},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %v while not synced", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "a member registered twice is one cluster: its candidates stay",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				a := clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))
+				twin := &clustertest.Member{Key: types.NamespacedName{Namespace: "default", Name: "a-again"}, HostName: a.HostName, Client: a.Client}
+				return clustertest.Members{a, twin}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2: deleted through the twin registration", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionTrue {
+					t.Errorf("Ready %s: %q", c.Status, c.Message)
+				}
+			},
+		},
+		{
+			name: "scale down: the extra replica goes",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				w3 := w.DeepCopy()
+				w3.Spec.TargetDeployment.Replicas = ptr.To[int32](3)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w3, 3, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2", n)
+				}
+			},
+		},
+		{
+			name: "rolling update with maxSurge 1, maxUnavailable 0: a new candidate beside the old ones",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+				w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetDeployment.Template.Labels = nil
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 3 {
+					t.Errorf("%d candidates in a, want 3 (2 old, 1 surge)", n)
+				}
+				wantReason(t, e.rec, reasonReplacing)
+			},
+		},
+		{
+			name: "a template the committed cluster's Pod Security refuses is not rolled out",
+			w: web(st.Pod(func(p *corev1.PodSpec) {
+				p.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			})),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetDeployment.Template.Spec.Containers[0].SecurityContext = nil
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				chs, _ := e.members[0].Chaperons(context.Background(), e.w.UID)
+				if len(chs) != 2 || chs[0].Spec.Containers[0].SecurityContext != nil {
+					t.Errorf("the privileged template reached a: %d chaperons", len(chs))
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != "PodSecurity" || !strings.Contains(c.Message, "privileged") {
+					t.Errorf("Ready %s: %q, want PodSecurity naming privileged", c.Reason, c.Message)
+				}
+			},
+		},
+		{
+			name: "a cluster that does not serve the Workload's namespace is rejected before any candidate",
+			w:    web(st.WNamespace("team-b")),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", "NamespaceNotServed", "does not serve")
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates in a", n)
+				}
+			},
+		},
+		{
+			name: "a Service placer did not create is reported, not taken over",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.Now()}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), theirs)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != reasonNameConflict {
+					t.Errorf("Ready %s: %q, want NameConflict", c.Reason, c.Message)
+				}
+				svc := &corev1.Service{}
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, svc); err != nil || svc.Spec.Ports[0].Port != 8080 || len(svc.Labels) != 0 {
+					t.Errorf("their Service was changed: %v %+v", err, svc)
+				}
+			},
+		},
+		{
+			name: "a conflict writing the status is retried soon, quietly",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "no"))...))}
+			},
+			mgmt: &interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
+			}},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+			check: func(t *testing.T, e env) {
+				if len(e.rec.events) != 0 {
+					t.Errorf("events %v recorded though the status was not written", e.rec.reasons())
+				}
+			},
+		},
+		{
+			name: "deletion with an unreachable member that may hold candidates: the finalizer stays",
+			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
+			},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) != 1 {
+					t.Errorf("finalizers %v: removed while a member may hold candidates", e.w.Finalizers)
+				}
+				wantReason(t, e.rec, reasonCleanup)
+			},
+		},
+		{
+			name: "deletion: candidates deleted, then the finalizer goes; another tenant's dead cluster holds nothing",
+			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				rogue := clustertest.NewMember("rogue", clustertest.NotSynced())
+				rogue.Key.Namespace = "rogue"
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)), rogue}
+			},
+			passes: 2,
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a", n)
+				}
+				if e.w != nil && len(e.w.Finalizers) != 0 {
+					t.Errorf("finalizers %v: held by another tenant's cluster", e.w.Finalizers)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := tc.w
+			members := tc.members(w)
+			objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
+			for _, m := range members {
+				objs = append(objs, st.Cluster(m.Key.Name, st.InNamespace(m.Key.Namespace)))
+			}
+			b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
+			if tc.mgmt != nil {
+				b = b.WithInterceptorFuncs(*tc.mgmt)
+			}
+			mgmt := b.Build()
+			rec := &recorder{}
+			r := NewPropagatorReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
+			passes := max(tc.passes, 1)
+			var res reconcile.Result
+			var err error
+			for range passes {
+				res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+				if err != nil {
+					t.Fatalf("Reconcile: %v", err)
+				}
+			}
+			// A wait is counted from the candidates' creation: a little of
+			// it has passed.
+			if d := tc.want.RequeueAfter - res.RequeueAfter; tc.passes == 0 && (res.Requeue != tc.want.Requeue || d < 0 || d > 5*time.Second || (tc.want.RequeueAfter == 0) != (res.RequeueAfter == 0)) {
+				t.Errorf("Reconcile() = %+v, want %+v", res, tc.want)
+			}
+			got := &v1alpha1.Workload{}
+			if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, got); err != nil {
+				if !kerrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+				got = nil
+			}
+			if got == nil {
+				got = w
+				got.Finalizers = nil
+			}
+			tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
+		})
+	}
+}
+
+// errFromMember is a member's message in the tests.
+var errFromMember = errorString("denied by the member")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func wantRejected(t *testing.T, w *v1alpha1.Workload, cluster, reason, msg string) {
+	t.Helper()
+	for _, rc := range w.Status.RejectedClusters {
+		if rc.Cluster.Name == cluster && rc.Reason == reason && strings.Contains(rc.Message, msg) && rc.Generation == w.Generation {
+			return
+		}
+	}
+	t.Errorf("rejectedClusters = %+v, want %s %s with %q", w.Status.RejectedClusters, cluster, reason, msg)
+}
+
+func wantReason(t *testing.T, r *recorder, reason string) {
+	t.Helper()
+	for _, got := range r.reasons() {
+		if got == reason {
+			return
+		}
+	}
+	t.Errorf("events %v, want one %s", r.reasons(), reason)
+}
