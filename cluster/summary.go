@@ -6,6 +6,7 @@ package cluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	nodeutil "k8s.io/component-helpers/node/util"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -21,12 +22,8 @@ func schedulable(n *corev1.Node) bool {
 	if n.Spec.Unschedulable {
 		return false
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // Summarize adds up the allocatable resources of the schedulable nodes and

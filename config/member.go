@@ -1,15 +1,18 @@
 package config
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
+	"io"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -37,9 +40,17 @@ var candidateRole []byte
 // clusterRoles decodes the ClusterRoles of a multi-document file.
 func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
 	var out []*rbacv1.ClusterRole
-	for _, doc := range bytes.Split(b, []byte("---\n")) {
-		if len(bytes.TrimSpace(doc)) == 0 || bytes.HasPrefix(bytes.TrimSpace(doc), []byte("#")) && !bytes.Contains(doc, []byte("kind:")) {
-			continue
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot read %s", file)
+		}
+		if !bytes.Contains(doc, []byte("kind:")) {
+			continue // comments only
 		}
 		r := &rbacv1.ClusterRole{}
 		if err := yaml.UnmarshalStrict(doc, r); err != nil {
@@ -47,7 +58,6 @@ func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
 		}
 		out = append(out, r)
 	}
-	return out, nil
 }
 
 // ManagerRoles returns the ClusterRoles a member grants placer's manager:

@@ -30,9 +30,6 @@ const (
 	errGetSecret    = "cannot get connection Secret"
 	errUpdateStatus = "cannot update KubernetesCluster status"
 	errPatchLabels  = "cannot publish built-in labels"
-
-	// conflictRetry is how soon a write that lost a race is retried.
-	conflictRetry = 100 * time.Millisecond
 )
 
 // ClusterControllerOptions tune the cluster controller.
@@ -97,24 +94,6 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	return reg, err
 }
 
-// ignoreConflict turns a conflict, which only means the cache was behind,
-// into a quiet immediate retry.
-func ignoreConflict(err error) (reconcile.Result, error) {
-	if kerrors.IsConflict(errors.Cause(err)) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return reconcile.Result{}, err
-}
-
-// closer runs f when the manager stops.
-type closer func()
-
-func (f closer) Start(ctx context.Context) error {
-	<-ctx.Done()
-	f()
-	return nil
-}
-
 // Reconcile connects to a member cluster, probes it and publishes its status.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := r.log.WithValues("cluster", req.String())
@@ -161,16 +140,17 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	status.Version = info.GitVersion
 	msg := fmt.Sprintf("%s answers", info.GitVersion)
 	var topology map[string]string
-	if err := conn.Watch(ctx); err != nil {
-		msg += "; no capacity summary: " + cluster.DescribeError(err)
-		log.Debug("cannot watch the cluster summary", "error", cluster.DescribeError(err))
+	watchErr := conn.Watch(ctx)
+	if watchErr != nil {
+		msg += "; no capacity summary: " + cluster.DescribeError(watchErr)
+		log.Debug("cannot watch the cluster summary", "error", cluster.DescribeError(watchErr))
 	}
 	if s, ok := conn.Summary(ctx); ok {
 		status.NodeCount, status.ReadyNodeCount = s.NodeCount, s.ReadyNodeCount
 		status.Allocatable, status.Requested, status.LargestFreeNode = s.Allocatable, s.Requested, s.LargestFreeNode
 		topology = s.Labels
 		msg += fmt.Sprintf("; %d of %d nodes ready", status.ReadyNodeCount, status.NodeCount)
-	} else if !strings.Contains(msg, "no capacity summary") {
+	} else if watchErr == nil {
 		msg += "; placer's agent has not published a capacity summary yet"
 	}
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}

@@ -49,8 +49,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 	}
 	setCounts(s.w, propagator.Replicas(s.w), st)
 	if problem != nil {
-		ready := s.w.Status.GetCondition(xpv2.TypeReady)
-		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, xpv2.ConditionReason(problem.reason), problem.Error()
+		ready := v1alpha1.NotReady(problem.reason, problem.Error(), s.w.Generation)
 		s.w.Status.SetConditions(ready)
 		if prev := s.orig.Status.GetCondition(xpv2.TypeReady); prev.Reason != ready.Reason || prev.Message != ready.Message {
 			s.event(event.Warning(event.Reason(problem.reason), problem))
@@ -91,17 +90,17 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
 	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
 	w.Status.ObservedGeneration = w.Generation
-	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Pending", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
-		Message: fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)}
-	if st.Unschedulable != "" {
-		ready.Message += "; a replica is pending: " + truncate(st.Unschedulable)
-	} else if st.Refused != "" {
-		ready.Message += "; a replica is pending: " + truncate(st.Refused)
-	}
+	msg := fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)
 	if st.Ready >= replicas {
-		ready.Status, ready.Reason = corev1.ConditionTrue, "Available"
+		w.Status.SetConditions(v1alpha1.Available(msg, w.Generation))
+		return
 	}
-	w.Status.SetConditions(ready)
+	if st.Unschedulable != "" {
+		msg += "; a replica is pending: " + truncate(st.Unschedulable)
+	} else if st.Refused != "" {
+		msg += "; a replica is pending: " + truncate(st.Refused)
+	}
+	w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, msg, w.Generation))
 }
 
 // ensureService delivers spec.targetService to the committed cluster as a

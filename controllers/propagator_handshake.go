@@ -12,7 +12,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -205,8 +204,7 @@ func (r *PropagatorReconciler) admit(ctx context.Context, w *v1alpha1.Workload, 
 func refuseChange(s *scope, reason, msg string) {
 	msg = "the pod template of generation " + strconv.FormatInt(s.w.Generation, 10) + " is not rolled out: " + msg
 	prev := s.w.Status.GetCondition(xpv2.TypeReady)
-	s.w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason),
-		Message: msg, ObservedGeneration: s.w.Generation, LastTransitionTime: metav1.Now()})
+	s.w.Status.SetConditions(v1alpha1.NotReady(reason, msg, s.w.Generation))
 	if prev.Message != msg {
 		s.event(event.Warning(event.Reason(reason), errors.New(msg)))
 	}

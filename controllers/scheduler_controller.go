@@ -15,10 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -33,7 +30,6 @@ const (
 	errUpdateWorkload = "cannot update Workload status"
 	errInformer       = "cannot get an informer"
 
-	reasonScheduled        = "Scheduled"
 	reasonFailedScheduling = "FailedScheduling"
 
 	// unschedulableRetry is the safety net for a pending Workload: events
@@ -88,130 +84,6 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 		Complete(r)
 }
 
-// feedCache keeps the scheduler's cache in step with the manager's
-// informers, and requeues pending Workloads on every change that could make
-// them fit.
-func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
-	clusters, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.KubernetesCluster{})
-	if err != nil {
-		return errors.Wrap(err, errInformer)
-	}
-	if _, err := clusters.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			if kc, ok := o.(*v1alpha1.KubernetesCluster); ok {
-				r.cache.UpsertCluster(kc)
-				r.requeuePending()
-			}
-		},
-		UpdateFunc: func(old, o any) {
-			before, ok1 := old.(*v1alpha1.KubernetesCluster)
-			kc, ok2 := o.(*v1alpha1.KubernetesCluster)
-			if !ok1 || !ok2 {
-				return
-			}
-			r.cache.UpsertCluster(kc)
-			if schedulingRelevant(before, kc) {
-				r.requeuePending()
-			}
-		},
-		DeleteFunc: func(o any) {
-			if kc, ok := unwrap(o).(*v1alpha1.KubernetesCluster); ok {
-				r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
-			}
-		},
-	}); err != nil {
-		return errors.Wrap(err, errInformer)
-	}
-
-	workloads, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.Workload{})
-	if err != nil {
-		return errors.Wrap(err, errInformer)
-	}
-	if _, err := workloads.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			if w, ok := o.(*v1alpha1.Workload); ok {
-				r.cache.UpsertWorkload(w)
-				if w.Status.ClusterRef != nil {
-					r.requeuePending()
-				}
-			}
-		},
-		UpdateFunc: func(old, o any) {
-			before, ok1 := old.(*v1alpha1.Workload)
-			w, ok2 := o.(*v1alpha1.Workload)
-			if !ok1 || !ok2 {
-				return
-			}
-			r.cache.UpsertWorkload(w)
-			// A placement, or a placed workload's labels or affinity, can
-			// change what affinity allows others.
-			if !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef) ||
-				w.Status.ClusterRef != nil && (!equality.Semantic.DeepEqual(before.Labels, w.Labels) || !equality.Semantic.DeepEqual(before.Spec.Affinity, w.Spec.Affinity)) {
-				r.requeuePending()
-			}
-		},
-		DeleteFunc: func(o any) {
-			if w, ok := unwrap(o).(*v1alpha1.Workload); ok {
-				r.cache.DeleteWorkload(w)
-				if w.Status.ClusterRef != nil {
-					r.requeuePending()
-				}
-			}
-		},
-	}); err != nil {
-		return errors.Wrap(err, errInformer)
-	}
-
-	namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
-	if err != nil {
-		return errors.Wrap(err, errInformer)
-	}
-	_, err = namespaces.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			if ns, ok := o.(*corev1.Namespace); ok {
-				r.cache.UpsertNamespace(ns.Name, ns.Labels)
-			}
-		},
-		UpdateFunc: func(_, o any) {
-			if ns, ok := o.(*corev1.Namespace); ok {
-				r.cache.UpsertNamespace(ns.Name, ns.Labels)
-				r.requeuePending()
-			}
-		},
-		DeleteFunc: func(o any) {
-			if ns, ok := unwrap(o).(*corev1.Namespace); ok {
-				r.cache.DeleteNamespace(ns.Name)
-			}
-		},
-	})
-	return errors.Wrap(err, errInformer)
-}
-
-func unwrap(o any) any {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		return d.Obj
-	}
-	return o
-}
-
-// schedulingRelevant reports whether a cluster changed in a way that can
-// change a scheduling decision; probe timestamps alone do not.
-func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
-	b, a := before.Status, after.Status
-	return !equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
-		!equality.Semantic.DeepEqual(before.Spec, after.Spec) ||
-		b.GetCondition(xpv2.TypeReady).Status != a.GetCondition(xpv2.TypeReady).Status ||
-		!equality.Semantic.DeepEqual(b.Allocatable, a.Allocatable) ||
-		!equality.Semantic.DeepEqual(b.Requested, a.Requested) ||
-		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
-}
-
-func (r *SchedulerReconciler) requeuePending() {
-	for _, key := range r.cache.Pending(r.served) {
-		r.trigger.Enqueue(key)
-	}
-}
-
 // Reconcile places one Workload, or records why it cannot be placed.
 func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	w := &v1alpha1.Workload{}
@@ -241,11 +113,11 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
 
 	orig := w.DeepCopy()
-	cond := xpv2.Condition{Type: v1alpha1.TypeScheduled, LastTransitionTime: metav1.Now(), ObservedGeneration: w.Generation}
+	var cond xpv2.Condition
 	var ev event.Event
 	if len(res.Ranked) == 0 {
 		w.Status.ClusterRef, w.Status.NominatedClusters = nil, nil
-		cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, v1alpha1.ReasonUnschedulable, res.Message()
+		cond = v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation)
 		ev = event.Warning(reasonFailedScheduling, errors.New(cond.Message))
 		schedulingAttempts.WithLabelValues("unschedulable").Inc()
 	} else {
@@ -253,8 +125,8 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		best := res.Ranked[0].Cluster.Key
 		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}
 		w.Status.NominatedClusters = nominated(res, w.Spec.Placement.FanOut)
-		cond.Status, cond.Reason, cond.Message = corev1.ConditionTrue, reasonScheduled, placedMessage(res)
-		ev = event.Normal(reasonScheduled, cond.Message)
+		cond = v1alpha1.Scheduled(placedMessage(res), w.Generation)
+		ev = event.Normal(v1alpha1.ReasonScheduled, cond.Message)
 	}
 	changed := w.Status.GetCondition(v1alpha1.TypeScheduled).Message != cond.Message
 	w.Status.SetConditions(cond)
@@ -281,8 +153,7 @@ func (r *SchedulerReconciler) invalid(ctx context.Context, w *v1alpha1.Workload,
 	orig := w.DeepCopy()
 	msg := "invalid pod template: " + errs.ToAggregate().Error()
 	prev := w.Status.GetCondition(v1alpha1.TypeScheduled)
-	w.Status.SetConditions(xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonInvalidTemplate,
-		Message: msg, ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
+	w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return nil
 	}
@@ -304,8 +175,7 @@ func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workl
 	switch {
 	case cond.Reason == v1alpha1.ReasonInvalidTemplate:
 		// The template is valid again: the Workload stays where it is.
-		cond = xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionTrue, Reason: reasonScheduled, LastTransitionTime: metav1.Now(),
-			Message: fmt.Sprintf("placed on %s", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef))}
+		cond = v1alpha1.Scheduled(fmt.Sprintf("placed on %s", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)), w.Generation)
 	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:
 		return nil
 	}
@@ -321,16 +191,6 @@ func (r *SchedulerReconciler) retryUnschedulable(res *scheduler.Result) reconcil
 		return reconcile.Result{RequeueAfter: unschedulableRetry}
 	}
 	return reconcile.Result{}
-}
-
-// rejected reports whether the cluster rejected this generation's handshake.
-func rejected(w *v1alpha1.Workload, key types.NamespacedName) bool {
-	for _, rc := range w.Status.RejectedClusters {
-		if rc.Generation == w.Generation && scheduler.ClusterKey(w.Namespace, &rc.Cluster) == key {
-			return true
-		}
-	}
-	return false
 }
 
 func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference {
@@ -375,13 +235,4 @@ func placedMessage(res *scheduler.Result) string {
 	}
 	return fmt.Sprintf("placed on %s with score %d, best of %d feasible of %d clusters (%s)",
 		best.Cluster.Key, best.Total, len(res.Ranked), res.Total, decided)
-}
-
-// handlerFuncs calls f on every add, update and delete.
-func handlerFuncs(f func(any)) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    f,
-		UpdateFunc: func(_, o any) { f(o) },
-		DeleteFunc: f,
-	}
 }

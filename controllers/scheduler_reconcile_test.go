@@ -49,7 +49,7 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			want: want{untouched: true}},
 		{name: "a rejection of this generation moves it",
 			w:    st.Workload("w", st.PlacedOn("a"), st.Rejected("a", 1, "Insufficient cpu")),
-			want: want{cluster: "b", status: corev1.ConditionTrue, reason: reasonScheduled}},
+			want: want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled}},
 		{name: "a rejection of an older generation does not",
 			w:    st.Workload("w", st.PlacedOn("a"), st.Rejected("a", 0, "Insufficient cpu")),
 			want: want{untouched: true}},

@@ -49,7 +49,8 @@ func (s *secretWatches) ensure(cluster, secret types.NamespacedName) {
 	}
 	lw := toolscache.NewListWatchFromClient(s.cs.CoreV1().RESTClient(), "secrets", secret.Namespace, fields.OneTermEqualSelector("metadata.name", secret.Name))
 	inf := toolscache.NewSharedInformer(lw, &corev1.Secret{}, 0)
-	_, _ = inf.AddEventHandler(handlerFuncs(func(any) { s.enqueue(cluster) }))
+	enqueue := func(*corev1.Secret) { s.enqueue(cluster) }
+	_, _ = inf.AddEventHandler(typedHandler(enqueue, func(_, n *corev1.Secret) { enqueue(n) }, enqueue))
 	w := &secretWatch{secret: secret, stop: make(chan struct{})}
 	go inf.Run(w.stop)
 	s.m[cluster] = w

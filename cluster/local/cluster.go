@@ -77,16 +77,24 @@ func BinDirFromEnv() string {
 	if d := os.Getenv("PLACER_BIN_DIR"); d != "" {
 		return d
 	}
+	if root, ok := RepoRoot(); ok {
+		return filepath.Join(root, "bin")
+	}
+	return "bin"
+}
+
+// RepoRoot returns the folder holding go.mod above the working directory.
+func RepoRoot() (string, bool) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "bin"
+		return "", false
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "bin")
+			return d, true
 		}
 		if filepath.Dir(d) == d {
-			return "bin"
+			return "", false
 		}
 	}
 }

@@ -207,9 +207,4 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 }
 
 // ignoreConflictErr drops conflicts: the write that won brings a new event.
-func ignoreConflictErr(err error) error {
-	if kerrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
+func ignoreConflictErr(err error) error { return resource.Ignore(kerrors.IsConflict, err) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	nodeutil "k8s.io/component-helpers/node/util"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -77,10 +79,8 @@ var nodeSummaryChanged = predicate.Funcs{
 }
 
 func nodeReady(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
+	if _, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); c != nil {
+		return c.Status
 	}
 	return corev1.ConditionUnknown
 }

@@ -19,19 +19,11 @@ import (
 // RepoRoot is the folder holding go.mod.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	d, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	root, ok := local.RepoRoot()
+	if !ok {
+		t.Fatal("cannot find go.mod above the working directory")
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("cannot find go.mod above the working directory")
-		}
-		d = filepath.Dir(d)
-	}
+	return root
 }
 
 // Scheme knows the built-in kinds and placer's.

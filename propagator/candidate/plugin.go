@@ -27,7 +27,7 @@ import (
 const Name = "PlacerCandidate"
 
 // ProfileName is the schedulerName of candidate pods.
-const ProfileName = "placer-candidate"
+const ProfileName = mcv1alpha1.CandidateSchedulerName
 
 // DefaultPermitTimeout bounds how long a reserved candidate waits for is-allowed.
 const DefaultPermitTimeout = 30 * time.Second

@@ -11,6 +11,10 @@ const (
 	AnnotationIsReserved = AnnotationPrefix + "is-reserved"
 	AnnotationIsAllowed  = AnnotationPrefix + "is-allowed"
 
+	// CandidateSchedulerName is the scheduler profile of the candidate
+	// scheduler in every member: chaperons in Reserve mode name it.
+	CandidateSchedulerName = "placer-candidate"
+
 	// ReasonPodRefused is the reason of a chaperon's PodScheduled=False
 	// condition when the member's API server refused to create its Pod;
 	// the message is the API server's.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/propagator/candidate"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -135,7 +134,7 @@ func TestNewChaperon(t *testing.T) {
 	if diff := cmp.Diff(want, ch.Labels); diff != "" {
 		t.Errorf("labels (-want,+got):\n%s", diff)
 	}
-	if ch.Spec.SchedulerName != candidate.ProfileName || ch.Annotations[AnnotationWorkload] != "default/web" {
+	if ch.Spec.SchedulerName != mcv1alpha1.CandidateSchedulerName || ch.Annotations[AnnotationWorkload] != "default/web" {
 		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
 	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation

@@ -1,0 +1,43 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons of a Workload's Scheduled and Ready conditions (the cluster's
+// Ready reasons are beside the built-in labels).
+const (
+	// ReasonScheduled: a cluster was chosen; the message says which and why.
+	ReasonScheduled = "Scheduled"
+	// ReasonPending: not every replica has a Ready pod yet.
+	ReasonPending = "Pending"
+	// ReasonAvailable: every replica has a Ready pod.
+	ReasonAvailable = "Available"
+)
+
+// Scheduled is the Scheduled condition of a Workload placed on a cluster.
+func Scheduled(msg string, generation int64) xpv2.Condition {
+	return xpv2.Condition{Type: TypeScheduled, Status: corev1.ConditionTrue, Reason: ReasonScheduled, Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
+// NotScheduled is the Scheduled condition of a Workload that is not placed.
+func NotScheduled(reason, msg string, generation int64) xpv2.Condition {
+	return xpv2.Condition{Type: TypeScheduled, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
+// Available is the Ready condition of a Workload whose replicas all run.
+func Available(msg string, generation int64) xpv2.Condition {
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: ReasonAvailable, Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
+// NotReady is the Ready condition of a Workload whose replicas do not all
+// run, with the reason (ReasonPending, or what keeps them from running).
+func NotReady(reason, msg string, generation int64) xpv2.Condition {
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"context"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// feedCache keeps the scheduler's cache in step with the manager's
+// informers, and requeues pending Workloads on every change that could make
+// them fit (as kube-scheduler's eventhandlers.go does for pods).
+func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
+	if err := watch(ctx, mgr, &v1alpha1.KubernetesCluster{}, r.addCluster, r.updateCluster, r.deleteCluster); err != nil {
+		return err
+	}
+	if err := watch(ctx, mgr, &v1alpha1.Workload{}, r.addWorkload, r.updateWorkload, r.deleteWorkload); err != nil {
+		return err
+	}
+	return watch(ctx, mgr, &corev1.Namespace{}, r.addNamespace, r.updateNamespace, r.deleteNamespace)
+}
+
+// watch calls typed functions on the events of the manager's informer of a kind.
+func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add func(T), update func(old, new T), del func(T)) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, obj)
+	if err != nil {
+		return errors.Wrap(err, errInformer)
+	}
+	_, err = inf.AddEventHandler(typedHandler(add, update, del))
+	return errors.Wrap(err, errInformer)
+}
+
+func (r *SchedulerReconciler) addCluster(kc *v1alpha1.KubernetesCluster) {
+	r.cache.UpsertCluster(kc)
+	r.requeuePending()
+}
+
+func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
+	r.cache.UpsertCluster(kc)
+	if schedulingRelevant(before, kc) {
+		r.requeuePending()
+	}
+}
+
+func (r *SchedulerReconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
+	r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
+}
+
+func (r *SchedulerReconciler) addWorkload(w *v1alpha1.Workload) {
+	r.cache.UpsertWorkload(w)
+	if w.Status.ClusterRef != nil {
+		r.requeuePending()
+	}
+}
+
+// updateWorkload requeues on a placement, or a placed workload's labels or
+// affinity: they can change what affinity allows others.
+func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
+	r.cache.UpsertWorkload(w)
+	if !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef) ||
+		w.Status.ClusterRef != nil && (!equality.Semantic.DeepEqual(before.Labels, w.Labels) || !equality.Semantic.DeepEqual(before.Spec.Affinity, w.Spec.Affinity)) {
+		r.requeuePending()
+	}
+}
+
+func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
+	r.cache.DeleteWorkload(w)
+	if w.Status.ClusterRef != nil {
+		r.requeuePending()
+	}
+}
+
+func (r *SchedulerReconciler) addNamespace(ns *corev1.Namespace) {
+	r.cache.UpsertNamespace(ns.Name, ns.Labels)
+}
+
+func (r *SchedulerReconciler) updateNamespace(_, ns *corev1.Namespace) {
+	r.cache.UpsertNamespace(ns.Name, ns.Labels)
+	r.requeuePending()
+}
+
+func (r *SchedulerReconciler) deleteNamespace(ns *corev1.Namespace) {
+	r.cache.DeleteNamespace(ns.Name)
+}
+
+// schedulingRelevant reports whether a cluster changed in a way that can
+// change a scheduling decision; probe timestamps alone do not.
+func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
+	b, a := before.Status, after.Status
+	return !equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+		!equality.Semantic.DeepEqual(before.Spec, after.Spec) ||
+		b.GetCondition(xpv2.TypeReady).Status != a.GetCondition(xpv2.TypeReady).Status ||
+		!equality.Semantic.DeepEqual(b.Allocatable, a.Allocatable) ||
+		!equality.Semantic.DeepEqual(b.Requested, a.Requested) ||
+		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
+}
+
+func (r *SchedulerReconciler) requeuePending() {
+	for _, key := range r.cache.Pending(r.served) {
+		r.trigger.Enqueue(key)
+	}
+}

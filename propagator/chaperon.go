@@ -1,0 +1,112 @@
+// Package propagator holds the management side of the handshake: which
+// candidates a Workload needs in a cluster, and what their state says.
+package propagator
+
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
+	hashutil "k8s.io/kubernetes/pkg/util/hash"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+// Labels and annotations linking a chaperon to its Workload.
+const (
+	LabelWorkloadUID   = mcv1alpha1.AnnotationPrefix + "workload-uid"
+	LabelReplica       = mcv1alpha1.AnnotationPrefix + "replica"
+	LabelTemplateHash  = mcv1alpha1.AnnotationPrefix + "template-hash"
+	AnnotationWorkload = mcv1alpha1.AnnotationPrefix + "workload"
+)
+
+// TargetNamespace is where the Workload's pods go in a member cluster: the
+// namespace the cluster maps the Workload's namespace to
+// (spec.targetNamespaces of its KubernetesCluster), else the Workload's
+// targetNamespace, else its own namespace's name.
+func TargetNamespace(w *v1alpha1.Workload, mapping map[string]v1alpha1.NamespaceName) string {
+	if ns := mapping[w.Namespace]; ns != "" {
+		return string(ns)
+	}
+	if w.Spec.TargetNamespace != "" {
+		return w.Spec.TargetNamespace
+	}
+	return w.Namespace
+}
+
+// Replicas is the Workload's desired replica count.
+func Replicas(w *v1alpha1.Workload) int {
+	if w.Spec.TargetDeployment.Replicas == nil {
+		return 1
+	}
+	return int(*w.Spec.TargetDeployment.Replicas)
+}
+
+// ChaperonName is the name of a replica's chaperon (and pod) under the
+// current pod template: workload-hash-replica, as a Deployment names its
+// pods after their ReplicaSet, so that during a rolling update the new
+// chaperon of a replica can stand beside the old one (maxSurge).
+func ChaperonName(w *v1alpha1.Workload, replica int) string {
+	return chaperonName(w, TemplateHash(w), replica)
+}
+
+// chaperonName makes a name unique per management namespace, Workload, pod
+// template and replica: Workloads of one name in two tenants' namespaces
+// may deliver into one member namespace. The hash covers the namespace,
+// the name and the template hash; the Workload's name is cut so the whole
+// fits a DNS label (63 characters), as pod host names must.
+func chaperonName(w *v1alpha1.Workload, templateHash string, replica int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(w.Namespace + "/" + w.Name + "/" + templateHash))
+	suffix := "-" + rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10)) + "-" + strconv.Itoa(replica)
+	prefix := w.Name
+	if max := validation.DNS1123LabelMaxLength - len(suffix); len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-.")
+	}
+	return prefix + suffix
+}
+
+// TemplateHash identifies the pod template a chaperon was made from, as
+// Deployments label their ReplicaSets.
+func TemplateHash(w *v1alpha1.Workload) string {
+	h := fnv.New32a()
+	hashutil.DeepHashObject(h, &w.Spec.TargetDeployment.Template)
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
+// NewChaperon returns the chaperon of one replica: the pod template,
+// scheduled by the candidate scheduler, labelled with the Workload's UID and
+// the replica index.
+func NewChaperon(w *v1alpha1.Workload, namespace string, replica int) *mcv1alpha1.PodChaperon {
+	tmpl := w.Spec.TargetDeployment.Template
+	// placer's own keys are never copied from a template (the API refuses
+	// them; an object stored before that rule is not trusted either).
+	labels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		if !v1alpha1.IsReservedKey(k) {
+			labels[k] = v
+		}
+	}
+	labels[LabelWorkloadUID] = string(w.UID)
+	labels[LabelReplica] = strconv.Itoa(replica)
+	labels[LabelTemplateHash] = TemplateHash(w)
+	annotations := map[string]string{}
+	for k, v := range tmpl.Annotations {
+		if !v1alpha1.IsReservedKey(k) {
+			annotations[k] = v
+		}
+	}
+	annotations[AnnotationWorkload] = w.Namespace + "/" + w.Name
+	spec := *tmpl.Spec.DeepCopy()
+	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
+		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
+	}
+	return &mcv1alpha1.PodChaperon{
+		ObjectMeta: metav1.ObjectMeta{Name: ChaperonName(w, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
+		Spec:       spec,
+	}
+}

@@ -1,0 +1,132 @@
+package propagator
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+// State is what a cluster's candidates say about the handshake there.
+// Counts are per replica: a replica whose old and new chaperons stand side
+// by side during a rolling update counts once.
+type State struct {
+	// Missing replicas have no chaperon at all.
+	Missing []int
+	// Extra chaperons are beyond the replica count, or not named as placer
+	// names them.
+	Extra []*mcv1alpha1.PodChaperon
+	// Reserved and Allowed count the replicas with a chaperon so marked
+	// (Allowed first: a replica with one allowed chaperon is allowed).
+	Reserved, Allowed int
+	// Unschedulable holds the target scheduler's message when a candidate
+	// cannot be placed there.
+	Unschedulable string
+	// Refused holds the member API server's message when it refused to
+	// create a candidate Pod (admission: validation, Pod Security, quota).
+	Refused string
+	// Scheduled and Ready count the replicas with a bound or Ready pod.
+	Scheduled, Ready int
+	// ToAllow are reserved candidates not yet allowed.
+	ToAllow []*mcv1alpha1.PodChaperon
+	// Outdated chaperons were made from an older pod template.
+	Outdated []*mcv1alpha1.PodChaperon
+
+	replicas map[int]*replica
+}
+
+// replica is one replica's chaperons in a cluster.
+type replica struct {
+	current      *mcv1alpha1.PodChaperon
+	outdated     []*mcv1alpha1.PodChaperon
+	currentReady bool
+	ready        bool
+}
+
+// Proven reports whether every replica's candidate is reserved (or allowed).
+func (s State) Proven(replicas int) bool {
+	return len(s.Missing) == 0 && s.Reserved+s.Allowed >= replicas
+}
+
+func podCondition(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) *corev1.PodCondition {
+	_, c := podutil.GetPodConditionFromList(ch.Status.Conditions, t)
+	return c
+}
+
+func conditionTrue(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) bool {
+	c := podCondition(ch, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// Observe reads the chaperons of one Workload in one cluster.
+func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
+	n := Replicas(w)
+	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+	hash := TemplateHash(w)
+	st := State{replicas: map[int]*replica{}}
+	type marks struct{ allowed, reserved, scheduled bool }
+	seen := map[int]*marks{}
+	for _, ch := range chaperons {
+		i, err := strconv.Atoi(ch.Labels[LabelReplica])
+		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[LabelTemplateHash], i) {
+			st.Extra = append(st.Extra, ch)
+			continue
+		}
+		r := st.replicas[i]
+		if r == nil {
+			r, seen[i] = &replica{}, &marks{}
+			st.replicas[i] = r
+		}
+		ready := conditionTrue(ch, corev1.PodReady)
+		if ch.Labels[LabelTemplateHash] == hash {
+			r.current, r.currentReady = ch, ready
+		} else {
+			r.outdated = append(r.outdated, ch)
+			st.Outdated = append(st.Outdated, ch)
+		}
+		r.ready = r.ready || ready
+		m := seen[i]
+		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
+		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		scheduled := conditionTrue(ch, corev1.PodScheduled)
+		if noReservation {
+			// The member's own scheduler binds at once: a bound candidate is committed.
+			allowed = scheduled
+		}
+		if reserved && !allowed {
+			st.ToAllow = append(st.ToAllow, ch)
+		}
+		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
+			switch c.Reason {
+			case corev1.PodReasonUnschedulable:
+				st.Unschedulable = c.Message
+			case mcv1alpha1.ReasonPodRefused:
+				st.Refused = c.Message
+			}
+		}
+		m.allowed, m.reserved, m.scheduled = m.allowed || allowed, m.reserved || reserved, m.scheduled || scheduled
+	}
+	for i := range n {
+		r, m := st.replicas[i], seen[i]
+		if r == nil {
+			st.Missing = append(st.Missing, i)
+			continue
+		}
+		switch {
+		case m.allowed:
+			st.Allowed++
+		case m.reserved:
+			st.Reserved++
+		}
+		if m.scheduled {
+			st.Scheduled++
+		}
+		if r.ready {
+			st.Ready++
+		}
+	}
+	return st
+}
