@@ -115,7 +115,7 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 
 // scope is one reconcile of one Workload: what the phases learned and
 // decided. Rejections, counts and conditions go into w.Status; Reconcile
-// writes the status once, at the end, and only then records the Events.
+// writes the status once, at the end, with the Events.
 type scope struct {
 	w      *v1alpha1.Workload
 	orig   *v1alpha1.Workload
@@ -155,7 +155,7 @@ func (s *scope) requeueAfter(d time.Duration) {
 	}
 }
 
-// event records an Event, emitted once the status is written.
+// event records an Event, emitted at the end of the reconcile.
 func (s *scope) event(e event.Event) { s.events = append(s.events, e) }
 
 // reject records the cluster in status.rejectedClusters for this
@@ -210,23 +210,23 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return s.result, nil
 }
 
-// writeStatus patches the status if a phase changed it, then records the
-// scope's Events. A conflict (the cache was behind) is retried soon.
+// writeStatus records the scope's Events (what was done in members was
+// done, whatever happens to the status) and patches the status if a phase
+// changed it. A conflict (the cache was behind) is retried soon: the next
+// reconcile decides again from what the members say.
 func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) error {
-	if !equality.Semantic.DeepEqual(s.orig.Status, s.w.Status) {
-		err := r.client.Status().Patch(ctx, s.w, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}))
-		if kerrors.IsConflict(err) {
-			s.requeueAfter(conflictRetry)
-			return nil
-		}
-		if err != nil {
-			return errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
-		}
-	}
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	return nil
+	if equality.Semantic.DeepEqual(s.orig.Status, s.w.Status) {
+		return nil
+	}
+	err := r.client.Status().Patch(ctx, s.w, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}))
+	if kerrors.IsConflict(err) {
+		s.requeueAfter(conflictRetry)
+		return nil
+	}
+	return errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
 }
 
 // ensureFinalizer adds the finalizer before the first candidate, once the

@@ -376,9 +376,12 @@ func TestPropagatorReconcile(t *testing.T) {
 			}},
 			want: reconcile.Result{RequeueAfter: conflictRetry},
 			check: func(t *testing.T, e env) {
-				if len(e.rec.events) != 0 {
-					t.Errorf("events %v recorded though the status was not written", e.rec.reasons())
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejectedClusters %v written despite the conflict", e.w.Status.RejectedClusters)
 				}
+				// The candidates were deleted: the Event says so, whatever
+				// happened to the status.
+				wantReason(t, e.rec, reasonRejected)
 			},
 		},
 		{

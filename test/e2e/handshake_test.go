@@ -227,6 +227,14 @@ func TestHandshake(t *testing.T) {
 			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
 	}
+	// placed creates a Workload of the subtest's own and waits until it
+	// runs: subtests share the fleet, never each other's Workloads.
+	placed := func(t *testing.T, name string, opts ...st.WorkloadOption) *v1alpha1.Workload {
+		t.Helper()
+		w := workload(name, append([]st.WorkloadOption{st.Requests("100m", "64Mi")}, opts...)...)
+		waitReady(t, w)
+		return w
+	}
 	running := func(m *member, w *v1alpha1.Workload) int {
 		n := 0
 		for _, p := range pods(t, m, w) {
@@ -425,7 +433,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("scale up and down in the committed cluster", func(t *testing.T) {
-		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+		w := placed(t, "scaled")
 		scale := func(n int32) {
 			t.Helper()
 			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
@@ -462,10 +470,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("a template change with maxSurge 1, maxUnavailable 0 never leaves a replica without a Ready pod", func(t *testing.T) {
-		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
+		w := placed(t, "rolled")
 		oldHash := propagator.TemplateHash(w)
 		surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
 		w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -478,14 +483,9 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			hash = propagator.TemplateHash(w)
 			minReady = min(minReady, w.Status.ReadyReplicas)
-			if w.Status.ObservedGeneration != w.Generation || w.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
-				return false
-			}
-			l := &mcv1alpha1.PodChaperonList{}
-			if err := a.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID), propagator.LabelTemplateHash: hash}); err != nil {
-				t.Fatal(err)
-			}
-			return len(l.Items) == propagator.Replicas(w)
+			// The counts do not change while the rollout keeps every
+			// replica Ready: the new pods are waited for below.
+			return w.Status.ObservedGeneration == w.Generation && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -502,18 +502,12 @@ func TestHandshake(t *testing.T) {
 		if minReady < *w.Spec.TargetDeployment.Replicas {
 			t.Errorf("readyReplicas fell to %d during the rolling update, want never below %d", minReady, *w.Spec.TargetDeployment.Replicas)
 		}
-		// The new pod started beside the old one, which then went.
-		events := &corev1.EventList{}
-		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
-		}
-		surged := false
-		for _, e := range events.Items {
-			surged = surged || e.InvolvedObject.Name == "web" && e.Reason == "Replacing" && strings.Contains(e.Message, "1 new pod(s) started, 0 old pod(s) removed")
-		}
-		if !surged {
-			t.Error("no surge step: the new pod did not start beside the old one")
-		}
+		// The new pod started beside the old one, which then went (Events
+		// are written asynchronously: wait for it).
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}
+		testenv.WaitFor(t, wc, ev, &corev1.EventList{}, timeout, func(e *corev1.Event) bool {
+			return e.InvolvedObject.Name == w.Name && e.Reason == "Replacing" && strings.Contains(e.Message, "1 new pod(s) started, 0 old pod(s) removed")
+		})
 		l := &mcv1alpha1.PodChaperonList{}
 		if err := a.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID), propagator.LabelTemplateHash: oldHash}); err != nil {
 			t.Fatal(err)
@@ -524,10 +518,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("a deleted candidate pod comes back, also while the manager is stopped", func(t *testing.T) {
-		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
+		w := placed(t, "revived")
 		name := propagator.ChaperonName(w, 0)
 		replace := func() {
 			t.Helper()
@@ -647,10 +638,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("a workload deleted while its member is unreachable waits for it, then leaves nothing", func(t *testing.T) {
-		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fan3-hdd"}}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
+		w := placed(t, "on-c", st.Replicas(1), st.Target("c", ""))
 		c.target.StopAPIServer()
 		if err := env.Client.Delete(context.Background(), w); err != nil {
 			t.Fatal(err)
@@ -676,10 +664,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("deleting a workload leaves nothing behind", func(t *testing.T) {
-		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ssd"}}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
-			t.Fatal(err)
-		}
+		w := placed(t, "gone", st.Target("b", ""))
 		if err := env.Client.Delete(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/placer-dev/placer/apis"
+)
+
+// clientFlags are the flags every component has for its own cluster.
+type clientFlags struct {
+	kubeconfig  string
+	qps         float32
+	burst       int
+	leaderElect bool
+	leaderNS    string
+	lease       time.Duration
+	renew       time.Duration
+	retry       time.Duration
+	healthAddr  string
+	metricsAddr string
+	metricsTLS  bool
+	pprofAddr   string
+	development bool
+}
+
+func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; in-cluster config or $KUBECONFIG when empty")
+	fs.Float32Var(&f.qps, "kube-api-qps", 50, "QPS of the client")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of the client")
+	fs.BoolVar(&f.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
+	fs.StringVar(&f.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease; the pod's own when empty")
+	fs.DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: how long others wait after a leader dies")
+	fs.DurationVar(&f.renew, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading")
+	fs.DurationVar(&f.retry, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
+	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling; off when empty")
+	fs.BoolVar(&f.development, "development", false, "human-readable logs instead of JSON")
+}
+
+func (f *clientFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot load kubeconfig")
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	return cfg, nil
+}
+
+// metricsOptions serve /metrics in plain HTTP (on loopback by default) or,
+// with --metrics-secure, over HTTPS behind the API server's authentication
+// and authorization (controller-runtime's filter: TokenReview, then
+// SubjectAccessReview of the /metrics non-resource URL).
+func (f *clientFlags) metricsOptions() metricsserver.Options {
+	o := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsTLS {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
+}
+
+// newManager builds a controller-runtime manager with health checks.
+func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manager, error) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  apis.NewScheme(),
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        leaderID,
+		LeaderElectionNamespace: f.leaderNS,
+		LeaseDuration:           &f.lease,
+		RenewDeadline:           &f.renew,
+		RetryPeriod:             &f.retry,
+		// A stopped leader hands over at once instead of after the lease.
+		LeaderElectionReleaseOnCancel: true,
+		HealthProbeBindAddress:        f.healthAddr,
+		Metrics:                       f.metricsOptions(),
+		PprofBindAddress:              f.pprofAddr,
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create manager")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
