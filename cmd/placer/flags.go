@@ -85,11 +85,9 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		LeaseDuration:           &f.lease,
 		RenewDeadline:           &f.renew,
 		RetryPeriod:             &f.retry,
-		// A stopped leader hands over at once instead of after the lease.
-		LeaderElectionReleaseOnCancel: true,
-		HealthProbeBindAddress:        f.healthAddr,
-		Metrics:                       f.metricsOptions(),
-		PprofBindAddress:              f.pprofAddr,
+		HealthProbeBindAddress:  f.healthAddr,
+		Metrics:                 f.metricsOptions(),
+		PprofBindAddress:        f.pprofAddr,
 	})
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create manager")
