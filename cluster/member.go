@@ -279,7 +279,7 @@ func (c *Connection) SetTargetNamespaces(m map[string]v1alpha1.NamespaceName) {
 func (c *Connection) TargetNamespace(w *v1alpha1.Workload) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return propagator.TargetNamespace(w, c.namespaces)
+	return w.TargetNamespace(c.namespaces)
 }
 
 // Done is closed once the connection is closed and its watches stopped.

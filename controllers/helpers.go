@@ -6,12 +6,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/scheduler"
 )
 
 // Helpers shared by placer's controllers.
@@ -35,16 +31,6 @@ func (f closer) Start(ctx context.Context) error {
 	<-ctx.Done()
 	f()
 	return nil
-}
-
-// rejected reports whether the cluster rejected this generation's handshake.
-func rejected(w *v1alpha1.Workload, key types.NamespacedName) bool {
-	for _, rc := range w.Status.RejectedClusters {
-		if rc.Generation == w.Generation && scheduler.ClusterKey(w.Namespace, &rc.Cluster) == key {
-			return true
-		}
-	}
-	return false
 }
 
 // typedHandler adapts typed functions to an informer's event handler; a

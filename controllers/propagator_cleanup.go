@@ -20,7 +20,6 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
-	"github.com/placer-dev/placer/scheduler"
 )
 
 // removeElsewhere deletes the Workload's candidates in every cluster the
@@ -65,13 +64,13 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) []cluster.Member {
 	touched := map[types.NamespacedName]bool{}
 	if w.Status.ClusterRef != nil {
-		touched[scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)] = true
+		touched[w.ClusterKey(w.Status.ClusterRef)] = true
 	}
 	for i := range w.Status.NominatedClusters {
-		touched[scheduler.ClusterKey(w.Namespace, &w.Status.NominatedClusters[i])] = true
+		touched[w.ClusterKey(&w.Status.NominatedClusters[i])] = true
 	}
 	for i := range w.Status.RejectedClusters {
-		touched[scheduler.ClusterKey(w.Namespace, &w.Status.RejectedClusters[i].Cluster)] = true
+		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
 	}
 	ns := &corev1.Namespace{}
 	_ = r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns) // no labels: only the clusters of its own namespace serve it

@@ -22,7 +22,16 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
-	"github.com/placer-dev/placer/scheduler"
+)
+
+// Reasons of the propagator's Events (the reasons of conditions and
+// rejections are the API's, in apis/compute/v1alpha1).
+const (
+	reasonCommitted  event.Reason = "Committed"
+	reasonRejected   event.Reason = "Rejected"
+	reasonCandidates event.Reason = "CreatedCandidates"
+	reasonCleanup    event.Reason = "CleanupPending"
+	reasonReplacing  event.Reason = "Replacing"
 )
 
 const (
@@ -37,18 +46,6 @@ const (
 	errApplyService   = "cannot deliver the Service"
 	errDeleteService  = "cannot delete the delivered Service"
 	errGetNamespace   = "cannot get the Workload's namespace"
-
-	reasonCommitted  = "Committed"
-	reasonRejected   = "Rejected"
-	reasonCandidates = "CreatedCandidates"
-	reasonCleanup    = "CleanupPending"
-	reasonReplacing  = "Replacing"
-	reasonForbidden  = "Forbidden"
-	// reasonNameConflict: an object placer would deliver exists in the
-	// member and is not placer's for this Workload.
-	reasonNameConflict = "NameConflict"
-	// reasonServiceRefused: the member's API server refused the Service.
-	reasonServiceRefused = "ServiceRefused"
 
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
@@ -142,7 +139,7 @@ type scope struct {
 func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
 	s := &scope{w: w, orig: w.DeepCopy(), keep: map[types.NamespacedName]bool{}, log: log}
 	if w.Status.ClusterRef != nil {
-		s.target = scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)
+		s.target = w.ClusterKey(w.Status.ClusterRef)
 		s.log = log.WithValues("cluster", s.target.String())
 	}
 	return s
@@ -166,7 +163,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	now := metav1.Now()
 	kept := s.w.Status.RejectedClusters[:0]
 	for _, rc := range s.w.Status.RejectedClusters {
-		if rc.Generation == s.w.Generation && scheduler.ClusterKey(s.w.Namespace, &rc.Cluster) != key {
+		if rc.Generation == s.w.Generation && s.w.ClusterKey(&rc.Cluster) != key {
 			kept = append(kept, rc)
 		}
 	}
@@ -243,7 +240,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
 			if forbidden(err) {
 				// Not only a log line: the Workload says why nothing happens.
-				s.event(event.Warning(reasonForbidden, err))
+				s.event(event.Warning(v1alpha1.ReasonForbidden, err))
 			}
 			if kerrors.IsConflict(errors.Cause(err)) {
 				s.requeueAfter(conflictRetry)
@@ -258,5 +255,5 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		return true, nil
 	}
 	// Already rejected; the scheduler's next choice brings us back.
-	return rejected(w, s.target), nil
+	return w.RejectedBy(s.target), nil
 }

@@ -47,7 +47,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 			return true, err
 		}
 	}
-	setCounts(s.w, propagator.Replicas(s.w), st)
+	setCounts(s.w, s.w.ReplicaCount(), st)
 	if problem != nil {
 		ready := v1alpha1.NotReady(problem.reason, problem.Error(), s.w.Generation)
 		s.w.Status.SetConditions(ready)
@@ -117,7 +117,7 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, m cluster.Memb
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.
-			return &deliveryProblem{reason: reasonNameConflict,
+			return &deliveryProblem{reason: v1alpha1.ReasonNameConflict,
 				msg: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
 		}
 		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
@@ -140,7 +140,7 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, m cluster.Memb
 	}
 	var status kerrors.APIStatus
 	if (kerrors.IsInvalid(err) || kerrors.IsForbidden(err)) && errors.As(err, &status) {
-		return &deliveryProblem{reason: reasonServiceRefused, msg: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
+		return &deliveryProblem{reason: v1alpha1.ReasonServiceRefused, msg: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
 	}
 	return errors.Wrap(err, errApplyService)
 }

@@ -20,7 +20,6 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
-	"github.com/placer-dev/placer/scheduler"
 )
 
 // member returns the member of a cluster when its chaperons are watched
@@ -67,7 +66,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	st, chs, err := r.ensureCandidates(ctx, s, m)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
-		s.reject(s.target, reasonForbidden, err.Error())
+		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
 		return false, nil
 	}
 	if err != nil {
@@ -100,8 +99,8 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 	}
 	w := s.w
 	for i := range w.Status.NominatedClusters {
-		key := scheduler.ClusterKey(w.Namespace, &w.Status.NominatedClusters[i])
-		if key == s.target || rejected(w, key) {
+		key := w.ClusterKey(&w.Status.NominatedClusters[i])
+		if key == s.target || w.RejectedBy(key) {
 			continue
 		}
 		s.keep[key] = true
@@ -118,7 +117,7 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 		}
 		st, _, err := r.ensureCandidates(ctx, s, m)
 		if forbidden(err) {
-			s.reject(key, reasonForbidden, err.Error())
+			s.reject(key, v1alpha1.ReasonForbidden, err.Error())
 			continue
 		}
 		if err != nil {
@@ -138,7 +137,7 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 		return false, nil
 	}
 	age := time.Since(oldest(s.chaperons))
-	s.log.Info("every replica is reserved; committing", "replicas", propagator.Replicas(s.w), "handshake", age)
+	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
 	if err := r.allow(ctx, s.member, s.w, s.state.ToAllow); err != nil {
 		return true, err

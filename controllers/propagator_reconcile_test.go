@@ -66,7 +66,7 @@ func createdAgo(d time.Duration) mark {
 func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
 	out := make([]client.Object, n)
 	for i := range n {
-		ch := propagator.NewChaperon(w, propagator.TargetNamespace(w, nil), i)
+		ch := propagator.NewChaperon(w, w.TargetNamespace(nil), i)
 		ch.CreationTimestamp = metav1.Now()
 		for _, m := range marks {
 			m(ch)
@@ -248,7 +248,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", forbiddenCreate)}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", reasonForbidden, "forbidden") },
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "forbidden") },
 		},
 		{
 			name: "the chosen member is not synced: wait, look again soon",
@@ -356,7 +356,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), theirs)...))}
 			},
 			check: func(t *testing.T, e env) {
-				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != reasonNameConflict {
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonNameConflict {
 					t.Errorf("Ready %s: %q, want NameConflict", c.Reason, c.Message)
 				}
 				svc := &corev1.Service{}
@@ -480,10 +480,10 @@ func wantRejected(t *testing.T, w *v1alpha1.Workload, cluster, reason, msg strin
 	t.Errorf("rejectedClusters = %+v, want %s %s with %q", w.Status.RejectedClusters, cluster, reason, msg)
 }
 
-func wantReason(t *testing.T, r *recorder, reason string) {
+func wantReason(t *testing.T, r *recorder, reason event.Reason) {
 	t.Helper()
 	for _, got := range r.reasons() {
-		if got == reason {
+		if got == string(reason) {
 			return
 		}
 	}

@@ -30,7 +30,7 @@ const (
 	errUpdateWorkload = "cannot update Workload status"
 	errInformer       = "cannot get an informer"
 
-	reasonFailedScheduling = "FailedScheduling"
+	reasonFailedScheduling event.Reason = "FailedScheduling"
 
 	// unschedulableRetry is the safety net for a pending Workload: events
 	// (clusters and workloads changing) requeue it sooner.
@@ -99,7 +99,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		// Refused before any member sees it; a spec change brings it back.
 		return reconcile.Result{}, r.invalid(ctx, w, errs)
 	}
-	if w.Status.ClusterRef != nil && !rejected(w, scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)) {
+	if w.Status.ClusterRef != nil && !w.RejectedBy(w.ClusterKey(w.Status.ClusterRef)) {
 		// Placed: it stays, whatever scores say now; only a handshake
 		// rejection moves it. A new generation is still acknowledged, so
 		// that 'kubectl wait --for=condition=Scheduled' sees it.
@@ -175,7 +175,7 @@ func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workl
 	switch {
 	case cond.Reason == v1alpha1.ReasonInvalidTemplate:
 		// The template is valid again: the Workload stays where it is.
-		cond = v1alpha1.Scheduled(fmt.Sprintf("placed on %s", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef)), w.Generation)
+		cond = v1alpha1.Scheduled(fmt.Sprintf("placed on %s", w.ClusterKey(w.Status.ClusterRef)), w.Generation)
 	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:
 		return nil
 	}

@@ -31,7 +31,7 @@ func (p *HandshakeRejected) Name() string { return HandshakeRejectedName }
 // Filter fails a cluster rejected for the Workload's current generation.
 func (p *HandshakeRejected) Filter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	for _, r := range w.Status.RejectedClusters {
-		if r.Generation == w.Generation && scheduler.ClusterKey(w.Namespace, &r.Cluster) == c.Key {
+		if r.Generation == w.Generation && w.ClusterKey(&r.Cluster) == c.Key {
 			why := r.Message
 			if why == "" {
 				why = r.Reason

@@ -27,7 +27,7 @@ func (p *NamedCluster) Name() string { return NamedClusterName }
 
 // Filter fails every cluster but the named one.
 func (p *NamedCluster) Filter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
-	if w.Spec.TargetCluster == nil || scheduler.ClusterKey(w.Namespace, w.Spec.TargetCluster) == c.Key {
+	if w.Spec.TargetCluster == nil || w.ClusterKey(w.Spec.TargetCluster) == c.Key {
 		return nil
 	}
 	return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonNotNamed)

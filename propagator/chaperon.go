@@ -24,28 +24,6 @@ const (
 	AnnotationWorkload = mcv1alpha1.AnnotationPrefix + "workload"
 )
 
-// TargetNamespace is where the Workload's pods go in a member cluster: the
-// namespace the cluster maps the Workload's namespace to
-// (spec.targetNamespaces of its KubernetesCluster), else the Workload's
-// targetNamespace, else its own namespace's name.
-func TargetNamespace(w *v1alpha1.Workload, mapping map[string]v1alpha1.NamespaceName) string {
-	if ns := mapping[w.Namespace]; ns != "" {
-		return string(ns)
-	}
-	if w.Spec.TargetNamespace != "" {
-		return w.Spec.TargetNamespace
-	}
-	return w.Namespace
-}
-
-// Replicas is the Workload's desired replica count.
-func Replicas(w *v1alpha1.Workload) int {
-	if w.Spec.TargetDeployment.Replicas == nil {
-		return 1
-	}
-	return int(*w.Spec.TargetDeployment.Replicas)
-}
-
 // ChaperonName is the name of a replica's chaperon (and pod) under the
 // current pod template: workload-hash-replica, as a Deployment names its
 // pods after their ReplicaSet, so that during a rolling update the new

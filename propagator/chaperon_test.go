@@ -34,7 +34,7 @@ func running(ch *mcv1alpha1.PodChaperon) {
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
 	out := make([]*mcv1alpha1.PodChaperon, len(opts))
 	for i, o := range opts {
-		out[i] = NewChaperon(w, TargetNamespace(w, nil), i)
+		out[i] = NewChaperon(w, w.TargetNamespace(nil), i)
 		for _, f := range o {
 			f(out[i])
 		}
@@ -56,7 +56,7 @@ type summary struct {
 }
 
 func summarize(w *v1alpha1.Workload, s State) summary {
-	n := Replicas(w)
+	n := w.ReplicaCount()
 	return summary{Missing: s.Missing, Extra: len(s.Extra), Proven: s.Proven(n), Committed: s.Allowed >= n, Unschedulable: s.Unschedulable, ToAllow: len(s.ToAllow), Ready: s.Ready}
 }
 
@@ -109,7 +109,7 @@ func TestTargetNamespace(t *testing.T) {
 		{"the cluster's mapping, whatever the Workload says", st.Workload("w", st.WNamespace("team-a"), func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "kube-system" }), "a-prod"},
 	}
 	for _, tc := range cases {
-		if got := TargetNamespace(tc.w, mapping); got != tc.want {
+		if got := tc.w.TargetNamespace(mapping); got != tc.want {
 			t.Errorf("%s: TargetNamespace() = %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -123,7 +123,7 @@ func TestNewChaperon(t *testing.T) {
 	})
 	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
 	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
-	ch := NewChaperon(w, TargetNamespace(w, nil), 2)
+	ch := NewChaperon(w, w.TargetNamespace(nil), 2)
 	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
 	}
@@ -138,7 +138,7 @@ func TestNewChaperon(t *testing.T) {
 		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
 	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
-	if ch := NewChaperon(w, TargetNamespace(w, nil), 0); ch.Spec.SchedulerName != "" {
+	if ch := NewChaperon(w, w.TargetNamespace(nil), 0); ch.Spec.SchedulerName != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
 	}
 }
@@ -185,7 +185,7 @@ func TestRollout(t *testing.T) {
 	with := func(w *v1alpha1.Workload, oldOpts [][]chaperonOption, fresh map[int][]chaperonOption) []*mcv1alpha1.PodChaperon {
 		out := chaperons(old, oldOpts...)
 		for i, o := range fresh {
-			ch := NewChaperon(w, TargetNamespace(w, nil), i)
+			ch := NewChaperon(w, w.TargetNamespace(nil), i)
 			for _, f := range o {
 				f(ch)
 			}
@@ -232,7 +232,7 @@ func TestObserveDuringRollout(t *testing.T) {
 	w := st.Workload("web", st.Replicas(2))
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	chs := chaperons(old, ops(allowed, running), ops(allowed, running))
-	surge := NewChaperon(w, TargetNamespace(w, nil), 0)
+	surge := NewChaperon(w, w.TargetNamespace(nil), 0)
 	reserved(surge)
 	chs = append(chs, surge)
 	got := summarize(w, Observe(w, chs))

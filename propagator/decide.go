@@ -58,7 +58,7 @@ func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Durat
 		// The member's API server refused a candidate Pod: no waiting
 		// changes that; the cluster rejects at once with its message.
 		return Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
-	case chosen && st.Proven(Replicas(w)):
+	case chosen && st.Proven(w.ReplicaCount()):
 		return Decision{Action: Commit}
 	case st.Unschedulable != "":
 		return Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}

@@ -35,7 +35,7 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 		step.Delete = st.Outdated
 		return step
 	}
-	n := Replicas(w)
+	n := w.ReplicaCount()
 	maxSurge, maxUnavailable := intstr.FromString("25%"), intstr.FromString("25%")
 	if ru := strategy.RollingUpdate; ru != nil {
 		if ru.MaxSurge != nil {

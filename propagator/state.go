@@ -63,7 +63,7 @@ func conditionTrue(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) bool {
 
 // Observe reads the chaperons of one Workload in one cluster.
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
-	n := Replicas(w)
+	n := w.ReplicaCount()
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
 	st := State{replicas: map[int]*replica{}}

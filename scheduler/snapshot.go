@@ -218,7 +218,7 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	anti, _ := RequiredTerms(w.Namespace, WorkloadAntiAffinityOf(w))
 	return &PlacedWorkload{
 		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
-		Cluster:      ClusterKey(w.Namespace, w.Status.ClusterRef),
+		Cluster:      w.ClusterKey(w.Status.ClusterRef),
 		AntiAffinity: anti,
 	}
 }
@@ -262,13 +262,4 @@ func (c *Cache) Snapshot() *Snapshot {
 		ns[k] = v
 	}
 	return NewSnapshot(clusters, placed, ns)
-}
-
-// ClusterKey resolves a cluster reference made from a namespace.
-func ClusterKey(namespace string, ref *v1alpha1.ClusterReference) types.NamespacedName {
-	ns := ref.Namespace
-	if ns == "" {
-		ns = namespace
-	}
-	return types.NamespacedName{Namespace: ns, Name: ref.Name}
 }

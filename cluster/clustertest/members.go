@@ -108,7 +108,7 @@ func (m *Member) Tenant(namespace string) (client.Client, error) {
 
 // TargetNamespace is where the Workload's pods go in the member.
 func (m *Member) TargetNamespace(w *v1alpha1.Workload) string {
-	return propagator.TargetNamespace(w, m.Namespaces)
+	return w.TargetNamespace(m.Namespaces)
 }
 
 // Members is a fleet of in-memory members.

@@ -85,7 +85,7 @@ func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[s
 	scheduled := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	ready := w.Status.GetCondition(xpv2.TypeReady)
 	if w.Status.ClusterRef != nil {
-		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef), w.Status.ReadyReplicas, w.Status.Replicas)
+		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", w.ClusterKey(w.Status.ClusterRef), w.Status.ReadyReplicas, w.Status.Replicas)
 	} else {
 		fmt.Fprintln(out, "  placed on:   nowhere")
 	}
@@ -198,18 +198,18 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 // handshakeOutcome says what the propagator recorded for the cluster.
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	for _, rc := range w.Status.RejectedClusters {
-		if scheduler.ClusterKey(w.Namespace, &rc.Cluster) == k && rc.Generation == w.Generation {
+		if w.ClusterKey(&rc.Cluster) == k && rc.Generation == w.Generation {
 			return fmt.Sprintf("rejected (%s): %s", rc.Reason, rc.Message)
 		}
 	}
-	if w.Status.ClusterRef != nil && scheduler.ClusterKey(w.Namespace, w.Status.ClusterRef) == k {
+	if w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == k {
 		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
 			return "committed; every replica ready"
 		}
 		return fmt.Sprintf("chosen; %d of %d replicas scheduled, %d ready", w.Status.ScheduledReplicas, w.Status.Replicas, w.Status.ReadyReplicas)
 	}
 	for _, n := range w.Status.NominatedClusters {
-		if scheduler.ClusterKey(w.Namespace, &n) == k {
+		if w.ClusterKey(&n) == k {
 			return "nominated (fan-out): candidates prove it while the chosen cluster answers"
 		}
 	}
@@ -220,7 +220,7 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
 	for _, rc := range w.Status.RejectedClusters {
 		if rc.Generation == w.Generation {
-			fmt.Fprintf(out, "  rejected by %s (%s): %s\n", scheduler.ClusterKey(w.Namespace, &rc.Cluster), rc.Reason, rc.Message)
+			fmt.Fprintf(out, "  rejected by %s (%s): %s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message)
 		}
 	}
 }

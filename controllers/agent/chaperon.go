@@ -32,9 +32,9 @@ const (
 	errMirrorStatus   = "cannot mirror the Pod's status onto the PodChaperon"
 	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
 
-	reasonCreatedPod  = "CreatedPod"
-	reasonReplacedPod = "ReplacedPod"
-	reasonRefusedPod  = "RefusedPod"
+	reasonCreatedPod  event.Reason = "CreatedPod"
+	reasonReplacedPod event.Reason = "ReplacedPod"
+	reasonRefusedPod  event.Reason = "RefusedPod"
 )
 
 // ChaperonReconciler runs in a target cluster (placer agent): each

@@ -489,7 +489,7 @@ func TestHandshake(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		for i := range propagator.Replicas(w) {
+		for i := range w.ReplicaCount() {
 			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", propagator.ChaperonName(w, i), func(p *corev1.Pod) bool {
 				return p.Labels[propagator.LabelTemplateHash] == hash && p.Labels["version"] == "2" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
 			}); err != nil {

@@ -15,6 +15,15 @@ const (
 	ReasonPending = "Pending"
 	// ReasonAvailable: every replica has a Ready pod.
 	ReasonAvailable = "Available"
+
+	// ReasonForbidden: the member's API server forbids the Workload's
+	// tenant what placer asked (a rejection, or a finalizer patch).
+	ReasonForbidden = "Forbidden"
+	// ReasonNameConflict: an object placer would deliver exists in the
+	// member and is not placer's for this Workload (Ready).
+	ReasonNameConflict = "NameConflict"
+	// ReasonServiceRefused: the member's API server refused the Service (Ready).
+	ReasonServiceRefused = "ServiceRefused"
 )
 
 // Scheduled is the Scheduled condition of a Workload placed on a cluster.
