@@ -306,16 +306,16 @@ func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
 
 // Summary returns what the member's agent last published, and false while
 // the watch has not synced or the agent has published nothing.
-func (c *Connection) Summary(ctx context.Context) (Summary, bool) {
+func (c *Connection) Summary(ctx context.Context) (mcv1alpha1.ClusterSummaryStatus, bool) {
 	c.mu.Lock()
 	ca, inf := c.cache, c.summary
 	c.mu.Unlock()
 	if ca == nil || !inf.HasSynced() {
-		return Summary{}, false
+		return mcv1alpha1.ClusterSummaryStatus{}, false
 	}
 	s := &mcv1alpha1.ClusterSummary{}
 	if err := ca.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s); err != nil {
-		return Summary{}, false
+		return mcv1alpha1.ClusterSummaryStatus{}, false
 	}
 	return s.Status, true
 }

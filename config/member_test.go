@@ -16,7 +16,7 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/testenv"
 )
 

@@ -6,7 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
 
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 func newAgentCommand() *cobra.Command {

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/placer-dev/placer/propagator/candidate"
+	"github.com/placer-dev/placer/member/candidate"
 )
 
 func newCandidateSchedulerCommand() *cobra.Command {

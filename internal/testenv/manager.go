@@ -16,7 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 // RunManager builds a controller-runtime manager for cfg, lets setup add

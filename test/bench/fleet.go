@@ -18,7 +18,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/fleetwait"
 )
 

@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/controllers/agent"
+	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/testenv"
-	"github.com/placer-dev/placer/propagator/candidate"
+	"github.com/placer-dev/placer/member/candidate"
 )
 
 const timeout = 90 * time.Second

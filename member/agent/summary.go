@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/cluster"
 )
 
 const (
@@ -118,7 +117,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	for i := range pl.Items {
 		pods[i] = &pl.Items[i]
 	}
-	want := cluster.Summarize(nodes, pods)
+	want := Summarize(nodes, pods)
 
 	s := &mcv1alpha1.ClusterSummary{}
 	err := r.client.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s)

@@ -1,7 +1,4 @@
-// Package cluster is placer's registry of member clusters: one connection
-// per KubernetesCluster, its probes, and the capacity summary the agent
-// publishes there; and Summarize, with which the agent computes it.
-package cluster
+package agent
 
 import (
 	corev1 "k8s.io/api/core/v1"

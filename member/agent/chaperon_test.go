@@ -8,12 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/controllers/agent"
 	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 const timeout = 90 * time.Second
