@@ -16,8 +16,8 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 // TestMemberRoleIsLeastPrivilege acts as the manager's identity in a real

@@ -15,8 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/member/candidate"
 )
 

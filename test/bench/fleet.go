@@ -18,8 +18,8 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/internal/fleetwait"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 // fleet is the management cluster, the members and placer's processes.
