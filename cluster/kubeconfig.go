@@ -150,8 +150,12 @@ func (p KubeconfigPolicy) refuseIP(ip net.IP) string {
 	return ""
 }
 
-// policyRefusal starts the error of a connection the policy refuses.
-const policyRefusal = "refused by the manager's kubeconfig policy: "
+// addressRefused is the error of a connection the policy refuses.
+type addressRefused struct{ why string }
+
+func (e *addressRefused) Error() string {
+	return "refused by the manager's kubeconfig policy: " + e.why
+}
 
 // Dial is a net.Dialer.DialContext that refuses, after name resolution and
 // on every connection, the addresses the policy does not allow: a name that
@@ -170,7 +174,7 @@ func (p KubeconfigPolicy) Dial(timeout time.Duration) func(ctx context.Context, 
 				return errors.Errorf("cannot parse address %q", host)
 			}
 			if why := p.refuseIP(ip); why != "" {
-				return errors.New(policyRefusal + why)
+				return &addressRefused{why: why}
 			}
 			return nil
 		},
@@ -231,17 +235,17 @@ func DescribeError(err error) string {
 		}
 		return fmt.Sprintf("HTTP %d", st.Code)
 	}
-	msg := err.Error()
 	var (
-		dns  *net.DNSError
-		nerr net.Error
-		cert *tls.CertificateVerificationError
-		uerr x509.UnknownAuthorityError
-		herr x509.HostnameError
+		refused *addressRefused
+		dns     *net.DNSError
+		nerr    net.Error
+		cert    *tls.CertificateVerificationError
+		uerr    x509.UnknownAuthorityError
+		herr    x509.HostnameError
 	)
 	switch {
-	case strings.Contains(msg, policyRefusal):
-		return msg[strings.Index(msg, policyRefusal):]
+	case errors.As(err, &refused):
+		return refused.Error()
 	case errors.As(err, &dns):
 		return "cannot resolve " + dns.Name
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,7 +71,7 @@ func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
 // createRoles creates ClusterRoles, leaving those that exist as they are.
 func createRoles(ctx context.Context, cs kubernetes.Interface, roles []*rbacv1.ClusterRole) error {
 	for _, r := range roles {
-		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			return errors.Wrapf(err, "cannot create ClusterRole %s", r.Name)
 		}
 	}
@@ -84,7 +86,7 @@ func bindUser(ctx context.Context, cs kubernetes.Interface, user string, roles .
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 		}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			return errors.Wrapf(err, "cannot create ClusterRoleBinding %s", crb.Name)
 		}
 	}
@@ -155,7 +157,7 @@ func OpenNamespace(ctx context.Context, cs kubernetes.Interface, managerUser, te
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerNamespaceRole},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tenantUser}},
 	}
-	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !kerrors.IsAlreadyExists(err) {
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 		return errors.Wrapf(err, "cannot create RoleBinding %s/%s", namespace, rb.Name)
 	}
 	return nil

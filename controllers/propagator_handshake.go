@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -219,7 +221,8 @@ func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v
 		return err
 	}
 	for _, ch := range chs {
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+		patch := client.MergeFrom(ch.DeepCopy())
+		meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"})
 		if err := cl.Patch(ctx, ch, patch); err != nil {
 			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
 		}
