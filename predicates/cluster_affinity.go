@@ -35,9 +35,9 @@ func (p *ClusterAffinity) Name() string { return ClusterAffinityName }
 // PreFilter parses the required terms once; a term that cannot be parsed
 // makes every cluster infeasible, with the parse error as the reason.
 func (p *ClusterAffinity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	sel, err := scheduler.RequiredClusterAffinity(w)
-	if err != nil {
-		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, err.Error())
+	sel, errs := scheduler.RequiredClusterAffinity(w)
+	if len(errs) > 0 {
+		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, errs.ToAggregate().Error())
 	}
 	s.Write(clusterAffinityKey, sel)
 	return nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -18,8 +20,9 @@ import (
 var clusterAffinityPath = field.NewPath("spec", "affinity", "clusterAffinity")
 
 // RequiredClusterAffinity parses the Workload's required cluster affinity;
-// nil when it has none.
-func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, error) {
+// nil when it has none. Parse errors are field errors of the Workload's
+// own fields (clusterSelectorTerms, where node affinity says nodeSelectorTerms).
+func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, field.ErrorList) {
 	ca := clusterAffinity(w)
 	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return nil, nil
@@ -29,11 +32,26 @@ func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, 
 		ns.NodeSelectorTerms = append(ns.NodeSelectorTerms, nodeSelectorTerm(t))
 	}
 	sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution")))
-	if err != nil {
-		// The helper names node affinity's field; say ours.
-		return nil, errors.New(strings.ReplaceAll(err.Error(), ".nodeSelectorTerms[", ".clusterSelectorTerms["))
+	if err == nil {
+		return sel, nil
 	}
-	return sel, nil
+	var errs field.ErrorList
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		return nil, field.ErrorList{field.InternalError(clusterAffinityPath, err)}
+	}
+	for _, e := range agg.Errors() {
+		fe, ok := e.(*field.Error)
+		if !ok {
+			errs = append(errs, field.InternalError(clusterAffinityPath, e))
+			continue
+		}
+		// The helper names node affinity's field; the Workload's is ours.
+		c := *fe
+		c.Field = strings.Replace(c.Field, ".nodeSelectorTerms[", ".clusterSelectorTerms[", 1)
+		errs = append(errs, &c)
+	}
+	return nil, errs
 }
 
 // PreferredClusterAffinity parses the Workload's preferred cluster affinity;
