@@ -91,6 +91,7 @@ type Connection struct {
 	mu         sync.Mutex
 	namespaces map[string]v1alpha1.NamespaceName
 	closed     bool
+	starting   bool
 	cache      crcache.Cache
 	summary    crcache.Informer
 	chaperons  crcache.Informer
@@ -119,11 +120,20 @@ var memberScheme = func() *runtime.Scheme {
 // while the member does not serve placer's kinds (no agent yet) and is
 // tried again at the next probe.
 func (c *Connection) Watch(ctx context.Context) error {
+	// The watches are built without the lock (discovery talks to the
+	// member), so Synced, Tenant and close never wait on the network.
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.cache != nil {
+	if c.closed || c.cache != nil || c.starting {
+		c.mu.Unlock()
 		return nil
 	}
+	c.starting = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = false
+		c.mu.Unlock()
+	}()
 	hasWorkload, err := labels.NewRequirement(propagator.LabelWorkloadUID, selection.Exists, nil)
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
@@ -171,6 +181,11 @@ func (c *Connection) Watch(ctx context.Context) error {
 		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}}}})
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
 	}
 	c.stopped = make(chan struct{})
 	go func() {

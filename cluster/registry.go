@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -35,9 +36,10 @@ type Registry struct {
 	opts   Options
 	notify func(types.NamespacedName)
 
-	mu         sync.RWMutex
-	conns      map[types.NamespacedName]*Connection
-	onChaperon func(types.NamespacedName)
+	mu    sync.RWMutex
+	conns map[types.NamespacedName]*Connection
+	// onChaperon is read by watch handlers, never under mu.
+	onChaperon atomic.Pointer[func(types.NamespacedName)]
 }
 
 var _ Members = &Registry{}
@@ -45,17 +47,12 @@ var _ Members = &Registry{}
 // OnChaperon sets what is called (it must not block) with the Workload a
 // chaperon in any member was made for, whenever the chaperon changes.
 func (r *Registry) OnChaperon(f func(workload types.NamespacedName)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.onChaperon = f
+	r.onChaperon.Store(&f)
 }
 
 func (r *Registry) chaperonChanged(workload types.NamespacedName) {
-	r.mu.RLock()
-	f := r.onChaperon
-	r.mu.RUnlock()
-	if f != nil {
-		f(workload)
+	if f := r.onChaperon.Load(); f != nil {
+		(*f)(workload)
 	}
 }
 
@@ -106,8 +103,9 @@ func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connect
 		if c.hash == hash {
 			return c, nil
 		}
-		c.close()
 		delete(r.conns, key)
+		// Closed without the lock: its watch's handlers may be waiting for it.
+		go c.close()
 	}
 	cfg, err := r.opts.Policy.RESTConfig(kubeconfig)
 	if err != nil {
@@ -141,10 +139,12 @@ func (r *Registry) Get(key types.NamespacedName) *Connection {
 // Remove closes and forgets the cluster's connection, if any.
 func (r *Registry) Remove(key types.NamespacedName) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.conns[key]; ok {
+	c, ok := r.conns[key]
+	delete(r.conns, key)
+	r.mu.Unlock()
+	// Closed without the lock: its watch's handlers may be waiting for it.
+	if ok {
 		c.close()
-		delete(r.conns, key)
 	}
 }
 
@@ -169,9 +169,10 @@ func (r *Registry) Len() int {
 // Close closes every connection.
 func (r *Registry) Close() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, c := range r.conns {
+	conns := r.conns
+	r.conns = map[types.NamespacedName]*Connection{}
+	r.mu.Unlock()
+	for _, c := range conns {
 		c.close()
-		delete(r.conns, k)
 	}
 }

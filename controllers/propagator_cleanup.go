@@ -22,12 +22,6 @@ import (
 	"github.com/placer-dev/placer/propagator"
 )
 
-// removeElsewhere deletes the Workload's candidates in every cluster the
-// reconcile does not keep (after a rejection, a move, or a commit).
-func (r *PropagatorReconciler) removeElsewhere(ctx context.Context, s *scope) (bool, error) {
-	return false, r.removeElsewhereOf(ctx, s.w, s.keep)
-}
-
 // removeElsewhereOf deletes the Workload's candidates in the members that
 // may hold them, except those in keep. A member registered more than once
 // (say, in two namespaces) is one cluster: its candidates are kept if any

@@ -132,8 +132,13 @@ type scope struct {
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
 
+	// done: the phases ran to the end, so candidates outside keep may go
+	// once the status (with this reconcile's rejections) is written.
+	done   bool
 	result reconcile.Result
-	events []event.Event
+	// events report what was done in members; statusEvents what the
+	// status says, recorded only once it is written.
+	events, statusEvents []event.Event
 }
 
 func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
@@ -152,8 +157,13 @@ func (s *scope) requeueAfter(d time.Duration) {
 	}
 }
 
-// event records an Event, emitted at the end of the reconcile.
+// event records an Event of what was done in a member, emitted at the end
+// of the reconcile whatever happens to the status.
 func (s *scope) event(e event.Event) { s.events = append(s.events, e) }
+
+// statusEvent records an Event of what the status says, emitted only if
+// the status is written.
+func (s *scope) statusEvent(e event.Event) { s.statusEvents = append(s.statusEvents, e) }
 
 // reject records the cluster in status.rejectedClusters for this
 // generation (replacing an earlier entry of it), so the scheduler chooses
@@ -171,7 +181,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 		Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Reason: reason, Message: msg, Generation: s.w.Generation, Time: &now,
 	})
 	delete(s.keep, key)
-	s.event(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
+	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
 }
 
@@ -180,9 +190,11 @@ type phase func(ctx context.Context, s *scope) (done bool, err error)
 
 // Reconcile moves one Workload's handshake a step forward, in phases:
 // ensure the finalizer → prove the chosen cluster → prove the nominated
-// ones → commit → deliver → remove the candidates elsewhere; or clean up
-// a deleted Workload. The status is written once, at the end.
-func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+// ones → commit → deliver; then the status is written, once, and only
+// once it holds this reconcile's rejections do the candidates outside the
+// kept clusters go (a rejection lost to a conflict must not cost the
+// candidates it would have explained). A deleted Workload is cleaned up.
+func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	w := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
@@ -191,39 +203,60 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return r.cleanup(ctx, w)
 	}
 	s := newScope(w, r.log.WithValues("workload", req.String(), "generation", w.Generation))
-	defer func() {
-		if werr := r.writeStatus(ctx, s); werr != nil && err == nil {
-			res, err = reconcile.Result{}, werr
+	var perr error
+	for _, p := range []phase{r.ensureFinalizer, r.proveChosen, r.proveNominated, r.commit, r.deliver, markDone} {
+		done, err := p(ctx, s)
+		if err != nil {
+			perr = err
+			break
 		}
-		if err == nil {
-			res = s.result
+		if done {
+			break
 		}
-	}()
-	for _, p := range []phase{r.ensureFinalizer, r.proveChosen, r.proveNominated, r.commit, r.deliver, r.removeElsewhere} {
-		if done, err := p(ctx, s); err != nil || done {
+	}
+	written, err := r.writeStatus(ctx, s)
+	switch {
+	case perr != nil:
+		return reconcile.Result{}, perr
+	case err != nil:
+		return reconcile.Result{}, err
+	case s.done && written:
+		if err := r.removeElsewhereOf(ctx, s.w, s.keep); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	return s.result, nil
 }
 
-// writeStatus records the scope's Events (what was done in members was
-// done, whatever happens to the status) and patches the status if a phase
-// changed it. A conflict (the cache was behind) is retried soon: the next
-// reconcile decides again from what the members say.
-func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) error {
+// markDone notes that every phase ran.
+func markDone(_ context.Context, s *scope) (bool, error) {
+	s.done = true
+	return false, nil
+}
+
+// writeStatus records the Events of what was done in members (done,
+// whatever happens to the status), patches the status if a phase changed
+// it, and then records the Events of what it says. written is false when
+// the patch lost a race: the next reconcile, soon, decides again from what
+// the members say.
+func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (written bool, err error) {
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	if equality.Semantic.DeepEqual(s.orig.Status, s.w.Status) {
-		return nil
+	if !equality.Semantic.DeepEqual(s.orig.Status, s.w.Status) {
+		err := r.client.Status().Patch(ctx, s.w, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}))
+		if kerrors.IsConflict(err) {
+			s.requeueAfter(conflictRetry)
+			return false, nil
+		}
+		if err != nil {
+			return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+		}
 	}
-	err := r.client.Status().Patch(ctx, s.w, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}))
-	if kerrors.IsConflict(err) {
-		s.requeueAfter(conflictRetry)
-		return nil
+	for _, e := range s.statusEvents {
+		r.record.Event(s.w, e)
 	}
-	return errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+	return true, nil
 }
 
 // ensureFinalizer adds the finalizer before the first candidate, once the
@@ -248,8 +281,13 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 			}
 			return true, err
 		}
-		// The patch returned the object: keep the status base in step.
-		s.orig.ObjectMeta = *w.ObjectMeta.DeepCopy()
+		// The patch returned the object as it is now: start again from it
+		// (its clusterRef may have moved meanwhile).
+		s.orig = w.DeepCopy()
+		if w.Status.ClusterRef == nil {
+			return true, r.removeElsewhereOf(ctx, w, nil)
+		}
+		s.target = w.ClusterKey(w.Status.ClusterRef)
 	}
 	if c := w.Status.GetCondition(v1alpha1.TypeScheduled); c.Reason == v1alpha1.ReasonInvalidTemplate && c.ObservedGeneration == w.Generation {
 		return true, nil

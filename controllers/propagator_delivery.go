@@ -47,14 +47,16 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 			return true, err
 		}
 	}
-	setCounts(s.w, s.w.ReplicaCount(), st)
+	ready := setCounts(s.w, s.w.ReplicaCount(), st)
 	if problem != nil {
-		ready := v1alpha1.NotReady(problem.reason, problem.Error(), s.w.Generation)
-		s.w.Status.SetConditions(ready)
+		// One condition per reconcile: its transition time moves only
+		// when it changes.
+		ready = v1alpha1.NotReady(problem.reason, problem.Error(), s.w.Generation)
 		if prev := s.orig.Status.GetCondition(xpv2.TypeReady); prev.Reason != ready.Reason || prev.Message != ready.Message {
-			s.event(event.Warning(event.Reason(problem.reason), problem))
+			s.statusEvent(event.Warning(event.Reason(problem.reason), problem))
 		}
 	}
+	s.w.Status.SetConditions(ready)
 	return false, nil
 }
 
@@ -86,21 +88,21 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 	return nil
 }
 
-// setCounts writes the replica counts and the Ready condition.
-func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) {
+// setCounts writes the replica counts and returns the Ready condition
+// they make.
+func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Condition {
 	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
 	w.Status.ObservedGeneration = w.Generation
 	msg := fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)
 	if st.Ready >= replicas {
-		w.Status.SetConditions(v1alpha1.Available(msg, w.Generation))
-		return
+		return v1alpha1.Available(msg, w.Generation)
 	}
 	if st.Unschedulable != "" {
 		msg += "; a replica is pending: " + truncate(st.Unschedulable)
 	} else if st.Refused != "" {
 		msg += "; a replica is pending: " + truncate(st.Refused)
 	}
-	w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, msg, w.Generation))
+	return v1alpha1.NotReady(v1alpha1.ReasonPending, msg, w.Generation)
 }
 
 // ensureService delivers spec.targetService to the committed cluster as a

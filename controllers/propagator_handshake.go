@@ -44,6 +44,16 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	s.keep[s.target] = true
 	m := r.member(s.target)
 	if m == nil {
+		// Not connected, or its chaperons not listed yet. One that never
+		// lists them (no agent, a watch its RBAC refuses, a cluster gone)
+		// times out like any handshake, counted from the placement; one
+		// that ever ran the Workload is waited for.
+		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+		if sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
+			w.Status.GetCondition(xpv2.TypeReady).Reason == "" {
+			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
+			return false, nil
+		}
 		s.requeueAfter(syncRetry)
 		return false, nil
 	}
@@ -207,7 +217,7 @@ func refuseChange(s *scope, reason, msg string) {
 	prev := s.w.Status.GetCondition(xpv2.TypeReady)
 	s.w.Status.SetConditions(v1alpha1.NotReady(reason, msg, s.w.Generation))
 	if prev.Message != msg {
-		s.event(event.Warning(event.Reason(reason), errors.New(msg)))
+		s.statusEvent(event.Warning(event.Reason(reason), errors.New(msg)))
 	}
 }
 

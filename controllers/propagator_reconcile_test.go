@@ -264,6 +264,18 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a chosen member whose chaperons were never listed is rejected after the handshake timeout",
+			w: web(func(w *v1alpha1.Workload) {
+				c := v1alpha1.Scheduled("placed on default/a", w.Generation)
+				c.LastTransitionTime = metav1.NewTime(time.Now().Add(-2 * timeout))
+				w.Status.SetConditions(c)
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
+			},
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
+		},
+		{
 			name: "a member registered twice is one cluster: its candidates stay",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -379,9 +391,14 @@ func TestPropagatorReconcile(t *testing.T) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejectedClusters %v written despite the conflict", e.w.Status.RejectedClusters)
 				}
-				// The candidates were deleted: the Event says so, whatever
-				// happened to the status.
-				wantReason(t, e.rec, reasonRejected)
+				// A rejection that is not written costs no candidate and
+				// says nothing: the next reconcile decides again.
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2: deleted for a rejection the status does not hold", n)
+				}
+				if len(e.rec.events) != 0 {
+					t.Errorf("events %v for a rejection the status does not hold", e.rec.reasons())
+				}
 			},
 		},
 		{
