@@ -2,6 +2,7 @@ package predicates
 
 import (
 	"context"
+	"strings"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -39,6 +40,10 @@ func ResolveAliases(sel map[string]string) map[string]string {
 	for k, v := range sel {
 		if label, ok := v1alpha1.LabelAliases[k]; ok {
 			k = label
+		}
+		if k == v1alpha1.LabelClusterVersion && v != "" && !strings.HasPrefix(v, "v") {
+			// The Crossplane design writes clusterVersion: '1.11.4'.
+			v = "v" + v
 		}
 		out[k] = v
 	}

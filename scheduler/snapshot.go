@@ -41,6 +41,11 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 	if kc.Spec.Provider != "" {
 		l[v1alpha1.LabelCloudProvider] = kc.Spec.Provider
 	}
+	// The Crossplane design's keys, as aliases of the built-ins.
+	if p, ok := l[v1alpha1.LabelCloudProvider]; ok {
+		l[v1alpha1.LabelCrossplaneProvider] = p
+	}
+	l[v1alpha1.LabelCrossplaneKubernetes] = kc.Namespace + "." + kc.Name
 	return &ClusterInfo{
 		Cluster: kc,
 		Key:     types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},

@@ -11,10 +11,18 @@ const (
 	LabelCloudProvider    = "compute.placer.dev/cloud-provider"
 	LabelRegion           = "topology.kubernetes.io/region"
 	LabelZone             = "topology.kubernetes.io/zone"
+
+	// The Crossplane design's label keys, as aliases of the built-ins: its
+	// examples apply as written. crossplane.io/provider is the cloud
+	// provider; crossplane.io/kubernetes has one value per cluster, so as
+	// a topologyKey it makes each cluster a domain of its own.
+	LabelCrossplaneProvider   = "crossplane.io/provider"
+	LabelCrossplaneKubernetes = "crossplane.io/kubernetes"
 )
 
 // LabelAliases maps the Crossplane design's attribute names, accepted by
-// clusterSelector, to the built-in labels they stand for.
+// clusterSelector, to the built-in labels they stand for. A clusterVersion
+// without its leading "v" ('1.11.4') matches the cluster's v1.11.4.
 var LabelAliases = map[string]string{
 	"clusterName":      LabelClusterName,
 	"clusterNamespace": LabelClusterNamespace,
