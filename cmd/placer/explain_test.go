@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -87,6 +88,12 @@ func TestExplain(t *testing.T) {
 	// Every predicate's verdict is there, for every cluster, failed or not.
 	if n := strings.Count(got, "ClusterSelector        pass"); n != 4 {
 		t.Errorf("ClusterSelector verdicts = %d, want 4 (one per cluster)", n)
+	}
+	// Tenancy and Pod Security are explained like any predicate.
+	for _, p := range []string{"ClusterTenancy", "PodSecurity"} {
+		if n := len(regexp.MustCompile(`(?m)^\s*`+p+`\s+pass`).FindAllString(got, -1)); n != 4 {
+			t.Errorf("%s verdicts = %d, want 4 (one per cluster)", p, n)
+		}
 	}
 
 	// A foreign schedulerName is explained as such.
