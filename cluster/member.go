@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/placer-dev/placer/internal/informers"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -21,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/transport"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,21 +157,16 @@ func (c *Connection) Watch(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
-	if _, err := summary.AddEventHandler(handlerFuncs(func(any) { c.notify() })); err != nil {
+	if _, err := summary.AddEventHandler(informers.OnEvery(func(*mcv1alpha1.ClusterSummary) { c.notify() })); err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
 	chaperons, err := ca.GetInformer(gctx, &mcv1alpha1.PodChaperon{}, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
-	if _, err := chaperons.AddEventHandler(handlerFuncs(func(o any) {
-		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-			o = d.Obj
-		}
-		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok {
-			if key, ok := WorkloadOf(ch); ok {
-				c.chaperon(key)
-			}
+	if _, err := chaperons.AddEventHandler(informers.OnEvery(func(ch *mcv1alpha1.PodChaperon) {
+		if key, ok := WorkloadOf(ch); ok {
+			c.chaperon(key)
 		}
 	})); err != nil {
 		return errors.Wrap(err, errWatchMember)
@@ -194,11 +190,6 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}()
 	c.cache, c.summary, c.chaperons, c.reader = ca, summary, chaperons, reader
 	return nil
-}
-
-// handlerFuncs calls f on every add, update and delete.
-func handlerFuncs(f func(any)) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, o any) { f(o) }, DeleteFunc: f}
 }
 
 // WorkloadOf returns the Workload a chaperon was made for.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -31,31 +30,4 @@ func (f closer) Start(ctx context.Context) error {
 	<-ctx.Done()
 	f()
 	return nil
-}
-
-// typedHandler adapts typed functions to an informer's event handler; a
-// deleted object whose final state is unknown is passed as last seen.
-func typedHandler[T any](add func(T), update func(old, new T), del func(T)) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) {
-			if t, ok := o.(T); ok {
-				add(t)
-			}
-		},
-		UpdateFunc: func(old, o any) {
-			b, ok1 := old.(T)
-			t, ok2 := o.(T)
-			if ok1 && ok2 {
-				update(b, t)
-			}
-		},
-		DeleteFunc: func(o any) {
-			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if t, ok := o.(T); ok {
-				del(t)
-			}
-		},
-	}
 }

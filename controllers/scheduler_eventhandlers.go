@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 
+	"github.com/placer-dev/placer/internal/informers"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +35,7 @@ func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add fu
 	if err != nil {
 		return errors.Wrap(err, errInformer)
 	}
-	_, err = inf.AddEventHandler(typedHandler(add, update, del))
+	_, err = inf.AddEventHandler(informers.Handler(add, update, del))
 	return errors.Wrap(err, errInformer)
 }
 

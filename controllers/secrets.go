@@ -3,6 +3,8 @@ package controllers
 import (
 	"sync"
 
+	"github.com/placer-dev/placer/internal/informers"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,8 +51,7 @@ func (s *secretWatches) ensure(cluster, secret types.NamespacedName) {
 	}
 	lw := toolscache.NewListWatchFromClient(s.cs.CoreV1().RESTClient(), "secrets", secret.Namespace, fields.OneTermEqualSelector("metadata.name", secret.Name))
 	inf := toolscache.NewSharedInformer(lw, &corev1.Secret{}, 0)
-	enqueue := func(*corev1.Secret) { s.enqueue(cluster) }
-	_, _ = inf.AddEventHandler(typedHandler(enqueue, func(_, n *corev1.Secret) { enqueue(n) }, enqueue))
+	_, _ = inf.AddEventHandler(informers.OnEvery(func(*corev1.Secret) { s.enqueue(cluster) }))
 	w := &secretWatch{secret: secret, stop: make(chan struct{})}
 	go inf.Run(w.stop)
 	s.m[cluster] = w
