@@ -6,10 +6,11 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -62,7 +63,7 @@ func IsKubeconfigRefused(err error) bool {
 // (paths, tokens, passwords) never appear in the errors.
 func (p KubeconfigPolicy) Check(c *clientcmdapi.Config) field.ErrorList {
 	var errs field.ErrorList
-	for _, name := range sortedKeys(c.AuthInfos) {
+	for _, name := range slices.Sorted(maps.Keys(c.AuthInfos)) {
 		a := c.AuthInfos[name]
 		fp := field.NewPath("users").Key(name)
 		refuse := func(f, why string) { errs = append(errs, field.Forbidden(fp.Child(f), why)) }
@@ -88,7 +89,7 @@ func (p KubeconfigPolicy) Check(c *clientcmdapi.Config) field.ErrorList {
 			refuse("as", "impersonation is placer's own to set (the tenant's identity in the member)")
 		}
 	}
-	for _, name := range sortedKeys(c.Clusters) {
+	for _, name := range slices.Sorted(maps.Keys(c.Clusters)) {
 		cl := c.Clusters[name]
 		fp := field.NewPath("clusters").Key(name)
 		if cl.CertificateAuthority != "" {
@@ -207,15 +208,6 @@ func (p KubeconfigPolicy) RESTConfig(kubeconfig []byte) (*rest.Config, error) {
 	cfg.ExecProvider, cfg.AuthProvider, cfg.BearerTokenFile = nil, nil, ""
 	cfg.Dial = p.Dial(30 * time.Second)
 	return cfg, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // DescribeError says why a request to a member failed in placer's own

@@ -9,7 +9,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -243,15 +242,10 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	if !equality.Semantic.DeepEqual(s.orig.Status, s.w.Status) {
-		err := r.client.Status().Patch(ctx, s.w, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}))
-		if kerrors.IsConflict(err) {
-			s.requeueAfter(conflictRetry)
-			return false, nil
-		}
-		if err != nil {
-			return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
-		}
+	written, err = patchStatus(ctx, r.client, s.w, s.orig)
+	if err != nil || !written {
+		s.requeueAfter(conflictRetry)
+		return false, err
 	}
 	for _, e := range s.statusEvents {
 		r.record.Event(s.w, e)

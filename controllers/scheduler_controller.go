@@ -13,8 +13,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,14 +128,12 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	changed := w.Status.GetCondition(v1alpha1.TypeScheduled).Message != cond.Message
 	w.Status.SetConditions(cond)
-	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
-		return r.retryUnschedulable(res), nil
+	written, err := patchStatus(ctx, r.client, w, orig)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	if err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		if kerrors.IsConflict(err) {
-			return reconcile.Result{RequeueAfter: conflictRetry}, nil
-		}
-		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
+	if !written {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if changed {
 		r.record.Event(w, ev)
@@ -154,13 +150,10 @@ func (r *SchedulerReconciler) invalid(ctx context.Context, w *v1alpha1.Workload,
 	msg := "invalid pod template: " + errs.ToAggregate().Error()
 	prev := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
-	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
-		return nil
-	}
 	schedulingAttempts.WithLabelValues("invalid").Inc()
-	err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if err != nil {
-		return errors.Wrap(resource.IgnoreNotFound(resource.Ignore(kerrors.IsConflict, err)), errUpdateWorkload)
+	// A conflict brings a newer object, and this reconcile again.
+	if written, err := patchStatus(ctx, r.client, w, orig); err != nil || !written {
+		return err
 	}
 	if prev.Message != msg {
 		r.record.Event(w, event.Warning(v1alpha1.ReasonInvalidTemplate, errors.New(msg)))
@@ -182,8 +175,8 @@ func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workl
 	orig := w.DeepCopy()
 	cond.ObservedGeneration = w.Generation
 	w.Status.SetConditions(cond)
-	err := r.client.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	return errors.Wrap(resource.IgnoreNotFound(resource.Ignore(kerrors.IsConflict, err)), errUpdateWorkload)
+	_, err := patchStatus(ctx, r.client, w, orig)
+	return err
 }
 
 func (r *SchedulerReconciler) retryUnschedulable(res *scheduler.Result) reconcile.Result {
