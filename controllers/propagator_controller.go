@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
@@ -130,6 +131,9 @@ type scope struct {
 	refused bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
+	// verdict on the template and the namespace's labels, for admission.
+	verdict         *validation.Verdict
+	namespaceLabels map[string]string
 
 	// done: the phases ran to the end, so candidates outside keep may go
 	// once the status (with this reconcile's rejections) is written.

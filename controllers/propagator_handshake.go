@@ -57,7 +57,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.requeueAfter(syncRetry)
 		return false, nil
 	}
-	if reason, msg, err := r.admit(ctx, w, s.target); err != nil || reason != "" {
+	if reason, msg, err := r.admit(ctx, s, s.target); err != nil || reason != "" {
 		if err != nil {
 			return true, err
 		}
@@ -120,7 +120,7 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 		if m == nil {
 			continue
 		}
-		if reason, msg, err := r.admit(ctx, w, key); err != nil || reason != "" {
+		if reason, msg, err := r.admit(ctx, s, key); err != nil || reason != "" {
 			if err != nil {
 				return true, err
 			}
@@ -196,17 +196,21 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m
 // cluster and the namespace from the manager's cache. The scheduler's
 // predicates decided the same when it placed the Workload; this holds for
 // a later template and for an external scheduler's choice too.
-func (r *PropagatorReconciler) admit(ctx context.Context, w *v1alpha1.Workload, key types.NamespacedName) (reason, msg string, err error) {
+// The template is judged, and the namespace read, once per reconcile.
+func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (reason, msg string, err error) {
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, key, kc); err != nil {
 		// A cluster that is gone has no member either: nothing is sent.
 		return "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
 	}
-	ns := &corev1.Namespace{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
-		return "", "", errors.Wrap(err, errGetNamespace)
+	if s.verdict == nil {
+		ns := &corev1.Namespace{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: s.w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
+			return "", "", errors.Wrap(err, errGetNamespace)
+		}
+		s.verdict, s.namespaceLabels = validation.Judge(s.w), ns.Labels
 	}
-	reason, msg = validation.Admit(w, kc, ns.Labels)
+	reason, msg = s.verdict.Admit(kc, s.namespaceLabels)
 	return reason, msg, nil
 }
 

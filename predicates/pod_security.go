@@ -38,22 +38,16 @@ func NewPodSecurity(scheduler.Handle) (scheduler.Plugin, error) { return &PodSec
 // Name of the plugin.
 func (p *PodSecurity) Name() string { return PodSecurityName }
 
-// podSecurityState holds the namespace's level and, per level, the checks
-// the template fails, evaluated once per cycle.
+// podSecurityState holds the namespace's labels and the template's
+// verdict, whose checks are evaluated per level when a cluster first asks.
 type podSecurityState struct {
 	namespaceLabels map[string]string
-	failed          map[v1alpha1.PodSecurityLevel]string
+	verdict         *validation.Verdict
 }
 
-// PreFilter evaluates the template at every level once.
+// PreFilter judges the template once per cycle.
 func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
-	st := &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], failed: map[v1alpha1.PodSecurityLevel]string{}}
-	for _, l := range []v1alpha1.PodSecurityLevel{v1alpha1.PodSecurityBaseline, v1alpha1.PodSecurityRestricted} {
-		if v := validation.PodSecurity(l, &w.Spec.TargetDeployment.Template); len(v) > 0 {
-			st.failed[l] = strings.Join(v, "; ")
-		}
-	}
-	s.Write(podSecurityKey, st)
+	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: validation.Judge(w)})
 	return nil
 }
 
@@ -65,8 +59,8 @@ func (p *PodSecurity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1al
 	}
 	st := v.(*podSecurityState)
 	level := validation.Level(c.Cluster, st.namespaceLabels)
-	if failed := st.failed[level]; failed != "" {
-		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, fmt.Sprintf(ErrReasonPodSecurity, level, failed))
+	if failed := st.verdict.Fails(level); len(failed) > 0 {
+		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, fmt.Sprintf(ErrReasonPodSecurity, level, strings.Join(failed, "; ")))
 	}
 	return nil
 }

@@ -146,22 +146,57 @@ const (
 	ReasonPodSecurity        = "PodSecurity"
 )
 
-// Admit says why a cluster may not receive a Workload's pods, or returns
-// "" when it may: the cluster must serve its namespace, and the template
-// must be valid and meet the cluster's Pod Security level. The scheduler's
-// predicates decide the same before placing; the propagator asks again
-// before any pod of a new template, or of an external scheduler's choice,
-// reaches the cluster.
-func Admit(w *v1alpha1.Workload, kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string) (reason, message string) {
+// Verdict judges one Workload's template at most once per question: its
+// field errors, and the Pod Security checks it fails per level, each when
+// first asked. A scheduling cycle or a reconcile asks it for every cluster
+// it considers.
+type Verdict struct {
+	w      *v1alpha1.Workload
+	errs   field.ErrorList
+	judged bool
+	failed map[v1alpha1.PodSecurityLevel][]string
+}
+
+// Judge returns the verdict on the Workload's template.
+func Judge(w *v1alpha1.Workload) *Verdict {
+	return &Verdict{w: w, failed: map[v1alpha1.PodSecurityLevel][]string{}}
+}
+
+// Errors are the template's field errors (ValidateTemplate).
+func (v *Verdict) Errors() field.ErrorList {
+	if !v.judged {
+		v.errs, v.judged = ValidateTemplate(v.w), true
+	}
+	return v.errs
+}
+
+// Fails returns the Pod Security checks the template fails at level.
+func (v *Verdict) Fails(level v1alpha1.PodSecurityLevel) []string {
+	f, ok := v.failed[level]
+	if !ok {
+		f = PodSecurity(level, &v.w.Spec.TargetDeployment.Template)
+		v.failed[level] = f
+	}
+	return f
+}
+
+// Admit says why a cluster may not receive the Workload's pods, or
+// returns "" when it may: the cluster must serve its namespace, and the
+// template must be valid and meet the cluster's Pod Security level. The
+// scheduler's predicates decide the same before placing; the propagator
+// asks again before any pod of a new template, or of an external
+// scheduler's choice, reaches the cluster.
+func (v *Verdict) Admit(kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string) (reason, message string) {
+	w := v.w
 	if !Serves(kc, w.Namespace, namespaceLabels) {
 		return ReasonNamespaceNotServed, fmt.Sprintf("KubernetesCluster %s/%s does not serve the Workloads of namespace %s", kc.Namespace, kc.Name, w.Namespace)
 	}
-	if errs := ValidateTemplate(w); len(errs) > 0 {
+	if errs := v.Errors(); len(errs) > 0 {
 		return v1alpha1.ReasonInvalidTemplate, "invalid pod template: " + errs.ToAggregate().Error()
 	}
 	level := Level(kc, namespaceLabels)
-	if v := PodSecurity(level, &w.Spec.TargetDeployment.Template); len(v) > 0 {
-		return ReasonPodSecurity, fmt.Sprintf("the pod template does not meet Pod Security %q: %s", level, strings.Join(v, "; "))
+	if f := v.Fails(level); len(f) > 0 {
+		return ReasonPodSecurity, fmt.Sprintf("the pod template does not meet Pod Security %q: %s", level, strings.Join(f, "; "))
 	}
 	return "", ""
 }
