@@ -46,17 +46,11 @@ func (p *ClusterTenancy) PreFilter(_ context.Context, s *scheduler.CycleState, w
 
 // Filter fails a cluster that does not serve the Workload's namespace.
 func (p *ClusterTenancy) Filter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
-	if c.Key.Namespace == w.Namespace {
-		return nil
-	}
-	if c.Tenants == nil {
-		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonOtherTenant)
-	}
 	ls, ok := s.Read(namespaceLabelsKey)
 	if !ok {
 		return errNoPreFilter
 	}
-	if c.Tenants.Matches(ls.(labels.Set)) {
+	if v1alpha1.Serves(c.Key.Namespace, c.Tenants, w.Namespace, ls.(labels.Set)) {
 		return nil
 	}
 	return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonOtherTenant)

@@ -53,21 +53,8 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 		Node:    &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
 		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
 		Taints:  nodeTaints(kc.Spec.Taints),
-		Tenants: tenants(kc.Spec.NamespaceSelector),
+		Tenants: kc.Tenants(),
 	}
-}
-
-// tenants parses a cluster's namespace selector once; one that does not
-// parse serves no other namespace.
-func tenants(sel *metav1.LabelSelector) labels.Selector {
-	if sel == nil {
-		return nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return labels.Nothing()
-	}
-	return s
 }
 
 func nodeTaints(ts []v1alpha1.ClusterTaint) []corev1.Taint {

@@ -4,6 +4,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // SecretKeySelector names a key of a Secret in the same namespace.
@@ -179,4 +180,25 @@ type KubernetesClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []KubernetesCluster `json:"items"`
+}
+
+// Tenants parses spec.namespaceSelector: the management namespaces, besides
+// its own, whose Workloads the cluster serves. Nil when unset (its own
+// only); a selector that does not parse selects nothing.
+func (kc *KubernetesCluster) Tenants() labels.Selector {
+	if kc.Spec.NamespaceSelector == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(kc.Spec.NamespaceSelector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return s
+}
+
+// Serves reports whether a cluster of namespace clusterNamespace, with
+// tenants (from Tenants), serves the Workloads of a management namespace
+// with these labels.
+func Serves(clusterNamespace string, tenants labels.Selector, namespace string, namespaceLabels labels.Set) bool {
+	return clusterNamespace == namespace || tenants != nil && tenants.Matches(namespaceLabels)
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/core"
@@ -117,14 +115,7 @@ func Stricter(a, b v1alpha1.PodSecurityLevel) v1alpha1.PodSecurityLevel {
 // namespace: its own, and those its spec.namespaceSelector selects (design
 // §5). A selector that does not parse serves no other namespace.
 func Serves(kc *v1alpha1.KubernetesCluster, namespace string, namespaceLabels map[string]string) bool {
-	if kc.Namespace == namespace {
-		return true
-	}
-	if kc.Spec.NamespaceSelector == nil {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(kc.Spec.NamespaceSelector)
-	return err == nil && sel.Matches(labels.Set(namespaceLabels))
+	return v1alpha1.Serves(kc.Namespace, kc.Tenants(), namespace, namespaceLabels)
 }
 
 // Level is the Pod Security level a Workload of a namespace must meet on a
