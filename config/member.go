@@ -33,12 +33,6 @@ const (
 //go:embed member/manager-role.yaml
 var managerRoles []byte
 
-//go:embed rbac/agent/role.yaml
-var agentRole []byte
-
-//go:embed rbac/candidate/role.yaml
-var candidateRole []byte
-
 // clusterRoles decodes the ClusterRoles of a multi-document file.
 func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
 	var out []*rbacv1.ClusterRole
@@ -91,34 +85,6 @@ func bindUser(ctx context.Context, cs kubernetes.Interface, user string, roles .
 		}
 	}
 	return nil
-}
-
-// GrantAgent installs the agent's ClusterRole (config/rbac/agent) in a
-// member and binds it to user, as config/member binds it to the agent's
-// ServiceAccount.
-func GrantAgent(ctx context.Context, cs kubernetes.Interface, user string) error {
-	roles, err := clusterRoles("rbac/agent/role.yaml", agentRole)
-	if err != nil {
-		return err
-	}
-	if err := createRoles(ctx, cs, roles); err != nil {
-		return err
-	}
-	return bindUser(ctx, cs, user, roles[0].Name)
-}
-
-// GrantCandidateScheduler installs the candidate scheduler's ClusterRole
-// (config/rbac/candidate) and binds it, with the bootstrap roles of any
-// kube-scheduler, to user.
-func GrantCandidateScheduler(ctx context.Context, cs kubernetes.Interface, user string) error {
-	roles, err := clusterRoles("rbac/candidate/role.yaml", candidateRole)
-	if err != nil {
-		return err
-	}
-	if err := createRoles(ctx, cs, roles); err != nil {
-		return err
-	}
-	return bindUser(ctx, cs, user, roles[0].Name, "system:kube-scheduler", "system:volume-scheduler")
 }
 
 // GrantManager installs the manager's roles in a member and binds the

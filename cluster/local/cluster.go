@@ -347,14 +347,17 @@ func (c *Cluster) KubeconfigFor(user string, groups ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Kubeconfig(c.opts.Name, c.Server(), c.ca.certPEM(), user, &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key})
+}
+
+// Kubeconfig encodes a one-context kubeconfig of a server, its CA and a
+// user's credentials.
+func Kubeconfig(cluster, server string, ca []byte, user string, auth *clientcmdapi.AuthInfo) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[c.opts.Name] = &clientcmdapi.Cluster{
-		Server:                   c.Server(),
-		CertificateAuthorityData: c.ca.certPEM(),
-	}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
-	cfg.Contexts[c.opts.Name] = &clientcmdapi.Context{Cluster: c.opts.Name, AuthInfo: user}
-	cfg.CurrentContext = c.opts.Name
+	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = auth
+	cfg.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
+	cfg.CurrentContext = cluster
 	b, err := clientcmd.Write(*cfg)
 	return b, errors.Wrap(err, "cannot encode kubeconfig")
 }

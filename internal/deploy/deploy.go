@@ -22,13 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 )
 
@@ -130,12 +130,7 @@ func (c Component) Kubeconfig(ctx context.Context, cfg *rest.Config) ([]byte, er
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[c.ServiceAccount] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: c.ServiceAccount, Namespace: c.Namespace}
-	kc.CurrentContext = "cluster"
-	return clientcmd.Write(*kc)
+	return local.Kubeconfig("cluster", cfg.Host, cfg.CAData, c.ServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 }
 
 // WriteKubeconfig writes Kubeconfig to path, readable by its owner only.

@@ -37,25 +37,6 @@ type Env struct {
 	env *envtest.Environment
 }
 
-// KubeconfigFile writes an admin kubeconfig of the API server, for
-// components run as processes, and returns its path.
-func (e *Env) KubeconfigFile(t testing.TB) string {
-	t.Helper()
-	u, err := e.env.AddUser(envtest.User{Name: "placer-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := u.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "management.kubeconfig")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // UserConfig returns a client configuration of a user authenticated by a
 // client certificate, with no rights but those the test grants it.
 func (e *Env) UserConfig(t testing.TB, name string, groups ...string) *rest.Config {
