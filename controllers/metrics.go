@@ -25,6 +25,10 @@ var (
 		Help:    "Time from a cluster's first candidate to its commit or rejection, by result.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
 	}, []string{"result"})
+	schedulerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "placer_scheduler_writes_total",
+		Help: "Scheduling decisions written to Workloads, by result: written, conflict (the Workload changed since the decision, which is made again) or error.",
+	}, []string{"result"})
 	pendingWorkloads = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "placer_pending_workloads",
 		Help: "Workloads served by this manager's scheduler that have no cluster.",
@@ -36,7 +40,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, pendingWorkloads, readyClusters)
+	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, schedulerWrites, pendingWorkloads, readyClusters)
 }
 
 // readiness counts Ready clusters for the gauge.

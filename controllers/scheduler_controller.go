@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,19 +41,29 @@ const (
 type SchedulerControllerOptions struct {
 	// Profiles by the schedulerName they serve.
 	Profiles map[string]*scheduler.Profile
+	// QPS and Burst of the scheduler's own client, which writes its
+	// decisions: a token bucket of its own, not the propagator's (50 and
+	// 100 when zero).
+	QPS   float32
+	Burst int
+	// Writers is how many decisions are written at once (8 when zero).
+	Writers int
 }
 
 // SchedulerReconciler places Workloads whose schedulerName one of its
-// profiles serves: it ranks clusters on a snapshot of the fleet and writes
-// the decision to the Workload's status.
+// profiles serves. As kube-scheduler does for pods, its decision loop never
+// waits on the API server: it ranks clusters on a snapshot of the fleet,
+// assumes the decision in its cache at once (so the next cycle sees it),
+// and hands the status write to a pool of writers.
 type SchedulerReconciler struct {
-	client   client.Client
+	client   client.Reader
 	cache    *scheduler.Cache
 	profiles map[string]*scheduler.Profile
 	served   map[string]bool
-	record   event.Recorder
 	log      logging.Logger
 	trigger  *trigger
+	writer   *statusWriter
+	valid    templateVerdicts
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
@@ -60,20 +72,34 @@ type SchedulerReconciler struct {
 
 // SetupSchedulerController adds the scheduler controller to the manager.
 func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) error {
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	wc, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the scheduler's client")
+	}
 	r := &SchedulerReconciler{
 		client:   mgr.GetClient(),
 		cache:    scheduler.NewCache(),
 		profiles: o.Profiles,
 		served:   map[string]bool{},
-		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("scheduler")),
 		trigger:  &trigger{},
 	}
+	r.writer = newStatusWriter(wc, r.cache, r.trigger, o.Writers,
+		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		r.log)
 	for name := range o.Profiles {
 		r.served[name] = true
 	}
 	if err := r.feedCache(context.Background(), mgr); err != nil {
 		return err
+	}
+	if err := mgr.Add(r.writer); err != nil {
+		return errors.Wrap(err, "cannot add the scheduler's writers")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
@@ -82,88 +108,75 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 		Complete(r)
 }
 
-// Reconcile places one Workload, or records why it cannot be placed.
+// Reconcile decides about one Workload and hands the decision to the
+// writers; it never waits for a write.
 func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	w := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
-	profile, ok := r.profiles[w.Spec.SchedulerName]
-	if !ok || w.DeletionTimestamp != nil {
+	if _, ok := r.profiles[w.Spec.SchedulerName]; !ok || w.DeletionTimestamp != nil {
 		// Another scheduler's Workload: never touched.
 		return reconcile.Result{}, nil
 	}
-	if errs := validation.ValidateTemplate(w); len(errs) > 0 {
-		// Refused before any member sees it; a spec change brings it back.
-		return reconcile.Result{}, r.invalid(ctx, w, errs)
+	if r.writer.Busy(req.NamespacedName) || r.cache.Assumed(w.UID) {
+		// A decision about it is being written, or written and not yet
+		// seen by the informer: the writer, or the informer's copy of
+		// the write, brings it back.
+		return reconcile.Result{}, nil
+	}
+	d, res := r.decide(ctx, w)
+	if d == nil {
+		return res, nil
+	}
+	if d.moves() {
+		r.cache.Assume(w, d.clusterRef)
+	}
+	r.writer.Submit(d)
+	return res, nil
+}
+
+// decide returns what the Workload's scheduling status should be, or nil
+// when it is what it should be.
+func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
+	if errs := r.valid.validate(w); len(errs) > 0 {
+		// Refused before any member sees it; a spec change brings it
+		// back. A placed Workload keeps its cluster (the propagator rolls
+		// out no invalid generation).
+		msg := "invalid pod template: " + errs.ToAggregate().Error()
+		schedulingAttempts.WithLabelValues("invalid").Inc()
+		d := newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
+		d.event = event.Warning(v1alpha1.ReasonInvalidTemplate, errors.New(msg))
+		return d.orNil(), reconcile.Result{}
 	}
 	if w.Status.ClusterRef != nil && !w.RejectedBy(w.ClusterKey(w.Status.ClusterRef)) {
 		// Placed: it stays, whatever scores say now; only a handshake
 		// rejection moves it. A new generation is still acknowledged, so
 		// that 'kubectl wait --for=condition=Scheduled' sees it.
-		return reconcile.Result{}, r.acknowledge(ctx, w)
+		return r.acknowledge(w), reconcile.Result{}
 	}
-	log := r.log.WithValues("workload", req.String())
 	start := time.Now()
-	res := profile.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
+	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
 	schedulingDuration.Observe(time.Since(start).Seconds())
-	log.Debug("scheduling cycle", "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
+	r.log.Debug("scheduling cycle", "workload", client.ObjectKeyFromObject(w).String(), "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
 	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
-
-	orig := w.DeepCopy()
-	var cond xpv2.Condition
-	var ev event.Event
 	if len(res.Ranked) == 0 {
-		w.Status.ClusterRef, w.Status.NominatedClusters = nil, nil
-		cond = v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation)
-		ev = event.Warning(reasonFailedScheduling, errors.New(cond.Message))
 		schedulingAttempts.WithLabelValues("unschedulable").Inc()
-	} else {
-		schedulingAttempts.WithLabelValues("scheduled").Inc()
-		best := res.Ranked[0].Cluster.Key
-		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}
-		w.Status.NominatedClusters = nominated(res, w.Spec.Placement.FanOut)
-		cond = v1alpha1.Scheduled(placedMessage(res), w.Generation)
-		ev = event.Normal(v1alpha1.ReasonScheduled, cond.Message)
+		d := newDecision(w, nil, nil, v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation))
+		d.event = event.Warning(reasonFailedScheduling, errors.New(d.cond.Message))
+		// Events (clusters and workloads changing) requeue it sooner.
+		return d.orNil(), reconcile.Result{RequeueAfter: unschedulableRetry}
 	}
-	changed := w.Status.GetCondition(v1alpha1.TypeScheduled).Message != cond.Message
-	w.Status.SetConditions(cond)
-	written, err := patchStatus(ctx, r.client, w, orig)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if !written {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	if changed {
-		r.record.Event(w, ev)
-		log.Info(cond.Message, "scheduled", cond.Status == corev1.ConditionTrue)
-	}
-	return r.retryUnschedulable(res), nil
-}
-
-// invalid records that the Workload's pod template is invalid: Scheduled
-// is False with the field errors, and a placed Workload keeps its cluster
-// (the propagator rolls out no invalid generation).
-func (r *SchedulerReconciler) invalid(ctx context.Context, w *v1alpha1.Workload, errs field.ErrorList) error {
-	orig := w.DeepCopy()
-	msg := "invalid pod template: " + errs.ToAggregate().Error()
-	prev := w.Status.GetCondition(v1alpha1.TypeScheduled)
-	w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
-	schedulingAttempts.WithLabelValues("invalid").Inc()
-	// A conflict brings a newer object, and this reconcile again.
-	if written, err := patchStatus(ctx, r.client, w, orig); err != nil || !written {
-		return err
-	}
-	if prev.Message != msg {
-		r.record.Event(w, event.Warning(v1alpha1.ReasonInvalidTemplate, errors.New(msg)))
-	}
-	return nil
+	schedulingAttempts.WithLabelValues("scheduled").Inc()
+	best := res.Ranked[0].Cluster.Key
+	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), v1alpha1.Scheduled(placedMessage(res), w.Generation))
+	d.event = event.Normal(v1alpha1.ReasonScheduled, d.cond.Message)
+	return d.orNil(), reconcile.Result{}
 }
 
 // acknowledge moves a placed Workload's Scheduled condition to its current
-// generation, unchanged otherwise.
-func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workload) error {
+// generation, unchanged otherwise; nil when there is nothing to do.
+func (r *SchedulerReconciler) acknowledge(w *v1alpha1.Workload) *decision {
 	cond := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	switch {
 	case cond.Reason == v1alpha1.ReasonInvalidTemplate:
@@ -172,18 +185,41 @@ func (r *SchedulerReconciler) acknowledge(ctx context.Context, w *v1alpha1.Workl
 	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:
 		return nil
 	}
-	orig := w.DeepCopy()
 	cond.ObservedGeneration = w.Generation
-	w.Status.SetConditions(cond)
-	_, err := patchStatus(ctx, r.client, w, orig)
-	return err
+	return newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond).orNil()
 }
 
-func (r *SchedulerReconciler) retryUnschedulable(res *scheduler.Result) reconcile.Result {
-	if len(res.Ranked) == 0 {
-		return reconcile.Result{RequeueAfter: unschedulableRetry}
+// templateVerdicts remembers the pod template's validation per Workload
+// generation: a pending Workload is decided about again on every change
+// in the fleet, its template only once.
+type templateVerdicts struct {
+	mu sync.Mutex
+	m  map[types.UID]templateVerdict
+}
+
+type templateVerdict struct {
+	generation int64
+	errs       field.ErrorList
+}
+
+func (v *templateVerdicts) validate(w *v1alpha1.Workload) field.ErrorList {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if got, ok := v.m[w.UID]; ok && got.generation == w.Generation {
+		return got.errs
 	}
-	return reconcile.Result{}
+	errs := validation.ValidateTemplate(w)
+	if v.m == nil {
+		v.m = map[types.UID]templateVerdict{}
+	}
+	v.m[w.UID] = templateVerdict{generation: w.Generation, errs: errs}
+	return errs
+}
+
+func (v *templateVerdicts) forget(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, uid)
 }
 
 func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference {

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -199,6 +200,41 @@ func TestSchedulerController(t *testing.T) {
 		w := e.waitScheduled("web-3", corev1.ConditionFalse)
 		if got := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(got, "6 cluster(s) didn't satisfy workload anti-affinity rules") {
 			t.Errorf("message %q", got)
+		}
+	})
+
+	t.Run("a burst with mutual anti-affinity never double-books a cluster", func(t *testing.T) {
+		// Ten workloads created at once, each keeping away from the
+		// others' cluster, on six clusters: decisions follow each other
+		// faster than their writes come back through the informer, so
+		// only the assumed decisions keep two from one cluster.
+		e := e.namespace(t, "burst")
+		for i := range 6 {
+			e.cluster(fmt.Sprintf("c%d", i))
+		}
+		names := make([]string, 10)
+		for i := range names {
+			names[i] = fmt.Sprintf("solo-%d", i)
+			e.workload(names[i], st.WLabels("app", "solo"), st.RequiredAntiAffinity(st.WTerm(v1alpha1.LabelClusterName, "app", "solo")))
+		}
+		used := map[string]string{}
+		pending := 0
+		for _, name := range names {
+			w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+			testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+				return w.Status.GetCondition(v1alpha1.TypeScheduled).Status != ""
+			})
+			if w.Status.ClusterRef == nil {
+				pending++
+				continue
+			}
+			if other, ok := used[w.Status.ClusterRef.Name]; ok {
+				t.Errorf("%s and %s both placed on %s", other, name, w.Status.ClusterRef.Name)
+			}
+			used[w.Status.ClusterRef.Name] = name
+		}
+		if len(used) != 6 || pending != 4 {
+			t.Errorf("%d clusters used and %d pending, want 6 and 4", len(used), pending)
 		}
 	})
 

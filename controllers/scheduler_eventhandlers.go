@@ -41,13 +41,13 @@ func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add fu
 
 func (r *SchedulerReconciler) addCluster(kc *v1alpha1.KubernetesCluster) {
 	r.cache.UpsertCluster(kc)
-	r.requeuePending()
+	r.requeuePending(false)
 }
 
 func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 	r.cache.UpsertCluster(kc)
 	if schedulingRelevant(before, kc) {
-		r.requeuePending()
+		r.requeuePending(false)
 	}
 }
 
@@ -58,24 +58,36 @@ func (r *SchedulerReconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
 func (r *SchedulerReconciler) addWorkload(w *v1alpha1.Workload) {
 	r.cache.UpsertWorkload(w)
 	if w.Status.ClusterRef != nil {
-		r.requeuePending()
+		// A placement can only satisfy another's required affinity: it
+		// takes capacity and anti-affinity domains, it gives none.
+		r.requeuePending(true)
 	}
 }
 
-// updateWorkload requeues on a placement, or a placed workload's labels or
-// affinity: they can change what affinity allows others.
+// updateWorkload requeues what the change can make feasible: a placement
+// only pending workloads with required affinity; a workload leaving a
+// cluster, or a placed one's labels or affinity changing, every pending
+// one (it may free capacity or an anti-affinity domain).
 func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
-	r.cache.UpsertWorkload(w)
-	if !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef) ||
-		w.Status.ClusterRef != nil && (!equality.Semantic.DeepEqual(before.Labels, w.Labels) || !equality.Semantic.DeepEqual(before.Spec.Affinity, w.Spec.Affinity)) {
-		r.requeuePending()
+	if r.cache.UpsertWorkload(w) {
+		// The informer's copy confirmed a written decision: the decision
+		// loop passed the Workload over while it was assumed.
+		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
+	}
+	switch {
+	case before.Status.ClusterRef != nil && !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef),
+		w.Status.ClusterRef != nil && (!equality.Semantic.DeepEqual(before.Labels, w.Labels) || !equality.Semantic.DeepEqual(before.Spec.Affinity, w.Spec.Affinity)):
+		r.requeuePending(false)
+	case before.Status.ClusterRef == nil && w.Status.ClusterRef != nil:
+		r.requeuePending(true)
 	}
 }
 
 func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
 	r.cache.DeleteWorkload(w)
+	r.valid.forget(w.UID)
 	if w.Status.ClusterRef != nil {
-		r.requeuePending()
+		r.requeuePending(false)
 	}
 }
 
@@ -83,9 +95,11 @@ func (r *SchedulerReconciler) addNamespace(ns *corev1.Namespace) {
 	r.cache.UpsertNamespace(ns.Name, ns.Labels)
 }
 
-func (r *SchedulerReconciler) updateNamespace(_, ns *corev1.Namespace) {
+func (r *SchedulerReconciler) updateNamespace(before, ns *corev1.Namespace) {
 	r.cache.UpsertNamespace(ns.Name, ns.Labels)
-	r.requeuePending()
+	if !equality.Semantic.DeepEqual(before.Labels, ns.Labels) {
+		r.requeuePending(false)
+	}
 }
 
 func (r *SchedulerReconciler) deleteNamespace(ns *corev1.Namespace) {
@@ -104,8 +118,10 @@ func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
 }
 
-func (r *SchedulerReconciler) requeuePending() {
-	for _, key := range r.cache.Pending(r.served) {
+// requeuePending sends pending workloads back to the decision loop; with
+// affinityOnly, only those with required workload affinity.
+func (r *SchedulerReconciler) requeuePending(affinityOnly bool) {
+	for _, key := range r.cache.Pending(r.served, affinityOnly) {
 		r.trigger.Enqueue(key)
 	}
 }

@@ -4,13 +4,19 @@ import (
 	"context"
 	"testing"
 
+	"errors"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
@@ -73,10 +79,17 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			for _, kc := range clusters {
 				cache.UpsertCluster(kc)
 			}
-			r := &SchedulerReconciler{client: c, cache: cache, profiles: profiles, record: event.NewNopRecorder(), log: logging.NewNopLogger(), trigger: &trigger{}}
+			r := newTestScheduler(c, cache, profiles)
 			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.w)})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The decision loop wrote nothing; one writer applies its decision.
+			if got := r.writer.queue.Len(); got > 1 {
+				t.Fatalf("%d decisions queued, want at most 1", got)
+			}
+			if r.writer.queue.Len() == 1 {
+				r.writer.processNext(context.Background())
 			}
 			after := &v1alpha1.Workload{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.w), after); err != nil {
@@ -107,9 +120,80 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 
 	t.Run("a deleted workload is not an error", func(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
-		r := &SchedulerReconciler{client: c, cache: scheduler.NewCache(), profiles: profiles, record: event.NewNopRecorder(), log: logging.NewNopLogger()}
+		r := newTestScheduler(c, scheduler.NewCache(), profiles)
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "gone"}}); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// newTestScheduler is the scheduler's decision loop and writers over a
+// client, without a manager: the test runs the writers by hand.
+func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[string]*scheduler.Profile) *SchedulerReconciler {
+	r := &SchedulerReconciler{client: c, cache: cache, profiles: profiles, log: logging.NewNopLogger(), trigger: &trigger{}, served: map[string]bool{}}
+	for name := range profiles {
+		r.served[name] = true
+	}
+	r.writer = newStatusWriter(c, cache, r.trigger, 1, event.NewNopRecorder(), r.log)
+	return r
+}
+
+// TestSchedulerWriteConflict: a decision whose write meets a changed
+// Workload is forgotten (the cache no longer holds it placed) and the
+// Workload goes back to the decision loop after a backoff, which decides
+// and writes again.
+func TestSchedulerWriteConflict(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Workload("w")
+	conflicts := 1
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if conflicts > 0 {
+				conflicts--
+				return kerrors.NewConflict(schema.GroupResource{Group: v1alpha1.Group, Resource: "workloads"}, obj.GetName(), errors.New("changed"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	cache := scheduler.NewCache()
+	cache.UpsertCluster(st.Cluster("a"))
+	r := newTestScheduler(c, cache, profiles)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	r.trigger.q = q
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(w)
+	fresh := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(fresh)
+
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if !cache.Assumed(fresh.UID) {
+		t.Fatal("the decision was not assumed")
+	}
+	r.writer.processNext(ctx)
+	if cache.Assumed(fresh.UID) || cache.PendingCount(r.served) != 1 {
+		t.Fatalf("after the conflict: assumed %t, %d pending; want the decision forgotten", cache.Assumed(fresh.UID), cache.PendingCount(r.served))
+	}
+	req, _ := q.Get() // after the backoff
+	q.Done(req)
+	if req.NamespacedName != key {
+		t.Fatalf("requeued %v, want %v", req, key)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	r.writer.processNext(ctx)
+	if err := c.Get(ctx, key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Status.ClusterRef == nil || fresh.Status.ClusterRef.Name != "a" {
+		t.Fatalf("after deciding again: placed on %v, want a", fresh.Status.ClusterRef)
+	}
 }

@@ -21,6 +21,10 @@ type Options struct {
 	Cluster ClusterControllerOptions
 	// Scheduler is the scheduler's configuration; the default when nil.
 	Scheduler *scheduler.Configuration
+	// SchedulerQPS and SchedulerBurst limit the scheduler's own client,
+	// which writes its decisions (50 and 100 when zero).
+	SchedulerQPS   float32
+	SchedulerBurst int
 	// HandshakeTimeout bounds a cluster's answer to the candidates.
 	HandshakeTimeout time.Duration
 	// PropagatorWorkers is how many Workloads the propagator handles at
@@ -43,7 +47,7 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "invalid scheduler configuration")
 	}
-	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles}); err != nil {
+	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles, QPS: o.SchedulerQPS, Burst: o.SchedulerBurst}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}
 	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers}); err != nil {

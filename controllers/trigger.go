@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -35,5 +36,14 @@ func (t *trigger) Enqueue(key types.NamespacedName) {
 	defer t.mu.RUnlock()
 	if t.q != nil {
 		t.q.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// EnqueueAfter asks for a reconcile of the named object after d.
+func (t *trigger) EnqueueAfter(key types.NamespacedName, d time.Duration) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.q != nil {
+		t.q.AddAfter(reconcile.Request{NamespacedName: key}, d)
 	}
 }

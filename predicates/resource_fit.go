@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -37,15 +36,9 @@ func NewResourceFit(scheduler.Handle) (scheduler.Plugin, error) { return &Resour
 // Name of the plugin.
 func (p *ResourceFit) Name() string { return ResourceFitName }
 
-// ReplicaRequests are the requests of one replica of the Workload, as
-// kube-scheduler counts them (init containers, sidecars, overhead).
-func ReplicaRequests(w *v1alpha1.Workload) corev1.ResourceList {
-	return resourcehelper.PodRequests(&corev1.Pod{Spec: w.Spec.TargetDeployment.Template.Spec}, resourcehelper.PodResourcesOptions{})
-}
-
 // PreFilter adds up one replica's requests once.
 func (p *ResourceFit) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	s.Write(requestsKey, ReplicaRequests(w))
+	s.Write(requestsKey, scheduler.ReplicaRequests(w))
 	return nil
 }
 
@@ -68,7 +61,7 @@ func (p *ResourceFit) Filter(_ context.Context, s *scheduler.CycleState, _ *v1al
 		free := st.LargestFreeNode[name]
 		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
 			free = st.Allocatable[name].DeepCopy()
-			free.Sub(st.Requested[name])
+			free.Sub(c.Requested[name])
 		}
 		if free.Cmp(want) < 0 {
 			return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonInsufficient, name))

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/predicates"
 	"github.com/placer-dev/placer/scheduler"
 )
 
@@ -41,7 +40,7 @@ func (p *ResourceAllocation) Name() string { return ResourceAllocationName }
 
 // PreScore adds up the requests of all replicas once.
 func (p *ResourceAllocation) PreScore(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot, _ []*scheduler.ClusterInfo) *scheduler.Status {
-	one := predicates.ReplicaRequests(w)
+	one := scheduler.ReplicaRequests(w)
 	replicas := int64(1)
 	if r := w.Spec.TargetDeployment.Replicas; r != nil {
 		replicas = int64(*r)
@@ -71,7 +70,7 @@ func (p *ResourceAllocation) Score(_ context.Context, s *scheduler.CycleState, _
 		if capacity <= 0 {
 			continue
 		}
-		used := st.Requested[name]
+		used := c.Requested[name]
 		requested := min(used.MilliValue()+add[name], capacity)
 		if p.strategy == scheduler.MostAllocated {
 			sum += requested * 100 / capacity

@@ -3,20 +3,62 @@ package scheduler
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
 // Cache keeps the scheduler's view of the fleet up to date from informer
 // events, so a cycle's snapshot costs a copy of pointers, not a List.
+//
+// As kube-scheduler assumes a pod on its node before the binding is
+// written, the scheduler assumes a decision here at once (Assume), so the
+// next cycle sees the workload placed, its affinity domain and the
+// capacity it takes, while a writer applies the decision to the API.
+// A failed write forgets the assumption (Forget); the informer's copy of
+// the written status (or anything newer) confirms it (Written, then
+// UpsertWorkload).
 type Cache struct {
 	mu         sync.RWMutex
 	clusters   map[types.NamespacedName]*ClusterInfo
 	placed     map[types.UID]*PlacedWorkload
-	pending    map[types.NamespacedName]string
+	pending    map[types.NamespacedName]pendingWorkload
 	namespaces map[string]labels.Set
+	// assumed decisions not yet confirmed by the informer, by UID.
+	assumed map[types.UID]*assumption
+	// unbound is, per cluster, the requests of the replicas of the
+	// workloads placed there that are not bound yet, which the cluster's
+	// summary does not count.
+	unbound map[types.NamespacedName]corev1.ResourceList
+	// views are the clusters as cycles see them (the cluster with its
+	// unbound requests added), rebuilt when either changes.
+	views map[types.NamespacedName]*ClusterInfo
+	// snap is the last snapshot, reused until something changes.
+	snap *Snapshot
+}
+
+// pendingWorkload is a workload waiting for a cluster.
+type pendingWorkload struct {
+	schedulerName string
+	// affinity: it has required workload-affinity terms, so a placement
+	// elsewhere can make it feasible.
+	affinity bool
+}
+
+// assumption is a decision applied to the cache before the API has it.
+type assumption struct {
+	key types.NamespacedName
+	// cluster the workload is assumed in; empty when the decision leaves
+	// it pending.
+	cluster types.NamespacedName
+	// written is the resourceVersion the write returned; empty while in flight.
+	written string
+	// last is the informer's latest copy of the workload meanwhile.
+	last *v1alpha1.Workload
 }
 
 // NewCache returns an empty cache.
@@ -24,8 +66,11 @@ func NewCache() *Cache {
 	return &Cache{
 		clusters:   map[types.NamespacedName]*ClusterInfo{},
 		placed:     map[types.UID]*PlacedWorkload{},
-		pending:    map[types.NamespacedName]string{},
+		pending:    map[types.NamespacedName]pendingWorkload{},
 		namespaces: map[string]labels.Set{},
+		assumed:    map[types.UID]*assumption{},
+		unbound:    map[types.NamespacedName]corev1.ResourceList{},
+		views:      map[types.NamespacedName]*ClusterInfo{},
 	}
 }
 
@@ -35,6 +80,7 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clusters[ci.Key] = ci
+	c.refreshView(ci.Key)
 }
 
 // DeleteCluster forgets a cluster.
@@ -42,69 +88,256 @@ func (c *Cache) DeleteCluster(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.clusters, key)
+	c.refreshView(key)
 }
 
 // UpsertWorkload records where a workload is placed, or that it is
-// pending, and forgets it once it is being deleted.
-func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) {
+// pending, and forgets it once it is being deleted. While a decision about
+// it is assumed, only a copy at least as new as the written decision
+// replaces the assumption: an older one is what the decision was made from.
+// confirmed reports that this copy ended an assumption.
+func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if a, ok := c.assumed[w.UID]; ok {
+		if w.DeletionTimestamp == nil && !newerOrEqual(w.ResourceVersion, a.written) {
+			a.last = w
+			return false
+		}
+		delete(c.assumed, w.UID)
+		confirmed = true
+	}
+	c.upsert(w, w.Status.ClusterRef)
+	return confirmed
+}
+
+// newerOrEqual reports whether resourceVersion rv is at least written; an
+// empty written (still in flight) is never reached.
+func newerOrEqual(rv, written string) bool {
+	if written == "" {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(rv, written)
+	// Versions that do not compare (a storage other than etcd) end the
+	// assumption at the next copy the informer brings.
+	return err != nil || cmp >= 0
+}
+
+// upsert records the workload as placed in ref's cluster, or pending.
+func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	delete(c.placed, w.UID)
-	delete(c.pending, key)
+	c.removePlaced(w.UID)
+	if _, ok := c.pending[key]; ok {
+		delete(c.pending, key)
+		c.snap = nil
+	}
 	switch {
 	case w.DeletionTimestamp != nil:
-	case w.Status.ClusterRef == nil:
-		c.pending[key] = w.Spec.SchedulerName
+	case ref == nil:
+		c.pending[key] = pendingWorkload{schedulerName: w.Spec.SchedulerName, affinity: hasRequiredAffinity(w)}
 	default:
-		c.placed[w.UID] = NewPlacedWorkload(w)
+		p := NewPlacedWorkload(w)
+		p.Cluster = w.ClusterKey(ref)
+		c.placed[w.UID] = p
+		c.addUnbound(p.Cluster, p.Unbound, 1)
+		c.snap = nil
 	}
 }
 
+func (c *Cache) removePlaced(uid types.UID) {
+	p, ok := c.placed[uid]
+	if !ok {
+		return
+	}
+	delete(c.placed, uid)
+	c.addUnbound(p.Cluster, p.Unbound, -1)
+	c.snap = nil
+}
+
+// addUnbound adds (sign 1) or takes away (sign -1) a placed workload's
+// unbound requests from its cluster's.
+func (c *Cache) addUnbound(key types.NamespacedName, rl corev1.ResourceList, sign int) {
+	if len(rl) == 0 {
+		return
+	}
+	sum := c.unbound[key]
+	if sum == nil {
+		sum = corev1.ResourceList{}
+		c.unbound[key] = sum
+	}
+	for name, q := range rl {
+		v := sum[name]
+		if sign > 0 {
+			v.Add(q)
+		} else {
+			v.Sub(q)
+		}
+		if v.Sign() <= 0 {
+			delete(sum, name)
+			continue
+		}
+		sum[name] = v
+	}
+	if len(sum) == 0 {
+		delete(c.unbound, key)
+	}
+	c.refreshView(key)
+}
+
+// refreshView rebuilds the cycles' view of one cluster.
+func (c *Cache) refreshView(key types.NamespacedName) {
+	c.snap = nil
+	ci, ok := c.clusters[key]
+	if !ok {
+		delete(c.views, key)
+		return
+	}
+	extra := c.unbound[key]
+	if len(extra) == 0 {
+		c.views[key] = ci
+		return
+	}
+	v := *ci
+	v.Requested = ci.Requested.DeepCopy()
+	if v.Requested == nil {
+		v.Requested = corev1.ResourceList{}
+	}
+	for name, q := range extra {
+		sum := v.Requested[name]
+		sum.Add(q)
+		v.Requested[name] = sum
+	}
+	c.views[key] = &v
+}
+
+// Assume applies a decision before it is written: the workload is placed
+// in cluster (nil leaves it pending), and stays so for every cycle until
+// the write is confirmed or forgotten.
+func (c *Cache) Assume(w *v1alpha1.Workload, cluster *v1alpha1.ClusterReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := &assumption{key: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}}
+	if cluster != nil {
+		a.cluster = w.ClusterKey(cluster)
+	}
+	c.assumed[w.UID] = a
+	c.upsert(w, cluster)
+}
+
+// Assumed reports whether a decision about the workload is assumed and not
+// yet confirmed: the decision loop leaves it alone meanwhile.
+func (c *Cache) Assumed(uid types.UID) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.assumed[uid]
+	return ok
+}
+
+// Written records the resourceVersion a decision's write returned: the
+// informer's copy of that version (or a newer one) ends the assumption.
+// confirmed reports that the informer had brought it already, so the
+// assumption ended now.
+func (c *Cache) Written(uid types.UID, resourceVersion string) (confirmed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.assumed[uid]
+	if !ok {
+		return false
+	}
+	a.written = resourceVersion
+	if a.last == nil || !newerOrEqual(a.last.ResourceVersion, resourceVersion) {
+		return false
+	}
+	delete(c.assumed, uid)
+	c.upsert(a.last, a.last.Status.ClusterRef)
+	return true
+}
+
+// Forget drops an assumption whose write failed: the cache goes back to
+// the informer's latest copy of the workload (w, the copy the decision was
+// made from, if none came since).
+func (c *Cache) Forget(w *v1alpha1.Workload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.assumed[w.UID]
+	if !ok {
+		return
+	}
+	delete(c.assumed, w.UID)
+	if a.last != nil {
+		w = a.last
+	}
+	c.upsert(w, w.Status.ClusterRef)
+}
+
 // Pending returns the workloads waiting for a cluster whose schedulerName
-// is one of names.
-func (c *Cache) Pending(names map[string]bool) []types.NamespacedName {
+// is one of names; with affinityOnly, only those with required workload
+// affinity (the only ones a placement elsewhere can make feasible).
+func (c *Cache) Pending(names map[string]bool, affinityOnly bool) []types.NamespacedName {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := make([]types.NamespacedName, 0, len(c.pending))
-	for k, n := range c.pending {
-		if names[n] {
+	for k, p := range c.pending {
+		if names[p.schedulerName] && (p.affinity || !affinityOnly) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// PendingCount is len(Pending(names)) without building the list; the
-// scheduler sets its pending gauge from it after every cycle.
+// PendingCount is len(Pending(names, false)) without building the list;
+// the scheduler sets its pending gauge from it after every cycle.
 func (c *Cache) PendingCount(names map[string]bool) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n := 0
-	for _, name := range c.pending {
-		if names[name] {
+	for _, p := range c.pending {
+		if names[p.schedulerName] {
 			n++
 		}
 	}
 	return n
 }
 
-// NewPlacedWorkload derives affinity's view of a placed Workload.
+func hasRequiredAffinity(w *v1alpha1.Workload) bool {
+	a := WorkloadAffinityOf(w)
+	return a != nil && len(a.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// ReplicaRequests are the requests of one replica of the Workload, as
+// kube-scheduler counts them (init containers, sidecars, overhead).
+func ReplicaRequests(w *v1alpha1.Workload) corev1.ResourceList {
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: w.Spec.TargetDeployment.Template.Spec}, resourcehelper.PodResourcesOptions{})
+}
+
+// NewPlacedWorkload derives affinity's view of a placed Workload, and the
+// requests of its replicas not yet bound.
 func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	// Terms that do not parse are left out: the Workload's own scheduling reports them.
 	anti, _ := RequiredTerms(w.Namespace, WorkloadAntiAffinityOf(w))
-	return &PlacedWorkload{
+	p := &PlacedWorkload{
 		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
-		Cluster:      w.ClusterKey(w.Status.ClusterRef),
 		AntiAffinity: anti,
 	}
+	if w.Status.ClusterRef != nil {
+		p.Cluster = w.ClusterKey(w.Status.ClusterRef)
+	}
+	if n := int64(w.ReplicaCount()) - int64(w.Status.ScheduledReplicas); n > 0 {
+		p.Unbound = ReplicaRequests(w)
+		for name, q := range p.Unbound {
+			q.Mul(n)
+			p.Unbound[name] = q
+		}
+	}
+	return p
 }
 
 // DeleteWorkload forgets a workload.
 func (c *Cache) DeleteWorkload(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.placed, w.UID)
+	delete(c.assumed, w.UID)
+	c.removePlaced(w.UID)
 	delete(c.pending, types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 }
 
@@ -113,6 +346,7 @@ func (c *Cache) UpsertNamespace(name string, l map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.namespaces[name] = labels.Set(l)
+	c.snap = nil
 }
 
 // DeleteNamespace forgets a namespace.
@@ -120,14 +354,25 @@ func (c *Cache) DeleteNamespace(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.namespaces, name)
+	c.snap = nil
 }
 
-// Snapshot returns the fleet as it is now.
+// Snapshot returns the fleet as it is now, assumptions included. It is
+// built again only after a change.
 func (c *Cache) Snapshot() *Snapshot {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	clusters := make([]*ClusterInfo, 0, len(c.clusters))
-	for _, ci := range c.clusters {
+	snap := c.snap
+	c.mu.RUnlock()
+	if snap != nil {
+		return snap
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != nil {
+		return c.snap
+	}
+	clusters := make([]*ClusterInfo, 0, len(c.views))
+	for _, ci := range c.views {
 		clusters = append(clusters, ci)
 	}
 	placed := make([]*PlacedWorkload, 0, len(c.placed))
@@ -138,5 +383,6 @@ func (c *Cache) Snapshot() *Snapshot {
 	for k, v := range c.namespaces {
 		ns[k] = v
 	}
-	return NewSnapshot(clusters, placed, ns)
+	c.snap = NewSnapshot(clusters, placed, ns)
+	return c.snap
 }

@@ -25,6 +25,10 @@ type ClusterInfo struct {
 	Ready xpv2.Condition
 	// Taints are the cluster's taints as node taints.
 	Taints []corev1.Taint
+	// Requested is what the cluster's summary says its pods request, plus
+	// the requests of replicas placed there and not bound yet (assumed
+	// decisions included), so that a burst does not pile onto one cluster.
+	Requested corev1.ResourceList
 	// Tenants selects the management namespaces, besides the cluster's own,
 	// whose Workloads the cluster serves; nil serves its own only.
 	Tenants labels.Selector
@@ -54,6 +58,8 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
 		Taints:  nodeTaints(kc.Spec.Taints),
 		Tenants: kc.Tenants(),
+		// Read only: the cache copies it before adding to it.
+		Requested: kc.Status.Requested,
 	}
 }
 
@@ -84,6 +90,8 @@ type PlacedWorkload struct {
 	// AntiAffinity are the workload's required anti-affinity terms, parsed
 	// once, for the symmetric check: a newcomer they select keeps away.
 	AntiAffinity []*AffinityTerm
+	// Unbound are the requests of its replicas not bound yet.
+	Unbound corev1.ResourceList
 }
 
 // Snapshot is the fleet as one scheduling cycle sees it. It is immutable.

@@ -15,7 +15,7 @@ func TestCachePending(t *testing.T) {
 	c.UpsertWorkload(st.Workload("placed", st.PlacedOn("east")))
 	c.UpsertWorkload(st.Workload("foreign", func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "other" }))
 	ours := map[string]bool{v1alpha1.DefaultSchedulerName: true}
-	if got := len(c.Pending(ours)); got != 2 {
+	if got := len(c.Pending(ours, false)); got != 2 {
 		t.Errorf("Pending = %d, want 2", got)
 	}
 	if got := c.PendingCount(ours); got != 2 {
@@ -25,4 +25,108 @@ func TestCachePending(t *testing.T) {
 	if got := c.PendingCount(ours); got != 1 {
 		t.Errorf("PendingCount after a is placed = %d, want 1", got)
 	}
+}
+
+// placedIn returns the cluster the snapshot has the workload in, "" if none.
+func placedIn(s *scheduler.Snapshot, name string) string {
+	for _, p := range s.Placed {
+		if p.Name == name {
+			return p.Cluster.Name
+		}
+	}
+	return ""
+}
+
+func withRV(rv string) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) { w.ResourceVersion = rv }
+}
+
+// TestCacheAssume walks an assumption through its lives: assumed at once,
+// kept while the informer brings older copies, confirmed by the copy of the
+// write (before or after the writer reports it), or forgotten.
+func TestCacheAssume(t *testing.T) {
+	ours := map[string]bool{v1alpha1.DefaultSchedulerName: true}
+	east := &v1alpha1.ClusterReference{Name: "east"}
+
+	t.Run("assumed at once, confirmed by the informer's copy of the write", func(t *testing.T) {
+		c := scheduler.NewCache()
+		w := st.Workload("w", withRV("10"))
+		c.UpsertWorkload(w)
+		c.Assume(w, east)
+		if got := placedIn(c.Snapshot(), "w"); got != "east" || c.PendingCount(ours) != 0 || !c.Assumed(w.UID) {
+			t.Fatalf("after Assume: placed in %q, %d pending, assumed %t; want east, 0, true", got, c.PendingCount(ours), c.Assumed(w.UID))
+		}
+		// An older copy (another writer's, or the one decided from) changes nothing.
+		if c.UpsertWorkload(st.Workload("w", withRV("11"))) {
+			t.Fatal("a copy before the write was written confirmed the assumption")
+		}
+		if got := placedIn(c.Snapshot(), "w"); got != "east" {
+			t.Fatalf("an older copy undid the assumption: placed in %q", got)
+		}
+		if c.Written(w.UID, "12") {
+			t.Fatal("Written confirmed without the informer's copy")
+		}
+		if c.UpsertWorkload(st.Workload("w", withRV("11"))) || !c.Assumed(w.UID) {
+			t.Fatal("a copy older than the written version confirmed the assumption")
+		}
+		if !c.UpsertWorkload(st.Workload("w", withRV("12"), st.PlacedOn("east"))) || c.Assumed(w.UID) {
+			t.Fatal("the informer's copy of the write did not confirm the assumption")
+		}
+		if got := placedIn(c.Snapshot(), "w"); got != "east" {
+			t.Fatalf("after confirmation placed in %q, want east", got)
+		}
+	})
+
+	t.Run("the informer's copy before the writer reports", func(t *testing.T) {
+		c := scheduler.NewCache()
+		w := st.Workload("w", withRV("10"))
+		c.Assume(w, east)
+		c.UpsertWorkload(st.Workload("w", withRV("12"), st.PlacedOn("east")))
+		if !c.Assumed(w.UID) {
+			t.Fatal("confirmed before the writer said which version it wrote")
+		}
+		if !c.Written(w.UID, "12") || c.Assumed(w.UID) {
+			t.Fatal("Written did not end an assumption the informer had already brought")
+		}
+	})
+
+	t.Run("a failed write goes back to the latest copy", func(t *testing.T) {
+		c := scheduler.NewCache()
+		w := st.Workload("w", withRV("10"))
+		c.UpsertWorkload(w)
+		c.Assume(w, east)
+		c.UpsertWorkload(st.Workload("w", withRV("11"), st.PlacedOn("west")))
+		c.Forget(w)
+		if got := placedIn(c.Snapshot(), "w"); got != "west" || c.Assumed(w.UID) {
+			t.Fatalf("after Forget placed in %q (assumed %t), want west from the latest copy", got, c.Assumed(w.UID))
+		}
+	})
+
+	t.Run("an assumed placement takes capacity until its replicas are bound", func(t *testing.T) {
+		c := scheduler.NewCache()
+		c.UpsertCluster(st.Cluster("east", st.Capacity("64", "256Gi", "10", "64Gi", "8", "32Gi")))
+		w := st.Workload("w", withRV("10"), st.Requests("2", "1Gi"), st.Replicas(3))
+		c.Assume(w, east)
+		got := c.Snapshot().Clusters[0].Requested
+		if cpu := got.Cpu(); cpu.String() != "16" {
+			t.Fatalf("east's requested cpu with 3 unbound replicas of 2 = %s, want 16", cpu)
+		}
+		bound := st.Workload("w", withRV("12"), st.Requests("2", "1Gi"), st.Replicas(3), st.PlacedOn("east"))
+		c.Written(w.UID, "12")
+		bound.Status.ScheduledReplicas = 3
+		c.UpsertWorkload(bound)
+		if cpu := c.Snapshot().Clusters[0].Requested.Cpu(); cpu.String() != "10" {
+			t.Fatalf("east's requested cpu once bound = %s, want the summary's 10", cpu)
+		}
+	})
+
+	t.Run("only workloads with required affinity come back on a placement", func(t *testing.T) {
+		c := scheduler.NewCache()
+		c.UpsertWorkload(st.Workload("plain"))
+		c.UpsertWorkload(st.Workload("follower", st.RequiredAffinity(st.WTerm(v1alpha1.LabelRegion, "app", "db"))))
+		got := c.Pending(ours, true)
+		if len(got) != 1 || got[0].Name != "follower" {
+			t.Fatalf("Pending(affinity only) = %v, want [follower]", got)
+		}
+	})
 }

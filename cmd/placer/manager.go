@@ -14,14 +14,16 @@ import (
 // managerOptions are the flags of 'placer manager'.
 type managerOptions struct {
 	clientFlags
-	probeInterval time.Duration
-	probeTimeout  time.Duration
-	memberQPS     float32
-	memberBurst   int
-	schedulerConf string
-	handshake     time.Duration
-	workers       int
-	policy        cluster.KubeconfigPolicy
+	probeInterval  time.Duration
+	probeTimeout   time.Duration
+	memberQPS      float32
+	memberBurst    int
+	schedulerConf  string
+	schedulerQPS   float32
+	schedulerBurst int
+	handshake      time.Duration
+	workers        int
+	policy         cluster.KubeconfigPolicy
 }
 
 func newManagerCommand() *cobra.Command {
@@ -55,6 +57,8 @@ candidate pods in the member clusters and delivers the Workload there.`,
 					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout, Policy: o.policy},
 				},
 				Scheduler:         conf,
+				SchedulerQPS:      o.schedulerQPS,
+				SchedulerBurst:    o.schedulerBurst,
 				HandshakeTimeout:  o.handshake,
 				PropagatorWorkers: o.workers,
 			}); err != nil {
@@ -69,6 +73,8 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.DurationVar(&o.probeTimeout, "cluster-probe-timeout", 5*time.Second, "how long one probe may take")
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
+	f.Float32Var(&o.schedulerQPS, "scheduler-qps", 50, "QPS of the scheduler's own client, which writes its decisions (a token bucket apart from --kube-api-qps, which the propagator and the cluster controller share)")
+	f.IntVar(&o.schedulerBurst, "scheduler-burst", 100, "burst of the scheduler's own client")
 	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
 	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
