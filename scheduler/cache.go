@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,13 @@ type Cache struct {
 	mu         sync.RWMutex
 	clusters   map[types.NamespacedName]*ClusterInfo
 	placed     map[types.UID]*PlacedWorkload
+	// placedList holds placed's values (placedAt their index), so that a
+	// snapshot copies a slice instead of walking a map.
+	placedList []*PlacedWorkload
+	placedAt   map[types.UID]int
+	// slots number the clusters placed workloads are in, so that a
+	// snapshot resolves them by index instead of by a map lookup each.
+	slots map[types.NamespacedName]int
 	pending    map[types.NamespacedName]pendingWorkload
 	namespaces map[string]labels.Set
 	// assumed decisions not yet confirmed by the informer, by UID.
@@ -66,6 +74,8 @@ func NewCache() *Cache {
 	return &Cache{
 		clusters:   map[types.NamespacedName]*ClusterInfo{},
 		placed:     map[types.UID]*PlacedWorkload{},
+		placedAt:   map[types.UID]int{},
+		slots:      map[types.NamespacedName]int{},
 		pending:    map[types.NamespacedName]pendingWorkload{},
 		namespaces: map[string]labels.Set{},
 		assumed:    map[types.UID]*assumption{},
@@ -138,7 +148,10 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	default:
 		p := NewPlacedWorkload(w)
 		p.Cluster = w.ClusterKey(ref)
+		p.slot = c.slotOf(p.Cluster)
 		c.placed[w.UID] = p
+		c.placedAt[w.UID] = len(c.placedList)
+		c.placedList = append(c.placedList, p)
 		c.addUnbound(p.Cluster, p.Unbound, 1)
 		c.snap = nil
 	}
@@ -150,8 +163,26 @@ func (c *Cache) removePlaced(uid types.UID) {
 		return
 	}
 	delete(c.placed, uid)
+	i, last := c.placedAt[uid], len(c.placedList)-1
+	if i != last {
+		c.placedList[i] = c.placedList[last]
+		c.placedAt[c.placedList[i].UID] = i
+	}
+	c.placedList[last] = nil
+	c.placedList = c.placedList[:last]
+	delete(c.placedAt, uid)
 	c.addUnbound(p.Cluster, p.Unbound, -1)
 	c.snap = nil
+}
+
+// slotOf numbers a cluster key the first time it is asked for.
+func (c *Cache) slotOf(key types.NamespacedName) int {
+	if i, ok := c.slots[key]; ok {
+		return i
+	}
+	i := len(c.slots)
+	c.slots[key] = i
+	return i
 }
 
 // addUnbound adds (sign 1) or takes away (sign -1) a placed workload's
@@ -372,17 +403,17 @@ func (c *Cache) Snapshot() *Snapshot {
 		return c.snap
 	}
 	clusters := make([]*ClusterInfo, 0, len(c.views))
-	for _, ci := range c.views {
+	bySlot := make([]*ClusterInfo, len(c.slots))
+	for key, ci := range c.views {
 		clusters = append(clusters, ci)
-	}
-	placed := make([]*PlacedWorkload, 0, len(c.placed))
-	for _, p := range c.placed {
-		placed = append(placed, p)
+		if i, ok := c.slots[key]; ok {
+			bySlot[i] = ci
+		}
 	}
 	ns := make(map[string]labels.Set, len(c.namespaces))
 	for k, v := range c.namespaces {
 		ns[k] = v
 	}
-	c.snap = NewSnapshot(clusters, placed, ns)
+	c.snap = newSnapshot(clusters, slices.Clone(c.placedList), ns, bySlot)
 	return c.snap
 }

@@ -92,6 +92,8 @@ type PlacedWorkload struct {
 	AntiAffinity []*AffinityTerm
 	// Unbound are the requests of its replicas not bound yet.
 	Unbound corev1.ResourceList
+	// slot numbers Cluster in the cache's snapshots.
+	slot int
 }
 
 // Snapshot is the fleet as one scheduling cycle sees it. It is immutable.
@@ -107,6 +109,12 @@ type Snapshot struct {
 
 // NewSnapshot builds a snapshot; clusters are sorted by namespace and name.
 func NewSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces map[string]labels.Set) *Snapshot {
+	return newSnapshot(clusters, placed, namespaces, nil)
+}
+
+// newSnapshot builds a snapshot; bySlot, when not nil, holds the clusters
+// by the slot numbers of the placed workloads' clusters (the cache's).
+func newSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces map[string]labels.Set, bySlot []*ClusterInfo) *Snapshot {
 	sort.Slice(clusters, func(i, j int) bool {
 		a, b := clusters[i].Key, clusters[j].Key
 		if a.Namespace != b.Namespace {
@@ -120,7 +128,11 @@ func NewSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces m
 	}
 	s.placedOn = make([]*ClusterInfo, len(placed))
 	for i, p := range placed {
-		s.placedOn[i] = s.byKey[p.Cluster]
+		if bySlot != nil {
+			s.placedOn[i] = bySlot[p.slot]
+		} else {
+			s.placedOn[i] = s.byKey[p.Cluster]
+		}
 	}
 	return s
 }
