@@ -143,6 +143,7 @@ spec:
 		{"fanOut 0", workload("  placement: {fanOut: 0}\n"), "spec.placement.fanOut"},
 		{"fanOut 17", workload("  placement: {fanOut: 17}\n"), "spec.placement.fanOut"},
 		{"unknown placement mode", workload("  placement: {mode: Sometimes}\n"), "spec.placement.mode"},
+		{"NoReservation with fanOut 2", workload("  placement: {mode: NoReservation, fanOut: 2}\n"), "spec.placement.fanOut"},
 		{"target cluster name not DNS-1123", workload("  targetCluster: {name: Bad_Name}\n"), "spec.targetCluster.name"},
 		{"target cluster without name", workload("  targetCluster: {namespace: default}\n"), "spec.targetCluster.name"},
 		{"target cluster namespace not DNS-1123", workload("  targetCluster: {name: east, namespace: Not.OK}\n"), "spec.targetCluster.namespace"},

@@ -2,12 +2,15 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,4 +56,44 @@ func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workloa
 		return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
 	}
 	return true, nil
+}
+
+// writtenWorkloads remembers the Workloads a controller wrote until its
+// cache has caught up with them: a reconcile that starts from the cache
+// right after its own write would otherwise decide from the copy before
+// it, and its next write, carrying that copy's resourceVersion, would
+// meet a conflict of its own making.
+type writtenWorkloads struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*v1alpha1.Workload
+}
+
+// remember records a Workload as a write returned it.
+func (c *writtenWorkloads) remember(w *v1alpha1.Workload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[types.NamespacedName]*v1alpha1.Workload{}
+	}
+	c.m[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w.DeepCopy()
+}
+
+// latest returns the newer of the cache's copy and the last one written
+// (forgotten once the cache has it), or nil when the Workload is gone.
+func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Workload) *v1alpha1.Workload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[key]
+	if !ok {
+		return cached
+	}
+	if cached == nil || cached.UID != w.UID {
+		delete(c.m, key)
+		return cached
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, w.ResourceVersion); err != nil || cmp >= 0 {
+		delete(c.m, key)
+		return cached
+	}
+	return w.DeepCopy()
 }

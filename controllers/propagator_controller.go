@@ -9,6 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,6 +83,7 @@ type PropagatorReconciler struct {
 	timeout time.Duration
 	record  event.Recorder
 	log     logging.Logger
+	written writtenWorkloads
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -198,10 +200,14 @@ type phase func(ctx context.Context, s *scope) (done bool, err error)
 // kept clusters go (a rejection lost to a conflict must not cost the
 // candidates it would have explained). A deleted Workload is cleaned up.
 func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	w := &v1alpha1.Workload{}
-	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
+	cached := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
+		if kerrors.IsNotFound(err) {
+			r.written.latest(req.NamespacedName, nil)
+		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
+	w := r.written.latest(req.NamespacedName, cached)
 	if w.DeletionTimestamp != nil {
 		return r.cleanup(ctx, w)
 	}
@@ -246,10 +252,14 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
+	changed := !equality.Semantic.DeepEqual(s.orig.Status, s.w.Status)
 	written, err = patchStatus(ctx, r.client, s.w, s.orig)
 	if err != nil || !written {
 		s.requeueAfter(conflictRetry)
 		return false, err
+	}
+	if changed {
+		r.written.remember(s.w)
 	}
 	for _, e := range s.statusEvents {
 		r.record.Event(s.w, e)
@@ -282,6 +292,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		// The patch returned the object as it is now: start again from it
 		// (its clusterRef may have moved meanwhile).
 		s.orig = w.DeepCopy()
+		r.written.remember(w)
 		if w.Status.ClusterRef == nil {
 			return true, r.removeElsewhereOf(ctx, w, nil)
 		}

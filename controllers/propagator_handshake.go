@@ -75,7 +75,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, reason, msg)
 		return false, nil
 	}
-	st, chs, err := r.ensureCandidates(ctx, s, m)
+	st, chs, err := r.ensureCandidates(ctx, s, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
 		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
@@ -127,7 +127,7 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 			s.reject(key, reason, msg)
 			continue
 		}
-		st, _, err := r.ensureCandidates(ctx, s, m)
+		st, _, err := r.ensureCandidates(ctx, s, m, false)
 		if forbidden(err) {
 			s.reject(key, v1alpha1.ReasonForbidden, err.Error())
 			continue
@@ -159,8 +159,11 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 }
 
 // ensureCandidates makes the member's candidates match the replica count
-// and returns what they say.
-func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m cluster.Member) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
+// and returns what they say. In the chosen cluster a gang of one (a single
+// replica) and a replica added to a committed cluster need no hold: their
+// candidates bind as soon as they are reserved, saving the round trip of
+// is-reserved and is-allowed; runner-ups of a fan-out always hold.
+func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
 	w := s.w
 	chs, err := m.Chaperons(ctx, w.UID)
 	if err != nil {
@@ -180,8 +183,9 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m
 		}
 	}
 	ns := m.TargetNamespace(w)
+	noHold := chosen && (st.Allowed > 0 || w.ReplicaCount() == 1)
 	for _, i := range st.Missing {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, noHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}

@@ -66,7 +66,7 @@ func createdAgo(d time.Duration) mark {
 func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
 	out := make([]client.Object, n)
 	for i := range n {
-		ch := propagator.NewChaperon(w, w.TargetNamespace(nil), i)
+		ch := propagator.NewChaperon(w, w.TargetNamespace(nil), i, false)
 		ch.CreationTimestamp = metav1.Now()
 		for _, m := range marks {
 			m(ch)

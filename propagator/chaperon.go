@@ -58,8 +58,9 @@ func TemplateHash(w *v1alpha1.Workload) string {
 
 // NewChaperon returns the chaperon of one replica: the pod template,
 // scheduled by the candidate scheduler, labelled with the Workload's UID and
-// the replica index.
-func NewChaperon(w *v1alpha1.Workload, namespace string, replica int) *mcv1alpha1.PodChaperon {
+// the replica index. allowWhenReserved lets its pod bind as soon as it is
+// reserved, without the management's is-allowed.
+func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenReserved bool) *mcv1alpha1.PodChaperon {
 	tmpl := w.Spec.TargetDeployment.Template
 	// placer's own keys are never copied from a template (the API refuses
 	// them; an object stored before that rule is not trusted either).
@@ -79,6 +80,9 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int) *mcv1alpha
 		}
 	}
 	annotations[AnnotationWorkload] = w.Namespace + "/" + w.Name
+	if allowWhenReserved && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
+		annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+	}
 	spec := *tmpl.Spec.DeepCopy()
 	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName

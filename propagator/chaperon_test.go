@@ -20,6 +20,7 @@ type chaperonOption func(*mcv1alpha1.PodChaperon)
 
 func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
 func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
+func noHold(ch *mcv1alpha1.PodChaperon)   { ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true" }
 func unschedulable(msg string) chaperonOption {
 	return func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg})
@@ -34,7 +35,7 @@ func running(ch *mcv1alpha1.PodChaperon) {
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
 	out := make([]*mcv1alpha1.PodChaperon, len(opts))
 	for i, o := range opts {
-		out[i] = NewChaperon(w, w.TargetNamespace(nil), i)
+		out[i] = NewChaperon(w, w.TargetNamespace(nil), i, false)
 		for _, f := range o {
 			f(out[i])
 		}
@@ -84,6 +85,13 @@ func TestObserve(t *testing.T) {
 			summary{Ready: 1}},
 		{"NoReservation: all bound", wNoRes, chaperons(wNoRes, ops(running), ops(running)),
 			summary{Proven: true, Committed: true, Ready: 2}},
+		{"gang of one allowed in advance: not committed before it is reserved", w1, chaperons(w1, ops(noHold)), summary{}},
+		{"gang of one allowed in advance and reserved: committed, nothing to allow", w1, chaperons(w1, ops(noHold, reserved)),
+			summary{Proven: true, Committed: true}},
+		{"gang of one allowed in advance and bound (is-reserved not written yet): committed", w1, chaperons(w1, ops(noHold, running)),
+			summary{Proven: true, Committed: true, Ready: 1}},
+		{"gang of one allowed in advance but unschedulable: rejected", w1, chaperons(w1, ops(noHold, unschedulable("0/2 nodes are available: 2 Insufficient cpu."))),
+			summary{Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}},
 		{"scale down: replicas beyond the count are extra", w1, chaperons(w1, ops(allowed), ops(allowed), ops(allowed)),
 			summary{Proven: true, Committed: true, Extra: 2}},
 	}
@@ -123,7 +131,7 @@ func TestNewChaperon(t *testing.T) {
 	})
 	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
 	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
-	ch := NewChaperon(w, w.TargetNamespace(nil), 2)
+	ch := NewChaperon(w, w.TargetNamespace(nil), 2, false)
 	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
 	}
@@ -138,7 +146,7 @@ func TestNewChaperon(t *testing.T) {
 		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
 	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
-	if ch := NewChaperon(w, w.TargetNamespace(nil), 0); ch.Spec.SchedulerName != "" {
+	if ch := NewChaperon(w, w.TargetNamespace(nil), 0, false); ch.Spec.SchedulerName != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
 	}
 }
@@ -185,7 +193,7 @@ func TestRollout(t *testing.T) {
 	with := func(w *v1alpha1.Workload, oldOpts [][]chaperonOption, fresh map[int][]chaperonOption) []*mcv1alpha1.PodChaperon {
 		out := chaperons(old, oldOpts...)
 		for i, o := range fresh {
-			ch := NewChaperon(w, w.TargetNamespace(nil), i)
+			ch := NewChaperon(w, w.TargetNamespace(nil), i, false)
 			for _, f := range o {
 				f(ch)
 			}
@@ -232,7 +240,7 @@ func TestObserveDuringRollout(t *testing.T) {
 	w := st.Workload("web", st.Replicas(2))
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	chs := chaperons(old, ops(allowed, running), ops(allowed, running))
-	surge := NewChaperon(w, w.TargetNamespace(nil), 0)
+	surge := NewChaperon(w, w.TargetNamespace(nil), 0, false)
 	reserved(surge)
 	chs = append(chs, surge)
 	got := summarize(w, Observe(w, chs))

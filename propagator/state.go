@@ -89,9 +89,12 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		}
 		r.ready = r.ready || ready
 		m := seen[i]
-		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
 		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
 		scheduled := conditionTrue(ch, corev1.PodScheduled)
+		// A candidate allowed in advance is committed once its cluster has
+		// reserved (or bound) it: until then it proves nothing.
+		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
+			ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled)
 		if noReservation {
 			// The member's own scheduler binds at once: a bound candidate is committed.
 			allowed = scheduled

@@ -179,11 +179,16 @@ func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.P
 	return errors.Wrap(ignoreConflictErr(r.client.Status().Update(ctx, ch)), errMirrorStatus)
 }
 
-// mirror copies the Pod's status, and its annotations outside placer's own
-// prefix (those are the chaperon's, set by the scheduler plugin and the
-// propagator), onto the chaperon.
+// mirror copies onto the chaperon what the management side reads of the
+// Pod's status (its phase, reason and message, and the PodScheduled and
+// Ready conditions, without probe times: not every probe, container
+// status and address, which would cost a write each), and the Pod's
+// annotations outside placer's own prefix (those are the chaperon's, set
+// by the scheduler plugin and the propagator). Both are merge patches: the
+// agent is the one writer of a chaperon's status, and annotations merge
+// key by key.
 func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
-	changed := false
+	orig := ch.DeepCopy()
 	for k, v := range pod.Annotations {
 		if strings.HasPrefix(k, mcv1alpha1.AnnotationPrefix) || ch.Annotations[k] == v {
 			continue
@@ -192,18 +197,31 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 			ch.Annotations = map[string]string{}
 		}
 		ch.Annotations[k] = v
-		changed = true
 	}
-	if changed {
-		if err := r.client.Update(ctx, ch); err != nil {
-			return errors.Wrap(ignoreConflictErr(err), errMirrorMetadata)
+	if !equality.Semantic.DeepEqual(orig.Annotations, ch.Annotations) {
+		if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
+			return errors.Wrap(resource.IgnoreNotFound(err), errMirrorMetadata)
 		}
+		orig = ch.DeepCopy()
 	}
-	if equality.Semantic.DeepEqual(ch.Status, pod.Status) {
+	status := Mirrored(pod.Status)
+	if equality.Semantic.DeepEqual(ch.Status, status) {
 		return nil
 	}
-	ch.Status = pod.Status
-	return errors.Wrap(ignoreConflictErr(r.client.Status().Update(ctx, ch)), errMirrorStatus)
+	ch.Status = status
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+}
+
+// Mirrored is the part of a Pod's status a chaperon carries.
+func Mirrored(s corev1.PodStatus) corev1.PodStatus {
+	out := corev1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message}
+	for _, c := range s.Conditions {
+		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
+			c.LastProbeTime = metav1.Time{}
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
 }
 
 // ignoreConflictErr drops conflicts: the write that won brings a new event.

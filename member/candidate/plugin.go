@@ -7,9 +7,11 @@ package candidate
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -29,8 +32,15 @@ const Name = "PlacerCandidate"
 // ProfileName is the schedulerName of candidate pods.
 const ProfileName = mcv1alpha1.CandidateSchedulerName
 
-// DefaultPermitTimeout bounds how long a reserved candidate waits for is-allowed.
-const DefaultPermitTimeout = 30 * time.Second
+// DefaultPermitTimeout bounds how long a reserved candidate waits for
+// is-allowed. It must be at least the manager's handshake timeout (one
+// minute by default): a shorter one gives up reservations the management
+// side is still waiting for, and under a backlog the cluster reserves the
+// same candidates again and again.
+const DefaultPermitTimeout = 2 * time.Minute
+
+// annotationWriters is how many is-reserved writes are in flight at once.
+const annotationWriters = 4
 
 var chaperons = mcv1alpha1.GroupVersion.WithResource("podchaperons")
 
@@ -40,6 +50,7 @@ type Plugin struct {
 	client  dynamic.Interface
 	lister  cache.GenericLister
 	timeout time.Duration
+	marks   *reservations
 }
 
 var (
@@ -66,7 +77,8 @@ func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, err
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
 	inf := factory.ForResource(chaperons)
-	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout}
+	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout, marks: newReservations(dc)}
+	go p.marks.run(ctx, annotationWriters)
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.release,
 		UpdateFunc: func(_, o any) { p.release(o) },
@@ -91,41 +103,31 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 }
 
 // Reserve marks the pod's chaperon is-reserved=true: this cluster has a
-// node for the candidate.
-func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	name, ok := chaperonOf(pod)
-	if !ok {
-		return nil
-	}
-	if err := p.annotate(ctx, pod.Namespace, name, `"true"`); err != nil {
-		return fwk.AsStatus(err)
+// node for the candidate. The write leaves kube-scheduler's serial
+// scheduling cycle: it is queued and applied by the plugin's writers. The
+// management side acts on the annotation only once it is written.
+func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if name, ok := chaperonOf(pod); ok {
+		p.marks.set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, true)
 	}
 	return nil
 }
 
-// Unreserve clears is-reserved: the reservation was given up.
-func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	name, ok := chaperonOf(pod)
-	if !ok {
-		return
-	}
-	if err := p.annotate(ctx, pod.Namespace, name, "null"); err != nil {
-		klog.FromContext(ctx).Error(err, "cannot clear is-reserved", "chaperon", klog.KRef(pod.Namespace, name))
+// Unreserve clears is-reserved: the reservation was given up. Queued as
+// Reserve is; the latest of the two for a chaperon is what is written.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	if name, ok := chaperonOf(pod); ok {
+		p.marks.set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
 	}
 }
 
-func (p *Plugin) annotate(ctx context.Context, ns, name, value string) error {
-	patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
-	_, err := p.client.Resource(chaperons).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
-}
-
-// Permit lets an allowed candidate bind and holds any other until its
-// chaperon is allowed or the timeout passes (then the pod is unreserved and
-// retried).
+// Permit lets an allowed candidate bind, and one allowed in advance (a
+// gang of one: its pod carries allow-when-reserved); it holds any other
+// until its chaperon is allowed or the timeout passes (then the pod is
+// unreserved and retried).
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
 	name, ok := chaperonOf(pod)
-	if !ok || p.allowed(pod.Namespace, name) {
+	if !ok || pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" || p.allowed(pod.Namespace, name) {
 		return nil, 0
 	}
 	return fwk.NewStatus(fwk.Wait, "waiting for the management cluster to allow the candidate"), p.timeout
@@ -153,4 +155,77 @@ func (p *Plugin) release(o any) {
 			wp.Allow(Name)
 		}
 	})
+}
+
+// reservations writes is-reserved onto chaperons off the scheduling cycle:
+// the latest mark per chaperon, one write at a time per chaperon (the work
+// queue never hands a key to two writers), retried with a backoff.
+type reservations struct {
+	client dynamic.Interface
+	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	mu     sync.Mutex
+	marks  map[types.NamespacedName]bool
+}
+
+func newReservations(c dynamic.Interface) *reservations {
+	return &reservations{
+		client: c,
+		queue:  workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()),
+		marks:  map[types.NamespacedName]bool{},
+	}
+}
+
+// set queues is-reserved=true (reserved) or its removal.
+func (r *reservations) set(key types.NamespacedName, reserved bool) {
+	r.mu.Lock()
+	r.marks[key] = reserved
+	r.mu.Unlock()
+	r.queue.Add(key)
+}
+
+func (r *reservations) run(ctx context.Context, writers int) {
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for r.writeNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	r.queue.ShutDown()
+	wg.Wait()
+}
+
+func (r *reservations) writeNext(ctx context.Context) bool {
+	key, shutdown := r.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer r.queue.Done(key)
+	r.mu.Lock()
+	reserved, ok := r.marks[key]
+	delete(r.marks, key)
+	r.mu.Unlock()
+	if !ok {
+		return true
+	}
+	value := "null"
+	if reserved {
+		value = `"true"`
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
+	_, err := r.client.Resource(chaperons).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	switch {
+	case err == nil, kerrors.IsNotFound(err):
+		r.queue.Forget(key)
+	case ctx.Err() == nil:
+		klog.FromContext(ctx).Error(err, "cannot write is-reserved", "chaperon", klog.KRef(key.Namespace, key.Name), "reserved", reserved)
+		r.mu.Lock()
+		if _, newer := r.marks[key]; !newer {
+			r.marks[key] = reserved
+		}
+		r.mu.Unlock()
+		r.queue.AddRateLimited(key)
+	}
+	return true
 }

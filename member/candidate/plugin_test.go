@@ -89,6 +89,20 @@ func TestCandidateScheduler(t *testing.T) {
 		}
 	})
 
+	t.Run("a candidate allowed when reserved binds without waiting for is-allowed", func(t *testing.T) {
+		ch := chaperon("solo", "1")
+		ch.Annotations = map[string]string{mcv1alpha1.AnnotationAllowWhenReserved: "true"}
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning && ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+		})
+		if _, ok := ch.Annotations[mcv1alpha1.AnnotationIsAllowed]; ok {
+			t.Error("is-allowed was written; nothing should have written it")
+		}
+	})
+
 	t.Run("a candidate that fits no node reports the target scheduler's reason", func(t *testing.T) {
 		ch := chaperon("too-big", "64")
 		if err := c.Create(ctx, ch); err != nil {

@@ -10,6 +10,12 @@ const (
 	AnnotationPrefix     = "multicluster.placer.dev/"
 	AnnotationIsReserved = AnnotationPrefix + "is-reserved"
 	AnnotationIsAllowed  = AnnotationPrefix + "is-allowed"
+	// AnnotationAllowWhenReserved marks a candidate that may bind as soon
+	// as it is reserved, without waiting for is-allowed: a gang of one (a
+	// single replica in the chosen cluster) or a replica added to a
+	// committed cluster. Set when the chaperon is created; the agent
+	// copies it onto the pod, where the candidate scheduler reads it.
+	AnnotationAllowWhenReserved = AnnotationPrefix + "allow-when-reserved"
 
 	// CandidateSchedulerName is the scheduler profile of the candidate
 	// scheduler in every member: chaperons in Reserve mode name it.
