@@ -20,7 +20,9 @@ type chaperonOption func(*mcv1alpha1.PodChaperon)
 
 func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
 func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
-func noHold(ch *mcv1alpha1.PodChaperon)   { ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true" }
+func noHold(ch *mcv1alpha1.PodChaperon) {
+	ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+}
 func unschedulable(msg string) chaperonOption {
 	return func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg})

@@ -24,16 +24,16 @@ import (
 // the written status (or anything newer) confirms it (Written, then
 // UpsertWorkload).
 type Cache struct {
-	mu         sync.RWMutex
-	clusters   map[types.NamespacedName]*ClusterInfo
-	placed     map[types.UID]*PlacedWorkload
+	mu       sync.RWMutex
+	clusters map[types.NamespacedName]*ClusterInfo
+	placed   map[types.UID]*PlacedWorkload
 	// placedList holds placed's values (placedAt their index), so that a
 	// snapshot copies a slice instead of walking a map.
 	placedList []*PlacedWorkload
 	placedAt   map[types.UID]int
 	// slots number the clusters placed workloads are in, so that a
 	// snapshot resolves them by index instead of by a map lookup each.
-	slots map[types.NamespacedName]int
+	slots      map[types.NamespacedName]int
 	pending    map[types.NamespacedName]pendingWorkload
 	namespaces map[string]labels.Set
 	// assumed decisions not yet confirmed by the informer, by UID.
