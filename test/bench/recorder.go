@@ -25,18 +25,24 @@ type record struct {
 	created     time.Time
 	// scheduled: clusterRef written (placer) or the pod bound (baseline).
 	scheduled time.Time
-	// committed: every replica's chaperon is-allowed (placer only).
+	// committed: every replica's chaperon is-allowed, or allowed when
+	// reserved and reserved (placer only).
 	committed time.Time
+	// bound: every replica's pod bound to a node.
+	bound time.Time
 	// running: every replica's pod Running.
 	running time.Time
 
-	allowed, runningReplicas map[string]bool
+	allowed, boundReplicas, runningReplicas map[string]bool
 }
 
 // phaseCounts are the handshake's costs in one phase.
 type phaseCounts struct {
 	chaperons int // chaperons (candidate pods) created
 	reserved  int // candidates a target scheduler reserved (a cycle reaching Reserve)
+	// reservations counts every is-reserved transition to "true": more
+	// than reserved when a candidate is reserved again (a permit timeout).
+	reservations int
 }
 
 // recorder stamps records from watch events: Workloads in the management
@@ -58,7 +64,7 @@ func newRecorder() *recorder {
 func (r *recorder) add(rec *record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec.allowed, rec.runningReplicas = map[string]bool{}, map[string]bool{}
+	rec.allowed, rec.boundReplicas, rec.runningReplicas = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	r.recs[rec.phase+"/"+rec.name] = rec
 	if r.counts[rec.phase] == nil {
 		r.counts[rec.phase] = &phaseCounts{}
@@ -156,12 +162,19 @@ func (r *recorder) chaperon(o any) {
 		r.seen[uid] = true
 		counts.chaperons++
 	}
-	if ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true" && !r.seen[uid+"/reserved"] {
+	isReserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+	if isReserved && !r.seen[uid+"/reserved"] {
 		r.seen[uid+"/reserved"] = true
 		counts.reserved++
 	}
+	if isReserved && !r.seen[uid+"/now-reserved"] {
+		counts.reservations++
+	}
+	r.seen[uid+"/now-reserved"] = isReserved
 	rec := r.recs[ch.Namespace+"/"+workloadName(ch.Annotations)]
-	if rec == nil || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+	committed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
+		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && isReserved
+	if rec == nil || !committed {
 		return
 	}
 	rec.allowed[ch.Labels[propagator.LabelReplica]] = true
@@ -188,6 +201,12 @@ func (r *recorder) pod(o any) {
 	}
 	if p.Namespace == "baseline" && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
 		rec.scheduled = now
+	}
+	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+		rec.boundReplicas[replica] = true
+		if len(rec.boundReplicas) >= rec.replicas && rec.bound.IsZero() {
+			rec.bound = now
+		}
 	}
 	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 		return

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,13 +28,16 @@ func (l latencies) pct(p float64) time.Duration {
 
 // phaseResult sums up one phase.
 type phaseResult struct {
-	name, what                   string
-	n, complete                  int
-	pods                         int
-	scheduled, committed, runing latencies
-	throughput                   float64 // completed pods per second, first create to last Running
-	counts                       phaseCounts
-	records                      []*record
+	name, what                          string
+	n, complete                         int
+	pods                                int
+	scheduled, committed, bound, runing latencies
+	throughput                          float64 // completed pods per second, first create to last Running
+	counts                              phaseCounts
+	records                             []*record
+	// writes the phase made, and the CPU seconds each placer process spent.
+	writes phaseWrites
+	cpu    map[string]float64
 }
 
 func since(from, to time.Time) (time.Duration, bool) {
@@ -57,6 +61,9 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 		if d, ok := since(rec.created, rec.committed); ok {
 			r.committed = append(r.committed, d)
 		}
+		if d, ok := since(rec.created, rec.bound); ok && rec.replicas == 1 {
+			r.bound = append(r.bound, d)
+		}
 		// Latency to Running is for single-replica items, so it compares
 		// with the baseline's single pods.
 		if d, ok := since(rec.created, rec.running); ok {
@@ -69,7 +76,7 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 			}
 		}
 	}
-	for _, l := range []latencies{r.scheduled, r.committed, r.runing} {
+	for _, l := range []latencies{r.scheduled, r.committed, r.bound, r.runing} {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 	}
 	if !last.IsZero() {
@@ -107,17 +114,19 @@ func report(o options, rs []phaseResult, rss map[string]int64) error {
 		o.members, o.nodes, o.workloads, o.multi, o.multiReplicas, o.qps, o.burst, o.componentQPS, o.componentBurst)
 	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → Running | throughput (pods/s) | candidates per placed pod | Reserve cycles per placed pod |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → bound (single) | → Running | throughput (pods/s) | candidates per placed pod | candidates reserved per placed pod | is-reserved transitions per placed pod |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		cand, cyc := "–", "–"
+		cand, cyc, trans := "–", "–", "–"
 		if r.name != "baseline" && r.pods > 0 {
 			cand = fmt.Sprintf("%.2f", float64(r.counts.chaperons)/float64(r.pods))
 			cyc = fmt.Sprintf("%.2f", float64(r.counts.reserved)/float64(r.pods))
+			trans = fmt.Sprintf("%.2f", float64(r.counts.reservations)/float64(r.pods))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d (%d) | %s | %s | %s | %.1f | %s | %s |\n", r.name, r.what, r.complete, r.n, r.pods,
-			triple(r.scheduled), triple(r.committed), triple(r.runing), r.throughput, cand, cyc)
+		fmt.Fprintf(&b, "| %s | %s | %d/%d (%d) | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", r.name, r.what, r.complete, r.n, r.pods,
+			triple(r.scheduled), triple(r.committed), triple(r.bound), triple(r.runing), r.throughput, cand, cyc, trans)
 	}
+	writeCosts(&b, rs)
 	base := rs[0]
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "placer against the baseline (create → Running, single-replica):")
@@ -242,4 +251,78 @@ func (f *fleet) peakRSS() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// writeCosts reports each phase's API writes (from the API servers'
+// apiserver_request_total, so every writer counts: placer, kube-scheduler,
+// kwok, the benchmark's own creates) and the CPU seconds of placer's
+// processes.
+func writeCosts(b *strings.Builder, rs []phaseResult) {
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "API writes per phase (POST, PUT, PATCH, DELETE; every writer), per item and per pod:")
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "| phase | management: Workloads | per item | members: PodChaperons | per pod | members: Pods | per pod | members: Events | all writes per pod |")
+	fmt.Fprintln(b, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		if r.n == 0 || r.pods == 0 {
+			continue
+		}
+		wl, ch, pods := r.writes.mgmt.of("workloads"), r.writes.members.of("podchaperons"), r.writes.members.of("pods")
+		var all float64
+		for _, w := range []writes{r.writes.mgmt, r.writes.members} {
+			for k, v := range w {
+				if !strings.HasPrefix(k, "leases") {
+					all += v
+				}
+			}
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %.2f | %.0f | %.2f | %.0f | %.2f | %.0f | %.2f |\n", r.name, wl, wl/float64(r.n), ch, ch/float64(r.pods),
+			pods, pods/float64(r.pods), r.writes.members.of("events")+r.writes.mgmt.of("events"), all/float64(r.pods))
+	}
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "Writes by resource and verb (management; members summed), leases left out:")
+	fmt.Fprintln(b)
+	for _, r := range rs {
+		fmt.Fprintf(b, "- %s: management %s; members %s\n", r.name, r.writes.mgmt.String(), r.writes.members.String())
+	}
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "CPU seconds (user + system) of placer's processes per phase:")
+	fmt.Fprintln(b)
+	var names []string
+	for _, r := range rs {
+		for n := range r.cpu {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
+	fmt.Fprintf(b, "| phase | %s |\n", strings.Join(names, " | "))
+	fmt.Fprintf(b, "|---|%s\n", strings.Repeat("---|", len(names)))
+	for _, r := range rs {
+		cells := make([]string, len(names))
+		for i, n := range names {
+			cells[i] = fmt.Sprintf("%.1f", r.cpu[n])
+		}
+		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
+	}
+}
+
+// String lists the writes, largest first, leases left out.
+func (w writes) String() string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		if !strings.HasPrefix(k, "leases") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return w[keys[i]] > w[keys[j]] || w[keys[i]] == w[keys[j]] && keys[i] < keys[j] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, w[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -110,7 +110,33 @@ func run(ctx context.Context, o options) error {
 	its := items(o)
 	var results []phaseResult
 
+	// Each phase's writes and CPU seconds, from the counters before and after.
+	type mark struct {
+		writes map[string]writes
+		cpu    map[string]float64
+	}
+	take := func() (mark, error) {
+		w, err := f.fleetWrites(ctx)
+		return mark{writes: w, cpu: f.cpuSeconds()}, err
+	}
+	costs := func(r *phaseResult, before mark) error {
+		after, err := take()
+		if err != nil {
+			return err
+		}
+		r.writes = diffWrites(after.writes, before.writes)
+		r.cpu = map[string]float64{}
+		for n, v := range after.cpu {
+			r.cpu[n] = v - before.cpu[n]
+		}
+		return nil
+	}
+
 	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
+	before, err := take()
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	err = createAll(ctx, its, func(ctx context.Context, it item) error {
 		for r := range it.replicas {
@@ -132,13 +158,21 @@ func run(ctx context.Context, o options) error {
 	total := o.workloads + o.multi*o.multiReplicas
 	got := rec.wait(ctx, "baseline", total, o.timeout)
 	logf("baseline: %d of %d pods Running in %s", got, total, time.Since(start).Round(time.Millisecond))
-	results = append(results, summarize("baseline", "stock kube-scheduler, pods created in member-0", rec.records("baseline"), rec.phaseCounts("baseline")))
+	res := summarize("baseline", "stock kube-scheduler, pods created in member-0", rec.records("baseline"), rec.phaseCounts("baseline"))
+	if err := costs(&res, before); err != nil {
+		return err
+	}
+	results = append(results, res)
 
 	// 2 and 3. placer with fanOut 1, then fanOut over every member.
 	for _, ph := range []struct {
 		ns     string
 		fanOut int32
 	}{{"fanout-1", 1}, {"fanout-all", int32(o.members)}} {
+		before, err := take()
+		if err != nil {
+			return err
+		}
 		start := time.Now()
 		var profiled chan error
 		if f.pprof != "" && ph.fanOut == 1 {
@@ -169,7 +203,11 @@ func run(ctx context.Context, o options) error {
 				logf("no profile: %v", err)
 			}
 		}
-		results = append(results, summarize(ph.ns, fmt.Sprintf("placer, fanOut %d", ph.fanOut), rec.records(ph.ns), rec.phaseCounts(ph.ns)))
+		res := summarize(ph.ns, fmt.Sprintf("placer, fanOut %d", ph.fanOut), rec.records(ph.ns), rec.phaseCounts(ph.ns))
+		if err := costs(&res, before); err != nil {
+			return err
+		}
+		results = append(results, res)
 	}
 
 	rss := f.peakRSS()

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// writes counts an API server's mutating requests by resource (with its
+// subresource) and verb, from its apiserver_request_total counter.
+type writes map[string]float64
+
+// mutating are the verbs of apiserver_request_total that write.
+var mutating = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true}
+
+// scrapeWrites reads the API server's /metrics.
+func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := writes{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labelText, value, ok := strings.Cut(line, "} ")
+		if !ok {
+			continue
+		}
+		l := parseLabels(labelText)
+		if !mutating[l["verb"]] {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		res := l["resource"]
+		if l["subresource"] != "" {
+			res += "/" + l["subresource"]
+		}
+		out[res+" "+l["verb"]] += v
+	}
+	return out, sc.Err()
+}
+
+// parseLabels parses a Prometheus label set without its braces.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		k, rest, ok := strings.Cut(s, `="`)
+		if !ok {
+			break
+		}
+		v, rest, _ := strings.Cut(rest, `"`)
+		out[strings.TrimPrefix(k, ",")] = v
+		s = strings.TrimPrefix(rest, ",")
+	}
+	return out
+}
+
+// minus returns w - before.
+func (w writes) minus(before writes) writes {
+	out := writes{}
+	for k, v := range w {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// of sums the writes to resources with the given prefix ("workloads"
+// counts workloads and workloads/status).
+func (w writes) of(prefix string) float64 {
+	var n float64
+	for k, v := range w {
+		res, _, _ := strings.Cut(k, " ")
+		if res == prefix || strings.HasPrefix(res, prefix+"/") {
+			n += v
+		}
+	}
+	return n
+}
+
+// fleetWrites scrapes the management cluster ("mgmt") and every member.
+func (f *fleet) fleetWrites(ctx context.Context) (map[string]writes, error) {
+	out := map[string]writes{}
+	w, err := scrapeWrites(ctx, f.mgmt.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("management /metrics: %w", err)
+	}
+	out["mgmt"] = w
+	for _, m := range f.members {
+		w, err := scrapeWrites(ctx, m.RESTConfig())
+		if err != nil {
+			return nil, fmt.Errorf("%s /metrics: %w", m.Name(), err)
+		}
+		out[m.Name()] = w
+	}
+	return out, nil
+}
+
+// phaseWrites is what a phase wrote: management and members summed.
+type phaseWrites struct {
+	mgmt, members writes
+}
+
+func diffWrites(after, before map[string]writes) phaseWrites {
+	pw := phaseWrites{mgmt: writes{}, members: writes{}}
+	for name, w := range after {
+		d := w.minus(before[name])
+		to := pw.members
+		if name == "mgmt" {
+			to = pw.mgmt
+		}
+		for k, v := range d {
+			to[k] += v
+		}
+	}
+	return pw
+}
+
+// cpuSeconds reads the user and system CPU time of each placer process.
+func (f *fleet) cpuSeconds() map[string]float64 {
+	out := map[string]float64{}
+	for name, p := range f.procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces) in parentheses.
+		_, rest, ok := bytes.Cut(b, []byte(") "))
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(string(rest))
+		if len(fields) < 13 {
+			continue
+		}
+		// utime and stime are the 14th and 15th fields of the line, the
+		// 12th and 13th after the command; in clock ticks (100 per second
+		// on Linux, USER_HZ).
+		ut, _ := strconv.ParseFloat(fields[11], 64)
+		st, _ := strconv.ParseFloat(fields[12], 64)
+		out[name] = (ut + st) / 100
+	}
+	return out
+}
