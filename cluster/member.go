@@ -153,6 +153,13 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	// A Workload's chaperons are looked up by its UID on every reconcile:
+	// an index, not a walk over every chaperon of the member.
+	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexWorkloadUID, func(o client.Object) []string {
+		return []string{o.GetLabels()[propagator.LabelWorkloadUID]}
+	}); err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
 	summary, err := ca.GetInformer(gctx, &mcv1alpha1.ClusterSummary{}, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
@@ -225,7 +232,11 @@ func (c *Connection) Synced() bool {
 	return c.chaperons != nil && c.chaperons.HasSynced()
 }
 
-// Chaperons returns the Workload's chaperons in every namespace, from the watch.
+// indexWorkloadUID indexes the watched chaperons by their Workload's UID.
+const indexWorkloadUID = "workloadUID"
+
+// Chaperons returns the Workload's chaperons in every namespace, from the
+// watch's index.
 func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
 	c.mu.Lock()
 	reader := c.reader
@@ -234,7 +245,7 @@ func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1
 		return nil, errors.New(errWatchMember)
 	}
 	l := &mcv1alpha1.PodChaperonList{}
-	if err := reader.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
+	if err := reader.List(ctx, l, client.MatchingFields{indexWorkloadUID: string(workload)}); err != nil {
 		return nil, err
 	}
 	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))
