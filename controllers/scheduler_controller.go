@@ -119,19 +119,19 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		// Another scheduler's Workload: never touched.
 		return reconcile.Result{}, nil
 	}
-	if r.writer.Busy(req.NamespacedName) || r.cache.Assumed(w.UID) {
+	if r.cache.Assumed(w.UID) {
 		// A decision about it is being written, or written and not yet
-		// seen by the informer: the writer, or the informer's copy of
-		// the write, brings it back.
+		// seen by the informer: the informer's copy of the write (or the
+		// writer, if the write fails) brings it back.
 		return reconcile.Result{}, nil
 	}
 	d, res := r.decide(ctx, w)
 	if d == nil {
 		return res, nil
 	}
-	if d.moves() {
-		r.cache.Assume(w, d.clusterRef)
-	}
+	// Every decision is assumed until the informer has its write, so that
+	// the loop never decides twice from a copy older than its own write.
+	r.cache.Assume(w, d.clusterRef)
 	r.writer.Submit(d)
 	return res, nil
 }

@@ -85,11 +85,11 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The decision loop wrote nothing; one writer applies its decision.
-			if got := r.writer.queue.Len(); got > 1 {
+			if got := r.writer.Len(); got > 1 {
 				t.Fatalf("%d decisions queued, want at most 1", got)
 			}
-			if r.writer.queue.Len() == 1 {
-				r.writer.processNext(context.Background())
+			if r.writer.Len() == 1 {
+				r.writer.ApplyNext(context.Background())
 			}
 			after := &v1alpha1.Workload{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.w), after); err != nil {
@@ -177,7 +177,7 @@ func TestSchedulerWriteConflict(t *testing.T) {
 	if !cache.Assumed(fresh.UID) {
 		t.Fatal("the decision was not assumed")
 	}
-	r.writer.processNext(ctx)
+	r.writer.ApplyNext(ctx)
 	if cache.Assumed(fresh.UID) || cache.PendingCount(r.served) != 1 {
 		t.Fatalf("after the conflict: assumed %t, %d pending; want the decision forgotten", cache.Assumed(fresh.UID), cache.PendingCount(r.served))
 	}
@@ -189,7 +189,7 @@ func TestSchedulerWriteConflict(t *testing.T) {
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	r.writer.processNext(ctx)
+	r.writer.ApplyNext(ctx)
 	if err := c.Get(ctx, key, fresh); err != nil {
 		t.Fatal(err)
 	}

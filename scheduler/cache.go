@@ -26,11 +26,10 @@ import (
 type Cache struct {
 	mu       sync.RWMutex
 	clusters map[types.NamespacedName]*ClusterInfo
-	placed   map[types.UID]*PlacedWorkload
-	// placedList holds placed's values (placedAt their index), so that a
+	// placed are the placed workloads, placedAt their index by UID: a
 	// snapshot copies a slice instead of walking a map.
-	placedList []*PlacedWorkload
-	placedAt   map[types.UID]int
+	placed   []*PlacedWorkload
+	placedAt map[types.UID]int
 	// slots number the clusters placed workloads are in, so that a
 	// snapshot resolves them by index instead of by a map lookup each.
 	slots      map[types.NamespacedName]int
@@ -59,10 +58,6 @@ type pendingWorkload struct {
 
 // assumption is a decision applied to the cache before the API has it.
 type assumption struct {
-	key types.NamespacedName
-	// cluster the workload is assumed in; empty when the decision leaves
-	// it pending.
-	cluster types.NamespacedName
 	// written is the resourceVersion the write returned; empty while in flight.
 	written string
 	// last is the informer's latest copy of the workload meanwhile.
@@ -73,7 +68,6 @@ type assumption struct {
 func NewCache() *Cache {
 	return &Cache{
 		clusters:   map[types.NamespacedName]*ClusterInfo{},
-		placed:     map[types.UID]*PlacedWorkload{},
 		placedAt:   map[types.UID]int{},
 		slots:      map[types.NamespacedName]int{},
 		pending:    map[types.NamespacedName]pendingWorkload{},
@@ -137,10 +131,7 @@ func newerOrEqual(rv, written string) bool {
 func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	c.removePlaced(w.UID)
-	if _, ok := c.pending[key]; ok {
-		delete(c.pending, key)
-		c.snap = nil
-	}
+	delete(c.pending, key)
 	switch {
 	case w.DeletionTimestamp != nil:
 	case ref == nil:
@@ -149,27 +140,25 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 		p := NewPlacedWorkload(w)
 		p.Cluster = w.ClusterKey(ref)
 		p.slot = c.slotOf(p.Cluster)
-		c.placed[w.UID] = p
-		c.placedAt[w.UID] = len(c.placedList)
-		c.placedList = append(c.placedList, p)
+		c.placedAt[w.UID] = len(c.placed)
+		c.placed = append(c.placed, p)
 		c.addUnbound(p.Cluster, p.Unbound, 1)
 		c.snap = nil
 	}
 }
 
 func (c *Cache) removePlaced(uid types.UID) {
-	p, ok := c.placed[uid]
+	i, ok := c.placedAt[uid]
 	if !ok {
 		return
 	}
-	delete(c.placed, uid)
-	i, last := c.placedAt[uid], len(c.placedList)-1
+	p, last := c.placed[i], len(c.placed)-1
 	if i != last {
-		c.placedList[i] = c.placedList[last]
-		c.placedAt[c.placedList[i].UID] = i
+		c.placed[i] = c.placed[last]
+		c.placedAt[c.placed[i].UID] = i
 	}
-	c.placedList[last] = nil
-	c.placedList = c.placedList[:last]
+	c.placed[last] = nil
+	c.placed = c.placed[:last]
 	delete(c.placedAt, uid)
 	c.addUnbound(p.Cluster, p.Unbound, -1)
 	c.snap = nil
@@ -247,11 +236,7 @@ func (c *Cache) refreshView(key types.NamespacedName) {
 func (c *Cache) Assume(w *v1alpha1.Workload, cluster *v1alpha1.ClusterReference) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := &assumption{key: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}}
-	if cluster != nil {
-		a.cluster = w.ClusterKey(cluster)
-	}
-	c.assumed[w.UID] = a
+	c.assumed[w.UID] = &assumption{}
 	c.upsert(w, cluster)
 }
 
@@ -414,6 +399,6 @@ func (c *Cache) Snapshot() *Snapshot {
 	for k, v := range c.namespaces {
 		ns[k] = v
 	}
-	c.snap = newSnapshot(clusters, slices.Clone(c.placedList), ns, bySlot)
+	c.snap = newSnapshot(clusters, slices.Clone(c.placed), ns, bySlot)
 	return c.snap
 }

@@ -204,7 +204,7 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 		}
 		orig = ch.DeepCopy()
 	}
-	status := Mirrored(pod.Status)
+	status := mirrored(pod.Status)
 	if equality.Semantic.DeepEqual(ch.Status, status) {
 		return nil
 	}
@@ -212,8 +212,8 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
 }
 
-// Mirrored is the part of a Pod's status a chaperon carries.
-func Mirrored(s corev1.PodStatus) corev1.PodStatus {
+// mirrored is the part of a Pod's status a chaperon carries.
+func mirrored(s corev1.PodStatus) corev1.PodStatus {
 	out := corev1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message}
 	for _, c := range s.Conditions {
 		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {

@@ -7,7 +7,6 @@ package candidate
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +18,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/internal/latest"
 )
 
 // Name of the plugin in the scheduler configuration.
@@ -50,7 +49,8 @@ type Plugin struct {
 	client  dynamic.Interface
 	lister  cache.GenericLister
 	timeout time.Duration
-	marks   *reservations
+	// marks queues the is-reserved writes of Reserve and Unreserve.
+	marks *latest.Queue[types.NamespacedName, bool]
 }
 
 var (
@@ -77,8 +77,9 @@ func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, err
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
 	inf := factory.ForResource(chaperons)
-	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout, marks: newReservations(dc)}
-	go p.marks.run(ctx, annotationWriters)
+	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout}
+	p.marks = latest.New(annotationWriters, p.markReserved)
+	go func() { _ = p.marks.Start(ctx) }()
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.release,
 		UpdateFunc: func(_, o any) { p.release(o) },
@@ -108,7 +109,7 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 // management side acts on the annotation only once it is written.
 func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if name, ok := chaperonOf(pod); ok {
-		p.marks.set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, true)
+		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, true)
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _
 // Reserve is; the latest of the two for a chaperon is what is written.
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	if name, ok := chaperonOf(pod); ok {
-		p.marks.set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
+		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
 	}
 }
 
@@ -157,75 +158,21 @@ func (p *Plugin) release(o any) {
 	})
 }
 
-// reservations writes is-reserved onto chaperons off the scheduling cycle:
-// the latest mark per chaperon, one write at a time per chaperon (the work
-// queue never hands a key to two writers), retried with a backoff.
-type reservations struct {
-	client dynamic.Interface
-	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	mu     sync.Mutex
-	marks  map[types.NamespacedName]bool
-}
-
-func newReservations(c dynamic.Interface) *reservations {
-	return &reservations{
-		client: c,
-		queue:  workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()),
-		marks:  map[types.NamespacedName]bool{},
-	}
-}
-
-// set queues is-reserved=true (reserved) or its removal.
-func (r *reservations) set(key types.NamespacedName, reserved bool) {
-	r.mu.Lock()
-	r.marks[key] = reserved
-	r.mu.Unlock()
-	r.queue.Add(key)
-}
-
-func (r *reservations) run(ctx context.Context, writers int) {
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for r.writeNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	r.queue.ShutDown()
-	wg.Wait()
-}
-
-func (r *reservations) writeNext(ctx context.Context) bool {
-	key, shutdown := r.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer r.queue.Done(key)
-	r.mu.Lock()
-	reserved, ok := r.marks[key]
-	delete(r.marks, key)
-	r.mu.Unlock()
-	if !ok {
-		return true
-	}
+// markReserved writes is-reserved onto a chaperon (or removes it); the
+// plugin's latest.Queue calls it off the scheduling cycle, with the latest
+// mark per chaperon, and retries a failed write with a backoff.
+func (p *Plugin) markReserved(ctx context.Context, key types.NamespacedName, reserved bool) (retry bool) {
 	value := "null"
 	if reserved {
 		value = `"true"`
 	}
 	patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
-	_, err := r.client.Resource(chaperons).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	switch {
-	case err == nil, kerrors.IsNotFound(err):
-		r.queue.Forget(key)
-	case ctx.Err() == nil:
+	_, err := p.client.Resource(chaperons).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err == nil || kerrors.IsNotFound(err) {
+		return false
+	}
+	if ctx.Err() == nil {
 		klog.FromContext(ctx).Error(err, "cannot write is-reserved", "chaperon", klog.KRef(key.Namespace, key.Name), "reserved", reserved)
-		r.mu.Lock()
-		if _, newer := r.marks[key]; !newer {
-			r.marks[key] = reserved
-		}
-		r.mu.Unlock()
-		r.queue.AddRateLimited(key)
 	}
 	return true
 }

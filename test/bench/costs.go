@@ -17,8 +17,9 @@ import (
 // subresource) and verb, from its apiserver_request_total counter.
 type writes map[string]float64
 
-// mutating are the verbs of apiserver_request_total that write.
-var mutating = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "APPLY": true, "CREATE": true, "UPDATE": true}
+// mutating are the verbs of apiserver_request_total that write (a patch
+// with the apply content type counts as APPLY).
+var mutating = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
 // scrapeWrites reads the API server's /metrics.
 func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
@@ -139,11 +140,7 @@ func diffWrites(after, before map[string]writes) phaseWrites {
 // cpuSeconds reads the user and system CPU time of each placer process.
 func (f *fleet) cpuSeconds() map[string]float64 {
 	out := map[string]float64{}
-	for name, p := range f.procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
-		if err != nil {
-			continue
-		}
+	for name, b := range f.procFiles("stat") {
 		// Fields after the command (which may hold spaces) in parentheses.
 		_, rest, ok := bytes.Cut(b, []byte(") "))
 		if !ok {
@@ -159,6 +156,17 @@ func (f *fleet) cpuSeconds() map[string]float64 {
 		ut, _ := strconv.ParseFloat(fields[11], 64)
 		st, _ := strconv.ParseFloat(fields[12], 64)
 		out[name] = (ut + st) / 100
+	}
+	return out
+}
+
+// procFiles reads /proc/<pid>/<file> of each placer process still running.
+func (f *fleet) procFiles(file string) map[string][]byte {
+	out := map[string][]byte{}
+	for name, p := range f.procs {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.PID(), file)); err == nil {
+			out[name] = b
+		}
 	}
 	return out
 }

@@ -238,11 +238,7 @@ func chart(rs []phaseResult) string {
 // peakRSS reads the high-water mark of each placer process's resident set.
 func (f *fleet) peakRSS() map[string]int64 {
 	out := map[string]int64{}
-	for name, p := range f.procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
-		if err != nil {
-			continue
-		}
+	for name, b := range f.procFiles("status") {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
