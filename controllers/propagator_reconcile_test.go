@@ -180,6 +180,50 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a gang of one binds when reserved in the chosen cluster; the runner-up's candidate holds",
+			w:    web(st.Replicas(1), nominate("a", "b")),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
+					return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
+				}
+				if n := count(t, e.members[0], e.w, noHold); n != 1 {
+					t.Errorf("%d candidates in a allowed when reserved, want 1", n)
+				}
+				if n, held := count(t, e.members[1], e.w, nil), count(t, e.members[1], e.w, noHold); n != 1 || held != 0 {
+					t.Errorf("b holds %d candidates, %d of them allowed when reserved; want 1 and 0", n, held)
+				}
+			},
+		},
+		{
+			name: "a replica added to a committed cluster binds when reserved",
+			w:    web(st.Replicas(3)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				chs, err := e.members[0].Chaperons(context.Background(), e.w.UID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				added := 0
+				for _, ch := range chs {
+					if ch.Labels[propagator.LabelReplica] == "2" {
+						added++
+						if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] != "true" {
+							t.Error("the added replica's candidate waits for is-allowed in a committed cluster")
+						}
+					}
+				}
+				if added != 1 {
+					t.Errorf("%d candidates for the added replica, want 1", added)
+				}
+			},
+		},
+		{
 			name: "fan-out: the chosen one commits, and the runner-up's candidates go",
 			w:    web(nominate("a", "b")),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
