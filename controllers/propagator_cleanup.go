@@ -23,12 +23,14 @@ import (
 )
 
 // removeElsewhereOf deletes the Workload's candidates in the members that
-// may hold them, except those in keep. A member registered more than once
-// (say, in two namespaces) is one cluster: its candidates are kept if any
-// of its registrations is. An unreachable member is cleaned up when it
-// answers again.
+// hold them, except those in keep. Which members hold them is a lookup in
+// each member's watch (an index by Workload UID, no request), so a member
+// gets a request only when it holds candidates, whatever the status says.
+// A member registered more than once (say, in two namespaces) is one
+// cluster: its candidates are kept if any of its registrations is. An
+// unreachable member is cleaned up when it answers again.
 func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
-	members := r.membersFor(ctx, w)
+	members := r.members.Members()
 	keepHosts := map[string]bool{}
 	for _, m := range members {
 		if keep[m.ClusterKey()] {
@@ -55,7 +57,7 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 // nominated or rejected on. Another tenant's clusters are never visited: a
 // dead one registered in another namespace holds nothing of this Workload,
 // and must not hold its deletion.
-func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) []cluster.Member {
+func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) ([]cluster.Member, error) {
 	touched := map[types.NamespacedName]bool{}
 	if w.Status.ClusterRef != nil {
 		touched[w.ClusterKey(w.Status.ClusterRef)] = true
@@ -67,7 +69,10 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
 	}
 	ns := &corev1.Namespace{}
-	_ = r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns) // no labels: only the clusters of its own namespace serve it
+	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
+		// Gone, it has no labels: only the clusters of its own namespace serve it.
+		return nil, errors.Wrap(err, errGetNamespace)
+	}
 	var out []cluster.Member
 	for _, m := range r.members.Members() {
 		if touched[m.ClusterKey()] {
@@ -79,7 +84,7 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 			out = append(out, m)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // cleanup deletes the Workload's candidates everywhere before letting it
@@ -91,8 +96,12 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 	if !meta.FinalizerExists(w, finalizer) {
 		return reconcile.Result{}, nil
 	}
+	members, err := r.membersFor(ctx, w)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	pending := []string{}
-	for _, m := range r.membersFor(ctx, w) {
+	for _, m := range members {
 		key := m.ClusterKey().String()
 		if !m.Synced() {
 			pending = append(pending, key+" (unreachable)")

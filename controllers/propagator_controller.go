@@ -186,6 +186,10 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 		Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Reason: reason, Message: msg, Generation: s.w.Generation, Time: &now,
 	})
 	delete(s.keep, key)
+	if key == s.target {
+		// Its counts describe a cluster the Workload leaves.
+		s.w.Status.Replicas, s.w.Status.ScheduledReplicas, s.w.Status.ReadyReplicas = 0, 0, 0
+	}
 	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
 }

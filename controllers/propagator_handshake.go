@@ -46,11 +46,13 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if m == nil {
 		// Not connected, or its chaperons not listed yet. One that never
 		// lists them (no agent, a watch its RBAC refuses, a cluster gone)
-		// times out like any handshake, counted from the placement; one
-		// that ever ran the Workload is waited for.
+		// times out like any handshake, counted from the placement there
+		// (Scheduled moves to True, or to another cluster); one where a
+		// pod of the Workload was bound is waited for (the counts are the
+		// chosen cluster's: a rejection of it sets them to zero).
 		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
 		if sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
-			w.Status.GetCondition(xpv2.TypeReady).Reason == "" {
+			w.Status.ScheduledReplicas == 0 {
 			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
 			return false, nil
 		}

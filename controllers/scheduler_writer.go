@@ -42,8 +42,9 @@ func (d *decision) orNil() *decision {
 	if equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(d.nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) {
 		return nil
 	}
-	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() {
-		// Only a change of status is a transition.
+	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) {
+		// Only a change of status, or of cluster, is a transition: the
+		// propagator counts a handshake's patience from it.
 		d.cond.LastTransitionTime = prev.LastTransitionTime
 	}
 	d.report = prev.Message != d.cond.Message
