@@ -78,8 +78,15 @@ func (c *writtenWorkloads) remember(w *v1alpha1.Workload) {
 	c.m[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w.DeepCopy()
 }
 
+// forget drops what was written of a Workload that is gone.
+func (c *writtenWorkloads) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
 // latest returns the newer of the cache's copy and the last one written
-// (forgotten once the cache has it), or nil when the Workload is gone.
+// (forgotten once the cache has it).
 func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Workload) *v1alpha1.Workload {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,7 +94,7 @@ func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Wor
 	if !ok {
 		return cached
 	}
-	if cached == nil || cached.UID != w.UID {
+	if cached.UID != w.UID {
 		delete(c.m, key)
 		return cached
 	}

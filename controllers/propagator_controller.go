@@ -9,7 +9,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,7 +206,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	cached := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
-			r.written.latest(req.NamespacedName, nil)
+			r.written.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
@@ -256,13 +255,12 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	changed := !equality.Semantic.DeepEqual(s.orig.Status, s.w.Status)
 	written, err = patchStatus(ctx, r.client, s.w, s.orig)
 	if err != nil || !written {
 		s.requeueAfter(conflictRetry)
 		return false, err
 	}
-	if changed {
+	if s.w.ResourceVersion != s.orig.ResourceVersion {
 		r.written.remember(s.w)
 	}
 	for _, e := range s.statusEvents {
@@ -279,6 +277,10 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	if w.Status.ClusterRef == nil {
+		if !meta.FinalizerExists(w, finalizer) {
+			// Candidates come only after the finalizer: there are none.
+			return true, nil
+		}
 		return true, r.removeElsewhereOf(ctx, w, nil)
 	}
 	if !meta.FinalizerExists(w, finalizer) {

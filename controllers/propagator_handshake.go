@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -231,6 +229,9 @@ func refuseChange(s *scope, reason, msg string) {
 	}
 }
 
+// allowPatch marks a chaperon is-allowed=true.
+var allowPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+
 // allow marks reserved candidates is-allowed=true: their pods bind.
 func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
 	if len(chs) == 0 {
@@ -241,9 +242,7 @@ func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v
 		return err
 	}
 	for _, ch := range chs {
-		patch := client.MergeFrom(ch.DeepCopy())
-		meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"})
-		if err := cl.Patch(ctx, ch, patch); err != nil {
+		if err := cl.Patch(ctx, ch, allowPatch); err != nil {
 			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
 		}
 	}

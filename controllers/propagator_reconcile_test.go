@@ -115,6 +115,11 @@ func TestPropagatorReconcile(t *testing.T) {
 	forbiddenCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 		return kerrors.NewForbidden(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, o.GetName(), errFromMember)
 	}})
+	// What the cases' management interceptors saw: a full Update of the
+	// Workload (the fake client does not bump generation, so the test
+	// watches for the call), and the status a conflicting patch carried.
+	var updated bool
+	lostStatus := &v1alpha1.WorkloadStatus{}
 	type env struct {
 		w       *v1alpha1.Workload
 		members clustertest.Members
@@ -135,10 +140,17 @@ func TestPropagatorReconcile(t *testing.T) {
 			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
 			w:       web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
-			want:    reconcile.Result{RequeueAfter: timeout},
+			mgmt: &interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+				updated = true
+				return c.Update(ctx, o, opts...)
+			}},
+			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Finalizers) != 1 || e.w.Generation != 1 {
 					t.Errorf("finalizers %v, generation %d", e.w.Finalizers, e.w.Generation)
+				}
+				if updated {
+					t.Error("the finalizer was added by a full Update, which writes the client's defaults into the spec")
 				}
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want 2", n)
@@ -427,11 +439,15 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "no"))...))}
 			},
-			mgmt: &interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			mgmt: &interceptor.Funcs{SubResourcePatch: func(_ context.Context, _ client.Client, _ string, o client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+				o.(*v1alpha1.Workload).Status.DeepCopyInto(lostStatus)
 				return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
 			}},
 			want: reconcile.Result{RequeueAfter: conflictRetry},
 			check: func(t *testing.T, e env) {
+				if len(lostStatus.RejectedClusters) != 1 {
+					t.Errorf("the patch that lost carried rejectedClusters %v, want the rejection of a", lostStatus.RejectedClusters)
+				}
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejectedClusters %v written despite the conflict", e.w.Status.RejectedClusters)
 				}

@@ -72,7 +72,8 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenR
 	}
 	labels[LabelWorkloadUID] = string(w.UID)
 	labels[LabelReplica] = strconv.Itoa(replica)
-	labels[LabelTemplateHash] = TemplateHash(w)
+	hash := TemplateHash(w)
+	labels[LabelTemplateHash] = hash
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
 		if !v1alpha1.IsReservedKey(k) {
@@ -88,7 +89,7 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenR
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
 	}
 	return &mcv1alpha1.PodChaperon{
-		ObjectMeta: metav1.ObjectMeta{Name: ChaperonName(w, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: chaperonName(w, hash, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
 		Spec:       spec,
 	}
 }

@@ -44,6 +44,8 @@ type replica struct {
 	outdated     []*mcv1alpha1.PodChaperon
 	currentReady bool
 	ready        bool
+	// allowed, reserved and scheduled: by any of its chaperons.
+	allowed, reserved, scheduled bool
 }
 
 // Proven reports whether every replica's candidate is reserved (or allowed).
@@ -67,8 +69,6 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
 	st := State{replicas: map[int]*replica{}}
-	type marks struct{ allowed, reserved, scheduled bool }
-	seen := map[int]*marks{}
 	for _, ch := range chaperons {
 		i, err := strconv.Atoi(ch.Labels[LabelReplica])
 		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[LabelTemplateHash], i) {
@@ -77,7 +77,7 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		}
 		r := st.replicas[i]
 		if r == nil {
-			r, seen[i] = &replica{}, &marks{}
+			r = &replica{}
 			st.replicas[i] = r
 		}
 		ready := conditionTrue(ch, corev1.PodReady)
@@ -88,7 +88,6 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 			st.Outdated = append(st.Outdated, ch)
 		}
 		r.ready = r.ready || ready
-		m := seen[i]
 		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
 		scheduled := conditionTrue(ch, corev1.PodScheduled)
 		// A candidate allowed in advance is committed once its cluster has
@@ -110,21 +109,21 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 				st.Refused = c.Message
 			}
 		}
-		m.allowed, m.reserved, m.scheduled = m.allowed || allowed, m.reserved || reserved, m.scheduled || scheduled
+		r.allowed, r.reserved, r.scheduled = r.allowed || allowed, r.reserved || reserved, r.scheduled || scheduled
 	}
 	for i := range n {
-		r, m := st.replicas[i], seen[i]
+		r := st.replicas[i]
 		if r == nil {
 			st.Missing = append(st.Missing, i)
 			continue
 		}
 		switch {
-		case m.allowed:
+		case r.allowed:
 			st.Allowed++
-		case m.reserved:
+		case r.reserved:
 			st.Reserved++
 		}
-		if m.scheduled {
+		if r.scheduled {
 			st.Scheduled++
 		}
 		if r.ready {
