@@ -41,10 +41,7 @@ func (p *ResourceAllocation) Name() string { return ResourceAllocationName }
 // PreScore adds up the requests of all replicas once.
 func (p *ResourceAllocation) PreScore(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot, _ []*scheduler.ClusterInfo) *scheduler.Status {
 	one := scheduler.ReplicaRequests(w)
-	replicas := int64(1)
-	if r := w.Spec.TargetDeployment.Replicas; r != nil {
-		replicas = int64(*r)
-	}
+	replicas := int64(w.ReplicaCount())
 	all := map[corev1.ResourceName]int64{}
 	for _, name := range scored {
 		q := one[name]

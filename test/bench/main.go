@@ -40,7 +40,7 @@ func main() {
 	flag.IntVar(&o.multiReplicas, "multi-replicas", 5, "replicas of each multi-replica workload")
 	flag.Float64Var(&o.qps, "client-qps", 50, "QPS of the client that creates workloads and baseline pods")
 	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
-	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps) of every placer component")
+	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")
 	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -255,9 +256,9 @@ func (f *fleet) peakRSS() map[string]int64 {
 // processes.
 func writeCosts(b *strings.Builder, rs []phaseResult) {
 	fmt.Fprintln(b)
-	fmt.Fprintln(b, "API writes per phase (POST, PUT, PATCH, DELETE; every writer), per item and per pod:")
+	fmt.Fprintf(b, "API writes per phase (%s; every writer), per item and per pod:\n", strings.Join(slices.Sorted(maps.Keys(mutating)), ", "))
 	fmt.Fprintln(b)
-	fmt.Fprintln(b, "| phase | management: Workloads | per item | members: PodChaperons | per pod | members: Pods | per pod | members: Events | all writes per pod |")
+	fmt.Fprintln(b, "| phase | management: Workloads | per item | members: PodChaperons | per pod | members: Pods | per pod | Events (management and members) | all writes per pod |")
 	fmt.Fprintln(b, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if r.n == 0 || r.pods == 0 {

@@ -187,11 +187,6 @@ func TestHandshake(t *testing.T) {
 	b := startMember(t, "b", true, local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
 	c := startMember(t, "c", false, local.Node{Name: "c-0", CPU: "2", Memory: "4Gi", Labels: map[string]string{"disk": "hdd"}})
 	members := []*member{a, b, c}
-	for _, m := range members {
-		if _, err := m.target.Clientset.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The manager runs as config/management deploys it: its ServiceAccount,
 	// ClusterRole and the Deployment's flags.
 	mgmt := install(t, env.Config, "management")["placer-manager"]
@@ -201,9 +196,9 @@ func TestHandshake(t *testing.T) {
 	startManager := func() func() { return runManager(t, args, logDir) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
-	// Every member opens default to placer; only b also opens apps.
+	// Every member opens default to placer.
 	register(t, env.Client, a, map[string]string{"tier": "gold"}, "default")
-	register(t, env.Client, b, map[string]string{"tier": "silver"}, "default", "apps")
+	register(t, env.Client, b, map[string]string{"tier": "silver"}, "default")
 	register(t, env.Client, c, map[string]string{"tier": "bronze"}, "default")
 	for _, m := range members {
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}}
