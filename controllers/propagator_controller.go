@@ -83,6 +83,8 @@ type PropagatorReconciler struct {
 	record  event.Recorder
 	log     logging.Logger
 	written writtenWorkloads
+	// verdicts on the Workloads' templates, once per generation.
+	verdicts validation.Verdicts
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -207,6 +209,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.verdicts.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
@@ -200,7 +199,8 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m
 // cluster and the namespace from the manager's cache. The scheduler's
 // predicates decided the same when it placed the Workload; this holds for
 // a later template and for an external scheduler's choice too.
-// The template is judged, and the namespace read, once per reconcile.
+// The template is judged once per generation, the namespace read once per
+// reconcile.
 func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (reason, msg string, err error) {
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, key, kc); err != nil {
@@ -212,7 +212,7 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 		if err := r.client.Get(ctx, types.NamespacedName{Name: s.w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 			return "", "", errors.Wrap(err, errGetNamespace)
 		}
-		s.verdict, s.namespaceLabels = validation.Judge(s.w), ns.Labels
+		s.verdict, s.namespaceLabels = r.verdicts.For(s.w), ns.Labels
 	}
 	reason, msg = s.verdict.Admit(kc, s.namespaceLabels)
 	return reason, msg, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -13,8 +12,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,7 +60,7 @@ type SchedulerReconciler struct {
 	log      logging.Logger
 	trigger  *trigger
 	writer   *statusWriter
-	valid    templateVerdicts
+	verdicts validation.Verdicts
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
@@ -139,7 +136,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // decide returns what the Workload's scheduling status should be, or nil
 // when it is what it should be.
 func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
-	if errs := r.valid.validate(w); len(errs) > 0 {
+	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		// Refused before any member sees it; a spec change brings it
 		// back. A placed Workload keeps its cluster (the propagator rolls
 		// out no invalid generation).
@@ -187,39 +184,6 @@ func (r *SchedulerReconciler) acknowledge(w *v1alpha1.Workload) *decision {
 	}
 	cond.ObservedGeneration = w.Generation
 	return newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond).orNil()
-}
-
-// templateVerdicts remembers the pod template's validation per Workload
-// generation: a pending Workload is decided about again on every change
-// in the fleet, its template only once.
-type templateVerdicts struct {
-	mu sync.Mutex
-	m  map[types.UID]templateVerdict
-}
-
-type templateVerdict struct {
-	generation int64
-	errs       field.ErrorList
-}
-
-func (v *templateVerdicts) validate(w *v1alpha1.Workload) field.ErrorList {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if got, ok := v.m[w.UID]; ok && got.generation == w.Generation {
-		return got.errs
-	}
-	errs := validation.ValidateTemplate(w)
-	if v.m == nil {
-		v.m = map[types.UID]templateVerdict{}
-	}
-	v.m[w.UID] = templateVerdict{generation: w.Generation, errs: errs}
-	return errs
-}
-
-func (v *templateVerdicts) forget(uid types.UID) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, uid)
 }
 
 func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference {

@@ -85,7 +85,7 @@ func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
 
 func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
 	r.cache.DeleteWorkload(w)
-	r.valid.forget(w.UID)
+	r.verdicts.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	if w.Status.ClusterRef != nil {
 		r.requeuePending(false)
 	}

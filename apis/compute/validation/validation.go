@@ -7,8 +7,10 @@ package validation
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	podutil "k8s.io/kubernetes/pkg/api/pod"
 	"k8s.io/kubernetes/pkg/apis/core"
@@ -97,18 +99,21 @@ func PodSecurity(level v1alpha1.PodSecurityLevel, tmpl *corev1.PodTemplateSpec) 
 // Stricter returns the stricter of two levels; a level that is neither
 // privileged nor restricted counts as baseline.
 func Stricter(a, b v1alpha1.PodSecurityLevel) v1alpha1.PodSecurityLevel {
-	rank := map[v1alpha1.PodSecurityLevel]int{v1alpha1.PodSecurityPrivileged: 0, v1alpha1.PodSecurityBaseline: 1, v1alpha1.PodSecurityRestricted: 2}
-	norm := func(l v1alpha1.PodSecurityLevel) v1alpha1.PodSecurityLevel {
-		if _, ok := rank[l]; !ok {
-			return v1alpha1.PodSecurityBaseline
-		}
-		return l
+	la, lb := psaLevel(a), psaLevel(b)
+	if psaapi.CompareLevels(lb, la) > 0 {
+		return v1alpha1.PodSecurityLevel(lb)
 	}
-	a, b = norm(a), norm(b)
-	if rank[b] > rank[a] {
-		return b
+	return v1alpha1.PodSecurityLevel(la)
+}
+
+// psaLevel is the Pod Security admission level of l, baseline when l is
+// none of them.
+func psaLevel(l v1alpha1.PodSecurityLevel) psaapi.Level {
+	level, err := psaapi.ParseLevel(string(l))
+	if err != nil {
+		return psaapi.LevelBaseline
 	}
-	return a
+	return level
 }
 
 // Serves reports whether a cluster serves the Workloads of a management
@@ -140,9 +145,11 @@ const (
 // Verdict judges one Workload's template at most once per question: its
 // field errors, and the Pod Security checks it fails per level, each when
 // first asked. A scheduling cycle or a reconcile asks it for every cluster
-// it considers.
+// it considers; Verdicts keeps it for the Workload's generation. It is safe
+// for concurrent use.
 type Verdict struct {
 	w      *v1alpha1.Workload
+	mu     sync.Mutex
 	errs   field.ErrorList
 	judged bool
 	failed map[v1alpha1.PodSecurityLevel][]string
@@ -155,6 +162,8 @@ func Judge(w *v1alpha1.Workload) *Verdict {
 
 // Errors are the template's field errors (ValidateTemplate).
 func (v *Verdict) Errors() field.ErrorList {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if !v.judged {
 		v.errs, v.judged = ValidateTemplate(v.w), true
 	}
@@ -163,12 +172,45 @@ func (v *Verdict) Errors() field.ErrorList {
 
 // Fails returns the Pod Security checks the template fails at level.
 func (v *Verdict) Fails(level v1alpha1.PodSecurityLevel) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	f, ok := v.failed[level]
 	if !ok {
 		f = PodSecurity(level, &v.w.Spec.TargetDeployment.Template)
 		v.failed[level] = f
 	}
 	return f
+}
+
+// Verdicts keeps each Workload's verdict for its generation (the template
+// is in the spec): a controller that looks at a Workload on every change in
+// the fleet, or on every event of its pods, judges its template once.
+type Verdicts struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*Verdict
+}
+
+// For returns the verdict on the Workload's template at its generation.
+func (c *Verdicts) For(w *v1alpha1.Workload) *Verdict {
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[key]; ok && v.w.UID == w.UID && v.w.Generation == w.Generation {
+		return v
+	}
+	if c.m == nil {
+		c.m = map[types.NamespacedName]*Verdict{}
+	}
+	v := Judge(w)
+	c.m[key] = v
+	return v
+}
+
+// Forget drops the verdict of a Workload that is gone.
+func (c *Verdicts) Forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
 }
 
 // Admit says why a cluster may not receive the Workload's pods, or

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -84,5 +85,34 @@ func TestStricter(t *testing.T) {
 		if got := Stricter(tc.a, tc.b); got != tc.want {
 			t.Errorf("Stricter(%q, %q) = %q, want %q", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestVerdicts: a Workload's template is judged once per generation, and
+// again for a new generation, a new Workload of the same name, or after
+// Forget.
+func TestVerdicts(t *testing.T) {
+	var c Verdicts
+	w := st.Workload("w")
+	w.Generation = 1
+	first := c.For(w)
+	if c.For(w.DeepCopy()) != first {
+		t.Error("judged twice for one generation")
+	}
+	next := w.DeepCopy()
+	next.Generation = 2
+	second := c.For(next)
+	if second == first {
+		t.Error("a new generation kept the old verdict")
+	}
+	recreated := next.DeepCopy()
+	recreated.UID = "recreated"
+	third := c.For(recreated)
+	if third == second {
+		t.Error("a recreated Workload of the same name kept the old one's verdict")
+	}
+	c.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
+	if c.For(recreated) == third {
+		t.Error("Forget kept the verdict")
 	}
 }
