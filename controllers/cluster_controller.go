@@ -51,7 +51,6 @@ type ClusterReconciler struct {
 	record   event.Recorder
 	log      logging.Logger
 	interval time.Duration
-	trigger  *trigger
 	ready    readiness
 }
 
@@ -81,7 +80,6 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
 		interval: o.ProbeInterval,
-		trigger:  t,
 	}
 	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
 		return nil, err

@@ -236,6 +236,35 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a cluster registered twice is one cluster: committing in one keeps the candidates the other sees",
+			w:    web(nominate("a", "a-again")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
+					clustertest.NewMember("a-again", clustertest.Host("https://a.example.com"), clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[1], e.w, nil); n != 2 {
+					t.Errorf("%d candidates left as seen through a-again, want the 2 of the committed cluster", n)
+				}
+			},
+		},
+		{
+			name: "the cluster's targetNamespaces mapping decides where the candidates go",
+			w:    web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				m := clustertest.NewMember("a")
+				m.Namespaces = map[string]v1alpha1.NamespaceName{"default": "team-a-prod"}
+				return clustertest.Members{m}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				inMapped := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "team-a-prod" }
+				if n := count(t, e.members[0], e.w, inMapped); n != 2 {
+					t.Errorf("%d candidates in team-a-prod, want 2", n)
+				}
+			},
+		},
+		{
 			name: "fan-out: the chosen one commits, and the runner-up's candidates go",
 			w:    web(nominate("a", "b")),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
