@@ -175,8 +175,10 @@ func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.P
 	}
 	r.record.Event(ch, event.Warning(reasonRefusedPod, errors.New(msg)))
 	c.LastTransitionTime = metav1.Now()
+	orig := ch.DeepCopy()
 	ch.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{c}}
-	return errors.Wrap(ignoreConflictErr(r.client.Status().Update(ctx, ch)), errMirrorStatus)
+	// A merge patch, as mirror writes the status: the agent is its one writer.
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
 }
 
 // mirror copies onto the chaperon what the management side reads of the
@@ -223,6 +225,3 @@ func mirrored(s corev1.PodStatus) corev1.PodStatus {
 	}
 	return out
 }
-
-// ignoreConflictErr drops conflicts: the write that won brings a new event.
-func ignoreConflictErr(err error) error { return resource.Ignore(kerrors.IsConflict, err) }
