@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/transport"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -92,7 +93,6 @@ type Connection struct {
 	mu         sync.Mutex
 	namespaces map[string]v1alpha1.NamespaceName
 	closed     bool
-	starting   bool
 	cache      crcache.Cache
 	summary    crcache.Informer
 	chaperons  crcache.Informer
@@ -122,27 +122,33 @@ var memberScheme = func() *runtime.Scheme {
 // tried again at the next probe.
 func (c *Connection) Watch(ctx context.Context) error {
 	// The watches are built without the lock (discovery talks to the
-	// member), so Synced, Tenant and close never wait on the network.
+	// member), so Synced, Tenant and close never wait on the network. Only
+	// the cluster controller calls Watch, never twice at once for one
+	// cluster (one reconcile per key at a time).
 	c.mu.Lock()
-	if c.closed || c.cache != nil || c.starting {
+	if c.closed || c.cache != nil {
 		c.mu.Unlock()
 		return nil
 	}
-	c.starting = true
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.starting = false
-		c.mu.Unlock()
-	}()
 	hasWorkload, err := labels.NewRequirement(propagator.LabelWorkloadUID, selection.Exists, nil)
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
+	// One REST mapper for the watch and the clients: placer's kinds are
+	// discovered once per attempt, not once per client.
+	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, c.HTTPClient)
+	if err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
 	ca, err := crcache.New(c.Config, crcache.Options{
-		HTTPClient:               c.HTTPClient,
-		DefaultWatchErrorHandler: WatchErrors(c.Key),
-		Scheme:                   memberScheme,
+		HTTPClient: c.HTTPClient,
+		Mapper:     mapper,
+		// A read of a kind not watched here fails instead of starting a
+		// fleet-wide watch under the manager's identity.
+		ReaderFailOnMissingInformer: true,
+		DefaultWatchErrorHandler:    WatchErrors(c.Key),
+		Scheme:                      memberScheme,
 		ByObject: map[client.Object]crcache.ByObject{
 			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
 			&mcv1alpha1.PodChaperon{}:    {Label: labels.NewSelector().Add(*hasWorkload)},
@@ -180,7 +186,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}
 	// Chaperons are read from the watch; the one delivered Service per
 	// Workload is read directly rather than cached fleet-wide.
-	reader, err := client.New(c.Config, client.Options{HTTPClient: c.HTTPClient, Scheme: memberScheme,
+	reader, err := client.New(c.Config, client.Options{HTTPClient: c.HTTPClient, Scheme: memberScheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}}}})
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
