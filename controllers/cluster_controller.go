@@ -44,7 +44,8 @@ type ClusterControllerOptions struct {
 // and publishes its status, built-in labels and capacity summary.
 type ClusterReconciler struct {
 	client client.Client
-	// secrets reads connection Secrets directly, never through a cache.
+	// secrets reads a connection Secret directly while its own watch (the
+	// one cache of it) has not synced; the manager caches no other Secret.
 	secrets  client.Reader
 	watches  *secretWatches
 	registry *cluster.Registry
@@ -167,10 +168,20 @@ func (r *ClusterReconciler) requeueAfter(err error) (reconcile.Result, error) {
 // kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
 func (r *ClusterReconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
 	ref := kc.Spec.ConnectionSecretRef
-	s := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
 	r.watches.ensure(client.ObjectKeyFromObject(kc), key)
-	if err := r.secrets.Get(ctx, key, s); err != nil {
+	// The watch of this one Secret is its cache; until it has synced, the
+	// Secret is read directly.
+	s, synced := r.watches.get(client.ObjectKeyFromObject(kc))
+	var err error
+	switch {
+	case !synced:
+		s = &corev1.Secret{}
+		err = r.secrets.Get(ctx, key, s)
+	case s == nil:
+		err = kerrors.NewNotFound(corev1.Resource("secrets"), ref.Name)
+	}
+	if err != nil {
 		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))

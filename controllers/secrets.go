@@ -28,6 +28,7 @@ type secretWatches struct {
 
 type secretWatch struct {
 	secret types.NamespacedName
+	inf    toolscache.SharedInformer
 	stop   chan struct{}
 }
 
@@ -52,9 +53,27 @@ func (s *secretWatches) ensure(cluster, secret types.NamespacedName) {
 	lw := toolscache.NewListWatchFromClient(s.cs.CoreV1().RESTClient(), "secrets", secret.Namespace, fields.OneTermEqualSelector("metadata.name", secret.Name))
 	inf := toolscache.NewSharedInformer(lw, &corev1.Secret{}, 0)
 	_, _ = inf.AddEventHandler(informers.OnEvery(func(*corev1.Secret) { s.enqueue(cluster) }))
-	w := &secretWatch{secret: secret, stop: make(chan struct{})}
+	w := &secretWatch{secret: secret, inf: inf, stop: make(chan struct{})}
 	go inf.Run(w.stop)
 	s.m[cluster] = w
+}
+
+// get returns the cluster's Secret from its watch, nil if there is none,
+// once the watch has synced; synced is false before (and without a watch).
+// The Secret is the watch's: it must not be changed.
+func (s *secretWatches) get(cluster types.NamespacedName) (secret *corev1.Secret, synced bool) {
+	s.mu.Lock()
+	w := s.m[cluster]
+	s.mu.Unlock()
+	if w == nil || !w.inf.HasSynced() {
+		return nil, false
+	}
+	o, exists, err := w.inf.GetStore().GetByKey(w.secret.Namespace + "/" + w.secret.Name)
+	if err != nil || !exists {
+		return nil, true
+	}
+	secret, _ = o.(*corev1.Secret)
+	return secret, true
 }
 
 // remove stops the cluster's watch.
