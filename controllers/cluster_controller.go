@@ -129,15 +129,23 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
 
-	info, err := conn.Probe(ctx)
-	if err != nil {
-		log.Debug("probe failed", "error", cluster.DescribeError(err))
-		return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
-	}
+	// A member's summary changes up to once a second under churn: between
+	// probes it is copied into the status, and the member is not asked
+	// for its version again.
 	now := metav1.Now()
-	status.LastProbeTime = &now
-	status.Version = info.GitVersion
-	msg := fmt.Sprintf("%s answers", info.GitVersion)
+	next := r.interval
+	if since, fresh := r.probedRecently(kc, conn); fresh {
+		next = r.interval - since
+	} else {
+		info, err := conn.Probe(ctx)
+		if err != nil {
+			log.Debug("probe failed", "error", cluster.DescribeError(err))
+			return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
+		}
+		status.LastProbeTime = &now
+		status.Version = info.GitVersion
+	}
+	msg := fmt.Sprintf("%s answers", status.Version)
 	var topology map[string]string
 	watchErr := conn.Watch(ctx)
 	if watchErr != nil {
@@ -153,7 +161,22 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		msg += "; placer's agent has not published a capacity summary yet"
 	}
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
-	return r.requeueAfter(r.writeStatus(ctx, kc, status, ready, topology))
+	if err := r.writeStatus(ctx, kc, status, ready, topology); err != nil {
+		return ignoreConflict(err)
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// probedRecently reports whether the cluster was probed Ready less than
+// an interval ago, through a connection that watches it: then a reconcile
+// (a summary changed) needs no probe, and since is how long ago it was.
+func (r *ClusterReconciler) probedRecently(kc *v1alpha1.KubernetesCluster, conn cluster.Member) (since time.Duration, fresh bool) {
+	last := kc.Status.LastProbeTime
+	if last == nil || kc.Status.Version == "" || kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || !conn.Synced() {
+		return 0, false
+	}
+	since = time.Since(last.Time)
+	return since, since >= 0 && since < r.interval
 }
 
 // requeueAfter schedules the next probe, or returns err for a backoff retry.
