@@ -174,8 +174,14 @@ func TestRefusedKubeconfigReachesNothing(t *testing.T) {
 			a.Token, a.TokenFile = "", tokenFile
 		},
 	} {
-		if _, err := r.Ensure(types.NamespacedName{Name: name}, kubeconfig(t, srv.URL, change)); err == nil || !IsKubeconfigRefused(err) {
+		conn, err := r.Ensure(types.NamespacedName{Name: name}, kubeconfig(t, srv.URL, change))
+		if err == nil || !IsKubeconfigRefused(err) {
 			t.Errorf("%s: Ensure = %v, want a refusal", name, err)
+		}
+		if conn != nil {
+			// Accepted after all: probe it, as the cluster controller
+			// would, so the checks below see what that would do.
+			_, _ = conn.Probe(context.Background())
 		}
 	}
 	if n := requests.Load(); n != 0 {

@@ -116,6 +116,11 @@ func ApplyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstru
 	return nil
 }
 
+// tokenTTL is how long a component's token lasts. Nothing refreshes it as
+// the kubelet refreshes a projected token, so it covers a sandbox left
+// running for a week, not only a test.
+const tokenTTL = 7 * 24 * time.Hour
+
 // Kubeconfig returns a kubeconfig of the API server of cfg that
 // authenticates as the component's ServiceAccount, with a token from the
 // TokenRequest API, as the kubelet would mount it into the pod.
@@ -125,7 +130,7 @@ func (c Component) Kubeconfig(ctx context.Context, cfg *rest.Config) ([]byte, er
 		return nil, err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(c.Namespace).CreateToken(ctx, c.ServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64((6 * time.Hour).Seconds()))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenTTL.Seconds()))},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
