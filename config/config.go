@@ -14,12 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed crd/*/*.placer.dev_*.yaml
-var crds embed.FS
-
-//go:embed rbac/role.yaml
-var managerRole []byte
-
 // Files are config/'s kustomizations (CRDs, RBAC, the management and member
 // sides), so that placer can render and install them without the repository.
 //
@@ -29,7 +23,7 @@ var Files embed.FS
 // ManagementRole returns the manager's ClusterRole in the management cluster,
 // generated from the controllers' RBAC markers.
 func ManagementRole() (*rbacv1.ClusterRole, error) {
-	roles, err := clusterRoles("rbac/role.yaml", managerRole)
+	roles, err := clusterRoles("rbac/role.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +33,13 @@ func ManagementRole() (*rbacv1.ClusterRole, error) {
 // CRDs returns the CustomResourceDefinitions of the given groups; every
 // group when none is given.
 func CRDs(groups ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(crds, "crd/*/*.placer.dev_*.yaml")
+	files, err := fs.Glob(Files, "crd/*/*.placer.dev_*.yaml")
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot list CRDs")
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
-		b, err := crds.ReadFile(f)
+		b, err := Files.ReadFile(f)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot read %s", f)
 		}

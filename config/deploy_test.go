@@ -2,7 +2,6 @@ package config_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,32 +9,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/internal/deploy"
 )
 
-// render runs kustomize on one of config/'s kustomizations.
+// render runs kustomize on one of config/'s kustomizations, as placer
+// does from its embedded copy.
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "config", dir))
+	out, err := deploy.Render(dir)
 	if err != nil {
-		t.Fatalf("kustomize build config/%s: %v", dir, err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range res.Resources() {
-		b, err := r.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u)
+		t.Fatal(err)
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	_ "embed"
 	"io"
 	"strings"
 
@@ -30,11 +29,12 @@ const (
 	ImpersonateRolePrefix = "placer-impersonate-"
 )
 
-//go:embed member/manager-role.yaml
-var managerRoles []byte
-
-// clusterRoles decodes the ClusterRoles of a multi-document file.
-func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
+// clusterRoles decodes the ClusterRoles of a multi-document file of Files.
+func clusterRoles(file string) ([]*rbacv1.ClusterRole, error) {
+	b, err := Files.ReadFile(file)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read %s", file)
+	}
 	var out []*rbacv1.ClusterRole
 	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
@@ -59,7 +59,7 @@ func clusterRoles(file string, b []byte) ([]*rbacv1.ClusterRole, error) {
 // ManagerRoles returns the ClusterRoles a member grants placer's manager:
 // the cluster-wide read-only one and the one bound per opened namespace.
 func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
-	return clusterRoles("member/manager-role.yaml", managerRoles)
+	return clusterRoles("member/manager-role.yaml")
 }
 
 // createRoles creates ClusterRoles, leaving those that exist as they are.
