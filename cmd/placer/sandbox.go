@@ -168,8 +168,7 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	}
 	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
 
-	if err := mgmt.Run("manager", placer, manager.With(
-		"--kubeconfig="+filepath.Join(filepath.Dir(mgmt.KubeconfigPath()), "placer-manager.kubeconfig"),
+	if err := mgmt.Run("manager", placer, manager.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s")...); err != nil {
@@ -237,26 +236,19 @@ Press Ctrl-C to stop every process.
 	return nil
 }
 
-// install applies config/<dir> to a cluster and writes, beside its admin
-// kubeconfig, a kubeconfig of each Deployment's ServiceAccount
-// (<deployment>.kubeconfig). It returns the Deployments named want.
+// install applies config/<dir> to a cluster, with a kubeconfig of each
+// Deployment's ServiceAccount beside its admin kubeconfig, and returns the
+// Deployments named want.
 func install(ctx context.Context, lc *local.Cluster, dir string, want ...string) ([]deploy.Component, error) {
-	objs, err := deploy.Render(dir)
+	comps, err := deploy.Install(ctx, lc.RESTConfig(), dir, filepath.Dir(lc.KubeconfigPath()))
 	if err != nil {
-		return nil, err
-	}
-	comps, err := deploy.Apply(ctx, lc.RESTConfig(), objs)
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot install config/%s into %s", dir, lc.Name())
+		return nil, errors.Wrapf(err, "cluster %s", lc.Name())
 	}
 	out := make([]deploy.Component, len(want))
 	for i, name := range want {
 		c, ok := comps[name]
 		if !ok {
 			return nil, errors.Errorf("config/%s has no Deployment %s", dir, name)
-		}
-		if err := c.WriteKubeconfig(ctx, lc.RESTConfig(), filepath.Join(filepath.Dir(lc.KubeconfigPath()), name+".kubeconfig")); err != nil {
-			return nil, err
 		}
 		out[i] = c
 	}
@@ -271,12 +263,11 @@ func startMemberComponents(ctx context.Context, lc *local.Cluster, placer string
 		return err
 	}
 	agent, sched := comps[0], comps[1]
-	dir := filepath.Dir(lc.KubeconfigPath())
-	if err := lc.Run("agent", placer, agent.With("--kubeconfig="+filepath.Join(dir, "placer-agent.kubeconfig"),
+	if err := lc.Run("agent", placer, agent.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+agent.Namespace)...); err != nil {
 		return errors.Wrapf(err, "cannot start the agent of %s", lc.Name())
 	}
-	return errors.Wrapf(lc.Run("candidate-scheduler", placer, sched.With("--kubeconfig="+filepath.Join(dir, "placer-candidate-scheduler.kubeconfig"))...),
+	return errors.Wrapf(lc.Run("candidate-scheduler", placer, sched.OutsidePod()...),
 		"cannot start the candidate scheduler of %s", lc.Name())
 }
 

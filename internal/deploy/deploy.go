@@ -1,5 +1,5 @@
-// Package deploy installs config/ as a user would, so that tests, the
-// sandbox and the benchmark run every component under the identity, the
+// Package deploy installs config/ as a user would, so that the tests and
+// the sandbox run every component under the identity, the
 // roles and the flags its Deployment has: kustomize renders a
 // kustomization, server-side apply installs everything but the
 // Deployments, and each Deployment's container becomes a process with a
@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -80,6 +81,39 @@ type Component struct {
 	Namespace      string
 	ServiceAccount string
 	Args           []string
+	// KubeconfigPath is the path of a kubeconfig of its ServiceAccount,
+	// once Install has written it.
+	KubeconfigPath string
+}
+
+// Install renders config/<dir>, applies it to the cluster of cfg, and
+// writes a kubeconfig of each Deployment's ServiceAccount into
+// kubeconfigDir (<deployment>.kubeconfig): what a pod of each would have
+// mounted. It returns the Deployments by name.
+func Install(ctx context.Context, cfg *rest.Config, dir, kubeconfigDir string) (map[string]Component, error) {
+	objs, err := Render(dir)
+	if err != nil {
+		return nil, err
+	}
+	comps, err := Apply(ctx, cfg, objs)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot install config/%s", dir)
+	}
+	for name, c := range comps {
+		c.KubeconfigPath = filepath.Join(kubeconfigDir, name+".kubeconfig")
+		if err := c.writeKubeconfig(ctx, cfg); err != nil {
+			return nil, err
+		}
+		comps[name] = c
+	}
+	return comps, nil
+}
+
+// OutsidePod returns the Deployment's arguments for a process run outside
+// a pod: its kubeconfig, then the given flags (ports, the Lease namespace a
+// pod would infer, a test's intervals) after the Deployment's own.
+func (c Component) OutsidePod(flags ...string) []string {
+	return c.With(append([]string{"--kubeconfig=" + c.KubeconfigPath}, flags...)...)
 }
 
 // Apply installs the objects with server-side apply, in kustomize's order
@@ -121,30 +155,26 @@ func ApplyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstru
 // running for a week, not only a test.
 const tokenTTL = 7 * 24 * time.Hour
 
-// Kubeconfig returns a kubeconfig of the API server of cfg that
-// authenticates as the component's ServiceAccount, with a token from the
-// TokenRequest API, as the kubelet would mount it into the pod.
-func (c Component) Kubeconfig(ctx context.Context, cfg *rest.Config) ([]byte, error) {
+// writeKubeconfig writes to KubeconfigPath, readable by its owner only, a
+// kubeconfig of the API server of cfg that authenticates as the
+// component's ServiceAccount, with a token from the TokenRequest API, as
+// the kubelet would mount it into the pod.
+func (c Component) writeKubeconfig(ctx context.Context, cfg *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(c.Namespace).CreateToken(ctx, c.ServiceAccount, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenTTL.Seconds()))},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
+		return errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
 	}
-	return local.Kubeconfig("cluster", cfg.Host, cfg.CAData, c.ServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
-}
-
-// WriteKubeconfig writes Kubeconfig to path, readable by its owner only.
-func (c Component) WriteKubeconfig(ctx context.Context, cfg *rest.Config, path string) error {
-	b, err := c.Kubeconfig(ctx, cfg)
+	b, err := local.Kubeconfig("cluster", cfg.Host, cfg.CAData, c.ServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
 	if err != nil {
 		return err
 	}
-	return errors.Wrap(os.WriteFile(path, b, 0o600), "cannot write the kubeconfig")
+	return errors.Wrap(os.WriteFile(c.KubeconfigPath, b, 0o600), "cannot write the kubeconfig")
 }
 
 // With returns the component's arguments with each --flag=value of set

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,56 +29,39 @@ import (
 // loopback ports, the Lease namespace a pod would infer, and the test's
 // short intervals). Nothing of placer runs as a cluster admin.
 
-// install applies config/<dir> to a cluster and returns its Deployments.
+// install applies config/<dir> to a cluster and returns its Deployments,
+// each with a kubeconfig of its ServiceAccount.
 func install(t *testing.T, cfg *rest.Config, dir string) map[string]deploy.Component {
 	t.Helper()
-	objs, err := deploy.Render(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	comps, err := deploy.Apply(ctx, cfg, objs)
+	comps, err := deploy.Install(ctx, cfg, dir, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return comps
 }
 
-// serviceAccountKubeconfig writes a kubeconfig of the component's
-// ServiceAccount and returns its path.
-func serviceAccountKubeconfig(t *testing.T, c deploy.Component, cfg *rest.Config, name string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := c.WriteKubeconfig(context.Background(), cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // runMemberComponents runs the agent and the candidate scheduler of
 // config/member in a target cluster, as their ServiceAccounts.
 func runMemberComponents(t *testing.T, target *local.Cluster) {
 	t.Helper()
-	cfg := target.RESTConfig()
-	comps := install(t, cfg, "member")
+	comps := install(t, target.RESTConfig(), "member")
 	agent, sched := comps["placer-agent"], comps["placer-candidate-scheduler"]
-	if err := target.Run("agent", placerBinary, agent.With(
-		"--kubeconfig="+serviceAccountKubeconfig(t, agent, cfg, target.Name()+"-agent"),
+	if err := target.Run("agent", placerBinary, agent.OutsidePod(
 		"--health-probe-bind-address="+freeAddr(t), "--metrics-bind-address="+freeAddr(t),
 		"--leader-election-namespace="+agent.Namespace)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := target.Run("candidate-scheduler", placerBinary, sched.With(
-		"--kubeconfig="+serviceAccountKubeconfig(t, sched, cfg, target.Name()+"-candidate-scheduler"))...); err != nil {
+	if err := target.Run("candidate-scheduler", placerBinary, sched.OutsidePod()...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // managerArgs are the arguments of config/management's manager Deployment
-// for a process run with kubeconfig.
-func managerArgs(c deploy.Component, kubeconfig string, ports managerPorts) []string {
-	return c.With("--kubeconfig="+kubeconfig,
+// for a process.
+func managerArgs(c deploy.Component, ports managerPorts) []string {
+	return c.OutsidePod(
 		"--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
 		"--leader-election-namespace="+c.Namespace,
 		// A killed manager's successor waits out the Lease: short here.

@@ -192,7 +192,7 @@ func TestHandshake(t *testing.T) {
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
 	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
-	args := managerArgs(mgmt, serviceAccountKubeconfig(t, mgmt, env.Config, "manager"), ports)
+	args := managerArgs(mgmt, ports)
 	startManager := func() func() { return runManager(t, args, logDir) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
