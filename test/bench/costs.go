@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -31,48 +32,36 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseWrites(b)
+}
+
+// parseWrites sums apiserver_request_total's writes in a /metrics page.
+func parseWrites(b []byte) (writes, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
 	out := writes{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
-		if !ok {
-			continue
+	f, ok := families["apiserver_request_total"]
+	if !ok {
+		return out, nil
+	}
+	for _, m := range f.GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
 		}
-		labelText, value, ok := strings.Cut(line, "} ")
-		if !ok {
-			continue
-		}
-		l := parseLabels(labelText)
 		if !mutating[l["verb"]] {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
 			continue
 		}
 		res := l["resource"]
 		if l["subresource"] != "" {
 			res += "/" + l["subresource"]
 		}
-		out[res+" "+l["verb"]] += v
+		out[res+" "+l["verb"]] += m.GetCounter().GetValue()
 	}
-	return out, sc.Err()
-}
-
-// parseLabels parses a Prometheus label set without its braces.
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for s != "" {
-		k, rest, ok := strings.Cut(s, `="`)
-		if !ok {
-			break
-		}
-		v, rest, _ := strings.Cut(rest, `"`)
-		out[strings.TrimPrefix(k, ",")] = v
-		s = strings.TrimPrefix(rest, ",")
-	}
-	return out
+	return out, nil
 }
 
 // minus returns w - before.
