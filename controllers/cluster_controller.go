@@ -9,6 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -30,6 +32,13 @@ const (
 	errGetSecret    = "cannot get connection Secret"
 	errUpdateStatus = "cannot update KubernetesCluster status"
 	errPatchLabels  = "cannot publish built-in labels"
+
+	errClusterFinalizer = "cannot patch the cluster's finalizers"
+
+	// clusterFinalizer holds a deleted KubernetesCluster until its
+	// Workloads have moved away and what placer sent there is gone (or
+	// the cluster does not answer).
+	clusterFinalizer = "compute.placer.dev/drain"
 )
 
 // ClusterControllerOptions tune the cluster controller.
@@ -85,9 +94,13 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters); err != nil {
+		return nil, errors.Wrap(err, "cannot index Workloads by cluster")
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("cluster").
 		For(&v1alpha1.KubernetesCluster{}).
+		Watches(&v1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.deletingClustersOf)).
 		WatchesRawSource(t.Source()).
 		Complete(r)
 	return reg, err
@@ -106,12 +119,26 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 		return reconcile.Result{}, errors.Wrap(err, errGetCluster)
 	}
-	if kc.DeletionTimestamp != nil {
-		r.watches.remove(req.NamespacedName)
-		r.registry.Remove(req.NamespacedName)
-		r.ready.set(req.NamespacedName, false)
-		return reconcile.Result{}, nil
+	if kc.DeletionTimestamp == nil && !meta.FinalizerExists(kc, clusterFinalizer) {
+		// Deleting a cluster first moves its Workloads away and cleans up
+		// what placer sent there (drain).
+		orig := kc.DeepCopy()
+		meta.AddFinalizer(kc, clusterFinalizer)
+		if err := r.client.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+		}
 	}
+	res, err := r.connect(ctx, log, kc)
+	if kc.DeletionTimestamp == nil || err != nil {
+		return res, err
+	}
+	return r.drain(ctx, kc)
+}
+
+// connect keeps the cluster's connection, probes it and publishes its
+// status, also while it is being deleted (drained).
+func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kc)}
 	status := kc.Status.DeepCopy()
 	kubeconfig, notReady := r.kubeconfig(ctx, kc)
 	if notReady != nil {
@@ -244,6 +271,9 @@ func probeFailure(err error) xpv2.Condition {
 // reason changes.
 func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesCluster, status *v1alpha1.KubernetesClusterStatus, ready xpv2.Condition, topology map[string]string) error {
 	if err := r.publishLabels(ctx, kc, status.Version, topology); err != nil {
+		return err
+	}
+	if err := r.syncTaints(ctx, kc, ready); err != nil {
 		return err
 	}
 	prev := kc.Status.GetCondition(xpv2.TypeReady)

@@ -45,7 +45,12 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 		if err != nil || len(chs) == 0 {
 			continue
 		}
-		if err := deleteIn(ctx, m, w, chs); err != nil {
+		if ok, _, err := r.answers(ctx, m.ClusterKey()); err != nil || !ok {
+			// What its watch last saw is there: it goes once the
+			// cluster answers again (its watch coming back requeues).
+			continue
+		}
+		if err := deleteIn(ctx, m, w, chs, false); err != nil {
 			return err
 		}
 	}
@@ -53,10 +58,11 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 }
 
 // membersFor returns the members that may hold the Workload's objects:
-// the clusters that serve its namespace, and those it was placed,
-// nominated or rejected on. Another tenant's clusters are never visited: a
-// dead one registered in another namespace holds nothing of this Workload,
-// and must not hold its deletion.
+// those its status names (placed, nominated, rejected or left on), and
+// those serving its namespace whose watch shows its chaperons. Another
+// tenant's clusters are never visited, and a member that never answered
+// and that the status does not name holds nothing of it: neither holds
+// its deletion.
 func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) ([]cluster.Member, error) {
 	touched := map[types.NamespacedName]bool{}
 	if w.Status.ClusterRef != nil {
@@ -68,6 +74,9 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 	for i := range w.Status.RejectedClusters {
 		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
 	}
+	for i := range w.Status.LeftClusters {
+		touched[w.ClusterKey(&w.Status.LeftClusters[i].Cluster)] = true
+	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 		// Gone, it has no labels: only the clusters of its own namespace serve it.
@@ -77,6 +86,12 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 	for _, m := range r.members.Members() {
 		if touched[m.ClusterKey()] {
 			out = append(out, m)
+			continue
+		}
+		if !m.Synced() {
+			continue
+		}
+		if chs, err := m.Chaperons(ctx, w.UID); err != nil || len(chs) == 0 {
 			continue
 		}
 		kc := &v1alpha1.KubernetesCluster{}
@@ -112,7 +127,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, key)
 			continue
 		}
-		if err := deleteIn(ctx, m, w, chs); err != nil {
+		if err := deleteIn(ctx, m, w, chs, false); err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
@@ -130,8 +145,9 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 // deleteIn deletes the Workload's chaperons (chs, in whatever namespaces
 // they are) and its Service in one member, as the Workload's tenant. What
 // the member's API server forbids the tenant to read there, placer cannot
-// have made.
-func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+// have made. With foreground, a chaperon stays (being deleted) until its
+// pod is gone, so that its absence confirms the pod's.
+func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, foreground bool) error {
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
@@ -141,7 +157,11 @@ func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs [
 		namespaces[ch.Namespace] = true
 	}
 	for ns := range namespaces {
-		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)})
+		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}}
+		if foreground {
+			opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		}
+		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, opts...)
 		if err := resource.IgnoreNotFound(err); err != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}

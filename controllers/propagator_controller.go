@@ -132,6 +132,9 @@ type scope struct {
 	committed bool
 	// refused: the committed cluster refuses the current template.
 	refused bool
+	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
+	// cluster left has not confirmed that the pods there are gone).
+	held bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
 	// verdict on the template and the namespace's labels, for admission.
@@ -177,6 +180,11 @@ func (s *scope) statusEvent(e event.Event) { s.statusEvents = append(s.statusEve
 func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	msg = truncate(msg)
 	now := metav1.Now()
+	attempts := int32(1)
+	if prev := s.w.Rejection(key); prev != nil {
+		attempts = prev.Attempts + 1
+	}
+	retry := metav1.NewTime(now.Add(rejectionBackoff(attempts)))
 	kept := s.w.Status.RejectedClusters[:0]
 	for _, rc := range s.w.Status.RejectedClusters {
 		if rc.Generation == s.w.Generation && s.w.ClusterKey(&rc.Cluster) != key {
@@ -185,6 +193,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	}
 	s.w.Status.RejectedClusters = append(kept, v1alpha1.RejectedCluster{
 		Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Reason: reason, Message: msg, Generation: s.w.Generation, Time: &now,
+		RetryAfter: &retry, Attempts: attempts,
 	})
 	delete(s.keep, key)
 	if key == s.target {
@@ -193,6 +202,24 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	}
 	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
+}
+
+// Rejections expire: a cluster is tried again after rejectionBackoffBase,
+// doubling with each rejection of the same generation up to
+// rejectionBackoffMax (and sooner when the cluster opens up: the scheduler
+// sees it).
+const (
+	rejectionBackoffBase = 30 * time.Second
+	rejectionBackoffMax  = 10 * time.Minute
+)
+
+// rejectionBackoff is how long a cluster's attempts-th rejection lasts.
+func rejectionBackoff(attempts int32) time.Duration {
+	d := rejectionBackoffBase
+	for i := int32(1); i < attempts && d < rejectionBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, rejectionBackoffMax)
 }
 
 // phase is one step of a reconcile; done ends the reconcile early.
@@ -219,7 +246,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	s := newScope(w, r.log.WithValues("workload", req.String(), "generation", w.Generation))
 	var perr error
-	for _, p := range []phase{r.ensureFinalizer, r.proveChosen, r.proveNominated, r.commit, r.deliver, markDone} {
+	for _, p := range []phase{r.ensureFinalizer, r.proveChosen, r.proveNominated, r.commit, r.deliver, r.leave, markDone} {
 		done, err := p(ctx, s)
 		if err != nil {
 			perr = err

@@ -39,6 +39,18 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	s.keep[s.target] = true
+	if w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0 {
+		// Never two copies: nothing goes to the new cluster until every
+		// cluster left has confirmed that the pods there are gone.
+		s.held = true
+		left := make([]string, len(w.Status.LeftClusters))
+		for i := range w.Status.LeftClusters {
+			left[i] = w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String()
+		}
+		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, 0
+		w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("move: StopBeforeStart: nothing is started in %s until %v confirm(s) that the pods there are gone", s.target, left), w.Generation))
+		return false, nil
+	}
 	m := r.member(s.target)
 	if m == nil {
 		// Not connected, or its chaperons not listed yet. One that never

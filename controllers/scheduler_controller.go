@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -11,7 +12,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +32,8 @@ const (
 	errInformer       = "cannot get an informer"
 
 	reasonFailedScheduling event.Reason = "FailedScheduling"
+	reasonMoved            event.Reason = "Moved"
+	reasonFailedMove       event.Reason = "FailedMove"
 
 	// unschedulableRetry is the safety net for a pending Workload: events
 	// (clusters and workloads changing) requeue it sooner.
@@ -45,6 +51,13 @@ type SchedulerControllerOptions struct {
 	Burst int
 	// Writers is how many decisions are written at once (8 when zero).
 	Writers int
+	// DefaultTolerations are added to every Workload's tolerations of the
+	// condition taints (scheduler.DefaultTolerations).
+	DefaultTolerations []corev1.Toleration
+	// MaxConcurrentMoves bounds how many Workloads leave clusters that
+	// answer (drains: a NoExecute taint, a deletion) at once, fleet-wide;
+	// no bound when zero.
+	MaxConcurrentMoves int
 }
 
 // SchedulerReconciler places Workloads whose schedulerName one of its
@@ -61,6 +74,9 @@ type SchedulerReconciler struct {
 	trigger  *trigger
 	writer   *statusWriter
 	verdicts validation.Verdicts
+
+	defaultTolerations []corev1.Toleration
+	maxMoves           int
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
@@ -85,6 +101,9 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 		served:   map[string]bool{},
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("scheduler")),
 		trigger:  &trigger{},
+
+		defaultTolerations: o.DefaultTolerations,
+		maxMoves:           o.MaxConcurrentMoves,
 	}
 	r.writer = newStatusWriter(wc, r.cache, r.trigger, o.Writers,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -128,7 +147,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	// Every decision is assumed until the informer has its write, so that
 	// the loop never decides twice from a copy older than its own write.
-	r.cache.Assume(w, d.clusterRef)
+	r.cache.Assume(d.assumed(), d.clusterRef)
 	r.writer.Submit(d)
 	return res, nil
 }
@@ -147,10 +166,9 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 		return d.orNil(), reconcile.Result{}
 	}
 	if w.Status.ClusterRef != nil && !w.RejectedBy(w.ClusterKey(w.Status.ClusterRef)) {
-		// Placed: it stays, whatever scores say now; only a handshake
-		// rejection moves it. A new generation is still acknowledged, so
-		// that 'kubectl wait --for=condition=Scheduled' sees it.
-		return r.acknowledge(w), reconcile.Result{}
+		// Placed: it stays, whatever scores say now, until a handshake
+		// rejection or a NoExecute taint moves it.
+		return r.placed(ctx, w)
 	}
 	start := time.Now()
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
@@ -161,14 +179,101 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 		schedulingAttempts.WithLabelValues("unschedulable").Inc()
 		d := newDecision(w, nil, nil, v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation))
 		d.event = event.Warning(reasonFailedScheduling, errors.New(d.cond.Message))
-		// Events (clusters and workloads changing) requeue it sooner.
-		return d.orNil(), reconcile.Result{RequeueAfter: unschedulableRetry}
+		// Events (clusters and workloads changing) requeue it sooner, and
+		// so does the end of a rejection's backoff.
+		return d.orNil(), reconcile.Result{RequeueAfter: min(unschedulableRetry, nextRetry(w, time.Now()))}
 	}
 	schedulingAttempts.WithLabelValues("scheduled").Inc()
-	best := res.Ranked[0].Cluster.Key
-	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), v1alpha1.Scheduled(placedMessage(res), w.Generation))
+	d := r.placeOn(w, res, v1alpha1.Scheduled(placedMessage(res), w.Generation))
 	d.event = event.Normal(v1alpha1.ReasonScheduled, d.cond.Message)
 	return d.orNil(), reconcile.Result{}
+}
+
+// placeOn makes the decision to place the Workload on the best ranked
+// cluster; a rejection there that expired early (the cluster opened up)
+// is marked over, so the propagator proves the cluster again.
+func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond xpv2.Condition) *decision {
+	best := res.Ranked[0].Cluster.Key
+	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), cond)
+	now := metav1.Now()
+	if rc := w.Rejection(best); rc != nil && !rc.Expired(now.Time) {
+		d.rejected = slices.Clone(w.Status.RejectedClusters)
+		for i := range d.rejected {
+			if w.ClusterKey(&d.rejected[i].Cluster) == best && d.rejected[i].Generation == w.Generation {
+				d.rejected[i].RetryAfter = &now
+			}
+		}
+	}
+	return d
+}
+
+// nextRetry is how long until the first of this generation's rejections
+// ends its backoff; unschedulableRetry when none will.
+func nextRetry(w *v1alpha1.Workload, now time.Time) time.Duration {
+	next := unschedulableRetry
+	for _, rc := range w.Status.RejectedClusters {
+		if rc.Generation == w.Generation && rc.RetryAfter != nil && rc.RetryAfter.After(now) {
+			next = min(next, rc.RetryAfter.Sub(now))
+		}
+	}
+	return next
+}
+
+// placed decides about a placed Workload: it stays, or it must leave its
+// cluster (scheduler.MustLeave) and moves to the best other one. A move
+// that finds no other cluster, or that would exceed the fleet's bound on
+// drains at once, waits (Scheduled stays True, reason MovePending); a
+// cluster changing, or a move ending, looks again.
+func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
+	current := w.ClusterKey(w.Status.ClusterRef)
+	ci := r.cache.Cluster(current)
+	if ci == nil {
+		// Not in the cache (yet): a cluster deleted for good drains first
+		// (its finalizer), so a missing one is no reason to move.
+		return r.acknowledge(w), reconcile.Result{}
+	}
+	now := time.Now()
+	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+	if leave == nil {
+		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
+	}
+	drain := leave.Reason == v1alpha1.ReasonTainted || leave.Reason == v1alpha1.ReasonClusterDeleted
+	if drain && r.maxMoves > 0 && r.cache.Moving() >= r.maxMoves {
+		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", r.cache.Moving())), reconcile.Result{}
+	}
+	start := time.Now()
+	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{
+		Exclude: map[types.NamespacedName]string{current: "cluster(s) the Workload must leave"},
+	})
+	schedulingDuration.Observe(time.Since(start).Seconds())
+	if len(res.Ranked) == 0 {
+		schedulingAttempts.WithLabelValues("unschedulable").Inc()
+		return r.movePending(w, leave, "no other cluster can take it: "+res.Message()), reconcile.Result{}
+	}
+	schedulingAttempts.WithLabelValues("moved").Inc()
+	d := r.placeOn(w, res, v1alpha1.Scheduled(fmt.Sprintf("moved from %s: %s; %s", current, leave.Message, placedMessage(res)), w.Generation))
+	t := metav1.NewTime(now)
+	d.left = []v1alpha1.LeftCluster{}
+	for _, lc := range w.Status.LeftClusters {
+		if w.ClusterKey(&lc.Cluster) != current {
+			d.left = append(d.left, lc)
+		}
+	}
+	d.left = append(d.left, v1alpha1.LeftCluster{
+		Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t, Remaining: w.Status.Replicas,
+	})
+	d.event = event.Normal(reasonMoved, d.cond.Message)
+	return d.orNil(), reconcile.Result{}
+}
+
+// movePending keeps a Workload that must leave its cluster where it is
+// for now, and says why.
+func (r *SchedulerReconciler) movePending(w *v1alpha1.Workload, leave *scheduler.Leave, why string) *decision {
+	cond := v1alpha1.Scheduled(leave.Message+"; it stays until it can move: "+why, w.Generation)
+	cond.Reason = v1alpha1.ReasonMovePending
+	d := newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond)
+	d.event = event.Warning(reasonFailedMove, errors.New(cond.Message))
+	return d.orNil()
 }
 
 // acknowledge moves a placed Workload's Scheduled condition to its current
@@ -176,7 +281,7 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 func (r *SchedulerReconciler) acknowledge(w *v1alpha1.Workload) *decision {
 	cond := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	switch {
-	case cond.Reason == v1alpha1.ReasonInvalidTemplate:
+	case cond.Reason == v1alpha1.ReasonInvalidTemplate, cond.Reason == v1alpha1.ReasonMovePending:
 		// The template is valid again: the Workload stays where it is.
 		cond = v1alpha1.Scheduled(fmt.Sprintf("placed on %s", w.ClusterKey(w.Status.ClusterRef)), w.Generation)
 	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:

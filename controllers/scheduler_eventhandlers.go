@@ -48,6 +48,9 @@ func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesClust
 	r.cache.UpsertCluster(kc)
 	if schedulingRelevant(before, kc) {
 		r.requeuePending(false)
+		// A NoExecute taint may move what is placed there; another
+		// cluster opening up may take what must leave its own.
+		r.requeueLeaving()
 	}
 }
 
@@ -73,6 +76,10 @@ func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
 		// The informer's copy confirmed a written decision: the decision
 		// loop passed the Workload over while it was assumed.
 		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
+	}
+	if len(w.Status.LeftClusters) < len(before.Status.LeftClusters) {
+		// A move ended: a drain waiting for the bound may go.
+		r.requeueLeaving()
 	}
 	switch {
 	case before.Status.ClusterRef != nil && !equality.Semantic.DeepEqual(before.Status.ClusterRef, w.Status.ClusterRef),
@@ -110,12 +117,21 @@ func (r *SchedulerReconciler) deleteNamespace(ns *corev1.Namespace) {
 // change a scheduling decision; probe timestamps alone do not.
 func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 	b, a := before.Status, after.Status
-	return !equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+	return (before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
+		!equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
 		!equality.Semantic.DeepEqual(before.Spec, after.Spec) ||
 		b.GetCondition(xpv2.TypeReady).Status != a.GetCondition(xpv2.TypeReady).Status ||
 		!equality.Semantic.DeepEqual(b.Allocatable, a.Allocatable) ||
 		!equality.Semantic.DeepEqual(b.Requested, a.Requested) ||
 		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
+}
+
+// requeueLeaving sends the placed workloads of clusters with a NoExecute
+// taint, or being deleted, back to the decision loop.
+func (r *SchedulerReconciler) requeueLeaving() {
+	for _, key := range r.cache.Leaving() {
+		r.trigger.Enqueue(key)
+	}
 }
 
 // requeuePending sends pending workloads back to the decision loop; with

@@ -26,6 +26,10 @@ type decision struct {
 	clusterRef *v1alpha1.ClusterReference
 	nominated  []v1alpha1.ClusterReference
 	cond       xpv2.Condition
+	// left and rejected replace status.leftClusters and
+	// status.rejectedClusters when not nil.
+	left     []v1alpha1.LeftCluster
+	rejected []v1alpha1.RejectedCluster
 	// event is recorded once the decision is written, if its message is
 	// news (report); none when its reason is empty.
 	event  event.Event
@@ -36,10 +40,32 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 	return &decision{w: w, clusterRef: ref, nominated: nominated, cond: cond}
 }
 
+// apply writes the decision into a Workload's status.
+func (d *decision) apply(w *v1alpha1.Workload) {
+	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
+	if d.left != nil {
+		w.Status.LeftClusters = d.left
+	}
+	if d.rejected != nil {
+		w.Status.RejectedClusters = d.rejected
+	}
+	w.Status.SetConditions(d.cond)
+}
+
+// assumed is the Workload as the cache assumes it: its status as the
+// decision leaves it.
+func (d *decision) assumed() *v1alpha1.Workload {
+	w := *d.w
+	w.Status = *d.w.Status.DeepCopy()
+	d.apply(&w)
+	return &w
+}
+
 // orNil returns the decision, or nil when the status already says it.
 func (d *decision) orNil() *decision {
 	prev := d.w.Status.GetCondition(v1alpha1.TypeScheduled)
-	if equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(d.nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) {
+	if equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(d.nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
+		d.left == nil && d.rejected == nil {
 		return nil
 	}
 	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) {
@@ -95,8 +121,7 @@ func (s *statusWriter) Submit(d *decision) {
 // (a failed write is decided again after a backoff).
 func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *decision) (again bool) {
 	w := d.w.DeepCopy()
-	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
-	w.Status.SetConditions(d.cond)
+	d.apply(w)
 	written, err := patchStatus(ctx, s.client, w, d.w)
 	schedulerWrites.WithLabelValues(writeResult(written, err)).Inc()
 	if err != nil || !written {

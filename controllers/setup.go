@@ -30,6 +30,12 @@ type Options struct {
 	// PropagatorWorkers is how many Workloads the propagator handles at
 	// once (8 when zero).
 	PropagatorWorkers int
+	// NotReadyTolerationSeconds and UnreachableTolerationSeconds are how
+	// long every Workload tolerates its cluster's condition taints unless
+	// it says otherwise (negative: not at all, it moves at once).
+	NotReadyTolerationSeconds, UnreachableTolerationSeconds int64
+	// MaxConcurrentMoves bounds the drains in flight, fleet-wide (none when zero).
+	MaxConcurrentMoves int
 }
 
 // Setup adds every controller built so far to the manager and returns the
@@ -47,7 +53,11 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "invalid scheduler configuration")
 	}
-	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{Profiles: profiles, QPS: o.SchedulerQPS, Burst: o.SchedulerBurst}); err != nil {
+	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{
+		Profiles: profiles, QPS: o.SchedulerQPS, Burst: o.SchedulerBurst,
+		DefaultTolerations: scheduler.DefaultTolerations(o.NotReadyTolerationSeconds, o.UnreachableTolerationSeconds),
+		MaxConcurrentMoves: o.MaxConcurrentMoves,
+	}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}
 	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers}); err != nil {

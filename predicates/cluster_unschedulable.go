@@ -10,8 +10,11 @@ import (
 // ClusterUnschedulableName is the name of the ClusterUnschedulable plugin.
 const ClusterUnschedulableName = "ClusterUnschedulable"
 
-// ErrReasonCordoned is the reason of ClusterUnschedulable.
-const ErrReasonCordoned = "cluster(s) were cordoned"
+// Reasons of ClusterUnschedulable.
+const (
+	ErrReasonCordoned = "cluster(s) were cordoned"
+	ErrReasonDeleting = "cluster(s) were being deleted"
+)
 
 // ClusterUnschedulable fails cordoned clusters (spec.unschedulable).
 type ClusterUnschedulable struct{}
@@ -26,8 +29,11 @@ func NewClusterUnschedulable(scheduler.Handle) (scheduler.Plugin, error) {
 // Name of the plugin.
 func (p *ClusterUnschedulable) Name() string { return ClusterUnschedulableName }
 
-// Filter fails a cordoned cluster.
+// Filter fails a cordoned cluster, and one being deleted.
 func (p *ClusterUnschedulable) Filter(_ context.Context, _ *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+	if c.Cluster.DeletionTimestamp != nil {
+		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonDeleting)
+	}
 	if c.Cluster.Spec.Unschedulable {
 		return scheduler.NewStatus(scheduler.Unschedulable, ErrReasonCordoned)
 	}

@@ -3,6 +3,7 @@ package predicates
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -11,8 +12,12 @@ import (
 // HandshakeRejectedName is the name of the HandshakeRejected plugin.
 const HandshakeRejectedName = "HandshakeRejected"
 
-// ErrReasonRejected is the reason of HandshakeRejected, with the target's reason.
-const ErrReasonRejected = "cluster(s) rejected the candidate pods (%s)"
+// Reasons of HandshakeRejected: with the target's reason, and with the
+// reason the Workload left the cluster.
+const (
+	ErrReasonRejected = "cluster(s) rejected the candidate pods (%s)"
+	ErrReasonLeft     = "cluster(s) were left (%s) and may still hold the Workload's pods"
+)
 
 // HandshakeRejected fails clusters where this generation's handshake already
 // failed (status.rejectedClusters), so the scheduler chooses again.
@@ -28,16 +33,26 @@ func NewHandshakeRejected(scheduler.Handle) (scheduler.Plugin, error) {
 // Name of the plugin.
 func (p *HandshakeRejected) Name() string { return HandshakeRejectedName }
 
-// Filter fails a cluster rejected for the Workload's current generation.
+// Filter fails a cluster rejected for the Workload's current generation
+// until the rejection expires (RejectionExpired), and a cluster the
+// Workload left that may still hold its pods.
 func (p *HandshakeRejected) Filter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
-	for _, r := range w.Status.RejectedClusters {
-		if r.Generation == w.Generation && w.ClusterKey(&r.Cluster) == c.Key {
-			why := r.Message
-			if why == "" {
-				why = r.Reason
-			}
-			return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonRejected, why))
+	if lc := w.Left(c.Key); lc != nil {
+		return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonLeft, lc.Reason))
+	}
+	if r := w.Rejection(c.Key); r != nil && !RejectionExpired(r, c, time.Now()) {
+		why := r.Message
+		if why == "" {
+			why = r.Reason
 		}
+		return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonRejected, why))
 	}
 	return nil
+}
+
+// RejectionExpired reports whether a rejection may be tried again: its
+// backoff is over, or the cluster changed since in a way that can undo it
+// (ClusterInfo.OpenedAt).
+func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now time.Time) bool {
+	return r.Expired(now) || r.Time != nil && !c.OpenedAt.IsZero() && r.Time.Time.Before(c.OpenedAt)
 }

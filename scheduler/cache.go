@@ -3,6 +3,10 @@ package scheduler
 import (
 	"slices"
 	"sync"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -78,13 +82,91 @@ func NewCache() *Cache {
 	}
 }
 
-// UpsertCluster records a cluster's latest state.
+// UpsertCluster records a cluster's latest state. When the change can undo
+// a handshake rejection (OpensUp), the cluster's OpenedAt moves to now.
 func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) {
 	ci := NewClusterInfo(kc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if prev, ok := c.clusters[ci.Key]; ok {
+		ci.OpenedAt = prev.OpenedAt
+		if OpensUp(prev.Cluster, kc) {
+			ci.OpenedAt = time.Now()
+		}
+	}
 	c.clusters[ci.Key] = ci
 	c.refreshView(ci.Key)
+}
+
+// OpensUp reports whether a cluster changed in a way that can make it
+// accept what it rejected: more allocatable, ready nodes or room on its
+// largest node, fewer requests, other labels or taints, or Ready again.
+func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
+	b, a := &before.Status, &after.Status
+	grew := func(x, y corev1.ResourceList) bool {
+		for name, q := range y {
+			if old, ok := x[name]; !ok || q.Cmp(old) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	return grew(b.Allocatable, a.Allocatable) || grew(b.LargestFreeNode, a.LargestFreeNode) || grew(a.Requested, b.Requested) ||
+		a.ReadyNodeCount > b.ReadyNodeCount ||
+		!equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+		!equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) ||
+		b.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && a.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+}
+
+// Leaving returns the placed workloads whose cluster has a NoExecute
+// taint or is being deleted: those MustLeave may move.
+func (c *Cache) Leaving() []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	tainted := map[types.NamespacedName]bool{}
+	for k, ci := range c.clusters {
+		if ci.Cluster.DeletionTimestamp != nil {
+			tainted[k] = true
+			continue
+		}
+		for _, t := range ci.Taints {
+			if t.Effect == corev1.TaintEffectNoExecute {
+				tainted[k] = true
+			}
+		}
+	}
+	var out []types.NamespacedName
+	if len(tainted) == 0 {
+		return out
+	}
+	for _, p := range c.placed {
+		if tainted[p.Cluster] {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return out
+}
+
+// Moving counts the placed workloads still leaving a cluster that
+// answers (status.leftClusters names one for a taint or a deletion): the
+// drains in flight.
+func (c *Cache) Moving() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, p := range c.placed {
+		if p.Draining {
+			n++
+		}
+	}
+	return n
+}
+
+// Cluster returns the cycles' view of one cluster, nil when unknown.
+func (c *Cache) Cluster(key types.NamespacedName) *ClusterInfo {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.views[key]
 }
 
 // DeleteCluster forgets a cluster.
@@ -334,6 +416,11 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	p := &PlacedWorkload{
 		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
 		AntiAffinity: anti,
+	}
+	for _, lc := range w.Status.LeftClusters {
+		if lc.Reason == v1alpha1.ReasonTainted || lc.Reason == v1alpha1.ReasonClusterDeleted {
+			p.Draining = true
+		}
 	}
 	if w.Status.ClusterRef != nil {
 		p.Cluster = w.ClusterKey(w.Status.ClusterRef)

@@ -46,6 +46,9 @@ type Options struct {
 	// AllFilters runs every filter on every cluster instead of stopping at
 	// the first failure, and records every verdict.
 	AllFilters bool
+	// Exclude fails these clusters before any filter, with the reason
+	// given (a cluster the Workload must leave).
+	Exclude map[types.NamespacedName]string
 }
 
 // Schedule runs one cycle for the Workload on the snapshot.
@@ -66,6 +69,13 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 	}
 	feasible := make([]*ClusterInfo, 0, len(snap.Clusters))
 	for _, c := range snap.Clusters {
+		if why, ok := o.Exclude[c.Key]; ok {
+			res.Failed[c.Key] = NewStatus(UnschedulableAndUnresolvable, why).WithPlugin("Move")
+			if o.AllFilters {
+				res.Filters[c.Key] = append(res.Filters[c.Key], res.Failed[c.Key])
+			}
+			continue
+		}
 		var first *Status
 		for _, f := range p.Filters {
 			s := f.Filter(ctx, state, w, c)

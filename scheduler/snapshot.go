@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,11 @@ type ClusterInfo struct {
 	// Tenants selects the management namespaces, besides the cluster's own,
 	// whose Workloads the cluster serves; nil serves its own only.
 	Tenants labels.Selector
+	// OpenedAt is when the cluster last changed in a way that can undo a
+	// handshake rejection (capacity grew, labels or taints changed, it
+	// became Ready): rejections older than that have expired. The
+	// scheduler's cache keeps it; zero when unknown.
+	OpenedAt time.Time
 }
 
 // NewClusterInfo derives the scheduler's view of a cluster.
@@ -66,7 +72,7 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 func nodeTaints(ts []v1alpha1.ClusterTaint) []corev1.Taint {
 	out := make([]corev1.Taint, len(ts))
 	for i, t := range ts {
-		out[i] = corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+		out[i] = corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TimeAdded: t.TimeAdded}
 	}
 	return out
 }
@@ -75,7 +81,7 @@ func nodeTaints(ts []v1alpha1.ClusterTaint) []corev1.Taint {
 func Tolerations(w *v1alpha1.Workload) []corev1.Toleration {
 	out := make([]corev1.Toleration, len(w.Spec.ClusterTolerations))
 	for i, t := range w.Spec.ClusterTolerations {
-		out[i] = corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+		out[i] = corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.TolerationSeconds}
 	}
 	return out
 }
@@ -92,6 +98,9 @@ type PlacedWorkload struct {
 	AntiAffinity []*AffinityTerm
 	// Unbound are the requests of its replicas not bound yet.
 	Unbound corev1.ResourceList
+	// Draining: it is still leaving a cluster it was moved away from for a
+	// taint or a deletion (a drain, bounded fleet-wide).
+	Draining bool
 	// slot numbers Cluster in the cache's snapshots.
 	slot int
 }

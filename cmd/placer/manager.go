@@ -6,6 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/scheduler"
@@ -14,16 +15,19 @@ import (
 // managerOptions are the flags of 'placer manager'.
 type managerOptions struct {
 	clientFlags
-	probeInterval  time.Duration
-	probeTimeout   time.Duration
-	memberQPS      float32
-	memberBurst    int
-	schedulerConf  string
-	schedulerQPS   float32
-	schedulerBurst int
-	handshake      time.Duration
-	workers        int
-	policy         cluster.KubeconfigPolicy
+	probeInterval      time.Duration
+	probeTimeout       time.Duration
+	memberQPS          float32
+	memberBurst        int
+	schedulerConf      string
+	schedulerQPS       float32
+	schedulerBurst     int
+	handshake          time.Duration
+	workers            int
+	notReadySeconds    int64
+	unreachableSeconds int64
+	maxMoves           int
+	policy             cluster.KubeconfigPolicy
 }
 
 func newManagerCommand() *cobra.Command {
@@ -61,6 +65,10 @@ candidate pods in the member clusters and delivers the Workload there.`,
 				SchedulerBurst:    o.schedulerBurst,
 				HandshakeTimeout:  o.handshake,
 				PropagatorWorkers: o.workers,
+
+				NotReadyTolerationSeconds:    o.notReadySeconds,
+				UnreachableTolerationSeconds: o.unreachableSeconds,
+				MaxConcurrentMoves:           o.maxMoves,
 			}); err != nil {
 				return err
 			}
@@ -77,6 +85,9 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.IntVar(&o.schedulerBurst, "scheduler-burst", 100, "burst of the scheduler's own client")
 	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
 	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
+	f.Int64Var(&o.notReadySeconds, "default-not-ready-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterNotReady+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
+	f.Int64Var(&o.unreachableSeconds, "default-unreachable-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterUnreachable+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
+	f.IntVar(&o.maxMoves, "max-concurrent-moves", 50, "how many Workloads may leave clusters that still answer (drains: a NoExecute taint, a deletion) at once, fleet-wide; 0 for no bound")
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
 	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")

@@ -15,6 +15,9 @@ const (
 	ReasonPending = "Pending"
 	// ReasonAvailable: every replica has a Ready pod.
 	ReasonAvailable = "Available"
+	// ReasonMovePending: the Workload must leave its cluster and waits
+	// for another one (Scheduled stays True, the message says why).
+	ReasonMovePending = "MovePending"
 
 	// ReasonForbidden: the member's API server forbids the Workload's
 	// tenant what placer asked (a rejection, or a finalizer patch).

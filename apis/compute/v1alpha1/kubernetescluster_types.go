@@ -48,9 +48,24 @@ type ClusterTaint struct {
 	// +optional
 	Value string `json:"value,omitempty"`
 
-	// Effect of the taint on workloads that do not tolerate it.
+	// Effect of the taint on workloads that do not tolerate it. NoExecute
+	// moves a placed Workload that does not tolerate it to another cluster.
 	Effect TaintEffect `json:"effect"`
+
+	// TimeAdded is when a NoExecute taint was added: a toleration's
+	// tolerationSeconds count from it. The cluster controller sets it on
+	// a NoExecute taint that has none.
+	// +optional
+	TimeAdded *metav1.Time `json:"timeAdded,omitempty"`
 }
+
+// Condition taints: the cluster controller sets them, NoExecute, while a
+// cluster does not answer or is not ready for placement, and removes them
+// when it recovers, as the node lifecycle controller does for nodes.
+const (
+	TaintClusterUnreachable = "compute.placer.dev/unreachable"
+	TaintClusterNotReady    = "compute.placer.dev/not-ready"
+)
 
 // KubernetesClusterSpec says how to reach a cluster and whether it takes new work.
 type KubernetesClusterSpec struct {

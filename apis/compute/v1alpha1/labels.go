@@ -47,6 +47,16 @@ const (
 	ReasonUnreachable       = "Unreachable"
 	ReasonUnauthorized      = "Unauthorized"
 	ReasonUnschedulable     = "Unschedulable"
+	// ReasonNotReady: the cluster answers but is not ready for placement.
+	ReasonNotReady = "NotReady"
+	// ReasonTainted: a Workload left a cluster with a NoExecute taint it
+	// does not tolerate (or no longer tolerates).
+	ReasonTainted = "Tainted"
+	// ReasonClusterDeleted: a Workload left a cluster being deleted.
+	ReasonClusterDeleted = "ClusterDeleted"
+	// ReasonClusterUnreachable: the Workload's cluster does not answer;
+	// its counts are not known (Ready Unknown).
+	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonInvalidTemplate: the pod template fails kube-apiserver's pod
 	// validation or carries placer's own labels or annotations; the
 	// message names the fields. Nothing is placed or rolled out.

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // ReplicaCount is the desired replica count (1 when unset).
 func (w *Workload) ReplicaCount() int {
@@ -20,15 +24,40 @@ func (w *Workload) ClusterKey(ref *ClusterReference) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: ref.Name}
 }
 
-// RejectedBy reports whether the cluster rejected this generation's handshake.
+// RejectedBy reports whether the cluster rejected this generation's
+// handshake and may not be tried again yet.
 func (w *Workload) RejectedBy(key types.NamespacedName) bool {
+	rc := w.Rejection(key)
+	return rc != nil && !rc.Expired(time.Now())
+}
+
+// Rejection is this generation's rejection by the cluster, expired or
+// not; nil when there is none.
+func (w *Workload) Rejection(key types.NamespacedName) *RejectedCluster {
 	for i := range w.Status.RejectedClusters {
 		rc := &w.Status.RejectedClusters[i]
 		if rc.Generation == w.Generation && w.ClusterKey(&rc.Cluster) == key {
-			return true
+			return rc
 		}
 	}
-	return false
+	return nil
+}
+
+// Expired reports whether the rejection's backoff is over at now; one
+// without retryAfter never expires.
+func (rc *RejectedCluster) Expired(now time.Time) bool {
+	return rc.RetryAfter != nil && !now.Before(rc.RetryAfter.Time)
+}
+
+// Left is the Workload's entry for a cluster it moved away from; nil when
+// there is none.
+func (w *Workload) Left(key types.NamespacedName) *LeftCluster {
+	for i := range w.Status.LeftClusters {
+		if lc := &w.Status.LeftClusters[i]; w.ClusterKey(&lc.Cluster) == key {
+			return lc
+		}
+	}
+	return nil
 }
 
 // TargetNamespace is where the Workload's pods go in a member cluster: the

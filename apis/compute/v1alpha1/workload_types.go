@@ -276,6 +276,7 @@ type TolerationOperator string
 // taint, as a pod toleration does for node taints.
 // +kubebuilder:validation:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || size(self.value) == 0",message="value must be empty when operator is Exists",fieldPath=".value"
 // +kubebuilder:validation:XValidation:rule="has(self.key) && size(self.key) > 0 || has(self.operator) && self.operator == 'Exists'",message="operator must be Exists when key is empty",fieldPath=".operator"
+// +kubebuilder:validation:XValidation:rule="!has(self.tolerationSeconds) || has(self.effect) && self.effect == 'NoExecute'",message="effect must be NoExecute when tolerationSeconds is set",fieldPath=".effect"
 type ClusterToleration struct {
 	// Key of the taint tolerated; empty with operator Exists tolerates every taint.
 	// +kubebuilder:validation:MaxLength=316
@@ -295,6 +296,13 @@ type ClusterToleration struct {
 	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
 	// +optional
 	Effect TaintEffect `json:"effect,omitempty"`
+
+	// TolerationSeconds bounds how long a placed Workload stays on a
+	// cluster with a matching NoExecute taint, counted from the taint's
+	// timeAdded; unset, it stays for as long as the taint is there. Zero
+	// or less moves it at once.
+	// +optional
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 
 // TargetDeployment describes the pods delivered to the chosen cluster. The
@@ -340,6 +348,27 @@ const (
 	PlacementModeNoReservation PlacementMode = "NoReservation"
 )
 
+// MovePolicy says how a placed Workload moves to another cluster when it
+// must leave its own (a NoExecute taint it does not tolerate, a drain, the
+// cluster's deletion).
+// +kubebuilder:validation:Enum=StartBeforeStop;StopBeforeStart
+type MovePolicy string
+
+// Move policies.
+const (
+	// MoveStartBeforeStop proves the new cluster, and waits for its pods
+	// to be Ready when the old cluster answers, before the old copy goes;
+	// the old copy of a cluster that does not answer goes as soon as it
+	// answers again. No downtime on a drain; two copies may run for a
+	// while behind a partition.
+	MoveStartBeforeStop MovePolicy = "StartBeforeStop"
+	// MoveStopBeforeStart sends nothing to the new cluster until the old
+	// one has confirmed that the Workload's pods there are gone: never two
+	// copies at once, for singletons; downtime while the old cluster does
+	// not answer.
+	MoveStopBeforeStart MovePolicy = "StopBeforeStart"
+)
+
 // Placement tunes the handshake with target clusters.
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'NoReservation' || !has(self.fanOut) || self.fanOut == 1",message="fanOut must be 1 when mode is NoReservation: without a reservation the runner-up clusters' own schedulers would bind their pods at once, and copies would run until the commit",fieldPath=".fanOut"
 type Placement struct {
@@ -355,6 +384,12 @@ type Placement struct {
 	// +kubebuilder:default=Reserve
 	// +optional
 	Mode PlacementMode `json:"mode,omitempty"`
+
+	// Move is how the Workload moves when it must leave its cluster:
+	// StartBeforeStop (the default) or StopBeforeStart.
+	// +kubebuilder:default=StartBeforeStop
+	// +optional
+	Move MovePolicy `json:"move,omitempty"`
 }
 
 // WorkloadSpec is what to run and where it may run.
@@ -406,7 +441,7 @@ type WorkloadSpec struct {
 	TargetService *corev1.ServiceSpec `json:"targetService,omitempty"`
 
 	// Placement tunes the handshake.
-	// +kubebuilder:default={fanOut: 1, mode: Reserve}
+	// +kubebuilder:default={fanOut: 1, mode: Reserve, move: StartBeforeStop}
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 }
@@ -429,6 +464,42 @@ type RejectedCluster struct {
 	// Time of the rejection.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
+
+	// RetryAfter is when the cluster may be tried again for this
+	// generation: the backoff doubles with each rejection by the same
+	// cluster (30 s to 10 min). The scheduler tries it sooner when the
+	// cluster's capacity grows or its labels or taints change.
+	// +optional
+	RetryAfter *metav1.Time `json:"retryAfter,omitempty"`
+
+	// Attempts counts this generation's rejections by the cluster.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+}
+
+// LeftCluster is a cluster the Workload was moved away from while it may
+// still hold the Workload's candidates and pods.
+type LeftCluster struct {
+	// Cluster that was left.
+	Cluster ClusterReference `json:"cluster"`
+
+	// Reason is a CamelCase word: the taint's (Unreachable, NotReady,
+	// Tainted) or ClusterDeleted.
+	Reason string `json:"reason"`
+
+	// Message says why, naming the taint.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Time the Workload left it.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+
+	// Remaining is how many of the Workload's candidates (each with its
+	// pod) are still there, as last seen: a cluster that does not answer
+	// is cleaned up when it answers again.
+	// +optional
+	Remaining int32 `json:"remaining,omitempty"`
 }
 
 // WorkloadStatus is where the Workload was placed and how it is doing there.
@@ -448,6 +519,12 @@ type WorkloadStatus struct {
 	// +listType=atomic
 	// +optional
 	RejectedClusters []RejectedCluster `json:"rejectedClusters,omitempty"`
+
+	// LeftClusters are the clusters the Workload moved away from that may
+	// still hold its pods, and why it left them.
+	// +listType=atomic
+	// +optional
+	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
 
 	// Replicas is the number of pods delivered.
 	// +optional
