@@ -2,8 +2,13 @@ package predicates
 
 import (
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/scheduler"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -16,4 +21,46 @@ func TestHandshakeRejected(t *testing.T) {
 		{name: "a rejection of an older generation no longer counts", clusters: clusters, w: st.Workload("w", st.Rejected("a", 0, "old")),
 			want: map[string]string{"a": "", "b": ""}},
 	})
+}
+
+func TestHandshakeRejectedExpires(t *testing.T) {
+	now := time.Now()
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	rejected := func(retryAfter *metav1.Time) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			w.Status.RejectedClusters = append(w.Status.RejectedClusters, v1alpha1.RejectedCluster{
+				Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: "Unschedulable", Message: "full",
+				Generation: w.Generation, Time: at(-time.Minute), RetryAfter: retryAfter,
+			})
+		}
+	}
+	left := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = append(w.Status.LeftClusters, v1alpha1.LeftCluster{Cluster: v1alpha1.ClusterReference{Name: "b"}, Reason: v1alpha1.ReasonUnreachable})
+	}
+	clusters := []*v1alpha1.KubernetesCluster{st.Cluster("a"), st.Cluster("b")}
+	runFilterCases(t, NewHandshakeRejected, []filterCase{
+		{name: "within its backoff", clusters: clusters, w: st.Workload("w", rejected(at(time.Minute))),
+			want: map[string]string{"a": "cluster(s) rejected the candidate pods (full)", "b": ""}},
+		{name: "its backoff is over", clusters: clusters, w: st.Workload("w", rejected(at(-time.Second))),
+			want: map[string]string{"a": "", "b": ""}},
+		{name: "a cluster the Workload left, which may hold its pods, is not chosen again", clusters: clusters, w: st.Workload("w", left),
+			want: map[string]string{"a": "", "b": "cluster(s) were left (Unreachable) and may still hold the Workload's pods"}},
+	})
+
+	// A cluster that opened up after the rejection (ClusterInfo.OpenedAt)
+	// may be tried again at once.
+	w := st.Workload("w", rejected(at(time.Hour)))
+	rc := w.Rejection(types.NamespacedName{Namespace: "default", Name: "a"})
+	ci := scheduler.NewClusterInfo(st.Cluster("a"))
+	if RejectionExpired(rc, ci, now) {
+		t.Error("RejectionExpired() = true for a cluster that did not change, within the backoff")
+	}
+	ci.OpenedAt = now.Add(-time.Second)
+	if !RejectionExpired(rc, ci, now) {
+		t.Error("RejectionExpired() = false for a cluster that opened up after the rejection")
+	}
+	ci.OpenedAt = now.Add(-2 * time.Minute)
+	if RejectionExpired(rc, ci, now) {
+		t.Error("RejectionExpired() = true for a cluster that opened up before the rejection")
+	}
 }
