@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -108,6 +110,10 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("propagator").
 		For(&v1alpha1.Workload{}).
+		// A cluster that answers again (or stops answering, or goes) is
+		// looked at by the Workloads its status names: what was left
+		// there goes, and Ready tells the truth about it.
+		Watches(&v1alpha1.KubernetesCluster{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOf), builder.WithPredicates(readyChanged())).
 		WatchesRawSource(t.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(r)

@@ -11,6 +11,10 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -99,4 +103,33 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		w.Status.ReadyReplicas += int32(stillReady)
 	}
 	return false, nil
+}
+
+// workloadsOf maps a cluster to the Workloads whose status names it.
+func (r *PropagatorReconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	wls := &v1alpha1.WorkloadList{}
+	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: client.ObjectKeyFromObject(o).String()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(wls.Items))
+	for i := range wls.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])}
+	}
+	return out
+}
+
+// readyChanged passes a cluster's creation, deletion, a change of its
+// Ready status, and the start of its deletion.
+func readyChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e ctrlevent.TypedUpdateEvent[client.Object]) bool {
+			before, ok1 := e.ObjectOld.(*v1alpha1.KubernetesCluster)
+			after, ok2 := e.ObjectNew.(*v1alpha1.KubernetesCluster)
+			if !ok1 || !ok2 {
+				return false
+			}
+			return before.Status.GetCondition(xpv2.TypeReady).Status != after.Status.GetCondition(xpv2.TypeReady).Status ||
+				(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil)
+		},
+	}
 }

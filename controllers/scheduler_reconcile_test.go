@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	"errors"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -41,12 +43,49 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		message   string
 		result    reconcile.Result
 		untouched bool
+		// left is "cluster/Reason" of the last status.leftClusters entry.
+		left string
+	}
+	tainted := func(kc *v1alpha1.KubernetesCluster) {
+		at := metav1.NewTime(time.Now().Add(-10 * time.Second))
+		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "drain", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &at})
+	}
+	deleting := func(kc *v1alpha1.KubernetesCluster) {
+		at := metav1.Now()
+		kc.DeletionTimestamp = &at
+		kc.Finalizers = []string{clusterFinalizer}
+	}
+	tolerate := func(seconds int64) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{Key: "drain", Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
 	}
 	cases := []struct {
-		name string
-		w    *v1alpha1.Workload
-		want want
+		name     string
+		clusters []*v1alpha1.KubernetesCluster
+		w        *v1alpha1.Workload
+		want     want
 	}{
+		{name: "an untolerated NoExecute taint moves it; the status names the cluster left and why",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a")),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a"), tolerate(3600)),
+			want:     want{untouched: true}},
+		{name: "past tolerationSeconds it moves",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a"), tolerate(5)),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "it must leave and no other cluster takes it: it stays, MovePending",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b", st.Cordoned())},
+			w:        st.Workload("w", st.PlacedOn("a")),
+			want:     want{cluster: "a", status: corev1.ConditionTrue, reason: v1alpha1.ReasonMovePending}},
+		{name: "a cluster being deleted is left",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", deleting), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a")),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonClusterDeleted}},
 		{name: "a foreign schedulerName is left alone",
 			w:    st.Workload("w", func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "other" }),
 			want: want{untouched: true}},
@@ -76,7 +115,11 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			cache := scheduler.NewCache()
-			for _, kc := range clusters {
+			cs := clusters
+			if tc.clusters != nil {
+				cs = tc.clusters
+			}
+			for _, kc := range cs {
 				cache.UpsertCluster(kc)
 			}
 			r := newTestScheduler(c, cache, profiles)
@@ -114,6 +157,13 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			}
 			if tc.want.message != "" && cond.Message != tc.want.message {
 				t.Errorf("message:\n got %s\nwant %s", cond.Message, tc.want.message)
+			}
+			left := ""
+			if n := len(after.Status.LeftClusters); n > 0 {
+				left = after.Status.LeftClusters[n-1].Cluster.Name + "/" + after.Status.LeftClusters[n-1].Reason
+			}
+			if left != tc.want.left {
+				t.Errorf("left %q, want %q", left, tc.want.left)
 			}
 		})
 	}

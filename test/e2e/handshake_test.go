@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -628,4 +629,179 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	// Fleet dynamics. These come last: they stop, taint and delete members.
+	tolerateUnreachable := func(seconds int64) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{
+				Key: v1alpha1.TaintClusterUnreachable, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
+	}
+	keyOf := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+
+	t.Run("a member that stops answering: its Workloads move after their toleration, and what was left there goes when it answers again", func(t *testing.T) {
+		moved := placed(t, "failover", tolerateUnreachable(3))
+		single := placed(t, "singleton", st.Replicas(1), tolerateUnreachable(3), func(w *v1alpha1.Workload) {
+			w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
+		})
+		if moved.Status.ClusterRef.Name != "a" || single.Status.ClusterRef.Name != "a" {
+			t.Fatalf("placed on %s and %s, want a", moved.Status.ClusterRef.Name, single.Status.ClusterRef.Name)
+		}
+		a.target.StopAPIServer()
+		answering := false
+		restart := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := a.target.StartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			answering = true
+		}
+		defer func() {
+			if !answering {
+				restart()
+			}
+		}()
+		// StartBeforeStop (the default): it runs elsewhere while a is cut off.
+		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.ClusterRef.Name != "a" && w.Left(keyOf("a")) != nil && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		if lc := moved.Left(keyOf("a")); lc.Reason != v1alpha1.ReasonUnreachable || lc.Remaining != 2 {
+			t.Errorf("left a with reason %s and %d remaining, want Unreachable and 2", lc.Reason, lc.Remaining)
+		}
+		now := memberNamed(members, moved.Status.ClusterRef.Name)
+		if n := running(now, moved); n != 2 {
+			t.Errorf("%d pods run in %s, want 2", n, now.name)
+		}
+		// StopBeforeStart: moved by the scheduler at the same time, and
+		// nothing of it started anywhere while a has not confirmed.
+		testenv.WaitFor(t, wc, single, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.ClusterRef.Name != "a" && w.Left(keyOf("a")) != nil
+		})
+		for _, m := range []*member{b, c} {
+			if n := len(pods(t, m, single)); n != 0 {
+				t.Errorf("%d pods of the StopBeforeStart Workload in %s while a does not answer", n, m.name)
+			}
+		}
+		if cond := single.Status.GetCondition(xpv2.TypeReady); cond.Status == corev1.ConditionTrue {
+			t.Errorf("the StopBeforeStart Workload is Ready while a does not answer: %s", cond.Message)
+		}
+
+		restart()
+		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.LeftClusters) == 0 })
+		testenv.WaitFor(t, wc, single, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		for _, w := range []*v1alpha1.Workload{moved, single} {
+			waitNoChaperons(t, a, w)
+			for _, p := range pods(t, a, w) {
+				testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
+			}
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("a NoExecute taint on a member that answers drains it without downtime", func(t *testing.T) {
+		ws := []*v1alpha1.Workload{placed(t, "drain-two", st.Replicas(2)), placed(t, "drain-three", st.Replicas(3))}
+		for _, w := range ws {
+			if w.Status.ClusterRef.Name != "a" {
+				t.Fatalf("%s placed on %s, want a", w.Name, w.Status.ClusterRef.Name)
+			}
+		}
+		// Ready pods across the fleet, sampled until the drain ends.
+		ready := func(w *v1alpha1.Workload) int {
+			n := 0
+			for _, m := range members {
+				for _, p := range pods(t, m, w) {
+					if p.DeletionTimestamp == nil && podReady(&p) {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		lowest := map[string]int{}
+		for _, w := range ws {
+			lowest[w.Name] = ready(w)
+		}
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				for _, w := range ws {
+					lowest[w.Name] = min(lowest[w.Name], ready(w))
+				}
+			}
+		}()
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
+			t.Fatal(err)
+		}
+		orig := kc.DeepCopy()
+		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
+		if err := env.Client.Patch(context.Background(), kc, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+				return w.Status.ClusterRef.Name != "a" && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			})
+			waitNoChaperons(t, a, w)
+		}
+		close(stop)
+		<-sampled
+		for _, w := range ws {
+			if lowest[w.Name] < w.ReplicaCount() {
+				t.Errorf("%s: %d Ready pods at the lowest during the drain, want at least %d", w.Name, lowest[w.Name], w.ReplicaCount())
+			}
+		}
+		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
+			t.Fatal(err)
+		}
+		var timeAdded *metav1.Time
+		for _, taint := range kc.Spec.Taints {
+			if taint.Key == "example.com/maintenance" {
+				timeAdded = taint.TimeAdded
+			}
+		}
+		if timeAdded == nil {
+			t.Error("the cluster controller set no timeAdded on the NoExecute taint")
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("a deleted KubernetesCluster is drained before it goes", func(t *testing.T) {
+		w := placed(t, "on-deleted", st.Replicas(2), st.RequiredClusterAffinity(st.Term(st.Expr("disk", "Exists"))))
+		from := w.Status.ClusterRef.Name
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: from}}
+		if err := env.Client.Delete(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.ClusterRef.Name != from && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		testenv.WaitForDeletion(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout)
+		gone := memberNamed(members, from)
+		waitNoChaperons(t, gone, w)
+		if n := running(memberNamed(members, w.Status.ClusterRef.Name), w); n != 2 {
+			t.Errorf("%d pods run in %s, want 2", n, w.Status.ClusterRef.Name)
+		}
+	})
+}
+
+// podReady reports whether a pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
