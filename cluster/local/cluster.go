@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -494,6 +495,43 @@ func (c *Cluster) Run(name, binary string, args ...string) error {
 	}
 	c.addProcess(p)
 	return nil
+}
+
+// RunRestarting is Run for a component that a Deployment would run: when
+// the process ends by itself (say, it lost its leader election Lease while
+// the API server was down, and exits as kube-scheduler does), it is started
+// again after a second, with the same arguments and log, as a kubelet
+// restarts a container; Close stops it for good.
+func (c *Cluster) RunRestarting(name, binary string, args ...string) error {
+	p, err := startProcess(c.dir, name, binary, args...)
+	if err != nil {
+		return err
+	}
+	c.addProcess(p)
+	go c.restartOnExit(p, binary, args)
+	return nil
+}
+
+func (c *Cluster) restartOnExit(p *process, binary string, args []string) {
+	for {
+		<-p.done
+		time.Sleep(time.Second)
+		c.mu.Lock()
+		i := slices.Index(c.others, p)
+		if i < 0 {
+			// Close took it.
+			c.mu.Unlock()
+			return
+		}
+		next, err := startProcess(c.dir, p.name, binary, args...)
+		if err != nil {
+			c.mu.Unlock()
+			return
+		}
+		c.others[i] = next
+		c.mu.Unlock()
+		p = next
+	}
 }
 
 // StartAll starts several clusters at once. On error it closes those that

@@ -263,11 +263,11 @@ func startMemberComponents(ctx context.Context, lc *local.Cluster, placer string
 		return err
 	}
 	agent, sched := comps[0], comps[1]
-	if err := lc.Run("agent", placer, agent.OutsidePod(
+	if err := lc.RunRestarting("agent", placer, agent.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+agent.Namespace)...); err != nil {
 		return errors.Wrapf(err, "cannot start the agent of %s", lc.Name())
 	}
-	return errors.Wrapf(lc.Run("candidate-scheduler", placer, sched.OutsidePod()...),
+	return errors.Wrapf(lc.RunRestarting("candidate-scheduler", placer, sched.OutsidePod()...),
 		"cannot start the candidate scheduler of %s", lc.Name())
 }
 

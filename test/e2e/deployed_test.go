@@ -48,12 +48,12 @@ func runMemberComponents(t *testing.T, target *local.Cluster) {
 	t.Helper()
 	comps := install(t, target.RESTConfig(), "member")
 	agent, sched := comps["placer-agent"], comps["placer-candidate-scheduler"]
-	if err := target.Run("agent", placerBinary, agent.OutsidePod(
+	if err := target.RunRestarting("agent", placerBinary, agent.OutsidePod(
 		"--health-probe-bind-address="+freeAddr(t), "--metrics-bind-address="+freeAddr(t),
 		"--leader-election-namespace="+agent.Namespace)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := target.Run("candidate-scheduler", placerBinary, sched.OutsidePod()...); err != nil {
+	if err := target.RunRestarting("candidate-scheduler", placerBinary, sched.OutsidePod()...); err != nil {
 		t.Fatal(err)
 	}
 }
