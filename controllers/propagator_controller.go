@@ -276,6 +276,21 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	return s.result, nil
 }
 
+// stillServing are the clusters whose copy stays while the Workload has
+// no cluster: those it is leaving StartBeforeStop (a move whose new
+// cluster rejected it, with nothing else free yet), so that a drain
+// never stops the old copy before a new one runs.
+func stillServing(w *v1alpha1.Workload) map[types.NamespacedName]bool {
+	if w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || len(w.Status.LeftClusters) == 0 {
+		return nil
+	}
+	keep := map[types.NamespacedName]bool{}
+	for i := range w.Status.LeftClusters {
+		keep[w.ClusterKey(&w.Status.LeftClusters[i].Cluster)] = true
+	}
+	return keep
+}
+
 // markDone notes that every phase ran.
 func markDone(_ context.Context, s *scope) (bool, error) {
 	s.done = true
@@ -317,7 +332,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 			// Candidates come only after the finalizer: there are none.
 			return true, nil
 		}
-		return true, r.removeElsewhereOf(ctx, w, nil)
+		return true, r.removeElsewhereOf(ctx, w, stillServing(w))
 	}
 	if !meta.FinalizerExists(w, finalizer) {
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
@@ -336,7 +351,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		s.orig = w.DeepCopy()
 		r.written.remember(w)
 		if w.Status.ClusterRef == nil {
-			return true, r.removeElsewhereOf(ctx, w, nil)
+			return true, r.removeElsewhereOf(ctx, w, stillServing(w))
 		}
 		s.target = w.ClusterKey(w.Status.ClusterRef)
 	}
