@@ -42,15 +42,25 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 			continue
 		}
 		chs, err := m.Chaperons(ctx, w.UID)
-		if err != nil || len(chs) == 0 {
+		if err != nil {
+			return errors.Wrap(err, errListChaperons)
+		}
+		if len(chs) == 0 {
 			continue
 		}
-		if ok, _, err := r.answers(ctx, m.ClusterKey()); err != nil || !ok {
+		st, _, err := r.reachOf(ctx, m.ClusterKey())
+		if err != nil {
+			return err
+		}
+		if st != answering {
 			// What its watch last saw is there: it goes once the
-			// cluster answers again (its watch coming back requeues).
+			// cluster answers again (its Ready condition or its watch
+			// coming back requeues).
 			continue
 		}
-		if err := deleteIn(ctx, m, w, chs, false); err != nil {
+		// StopBeforeStart: in the foreground, so that a chaperon's absence
+		// confirms its pod's.
+		if err := deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
 			return err
 		}
 	}

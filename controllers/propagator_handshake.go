@@ -117,7 +117,8 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 // once. One whose scheduler cannot place them, or that refuses them, is
 // rejected; a runner-up never commits and never times out.
 func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
-	if s.committed {
+	if s.committed || s.held {
+		// Held (StopBeforeStart): no cluster gets a candidate, runner-ups neither.
 		return false, nil
 	}
 	w := s.w

@@ -18,91 +18,135 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
 )
 
 const reasonLeft event.Reason = "LeftCluster"
 
-// answers reports whether a cluster exists, is Ready and its member's
-// chaperons are watched: only then is what its cache says true now, and
-// only then is a request to it sent. exists is false for a cluster that
-// is gone.
-func (r *PropagatorReconciler) answers(ctx context.Context, key types.NamespacedName) (answers, exists bool, err error) {
+// reach is what placer knows of a cluster at this moment.
+type reach int
+
+const (
+	// gone: its KubernetesCluster does not exist.
+	gone reach = iota
+	// silent: it is not Ready; what its watch last saw may be stale, and
+	// no request is sent to it.
+	silent
+	// syncing: Ready, and its chaperon watch has not listed yet.
+	syncing
+	// answering: Ready and watched: what its watch says is true now.
+	answering
+)
+
+// reachOf says how far the cluster answers, with its member when its
+// chaperons are watched.
+func (r *PropagatorReconciler) reachOf(ctx context.Context, key types.NamespacedName) (reach, cluster.Member, error) {
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, key, kc); err != nil {
 		if kerrors.IsNotFound(err) {
-			return false, false, nil
+			return gone, nil, nil
 		}
-		return false, true, errors.Wrap(err, errGetCluster)
+		return silent, nil, errors.Wrap(err, errGetCluster)
 	}
-	return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && r.member(key) != nil, true, nil
+	m := r.member(key)
+	switch {
+	case kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue:
+		return silent, m, nil
+	case m == nil:
+		return syncing, nil, nil
+	}
+	return answering, m, nil
 }
 
 // leave follows the clusters the Workload moved away from
 // (status.leftClusters, written by the scheduler with the move): what is
-// there goes, once the new cluster runs every replica Ready
-// (StartBeforeStop, the default: no downtime) or at once
-// (StopBeforeStart, which holds the new cluster meanwhile). A cluster that
-// does not answer keeps its entry, with what was last seen there, until
-// it answers again (its watch coming back requeues the Workload) or is
-// deleted. It also tells the truth about a chosen cluster that does not
-// answer: Ready is Unknown, not the last counts.
+// there goes once the new cluster runs every replica Ready
+// (StartBeforeStop, the default: no downtime), or at once and in the
+// foreground (StopBeforeStart, which holds the new cluster meanwhile). A
+// cluster that does not answer keeps its entry, with what was last seen
+// there, until it answers again (its Ready condition or its watch coming
+// back requeues the Workload) or is deleted. It also tells the truth
+// about a chosen cluster that is not Ready: Ready is Unknown, not the
+// last counts.
 func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
-	if ok, exists, err := r.answers(ctx, s.target); err != nil {
+	if st, _, err := r.reachOf(ctx, s.target); err != nil {
 		return true, err
-	} else if exists && !ok && s.committed {
+	} else if st == silent && s.committed {
 		w.Status.ReadyReplicas = 0
 		w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
-			Message: fmt.Sprintf("cluster %s does not answer: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
+			Message: fmt.Sprintf("cluster %s is not Ready: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
 	}
 	if len(w.Status.LeftClusters) == 0 {
 		return false, nil
 	}
-	replaced := w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || s.committed && s.state.Ready >= w.ReplicaCount()
+	stopFirst := w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart
+	replaced := stopFirst || s.committed && s.state.Ready >= w.ReplicaCount()
 	kept := make([]v1alpha1.LeftCluster, 0, len(w.Status.LeftClusters))
-	var stillReady int
+	stillReady := 0
 	for _, lc := range w.Status.LeftClusters {
 		key := w.ClusterKey(&lc.Cluster)
-		ok, exists, err := r.answers(ctx, key)
+		if key == s.target {
+			// Chosen again (an external scheduler may): what is there is
+			// the chosen cluster's now, never the old copy.
+			continue
+		}
+		st, m, err := r.reachOf(ctx, key)
 		if err != nil {
 			return true, err
 		}
-		if !exists {
+		if st == gone {
 			s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
 			continue
 		}
+		if st == syncing {
+			s.requeueAfter(syncRetry)
+		}
+		// Whatever happens below, removeElsewhereOf leaves this cluster
+		// to this phase: a copy not yet replaced stays, even if the
+		// cluster answers between here and there.
+		s.keep[key] = true
 		var chs []*mcv1alpha1.PodChaperon
-		if m := r.members.Member(key); m != nil && m.Synced() {
+		if m != nil {
 			if chs, err = m.Chaperons(ctx, w.UID); err != nil {
 				return true, errors.Wrap(err, errListChaperons)
 			}
 		}
 		lc.Remaining = int32(len(chs))
 		switch {
-		case ok && len(chs) == 0:
+		case st != answering:
+		case len(chs) == 0:
 			s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
 			continue
-		case ok && !replaced:
+		case !replaced:
 			// Make before break: the old pods serve until the new ones do.
-			s.keep[key] = true
 			stillReady += propagator.Observe(w, chs).Ready
-		case ok:
-			m := r.members.Member(key)
-			if err := deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
+		case !allDeleting(chs):
+			if err := deleteIn(ctx, m, w, chs, stopFirst); err != nil {
 				return true, err
 			}
 		}
 		kept = append(kept, lc)
 	}
-	w.Status.LeftClusters = kept
-	if len(kept) == 0 {
-		w.Status.LeftClusters = nil
+	w.Status.LeftClusters = nil
+	if len(kept) > 0 {
+		w.Status.LeftClusters = kept
 	}
 	if stillReady > 0 {
-		w.Status.ReadyReplicas += int32(stillReady)
+		w.Status.ReadyReplicas = int32(s.state.Ready + stillReady)
 	}
 	return false, nil
+}
+
+// allDeleting reports whether every chaperon is being deleted already.
+func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
+	for _, ch := range chs {
+		if ch.DeletionTimestamp == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // workloadsOf maps a cluster to the Workloads whose status names it.

@@ -126,10 +126,30 @@ func TestPropagatorReconcile(t *testing.T) {
 		mgmt    client.Client
 		rec     *recorder
 	}
+	// left: the scheduler moved the Workload from a to b.
+	left := func(w *v1alpha1.Workload) {
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
+	}
+	stopFirst := func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }
+	wantLeft := func(t *testing.T, w *v1alpha1.Workload, remaining int32) {
+		t.Helper()
+		lc := w.Left(types.NamespacedName{Namespace: "default", Name: "a"})
+		switch {
+		case remaining < 0 && lc != nil:
+			t.Errorf("a is still in leftClusters: %+v", *lc)
+		case remaining >= 0 && lc == nil:
+			t.Errorf("a is no longer in leftClusters, want it with %d remaining", remaining)
+		case remaining >= 0 && lc.Remaining != remaining:
+			t.Errorf("a has %d remaining, want %d", lc.Remaining, remaining)
+		}
+	}
 	cases := []struct {
-		name    string
-		w       *v1alpha1.Workload
-		members func(w *v1alpha1.Workload) clustertest.Members
+		name string
+		w    *v1alpha1.Workload
+		// clusters holds options of the KubernetesClusters, by name.
+		clusters map[string][]st.ClusterOption
+		members  func(w *v1alpha1.Workload) clustertest.Members
 		// mgmt intercepts the management client.
 		mgmt   *interceptor.Funcs
 		passes int
@@ -505,6 +525,114 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "StartBeforeStop: the old copy serves, and counts, until the new cluster runs every replica Ready",
+			w:    web(left),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...)),
+				}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates left in a, want 2 while b is not Ready", n)
+				}
+				if n := count(t, e.members[1], e.w, isAllowed); n != 2 {
+					t.Errorf("%d candidates allowed in b, want 2", n)
+				}
+				wantLeft(t, e.w, 2)
+				if e.w.Status.ReadyReplicas != 2 {
+					t.Errorf("readyReplicas %d, want 2: the old copy's", e.w.Status.ReadyReplicas)
+				}
+			},
+		},
+		{
+			name:   "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
+			w:      web(left),
+			passes: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+				}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a", n)
+				}
+				if n := count(t, e.members[1], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in b, want 2", n)
+				}
+				wantLeft(t, e.w, -1)
+				if e.w.Status.ReadyReplicas != 2 {
+					t.Errorf("readyReplicas %d, want 2", e.w.Status.ReadyReplicas)
+				}
+				wantReason(t, e.rec, reasonLeft)
+			},
+		},
+		{
+			name:     "a left cluster that is not Ready keeps its copy and its entry, even when the new one runs",
+			w:        web(left),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			passes:   2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+				}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)
+				}
+				wantLeft(t, e.w, 2)
+			},
+		},
+		{
+			name:     "StopBeforeStart: nothing anywhere while the left cluster has not confirmed",
+			w:        web(left, stopFirst, nominate("b", "c")),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b"), clustertest.NewMember("c"),
+				}
+			},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members[1:] {
+					if n := count(t, m, e.w, nil); n != 0 {
+						t.Errorf("%d candidates in %s while a has not confirmed", n, m.Key.Name)
+					}
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)
+				}
+				wantLeft(t, e.w, 2)
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "StopBeforeStart") {
+					t.Errorf("Ready %s: %s; want False, naming StopBeforeStart", c.Status, c.Message)
+				}
+			},
+		},
+		{
+			name: "StopBeforeStart: a left cluster that answers loses the old copy at once, in the foreground",
+			w:    web(left, stopFirst),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b"),
+				}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a", n)
+				}
+				if n := count(t, e.members[1], e.w, nil); n != 0 {
+					t.Errorf("%d candidates in b before a confirmed", n)
+				}
+				wantLeft(t, e.w, 2)
+			},
+		},
+		{
 			name: "deletion: candidates deleted, then the finalizer goes; another tenant's dead cluster holds nothing",
 			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -530,7 +658,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members := tc.members(w)
 			objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
 			for _, m := range members {
-				objs = append(objs, st.Cluster(m.Key.Name, st.InNamespace(m.Key.Namespace)))
+				objs = append(objs, st.Cluster(m.Key.Name, append([]st.ClusterOption{st.InNamespace(m.Key.Namespace)}, tc.clusters[m.Key.Name]...)...))
 			}
 			b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
 			if tc.mgmt != nil {

@@ -68,8 +68,10 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 	}{
 		{name: "an untolerated NoExecute taint moves it; the status names the cluster left and why",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
-			w:        st.Workload("w", st.PlacedOn("a")),
-			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+			w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+				w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
+			}),
+			want: want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), tolerate(3600)),
@@ -164,6 +166,17 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			}
 			if left != tc.want.left {
 				t.Errorf("left %q, want %q", left, tc.want.left)
+			}
+			if left != "" {
+				// The counts were the cluster's it left: they go with it,
+				// into the entry (remaining), and start again at zero.
+				st := after.Status
+				if st.Replicas != 0 || st.ScheduledReplicas != 0 || st.ReadyReplicas != 0 {
+					t.Errorf("counts %d/%d/%d after the move, want 0/0/0", st.Replicas, st.ScheduledReplicas, st.ReadyReplicas)
+				}
+				if lc := st.LeftClusters[len(st.LeftClusters)-1]; lc.Remaining != before.Status.Replicas {
+					t.Errorf("remaining %d, want %d", lc.Remaining, before.Status.Replicas)
+				}
 			}
 		})
 	}

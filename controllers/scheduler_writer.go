@@ -40,8 +40,13 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 	return &decision{w: w, clusterRef: ref, nominated: nominated, cond: cond}
 }
 
-// apply writes the decision into a Workload's status.
+// apply writes the decision into a Workload's status. The replica counts
+// describe a cluster: a decision for another one zeroes them (what the
+// cluster left still holds is in status.leftClusters).
 func (d *decision) apply(w *v1alpha1.Workload) {
+	if !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef) {
+		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, 0
+	}
 	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
 	if d.left != nil {
 		w.Status.LeftClusters = d.left
