@@ -62,6 +62,7 @@ type ClusterReconciler struct {
 	log      logging.Logger
 	interval time.Duration
 	ready    readiness
+	drains   drains
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch;update;patch
@@ -122,9 +123,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if kc.DeletionTimestamp == nil && !meta.FinalizerExists(kc, clusterFinalizer) {
 		// Deleting a cluster first moves its Workloads away and cleans up
 		// what placer sent there (drain).
-		orig := kc.DeepCopy()
-		meta.AddFinalizer(kc, clusterFinalizer)
-		if err := r.client.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.AddFinalizer(kc, clusterFinalizer) })
+		if err != nil {
 			return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 		}
 	}
@@ -132,7 +132,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if kc.DeletionTimestamp == nil || err != nil {
 		return res, err
 	}
-	return r.drain(ctx, kc)
+	return r.drain(ctx, kc, res)
 }
 
 // connect keeps the cluster's connection, probes it and publishes its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -23,53 +24,86 @@ const (
 	errListWorkloads = "cannot list the cluster's Workloads"
 
 	// indexWorkloadClusters indexes Workloads by the clusters their status
-	// names: placed on, nominated, or left with objects still there.
+	// names (Workload.NamedClusters): placed on, nominated, or left with
+	// objects still there.
 	indexWorkloadClusters = "placer.workloadClusters"
 
 	reasonDraining event.Reason = "Draining"
 	reasonLetGo    event.Reason = "LetGoUnreachable"
 )
 
-// workloadClusters returns the keys of the clusters a Workload's status names.
+// workloadClusters is the index function of indexWorkloadClusters.
 func workloadClusters(o client.Object) []string {
 	w, ok := o.(*v1alpha1.Workload)
 	if !ok {
 		return nil
 	}
-	var out []string
-	if w.Status.ClusterRef != nil {
-		out = append(out, w.ClusterKey(w.Status.ClusterRef).String())
-	}
-	for i := range w.Status.NominatedClusters {
-		out = append(out, w.ClusterKey(&w.Status.NominatedClusters[i]).String())
-	}
-	for i := range w.Status.LeftClusters {
-		out = append(out, w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String())
+	keys := w.NamedClusters()
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
 	}
 	return out
 }
 
-// drain lets a deleted cluster go once no Workload is placed or nominated
-// on it and, while it answers, none has objects left there: the scheduler
-// moves its Workloads away (the cluster is being deleted) and the
-// propagator cleans up behind them. A cluster that does not answer is let
-// go as soon as its Workloads have moved, with an Event naming the
-// Workloads whose pods may remain there. Workloads changing requeue it.
-func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
+// drains remembers, per cluster being deleted, what its last Draining
+// Event said, so that a Workload changing does not write the same Event
+// again.
+type drains struct {
+	mu   sync.Mutex
+	said map[types.NamespacedName]string
+}
+
+// news reports whether msg differs from what was said of the cluster.
+func (d *drains) news(key types.NamespacedName, msg string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.said == nil {
+		d.said = map[types.NamespacedName]string{}
+	}
+	if d.said[key] == msg {
+		return false
+	}
+	d.said[key] = msg
+	return true
+}
+
+func (d *drains) forget(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.said, key)
+}
+
+// drain lets a deleted cluster go once no Workload is placed on it and,
+// while it answers, nothing of a Workload is left there (a Workload that
+// left it, or a runner-up of a fan-out whose candidates are still there):
+// the scheduler moves its Workloads away (the cluster is being deleted)
+// and the propagator cleans up behind them. A cluster that does not
+// answer is let go as soon as its Workloads have moved, with an Event
+// naming the Workloads whose pods may remain there. Workloads changing
+// requeue it; so does the next probe (next).
+func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, next reconcile.Result) (reconcile.Result, error) {
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
 	wls := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: key.String()}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
+	conn := r.registry.Get(key)
 	var placed, left []string
 	for i := range wls.Items {
 		w := &wls.Items[i]
 		name := w.Namespace + "/" + w.Name
-		if lc := w.Left(key); lc != nil && (w.Status.ClusterRef == nil || w.ClusterKey(w.Status.ClusterRef) != key) {
+		switch {
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
+			placed = append(placed, name)
+		case w.Left(key) != nil:
 			left = append(left, name)
-			continue
+		case conn != nil && conn.Synced():
+			// Only nominated: a runner-up, which may still hold candidates.
+			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
+				left = append(left, name)
+			}
 		}
-		placed = append(placed, name)
 	}
 	sort.Strings(placed)
 	sort.Strings(left)
@@ -77,18 +111,19 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 	if len(placed) > 0 || reachable && len(left) > 0 {
 		msg := fmt.Sprintf("deleting: waiting for %d Workload(s) to move away (%s) and for %d to be cleaned up here (%s)",
 			len(placed), short(placed), len(left), short(left))
-		r.record.Event(kc, event.Normal(reasonDraining, msg))
-		return reconcile.Result{}, nil
+		if r.drains.news(key, msg) {
+			r.record.Event(kc, event.Normal(reasonDraining, msg))
+		}
+		return next, nil
 	}
 	if len(left) > 0 {
 		r.record.Event(kc, event.Warning(reasonLetGo, errors.Errorf("deleted while it does not answer: pods of %d Workload(s) may remain there: %s", len(left), short(left))))
 	}
-	r.watches.remove(key)
-	r.registry.Remove(key)
-	r.ready.set(key, false)
-	orig := kc.DeepCopy()
-	meta.RemoveFinalizer(kc, clusterFinalizer)
-	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(r.client.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))), errClusterFinalizer))
+	// Once the finalizer is gone, the object's deletion closes the
+	// connection (Reconcile's NotFound branch).
+	r.drains.forget(key)
+	err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
+	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 }
 
 // short lists at most ten names.
@@ -102,12 +137,15 @@ func short(names []string) string {
 // deletingClustersOf maps a Workload to the clusters its status names
 // that are being deleted: their drain looks again.
 func (r *ClusterReconciler) deletingClustersOf(ctx context.Context, o client.Object) []reconcile.Request {
+	w, ok := o.(*v1alpha1.Workload)
+	if !ok {
+		return nil
+	}
 	var out []reconcile.Request
-	for _, k := range workloadClusters(o) {
-		ns, name, _ := strings.Cut(k, "/")
+	for _, k := range w.NamedClusters() {
 		kc := &v1alpha1.KubernetesCluster{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, kc); err == nil && kc.DeletionTimestamp != nil {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		if err := r.client.Get(ctx, k, kc); err == nil && kc.DeletionTimestamp != nil {
+			out = append(out, reconcile.Request{NamespacedName: k})
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
@@ -62,11 +61,9 @@ func desiredTaints(taints []v1alpha1.ClusterTaint, ready xpv2.Condition, now met
 // meanwhile is never dropped (the conflict retries).
 func (r *ClusterReconciler) syncTaints(ctx context.Context, kc *v1alpha1.KubernetesCluster, ready xpv2.Condition) error {
 	want := desiredTaints(kc.Spec.Taints, ready, metav1.Now())
-	if equality.Semantic.DeepEqual(want, kc.Spec.Taints) || len(want) == 0 && len(kc.Spec.Taints) == 0 {
+	if equality.Semantic.DeepEqual(want, kc.Spec.Taints) {
 		return nil
 	}
-	orig := kc.DeepCopy()
-	kc.Spec.Taints = want
-	err := r.client.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { kc.Spec.Taints = want })
 	return errors.Wrap(resource.IgnoreNotFound(err), errPatchTaints)
 }

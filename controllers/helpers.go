@@ -40,6 +40,15 @@ func (f closer) Start(ctx context.Context) error {
 	return nil
 }
 
+// patchLocked applies change to obj and writes it as a merge patch that
+// carries obj's resourceVersion: what another writer added meanwhile (a
+// finalizer, a taint) is never dropped; the conflict retries.
+func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
+	orig := obj.DeepCopyObject().(T)
+	change(obj)
+	return c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
 // patchStatus writes a Workload's status, changed from orig, as a merge
 // patch carrying orig's resourceVersion. A conflict (the cache was behind,
 // or another controller wrote first) is not an error: written is false,

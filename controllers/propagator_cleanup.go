@@ -75,17 +75,11 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 // its deletion.
 func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) ([]cluster.Member, error) {
 	touched := map[types.NamespacedName]bool{}
-	if w.Status.ClusterRef != nil {
-		touched[w.ClusterKey(w.Status.ClusterRef)] = true
-	}
-	for i := range w.Status.NominatedClusters {
-		touched[w.ClusterKey(&w.Status.NominatedClusters[i])] = true
+	for _, k := range w.NamedClusters() {
+		touched[k] = true
 	}
 	for i := range w.Status.RejectedClusters {
 		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
-	}
-	for i := range w.Status.LeftClusters {
-		touched[w.ClusterKey(&w.Status.LeftClusters[i].Cluster)] = true
 	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
@@ -194,7 +188,5 @@ func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs [
 // resourceVersion in the patch keeps another controller's finalizer, added
 // meanwhile, from being dropped.
 func (r *PropagatorReconciler) patchFinalizers(ctx context.Context, w *v1alpha1.Workload, change func(metav1.Object, string)) error {
-	orig := w.DeepCopy()
-	change(w, finalizer)
-	return errors.Wrap(r.client.Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})), errFinalizer)
+	return errors.Wrap(patchLocked(ctx, r.client, w, func(w *v1alpha1.Workload) { change(w, finalizer) }), errFinalizer)
 }

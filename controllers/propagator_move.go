@@ -153,6 +153,8 @@ func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
 func (r *PropagatorReconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
 	wls := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: client.ObjectKeyFromObject(o).String()}); err != nil {
+		// The index is the cluster controller's (Setup adds it first).
+		r.log.Info("cannot list the Workloads of a cluster", "cluster", client.ObjectKeyFromObject(o).String(), "error", err)
 		return nil
 	}
 	out := make([]reconcile.Request, len(wls.Items))

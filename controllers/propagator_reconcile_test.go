@@ -723,3 +723,12 @@ func wantReason(t *testing.T, r *recorder, reason event.Reason) {
 	}
 	t.Errorf("events %v, want one %s", r.reasons(), reason)
 }
+
+func TestRejectionBackoff(t *testing.T) {
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for i, w := range want {
+		if got := rejectionBackoff(int32(i + 1)); got != w {
+			t.Errorf("rejectionBackoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+}

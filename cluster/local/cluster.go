@@ -486,22 +486,14 @@ func (c *Cluster) Close() error {
 	return nil
 }
 
-// Run starts another process beside the cluster's own (an agent, a
-// scheduler under test), logging to the cluster's folder; Close stops it by PID.
-func (c *Cluster) Run(name, binary string, args ...string) error {
-	p, err := startProcess(c.dir, name, binary, args...)
-	if err != nil {
-		return err
-	}
-	c.addProcess(p)
-	return nil
-}
-
-// RunRestarting is Run for a component that a Deployment would run: when
-// the process ends by itself (say, it lost its leader election Lease while
-// the API server was down, and exits as kube-scheduler does), it is started
-// again after a second, with the same arguments and log, as a kubelet
-// restarts a container; Close stops it for good.
+// RunRestarting starts another process beside the cluster's own (an
+// agent, a scheduler under test), logging to the cluster's folder, and
+// keeps it running as a kubelet keeps a Deployment's container: when it
+// ends by itself (say, it lost its leader election Lease while the API
+// server was down, and exits as kube-scheduler does) it is started again
+// with the same arguments, after a delay that doubles from a second to
+// half a minute while it keeps exiting at once, and its log says so.
+// Close stops it for good, by PID.
 func (c *Cluster) RunRestarting(name, binary string, args ...string) error {
 	p, err := startProcess(c.dir, name, binary, args...)
 	if err != nil {
@@ -513,9 +505,17 @@ func (c *Cluster) RunRestarting(name, binary string, args ...string) error {
 }
 
 func (c *Cluster) restartOnExit(p *process, binary string, args []string) {
-	for {
+	const first, most, steady = time.Second, 30 * time.Second, 10 * time.Second
+	delay := first
+	for restarts := 1; ; restarts++ {
+		started := time.Now()
 		<-p.done
-		time.Sleep(time.Second)
+		if time.Since(started) >= steady {
+			delay = first
+		}
+		p.note(fmt.Sprintf("exited (%v); restart %d in %s", p.err, restarts, delay))
+		time.Sleep(delay)
+		delay = min(2*delay, most)
 		c.mu.Lock()
 		i := slices.Index(c.others, p)
 		if i < 0 {
@@ -526,6 +526,7 @@ func (c *Cluster) restartOnExit(p *process, binary string, args []string) {
 		next, err := startProcess(c.dir, p.name, binary, args...)
 		if err != nil {
 			c.mu.Unlock()
+			p.note(fmt.Sprintf("cannot be restarted: %v", err))
 			return
 		}
 		c.others[i] = next

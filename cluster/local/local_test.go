@@ -3,6 +3,9 @@ package local
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +141,24 @@ func TestRestrictedIdentityAndRestart(t *testing.T) {
 	}
 	if _, err := admin.Discovery().ServerVersion(); err != nil {
 		t.Fatalf("API server does not answer after restart: %v", err)
+	}
+
+	// A component that exits by itself is started again, as a kubelet
+	// restarts a container; Close stops it for good.
+	if err := c.RunRestarting("quitter", "/bin/sh", "-c", "sleep 0.5"); err != nil {
+		t.Fatal(err)
+	}
+	first := c.PIDs()["quitter"]
+	restarted := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !restarted; time.Sleep(100 * time.Millisecond) {
+		pid := c.PIDs()["quitter"]
+		restarted = pid != 0 && pid != first
+	}
+	if first == 0 || !restarted {
+		t.Errorf("a component that exited was not started again (first pid %d, now %v)", first, c.PIDs())
+	}
+	if b, err := os.ReadFile(filepath.Join(c.Dir(), "quitter.log")); err != nil || !strings.Contains(string(b), "restart 1 in 1s") {
+		t.Errorf("the component's log does not say it was restarted: %q (%v)", b, err)
 	}
 
 	if err := c.Close(); err != nil {

@@ -102,6 +102,16 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
+// note appends a line of the harness's own to the process's log.
+func (p *process) note(line string) {
+	f, err := os.OpenFile(p.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	_, _ = fmt.Fprintf(f, "local cluster: %s %s\n", p.name, line)
+}
+
 // logTail returns the last lines of the process's log, for error messages.
 func (p *process) logTail(lines int) string {
 	b, err := os.ReadFile(p.logFile)

@@ -168,7 +168,7 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	}
 	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
 
-	if err := mgmt.Run("manager", placer, manager.OutsidePod(
+	if err := mgmt.RunRestarting("manager", placer, manager.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s")...); err != nil {

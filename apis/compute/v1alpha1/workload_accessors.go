@@ -73,3 +73,28 @@ func (w *Workload) TargetNamespace(mapping map[string]NamespaceName) string {
 	}
 	return w.Namespace
 }
+
+// NamedClusters are the clusters the Workload's status places, nominates or
+// left it on, each once.
+func (w *Workload) NamedClusters() []types.NamespacedName {
+	var out []types.NamespacedName
+	add := func(ref *ClusterReference) {
+		k := w.ClusterKey(ref)
+		for _, seen := range out {
+			if seen == k {
+				return
+			}
+		}
+		out = append(out, k)
+	}
+	if w.Status.ClusterRef != nil {
+		add(w.Status.ClusterRef)
+	}
+	for i := range w.Status.NominatedClusters {
+		add(&w.Status.NominatedClusters[i])
+	}
+	for i := range w.Status.LeftClusters {
+		add(&w.Status.LeftClusters[i].Cluster)
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// TestDrain: a deleted cluster is held while a Workload is placed on it,
+// or, while it answers, still leaving it; one that does not answer is let
+// go once its Workloads have moved; a Workload only nominated there (a
+// runner-up, with nothing left there) does not hold it.
+func TestDrain(t *testing.T) {
+	deleting := func(kc *v1alpha1.KubernetesCluster) {
+		kc.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		kc.Finalizers = []string{clusterFinalizer}
+	}
+	leftA := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted, Remaining: 2}}
+	}
+	next := reconcile.Result{RequeueAfter: 30 * time.Second}
+	cases := []struct {
+		name    string
+		cluster *v1alpha1.KubernetesCluster
+		w       *v1alpha1.Workload
+		// held: the finalizer stays, the probe's requeue is kept.
+		held   bool
+		reason string
+	}{
+		{name: "a Workload placed there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a")), held: true, reason: string(reasonDraining)},
+		{name: "a Workload still leaving a cluster that answers holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
+		{name: "one that does not answer is let go, naming what may remain", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)), w: st.Workload("w", st.PlacedOn("b"), leftA), reason: string(reasonLetGo)},
+		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.cluster, tc.w).
+				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters).Build()
+			rec := &recorder{}
+			r := &ClusterReconciler{client: c, registry: cluster.NewRegistry(cluster.Options{}, func(types.NamespacedName) {}), record: rec}
+			kc := &v1alpha1.KubernetesCluster{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), kc); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.drain(context.Background(), kc, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := &v1alpha1.KubernetesCluster{}
+			err = c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), after)
+			held := err == nil && meta.FinalizerExists(after, clusterFinalizer)
+			if held != tc.held {
+				t.Errorf("held %v, want %v (get: %v)", held, tc.held, err)
+			}
+			if tc.held && res != next {
+				t.Errorf("Result %+v, want the probe's %+v", res, next)
+			}
+			if got := rec.reasons(); tc.reason == "" && len(got) > 0 || tc.reason != "" && (len(got) != 1 || got[0] != tc.reason) {
+				t.Errorf("Events %v, want %q", got, tc.reason)
+			}
+			if tc.held {
+				// The same state says nothing new.
+				if _, err := r.drain(context.Background(), kc, next); err != nil {
+					t.Fatal(err)
+				}
+				if got := rec.reasons(); len(got) != 1 {
+					t.Errorf("Events %v after a second look at the same state, want one", got)
+				}
+			}
+		})
+	}
+}
