@@ -105,7 +105,7 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 		defaultTolerations: o.DefaultTolerations,
 		maxMoves:           o.MaxConcurrentMoves,
 	}
-	r.writer = newStatusWriter(wc, r.cache, r.trigger, o.Writers,
+	r.writer = newStatusWriter(wc, mgr.GetClient(), r.cache, r.trigger, o.Writers,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		r.log)
 	for name := range o.Profiles {
@@ -181,7 +181,7 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 		d.event = event.Warning(reasonFailedScheduling, errors.New(d.cond.Message))
 		// Events (clusters and workloads changing) requeue it sooner, and
 		// so does the end of a rejection's backoff.
-		return d.orNil(), reconcile.Result{RequeueAfter: min(unschedulableRetry, nextRetry(w, time.Now()))}
+		return d.orNil(), reconcile.Result{RequeueAfter: nextRetry(w, time.Now())}
 	}
 	schedulingAttempts.WithLabelValues("scheduled").Inc()
 	d := r.placeOn(w, res, v1alpha1.Scheduled(placedMessage(res), w.Generation))
@@ -238,8 +238,8 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
 	}
 	drain := leave.Reason == v1alpha1.ReasonTainted || leave.Reason == v1alpha1.ReasonClusterDeleted
-	if drain && r.maxMoves > 0 && r.cache.Moving() >= r.maxMoves {
-		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", r.cache.Moving())), reconcile.Result{}
+	if moving := r.cache.Moving(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
+		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", moving)), reconcile.Result{}
 	}
 	start := time.Now()
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{

@@ -45,11 +45,14 @@ func (r *SchedulerReconciler) addCluster(kc *v1alpha1.KubernetesCluster) {
 }
 
 func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
-	r.cache.UpsertCluster(kc)
+	opened := r.cache.UpsertCluster(kc)
 	if schedulingRelevant(before, kc) {
 		r.requeuePending(false)
-		// A NoExecute taint may move what is placed there; another
-		// cluster opening up may take what must leave its own.
+	}
+	if opened || (before.DeletionTimestamp == nil) != (kc.DeletionTimestamp == nil) {
+		// Its taints changed (or it is being deleted): what is placed
+		// there may have to leave; or it opened up: what must leave
+		// another cluster may go there. Not on every summary change.
 		r.requeueLeaving()
 	}
 }
@@ -92,6 +95,7 @@ func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
 
 func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
 	r.cache.DeleteWorkload(w)
+	r.writer.backoff.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	r.verdicts.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	if w.Status.ClusterRef != nil {
 		r.requeuePending(false)

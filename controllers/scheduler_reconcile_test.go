@@ -45,6 +45,9 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		untouched bool
 		// left is "cluster/Reason" of the last status.leftClusters entry.
 		left string
+		// after, when set, is about when the loop looks again (a few
+		// seconds less pass while the case runs).
+		after time.Duration
 	}
 	tainted := func(kc *v1alpha1.KubernetesCluster) {
 		at := metav1.NewTime(time.Now().Add(-10 * time.Second))
@@ -60,9 +63,16 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{Key: "drain", Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
 		}
 	}
+	draining := st.Workload("other", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
+		w.UID = "other"
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "c"}, Reason: v1alpha1.ReasonTainted}}
+	})
 	cases := []struct {
 		name     string
 		clusters []*v1alpha1.KubernetesCluster
+		// placed are in the scheduler's cache besides the clusters.
+		placed   []*v1alpha1.Workload
+		maxMoves int
 		w        *v1alpha1.Workload
 		want     want
 	}{
@@ -75,7 +85,21 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), tolerate(3600)),
-			want:     want{untouched: true}},
+			// The taint was added 10 s ago: the loop looks again when the
+			// toleration is up.
+			want: want{untouched: true, after: 3590 * time.Second}},
+		{name: "a drain beyond --max-concurrent-moves waits: MovePending",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			placed:   []*v1alpha1.Workload{draining},
+			maxMoves: 1,
+			w:        st.Workload("w", st.PlacedOn("a")),
+			want:     want{cluster: "a", status: corev1.ConditionTrue, reason: v1alpha1.ReasonMovePending}},
+		{name: "within --max-concurrent-moves it moves",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			placed:   []*v1alpha1.Workload{draining},
+			maxMoves: 2,
+			w:        st.Workload("w", st.PlacedOn("a")),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "past tolerationSeconds it moves",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), tolerate(5)),
@@ -124,7 +148,11 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			for _, kc := range cs {
 				cache.UpsertCluster(kc)
 			}
+			for _, p := range tc.placed {
+				cache.UpsertWorkload(p)
+			}
 			r := newTestScheduler(c, cache, profiles)
+			r.maxMoves = tc.maxMoves
 			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.w)})
 			if err != nil {
 				t.Fatal(err)
@@ -139,6 +167,9 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			after := &v1alpha1.Workload{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.w), after); err != nil {
 				t.Fatal(err)
+			}
+			if tc.want.after > 0 && (res.RequeueAfter > tc.want.after || res.RequeueAfter < tc.want.after-5*time.Second) {
+				t.Errorf("looks again after %s, want about %s", res.RequeueAfter, tc.want.after)
 			}
 			if tc.want.untouched {
 				if diff := cmp.Diff(before, after); diff != "" {
@@ -197,7 +228,7 @@ func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[stri
 	for name := range profiles {
 		r.served[name] = true
 	}
-	r.writer = newStatusWriter(c, cache, r.trigger, 1, event.NewNopRecorder(), r.log)
+	r.writer = newStatusWriter(c, c, cache, r.trigger, 1, event.NewNopRecorder(), r.log)
 	return r
 }
 

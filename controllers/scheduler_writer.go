@@ -70,7 +70,8 @@ func (d *decision) assumed() *v1alpha1.Workload {
 func (d *decision) orNil() *decision {
 	prev := d.w.Status.GetCondition(v1alpha1.TypeScheduled)
 	if equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(d.nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
-		d.left == nil && d.rejected == nil {
+		(d.left == nil || equality.Semantic.DeepEqual(d.left, d.w.Status.LeftClusters)) &&
+		(d.rejected == nil || equality.Semantic.DeepEqual(d.rejected, d.w.Status.RejectedClusters)) {
 		return nil
 	}
 	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) {
@@ -91,7 +92,10 @@ func (d *decision) orNil() *decision {
 // decision loop, after a backoff.
 type statusWriter struct {
 	*latest.Queue[types.NamespacedName, *decision]
-	client  client.Client
+	client client.Client
+	// reader is the manager's cache: after a failed write the cache
+	// goes back to its copy, which is at least as new as the decision's.
+	reader  client.Reader
 	cache   *scheduler.Cache
 	trigger *trigger
 	record  event.Recorder
@@ -99,12 +103,12 @@ type statusWriter struct {
 	backoff workqueue.TypedRateLimiter[types.NamespacedName]
 }
 
-func newStatusWriter(c client.Client, cache *scheduler.Cache, t *trigger, workers int, record event.Recorder, log logging.Logger) *statusWriter {
+func newStatusWriter(c client.Client, reader client.Reader, cache *scheduler.Cache, t *trigger, workers int, record event.Recorder, log logging.Logger) *statusWriter {
 	if workers <= 0 {
 		workers = 8
 	}
 	s := &statusWriter{
-		client: c, cache: cache, trigger: t, record: record, log: log,
+		client: c, reader: reader, cache: cache, trigger: t, record: record, log: log,
 		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](conflictRetry, 10*time.Second),
 	}
 	s.Queue = latest.New(workers, func(ctx context.Context, key types.NamespacedName, d *decision) bool {
@@ -132,7 +136,11 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 	if err != nil || !written {
 		// The Workload changed (or is gone) since the decision: forget
 		// it; the decision loop decides again from what is there.
-		s.cache.Forget(d.w)
+		cur := &v1alpha1.Workload{}
+		if s.reader.Get(ctx, key, cur) != nil || cur.UID != d.w.UID {
+			cur = d.w
+		}
+		s.cache.Forget(cur)
 		if err != nil {
 			s.log.Info("cannot write a scheduling decision", "workload", key.String(), "error", err)
 		}

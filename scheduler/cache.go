@@ -48,6 +48,8 @@ type Cache struct {
 	// views are the clusters as cycles see them (the cluster with its
 	// unbound requests added), rebuilt when either changes.
 	views map[types.NamespacedName]*ClusterInfo
+	// draining counts the placed workloads that are Draining.
+	draining int
 	// snap is the last snapshot, reused until something changes.
 	snap *Snapshot
 }
@@ -83,24 +85,29 @@ func NewCache() *Cache {
 }
 
 // UpsertCluster records a cluster's latest state. When the change can undo
-// a handshake rejection (OpensUp), the cluster's OpenedAt moves to now.
-func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) {
+// a handshake rejection (OpensUp), the cluster's OpenedAt moves to now,
+// and opened says so.
+func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 	ci := NewClusterInfo(kc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.clusters[ci.Key]; ok {
 		ci.OpenedAt = prev.OpenedAt
-		if OpensUp(prev.Cluster, kc) {
-			ci.OpenedAt = time.Now()
+		if opened = OpensUp(prev.Cluster, kc); opened {
+			// Rejections are stamped to the second (metav1.Time).
+			ci.OpenedAt = time.Now().Truncate(time.Second)
 		}
 	}
 	c.clusters[ci.Key] = ci
 	c.refreshView(ci.Key)
+	return opened
 }
 
 // OpensUp reports whether a cluster changed in a way that can make it
 // accept what it rejected: more allocatable, ready nodes or room on its
-// largest node, fewer requests, other labels or taints, or Ready again.
+// largest node, other labels or taints, or Ready again. Requests falling
+// as pods end do not count: on a busy cluster they would end every
+// rejection's backoff at once.
 func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
 	b, a := &before.Status, &after.Status
 	grew := func(x, y corev1.ResourceList) bool {
@@ -111,7 +118,7 @@ func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
 		}
 		return false
 	}
-	return grew(b.Allocatable, a.Allocatable) || grew(b.LargestFreeNode, a.LargestFreeNode) || grew(a.Requested, b.Requested) ||
+	return grew(b.Allocatable, a.Allocatable) || grew(b.LargestFreeNode, a.LargestFreeNode) ||
 		a.ReadyNodeCount > b.ReadyNodeCount ||
 		!equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
 		!equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) ||
@@ -147,19 +154,12 @@ func (c *Cache) Leaving() []types.NamespacedName {
 	return out
 }
 
-// Moving counts the placed workloads still leaving a cluster that
-// answers (status.leftClusters names one for a taint or a deletion): the
-// drains in flight.
+// Moving counts the placed workloads still leaving a cluster for a taint
+// or a deletion (PlacedWorkload.Draining): the drains in flight.
 func (c *Cache) Moving() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := 0
-	for _, p := range c.placed {
-		if p.Draining {
-			n++
-		}
-	}
-	return n
+	return c.draining
 }
 
 // Cluster returns the cycles' view of one cluster, nil when unknown.
@@ -224,6 +224,9 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 		p.slot = c.slotOf(p.Cluster)
 		c.placedAt[w.UID] = len(c.placed)
 		c.placed = append(c.placed, p)
+		if p.Draining {
+			c.draining++
+		}
 		c.addUnbound(p.Cluster, p.Unbound, 1)
 		c.snap = nil
 	}
@@ -242,6 +245,9 @@ func (c *Cache) removePlaced(uid types.UID) {
 	c.placed[last] = nil
 	c.placed = c.placed[:last]
 	delete(c.placedAt, uid)
+	if p.Draining {
+		c.draining--
+	}
 	c.addUnbound(p.Cluster, p.Unbound, -1)
 	c.snap = nil
 }
@@ -352,8 +358,8 @@ func (c *Cache) Written(uid types.UID, resourceVersion string) (confirmed bool) 
 }
 
 // Forget drops an assumption whose write failed: the cache goes back to
-// the informer's latest copy of the workload (w, the copy the decision was
-// made from, if none came since).
+// the newer of w (the caller's latest copy: the informer's, or the one
+// the decision was made from) and the informer's copies seen meanwhile.
 func (c *Cache) Forget(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -362,7 +368,7 @@ func (c *Cache) Forget(w *v1alpha1.Workload) {
 		return
 	}
 	delete(c.assumed, w.UID)
-	if a.last != nil {
+	if a.last != nil && !newerOrEqual(w.ResourceVersion, a.last.ResourceVersion) {
 		w = a.last
 	}
 	c.upsert(w, w.Status.ClusterRef)

@@ -6,6 +6,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestCachePending(t *testing.T) {
@@ -129,4 +130,58 @@ func TestCacheAssume(t *testing.T) {
 			t.Fatalf("Pending(affinity only) = %v, want [follower]", got)
 		}
 	})
+}
+
+// TestCacheOpensUpAndMoving: a cluster opens up (OpenedAt moves) when it
+// can take what it rejected, not when its requests merely fall; the count
+// of drains in flight follows the placed workloads.
+func TestCacheOpensUpAndMoving(t *testing.T) {
+	c := scheduler.NewCache()
+	key := types.NamespacedName{Namespace: "default", Name: "east"}
+	full := st.Capacity("8", "32Gi", "8", "32Gi", "0", "0")
+	if c.UpsertCluster(st.Cluster("east", full)) {
+		t.Error("a cluster seen for the first time opened up")
+	}
+	if c.UpsertCluster(st.Cluster("east", st.Capacity("8", "32Gi", "6", "30Gi", "0", "0"))) || !c.Cluster(key).OpenedAt.IsZero() {
+		t.Error("requests falling opened the cluster up")
+	}
+	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))) || c.Cluster(key).OpenedAt.IsZero() {
+		t.Error("a node added did not open the cluster up")
+	}
+	opened := c.Cluster(key).OpenedAt
+	if c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))); c.Cluster(key).OpenedAt != opened {
+		t.Error("the same state moved OpenedAt")
+	}
+	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"), st.Taint("k", "", v1alpha1.TaintEffectNoExecute))) {
+		t.Error("a taint added did not count as a change that can undo a rejection")
+	}
+
+	drain := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "west"}, Reason: v1alpha1.ReasonTainted}}
+	}
+	failover := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "west"}, Reason: v1alpha1.ReasonUnreachable}}
+	}
+	a, b := st.Workload("a", st.PlacedOn("east"), drain), st.Workload("b", st.PlacedOn("east"), failover)
+	a.UID, b.UID = "a", "b"
+	c.UpsertWorkload(a)
+	c.UpsertWorkload(b)
+	if n := c.Moving(); n != 1 {
+		t.Errorf("Moving() = %d, want 1: a drain counts, a failover does not", n)
+	}
+	c.UpsertWorkload(a) // the same copy again
+	if n := c.Moving(); n != 1 {
+		t.Errorf("Moving() = %d after the same copy again, want 1", n)
+	}
+	done := a.DeepCopy()
+	done.Status.LeftClusters = nil
+	c.UpsertWorkload(done)
+	if n := c.Moving(); n != 0 {
+		t.Errorf("Moving() = %d after the move ended, want 0", n)
+	}
+	c.UpsertWorkload(a)
+	c.DeleteWorkload(a)
+	if n := c.Moving(); n != 0 {
+		t.Errorf("Moving() = %d after the draining workload was deleted, want 0", n)
+	}
 }
