@@ -222,7 +222,10 @@ func TestSchedulerController(t *testing.T) {
 		for _, name := range names {
 			w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
 			testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
-				return w.Status.GetCondition(v1alpha1.TypeScheduled).Status != ""
+				// Decided: placed, or Unschedulable (a missing condition
+				// reads as Unknown).
+				c := w.Status.GetCondition(v1alpha1.TypeScheduled)
+				return c.Status == corev1.ConditionTrue || c.Reason == v1alpha1.ReasonUnschedulable
 			})
 			if w.Status.ClusterRef == nil {
 				pending++

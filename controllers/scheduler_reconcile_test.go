@@ -49,20 +49,13 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		// seconds less pass while the case runs).
 		after time.Duration
 	}
-	tainted := func(kc *v1alpha1.KubernetesCluster) {
-		at := metav1.NewTime(time.Now().Add(-10 * time.Second))
-		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "drain", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &at})
-	}
+	tainted := st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))
 	deleting := func(kc *v1alpha1.KubernetesCluster) {
 		at := metav1.Now()
 		kc.DeletionTimestamp = &at
 		kc.Finalizers = []string{clusterFinalizer}
 	}
-	tolerate := func(seconds int64) st.WorkloadOption {
-		return func(w *v1alpha1.Workload) {
-			w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{Key: "drain", Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
-		}
-	}
+	tolerate := func(seconds int64) st.WorkloadOption { return st.TolerateFor("drain", seconds) }
 	draining := st.Workload("other", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
 		w.UID = "other"
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "c"}, Reason: v1alpha1.ReasonTainted}}

@@ -59,4 +59,8 @@ func TestQueue(t *testing.T) {
 	if len(applied) != 2 || applied[1] != "c=c2" {
 		t.Fatalf("applied %v, want [c=c1 c=c2]", applied)
 	}
+	// The failed c1 is not retried: c2 replaced it.
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d left in the queue after c2, want 0", n)
+	}
 }

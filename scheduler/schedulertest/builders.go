@@ -5,6 +5,7 @@ package schedulertest
 import (
 	"context"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,14 @@ func Cordoned() ClusterOption {
 func Taint(key, value string, effect v1alpha1.TaintEffect) ClusterOption {
 	return func(kc *v1alpha1.KubernetesCluster) {
 		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: key, Value: value, Effect: effect})
+	}
+}
+
+// NoExecuteSince adds a NoExecute taint added at the given time.
+func NoExecuteSince(key string, at time.Time) ClusterOption {
+	return func(kc *v1alpha1.KubernetesCluster) {
+		t := metav1.NewTime(at)
+		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: key, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &t})
 	}
 }
 
@@ -166,6 +175,15 @@ func Replicas(n int32) WorkloadOption {
 func Tolerate(key string, op v1alpha1.TolerationOperator, value string, effect v1alpha1.TaintEffect) WorkloadOption {
 	return func(w *v1alpha1.Workload) {
 		w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{Key: key, Operator: op, Value: value, Effect: effect})
+	}
+}
+
+// TolerateFor adds a toleration of the NoExecute taint key (any value) for
+// seconds.
+func TolerateFor(key string, seconds int64) WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{
+			Key: key, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,16 +124,93 @@ func pods(t *testing.T, m *member, w *v1alpha1.Workload) []corev1.Pod {
 	return l.Items
 }
 
-// waitNoChaperons waits until the Workload has no chaperon in the member.
-func waitNoChaperons(t *testing.T, m *member, w *v1alpha1.Workload) {
+// chaperons returns the Workload's chaperons in a member.
+func chaperons(t *testing.T, m *member, w *v1alpha1.Workload) []mcv1alpha1.PodChaperon {
 	t.Helper()
 	l := &mcv1alpha1.PodChaperonList{}
 	if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
 		t.Fatal(err)
 	}
-	for i := range l.Items {
-		testenv.WaitForDeletion(t, m.client, &l.Items[i], &mcv1alpha1.PodChaperonList{}, timeout)
+	return l.Items
+}
+
+// waitNoChaperons waits until the Workload has no chaperon in the member.
+func waitNoChaperons(t *testing.T, m *member, w *v1alpha1.Workload) {
+	t.Helper()
+	chs := chaperons(t, m, w)
+	for i := range chs {
+		testenv.WaitForDeletion(t, m.client, &chs[i], &mcv1alpha1.PodChaperonList{}, timeout)
 	}
+}
+
+// readySampler counts, every 100 ms until stopped, the Ready pods (not
+// being deleted) of Workloads across members, and keeps the lowest count
+// of each: what a user's traffic would have met.
+type readySampler struct {
+	done   chan struct{}
+	quit   chan struct{}
+	once   sync.Once
+	counts map[types.UID]int
+}
+
+// sampleReady starts sampling; the first sample is taken before it returns.
+func sampleReady(members []*member, ws ...*v1alpha1.Workload) *readySampler {
+	uids := make([]types.UID, len(ws))
+	for i, w := range ws {
+		uids[i] = w.UID // copied: the caller's Workloads change as it waits
+	}
+	count := func(uid types.UID) (int, bool) {
+		n := 0
+		for _, m := range members {
+			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID + "=" + string(uid)})
+			if err != nil {
+				return 0, false
+			}
+			for _, p := range l.Items {
+				if p.DeletionTimestamp == nil && podReady(&p) {
+					n++
+				}
+			}
+		}
+		return n, true
+	}
+	s := &readySampler{done: make(chan struct{}), quit: make(chan struct{}), counts: map[types.UID]int{}}
+	sample := func() {
+		for _, uid := range uids {
+			if n, ok := count(uid); ok {
+				if low, seen := s.counts[uid]; !seen || n < low {
+					s.counts[uid] = n
+				}
+			}
+		}
+	}
+	sample()
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling; it may be called more than once.
+func (s *readySampler) stop() {
+	s.once.Do(func() { close(s.quit) })
+	<-s.done
+}
+
+// lowest stops the sampling and returns the lowest count of each Workload.
+func (s *readySampler) lowest() map[types.UID]int {
+	s.stop()
+	return s.counts
 }
 
 // checkOneBoundPerReplica is the fleet invariant: across all members, at
@@ -454,6 +532,10 @@ func TestHandshake(t *testing.T) {
 		w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 			RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable}}
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+		// Ready pods, sampled until the old chaperons are gone: the
+		// status alone may say Ready before the rollout starts.
+		sampler := sampleReady([]*member{a}, w)
+		t.Cleanup(sampler.stop)
 		if err := env.Client.Update(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}
@@ -492,6 +574,9 @@ func TestHandshake(t *testing.T) {
 		}
 		for i := range l.Items {
 			testenv.WaitForDeletion(t, a.client, &l.Items[i], &mcv1alpha1.PodChaperonList{}, timeout)
+		}
+		if low := sampler.lowest()[w.UID]; low < w.ReplicaCount() {
+			t.Errorf("%d Ready pods at the lowest during the rolling update, want never below %d", low, w.ReplicaCount())
 		}
 	})
 
@@ -585,6 +670,15 @@ func TestHandshake(t *testing.T) {
 	t.Run("a workload deleted while its member is unreachable waits for it, then leaves nothing", func(t *testing.T) {
 		w := placed(t, "on-c", st.Replicas(1), st.Target("c", ""))
 		c.target.StopAPIServer()
+		answering := false
+		defer func() {
+			// A failure must not leave c down for the subtests after this.
+			if !answering {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				_ = c.target.StartAPIServer(ctx)
+			}
+		}()
 		if err := env.Client.Delete(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}
@@ -601,6 +695,7 @@ func TestHandshake(t *testing.T) {
 		if err := c.target.StartAPIServer(ctx); err != nil {
 			t.Fatal(err)
 		}
+		answering = true
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		waitNoChaperons(t, c, w)
 		for _, p := range pods(t, c, w) {
@@ -630,12 +725,6 @@ func TestHandshake(t *testing.T) {
 	})
 
 	// Fleet dynamics. These come last: they stop, taint and delete members.
-	tolerateUnreachable := func(seconds int64) st.WorkloadOption {
-		return func(w *v1alpha1.Workload) {
-			w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, v1alpha1.ClusterToleration{
-				Key: v1alpha1.TaintClusterUnreachable, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: &seconds})
-		}
-	}
 	keyOf := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
 	on := func(w *v1alpha1.Workload) string {
 		if w.Status.ClusterRef == nil {
@@ -656,8 +745,8 @@ func TestHandshake(t *testing.T) {
 	}
 
 	t.Run("a member that stops answering: its Workloads move after their toleration, and what was left there goes when it answers again", func(t *testing.T) {
-		moved := placed(t, "failover", tolerateUnreachable(3))
-		single := placed(t, "singleton", st.Replicas(1), tolerateUnreachable(3), func(w *v1alpha1.Workload) {
+		moved := placed(t, "failover", st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3))
+		single := placed(t, "singleton", st.Replicas(1), st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3), func(w *v1alpha1.Workload) {
 			w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
 		})
 		if moved.Status.ClusterRef.Name != "a" || single.Status.ClusterRef.Name != "a" {
@@ -690,10 +779,17 @@ func TestHandshake(t *testing.T) {
 			t.Errorf("%d pods run in %s, want 2", n, now.name)
 		}
 		// StopBeforeStart: moved by the scheduler at the same time, and
-		// nothing of it started anywhere while a has not confirmed.
+		// held by the propagator: nothing of it anywhere while a has not
+		// confirmed.
 		testenv.WaitFor(t, wc, single, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
-			return on(w) != "" && on(w) != "a" && w.Left(keyOf("a")) != nil
+			rc := w.Status.GetCondition(xpv2.TypeReady)
+			return on(w) != "" && on(w) != "a" && w.Left(keyOf("a")) != nil && rc.Reason == v1alpha1.ReasonPending && strings.Contains(rc.Message, "StopBeforeStart")
 		})
+		for _, m := range []*member{b, c} {
+			if n := len(chaperons(t, m, single)); n != 0 {
+				t.Errorf("%d chaperons of the StopBeforeStart Workload in %s while a does not answer", n, m.name)
+			}
+		}
 		for _, m := range []*member{b, c} {
 			if n := len(pods(t, m, single)); n != 0 {
 				t.Errorf("%d pods of the StopBeforeStart Workload in %s while a does not answer", n, m.name)
@@ -706,6 +802,12 @@ func TestHandshake(t *testing.T) {
 		restart()
 		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.LeftClusters) == 0 })
 		testenv.WaitFor(t, wc, single, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			if w.Left(keyOf("a")) != nil {
+				// Until a confirms, its new cluster holds nothing of it.
+				if n := len(chaperons(t, memberNamed(members, on(w)), w)); n != 0 {
+					t.Errorf("%d chaperons in %s before a confirmed that the old pod is gone", n, on(w))
+				}
+			}
 			return len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
 		for _, w := range []*v1alpha1.Workload{moved, single} {
@@ -725,43 +827,8 @@ func TestHandshake(t *testing.T) {
 			}
 		}
 		// Ready pods across the fleet, sampled until the drain ends.
-		ready := func(w *v1alpha1.Workload) int {
-			n := 0
-			for _, m := range members {
-				l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID + "=" + string(w.UID)})
-				if err != nil {
-					// Not a sample: every member answers during a drain.
-					return w.ReplicaCount()
-				}
-				for _, p := range l.Items {
-					if p.DeletionTimestamp == nil && podReady(&p) {
-						n++
-					}
-				}
-			}
-			return n
-		}
-		lowest := map[string]int{}
-		for _, w := range ws {
-			lowest[w.Name] = ready(w)
-		}
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-				for _, w := range ws {
-					lowest[w.Name] = min(lowest[w.Name], ready(w))
-				}
-			}
-		}()
+		sampler := sampleReady(members, ws...)
+		t.Cleanup(sampler.stop)
 		kc := &v1alpha1.KubernetesCluster{}
 		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
 			t.Fatal(err)
@@ -777,11 +844,10 @@ func TestHandshake(t *testing.T) {
 			})
 			waitNoChaperons(t, a, w)
 		}
-		close(stop)
-		<-sampled
+		lowest := sampler.lowest()
 		for _, w := range ws {
-			if lowest[w.Name] < w.ReplicaCount() {
-				t.Errorf("%s: %d Ready pods at the lowest during the drain, want at least %d", w.Name, lowest[w.Name], w.ReplicaCount())
+			if lowest[w.UID] < w.ReplicaCount() {
+				t.Errorf("%s: %d Ready pods at the lowest during the drain, want at least %d", w.Name, lowest[w.UID], w.ReplicaCount())
 			}
 		}
 		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
