@@ -171,7 +171,7 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 		return r.placed(ctx, w)
 	}
 	start := time.Now()
-	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{})
+	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{Verdict: r.verdicts.For(w)})
 	schedulingDuration.Observe(time.Since(start).Seconds())
 	r.log.Debug("scheduling cycle", "workload", client.ObjectKeyFromObject(w).String(), "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
 	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
@@ -244,6 +244,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 	start := time.Now()
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{
 		Exclude: map[types.NamespacedName]string{current: "cluster(s) the Workload must leave"},
+		Verdict: r.verdicts.For(w),
 	})
 	schedulingDuration.Observe(time.Since(start).Seconds())
 	if len(res.Ranked) == 0 {

@@ -45,9 +45,14 @@ type podSecurityState struct {
 	verdict         *validation.Verdict
 }
 
-// PreFilter judges the template once per cycle.
+// PreFilter takes the verdict on the template the scheduler keeps for its
+// generation (scheduler.VerdictKey), or judges it for this cycle.
 func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
-	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: validation.Judge(w)})
+	verdict, ok := s.Read(scheduler.VerdictKey)
+	if !ok {
+		verdict = validation.Judge(w)
+	}
+	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: verdict.(*validation.Verdict)})
 	return nil
 }
 

@@ -865,6 +865,23 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+
+	t.Run("a deleted KubernetesCluster is drained before it goes", func(t *testing.T) {
+		w := placed(t, "on-deleted", st.Replicas(2), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "b", "c"))))
+		from := on(w)
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: from}}
+		if err := env.Client.Delete(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return on(w) != "" && on(w) != from && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		testenv.WaitForDeletion(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout)
+		waitNoChaperons(t, memberNamed(members, from), w)
+		if n := running(memberNamed(members, on(w)), w); n != 2 {
+			t.Errorf("%d pods run in %s, want 2", n, on(w))
+		}
+	})
 }
 
 // podReady reports whether a pod's Ready condition is True.
