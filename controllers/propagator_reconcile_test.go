@@ -132,6 +132,13 @@ func TestPropagatorReconcile(t *testing.T) {
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
 	}
 	stopFirst := func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }
+	// bothRunning: the old copy runs in a, the new one in b.
+	bothRunning := func(w *v1alpha1.Workload) clustertest.Members {
+		return clustertest.Members{
+			clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+			clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+		}
+	}
 	wantLeft := func(t *testing.T, w *v1alpha1.Workload, remaining int32) {
 		t.Helper()
 		lc := w.Left(types.NamespacedName{Namespace: "default", Name: "a"})
@@ -550,12 +557,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			name:   "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
 			w:      web(left),
 			passes: 2,
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{
-					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
-					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
-				}
-			},
+			members: bothRunning,
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
@@ -575,12 +577,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:        web(left),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
 			passes:   2,
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{
-					clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
-					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
-				}
-			},
+			members: bothRunning,
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)

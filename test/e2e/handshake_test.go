@@ -865,7 +865,6 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
-
 	t.Run("a deleted KubernetesCluster is drained before it goes", func(t *testing.T) {
 		w := placed(t, "on-deleted", st.Replicas(2), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "b", "c"))))
 		from := on(w)
