@@ -554,9 +554,9 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name:   "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
-			w:      web(left),
-			passes: 2,
+			name:    "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
+			w:       web(left),
+			passes:  2,
 			members: bothRunning,
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -577,7 +577,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:        web(left),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
 			passes:   2,
-			members: bothRunning,
+			members:  bothRunning,
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)
