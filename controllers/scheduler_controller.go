@@ -23,6 +23,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/apis/compute/validation"
+	"github.com/placer-dev/placer/predicates"
 	"github.com/placer-dev/placer/scheduler"
 )
 
@@ -171,7 +172,7 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 		return r.placed(ctx, w)
 	}
 	start := time.Now()
-	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{Verdict: r.verdicts.For(w)})
+	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{State: r.cycleState(w)})
 	schedulingDuration.Observe(time.Since(start).Seconds())
 	r.log.Debug("scheduling cycle", "workload", client.ObjectKeyFromObject(w).String(), "duration", time.Since(start), "feasible", len(res.Ranked), "clusters", res.Total)
 	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
@@ -205,6 +206,12 @@ func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Resul
 		}
 	}
 	return d
+}
+
+// cycleState is what the scheduler keeps per Workload for its cycles: the
+// verdict on its template for this generation.
+func (r *SchedulerReconciler) cycleState(w *v1alpha1.Workload) map[string]any {
+	return map[string]any{predicates.VerdictKey: r.verdicts.For(w)}
 }
 
 // nextRetry is how long until the first of this generation's rejections
@@ -244,7 +251,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 	start := time.Now()
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{
 		Exclude: map[types.NamespacedName]string{current: "cluster(s) the Workload must leave"},
-		Verdict: r.verdicts.For(w),
+		State:   r.cycleState(w),
 	})
 	schedulingDuration.Observe(time.Since(start).Seconds())
 	if len(res.Ranked) == 0 {

@@ -45,14 +45,20 @@ type podSecurityState struct {
 	verdict         *validation.Verdict
 }
 
-// PreFilter takes the verdict on the template the scheduler keeps for its
-// generation (scheduler.VerdictKey), or judges it for this cycle.
+// VerdictKey is where a caller of Schedule puts the verdict on the
+// Workload's template that it keeps for the generation
+// (scheduler.Options.State), a *validation.Verdict.
+const VerdictKey = "Verdict"
+
+// PreFilter takes the verdict on the template the caller keeps for its
+// generation (VerdictKey), or judges it for this cycle.
 func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
-	verdict, ok := s.Read(scheduler.VerdictKey)
-	if !ok {
-		verdict = validation.Judge(w)
+	verdict, ok := s.Read(VerdictKey)
+	v, isVerdict := verdict.(*validation.Verdict)
+	if !ok || !isVerdict {
+		v = validation.Judge(w)
 	}
-	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: verdict.(*validation.Verdict)})
+	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: v})
 	return nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/apis/compute/validation"
 )
 
 // MinScore and MaxScore bound a normalized score.
@@ -50,21 +49,18 @@ type Options struct {
 	// Exclude fails these clusters before any filter, with the reason
 	// given (a cluster the Workload must leave).
 	Exclude map[types.NamespacedName]string
-	// Verdict is the verdict on the Workload's template that the caller
-	// keeps for its generation (validation.Verdicts); plugins read it
-	// from the cycle state (VerdictKey) instead of judging the template
-	// again each cycle.
-	Verdict *validation.Verdict
+	// State is written into the cycle state before any plugin runs: what
+	// the caller keeps per Workload, such as the verdict on its template
+	// for this generation (predicates.VerdictKey), which a plugin would
+	// otherwise work out again each cycle.
+	State map[string]any
 }
-
-// VerdictKey is where Schedule writes Options.Verdict in the cycle state.
-const VerdictKey = "Verdict"
 
 // Schedule runs one cycle for the Workload on the snapshot.
 func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snapshot, o Options) *Result {
 	state := NewCycleState()
-	if o.Verdict != nil {
-		state.Write(VerdictKey, o.Verdict)
+	for k, v := range o.State {
+		state.Write(k, v)
 	}
 	res := &Result{Failed: map[types.NamespacedName]*Status{}, Total: len(snap.Clusters)}
 	if o.AllFilters {
