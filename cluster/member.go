@@ -13,6 +13,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -96,9 +98,15 @@ type Connection struct {
 	cache      crcache.Cache
 	summary    crcache.Informer
 	chaperons  crcache.Informer
-	reader     client.Client
-	tenants    map[string]client.Client
-	stopped    chan struct{}
+	// beat is the summary's last heartbeatTime and beatSeen when this
+	// process saw it change (its own clock, so no skew between clusters
+	// counts); watching is when the watch started.
+	beat     metav1.Time
+	beatSeen time.Time
+	watching time.Time
+	reader   client.Client
+	tenants  map[string]client.Client
+	stopped  chan struct{}
 }
 
 // memberScheme knows the kinds placer reads and writes in a member.
@@ -170,7 +178,10 @@ func (c *Connection) Watch(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
-	if _, err := summary.AddEventHandler(informers.OnEvery(func(*mcv1alpha1.ClusterSummary) { c.notify() })); err != nil {
+	if _, err := summary.AddEventHandler(informers.OnEvery(func(s *mcv1alpha1.ClusterSummary) {
+		c.sawHeartbeat(s)
+		c.notify()
+	})); err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
 	chaperons, err := ca.GetInformer(gctx, &mcv1alpha1.PodChaperon{}, crcache.BlockUntilSynced(false))
@@ -202,7 +213,18 @@ func (c *Connection) Watch(ctx context.Context) error {
 		_ = ca.Start(c.ctx)
 	}()
 	c.cache, c.summary, c.chaperons, c.reader = ca, summary, chaperons, reader
+	c.watching = time.Now()
 	return nil
+}
+
+// sawHeartbeat records when the summary's heartbeat last changed.
+func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	beat := ptr.Deref(s.Status.HeartbeatTime, metav1.Time{})
+	if c.beatSeen.IsZero() || !beat.Equal(&c.beat) {
+		c.beat, c.beatSeen = beat, time.Now()
+	}
 }
 
 // WorkloadOf returns the Workload a chaperon was made for.
@@ -327,18 +349,39 @@ func (c *Connection) Probe(ctx context.Context) (*version.Info, error) {
 	return info, nil
 }
 
-// Summary returns what the member's agent last published, and false while
-// the watch has not synced or the agent has published nothing.
-func (c *Connection) Summary(ctx context.Context) (mcv1alpha1.ClusterSummaryStatus, bool) {
+// Summary is what the watch of a member's ClusterSummary shows.
+type Summary struct {
+	// Status is what the member's agent last published.
+	Status mcv1alpha1.ClusterSummaryStatus
+	// Synced is true once the watch has listed the summary.
+	Synced bool
+	// Found is true once the agent has published a summary.
+	Found bool
+	// Silent is how long the summary's heartbeat has not changed, or, before
+	// one was seen, how long the watch has run.
+	Silent time.Duration
+}
+
+// Summary returns what the member's agent last published and how long ago
+// its heartbeat last changed.
+func (c *Connection) Summary(ctx context.Context) Summary {
 	c.mu.Lock()
-	ca, inf := c.cache, c.summary
+	ca, inf, seen := c.cache, c.summary, c.beatSeen
+	if seen.IsZero() {
+		seen = c.watching
+	}
 	c.mu.Unlock()
-	if ca == nil || !inf.HasSynced() {
-		return mcv1alpha1.ClusterSummaryStatus{}, false
+	if ca == nil {
+		return Summary{}
+	}
+	out := Summary{Synced: inf.HasSynced(), Silent: time.Since(seen)}
+	if !out.Synced {
+		return out
 	}
 	s := &mcv1alpha1.ClusterSummary{}
 	if err := ca.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s); err != nil {
-		return mcv1alpha1.ClusterSummaryStatus{}, false
+		return out
 	}
-	return s.Status, true
+	out.Status, out.Found = s.Status, true
+	return out
 }

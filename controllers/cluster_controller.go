@@ -45,6 +45,9 @@ const (
 type ClusterControllerOptions struct {
 	// ProbeInterval is how often each member's /version is probed.
 	ProbeInterval time.Duration
+	// HeartbeatGrace is how long a member's ClusterSummary may go without
+	// a new heartbeat before the member stops being Ready (40 s when zero).
+	HeartbeatGrace time.Duration
 	// Registry options for the member connections.
 	Registry cluster.Options
 }
@@ -61,6 +64,7 @@ type ClusterReconciler struct {
 	record   event.Recorder
 	log      logging.Logger
 	interval time.Duration
+	grace    time.Duration
 	ready    readiness
 	drains   drains
 }
@@ -77,6 +81,9 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	if o.ProbeInterval == 0 {
 		o.ProbeInterval = 30 * time.Second
 	}
+	if o.HeartbeatGrace == 0 {
+		o.HeartbeatGrace = 40 * time.Second
+	}
 	t := &trigger{}
 	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
 	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
@@ -91,6 +98,7 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
 		interval: o.ProbeInterval,
+		grace:    o.HeartbeatGrace,
 	}
 	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
 		return nil, err
@@ -174,24 +182,69 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 	}
 	msg := fmt.Sprintf("%s answers", status.Version)
 	var topology map[string]string
-	watchErr := conn.Watch(ctx)
-	if watchErr != nil {
-		msg += "; no capacity summary: " + cluster.DescribeError(watchErr)
+	var down *xpv2.Condition
+	if watchErr := conn.Watch(ctx); watchErr != nil {
 		log.Debug("cannot watch the cluster summary", "error", cluster.DescribeError(watchErr))
+		c := notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent is not installed or does not run: "+cluster.DescribeError(watchErr))
+		down = &c
+	} else {
+		sum := conn.Summary(ctx)
+		if sum.Found {
+			status.NodeCount, status.ReadyNodeCount = sum.Status.NodeCount, sum.Status.ReadyNodeCount
+			status.Allocatable, status.Requested, status.LargestFreeNode = sum.Status.Allocatable, sum.Status.Requested, sum.Status.LargestFreeNode
+			topology = sum.Status.Labels
+			msg += fmt.Sprintf("; %d of %d nodes ready", status.ReadyNodeCount, status.NodeCount)
+		}
+		var wait time.Duration
+		var settled bool
+		down, wait, settled = r.components(sum, msg)
+		if !settled {
+			// The watch has just started (a new connection, a restarted
+			// manager): the cluster keeps its condition for a moment
+			// rather than flap.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+		if wait > 0 {
+			next = min(next, wait)
+		}
 	}
-	if s, ok := conn.Summary(ctx); ok {
-		status.NodeCount, status.ReadyNodeCount = s.NodeCount, s.ReadyNodeCount
-		status.Allocatable, status.Requested, status.LargestFreeNode = s.Allocatable, s.Requested, s.LargestFreeNode
-		topology = s.Labels
-		msg += fmt.Sprintf("; %d of %d nodes ready", status.ReadyNodeCount, status.NodeCount)
-	} else if watchErr == nil {
-		msg += "; placer's agent has not published a capacity summary yet"
+	if down != nil {
+		if err := r.writeStatus(ctx, kc, status, *down, topology); err != nil {
+			return ignoreConflict(err)
+		}
+		return reconcile.Result{RequeueAfter: next}, nil
 	}
 	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
 	if err := r.writeStatus(ctx, kc, status, ready, topology); err != nil {
 		return ignoreConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// components judges placer's components in an answering member from its
+// summary: the agent heartbeats in it, and it says whether the candidate
+// scheduler renews its Lease. It returns why the member is not Ready (nil
+// when it is), how soon to look again (zero: at the next probe), and false
+// while the watch has not listed the summary yet and nothing can be said.
+func (r *ClusterReconciler) components(sum cluster.Summary, msg string) (*xpv2.Condition, time.Duration, bool) {
+	var c xpv2.Condition
+	switch {
+	case !sum.Synced && sum.Silent < r.grace:
+		return nil, 500 * time.Millisecond, false
+	case !sum.Synced:
+		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; the watch of placer's ClusterSummary has not synced in %s", msg, sum.Silent.Round(time.Second)))
+	case !sum.Found:
+		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent has not published a capacity summary: it does not run, or cannot write")
+	case sum.Silent >= r.grace:
+		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; placer's agent has not renewed its capacity summary for %s (grace %s): it does not run, or cannot reach its API server",
+			msg, sum.Silent.Round(time.Second), r.grace))
+	case sum.Status.CandidateScheduler != nil && !sum.Status.CandidateScheduler.Running:
+		c = notReadyCondition(v1alpha1.ReasonCandidateSchedulerNotRunning, msg+"; placer's candidate scheduler does not run: "+sum.Status.CandidateScheduler.Message)
+		return &c, r.grace - sum.Silent, true
+	default:
+		return nil, r.grace - sum.Silent, true
+	}
+	return &c, 0, true
 }
 
 // probedRecently reports whether the cluster was probed Ready less than

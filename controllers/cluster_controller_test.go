@@ -6,16 +6,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -26,6 +30,7 @@ import (
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/member/agent"
 )
 
 const waitTimeout = 90 * time.Second
@@ -75,8 +80,9 @@ func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	var reg *cluster.Registry
 	testenv.RunManager(t, env.UserConfig(t, user), func(mgr ctrl.Manager) (err error) {
 		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
-			ProbeInterval: time.Second,
-			Registry:      cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
+			ProbeInterval:  time.Second,
+			HeartbeatGrace: 3 * time.Second,
+			Registry:       cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},
 		})
 		return err
 	})
@@ -149,8 +155,8 @@ func TestClusterController(t *testing.T) {
 	}
 	register(t, env, "member", kubeconfig)
 
-	t.Run("without the agent the cluster is Ready but has no capacity", func(t *testing.T) {
-		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+	t.Run("without the agent the cluster is not Ready and has no capacity", func(t *testing.T) {
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonAgentNotRunning, nil)
 		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "has not published a capacity summary") {
 			t.Errorf("Ready message = %q, want it to say the agent has published no summary", msg)
 		}
@@ -158,7 +164,14 @@ func TestClusterController(t *testing.T) {
 			t.Errorf("capacity without a summary: %d ready nodes, allocatable %v", kc.Status.ReadyNodeCount, kc.Status.Allocatable)
 		}
 	})
-	testenv.RunAgent(t, member.RESTConfig())
+	// The candidate scheduler's Lease, renewed here as kube-scheduler's
+	// leader election would while renew is true.
+	lease := types.NamespacedName{Namespace: "placer-system", Name: "placer-candidate-scheduler"}
+	var renew atomic.Bool
+	renew.Store(true)
+	holdLease(t, member.Clientset, lease, &renew)
+	agentOpts := agent.Options{HeartbeatInterval: time.Second, CandidateSchedulerLease: lease}
+	stopAgent := testenv.StartAgent(t, member.RESTConfig(), agentOpts)
 
 	t.Run("reachable cluster publishes status and built-in labels", func(t *testing.T) {
 		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, func(kc *v1alpha1.KubernetesCluster) bool {
@@ -215,6 +228,28 @@ func TestClusterController(t *testing.T) {
 		if err := member.StartAPIServer(ctx); err != nil {
 			t.Fatal(err)
 		}
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+	})
+
+	t.Run("a candidate scheduler that stops renewing its Lease makes the cluster not Ready until it renews again", func(t *testing.T) {
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+		renew.Store(false)
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonCandidateSchedulerNotRunning, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, lease.String()) || !strings.Contains(msg, "expired") {
+			t.Errorf("Ready message = %q, want it to name the expired Lease %s", msg, lease)
+		}
+		renew.Store(true)
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+	})
+
+	t.Run("a stopped agent makes the cluster not Ready; restarted, it is Ready again", func(t *testing.T) {
+		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
+		stopAgent()
+		kc := waitReady(t, wc, "member", v1alpha1.ReasonAgentNotRunning, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "has not renewed its capacity summary") {
+			t.Errorf("Ready message = %q, want it to say the agent stopped renewing its summary", msg)
+		}
+		stopAgent = testenv.StartAgent(t, member.RESTConfig(), agentOpts)
 		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
 	})
 
@@ -348,4 +383,41 @@ func assertNoLeak(t *testing.T, env *testenv.Env, kc *v1alpha1.KubernetesCluster
 			t.Errorf("the kubeconfig's token appears in an Event: %s", e.Message)
 		}
 	}
+}
+
+// holdLease creates the Lease and renews it every second while renew is
+// true, with a 3 s duration, until the test ends.
+func holdLease(t *testing.T, cs kubernetes.Interface, key types.NamespacedName, renew *atomic.Bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("test-scheduler"), LeaseDurationSeconds: ptr.To[int32](3), RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	l, err := cs.CoordinationV1().Leases(key.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if !renew.Load() {
+				continue
+			}
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if next, err := cs.CoordinationV1().Leases(key.Namespace).Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+				l = next
+			}
+		}
+	}()
 }

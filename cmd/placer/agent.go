@@ -1,18 +1,21 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/member/agent"
 )
 
 func newAgentCommand() *cobra.Command {
 	f := &clientFlags{}
-	var summaryGap time.Duration
+	var summaryGap, heartbeat time.Duration
 	var workers int
+	var candidateLease string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the chaperon controller in a target cluster",
@@ -21,7 +24,8 @@ turns each PodChaperon into a candidate Pod, mirrors the Pod's status and
 annotations back, and replaces the Pod when it is deleted or evicted —
 without needing the management cluster. It also publishes the cluster's
 capacity summary (a ClusterSummary named placer), the only view of its
-nodes the management side gets.`,
+nodes the management side gets, rewritten at least every heartbeat interval
+with whether the candidate scheduler renews its Lease.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.restConfig()
@@ -35,7 +39,15 @@ nodes the management side gets.`,
 			if err != nil {
 				return err
 			}
-			if err := agent.Setup(mgr, agent.Options{SummaryInterval: summaryGap, Workers: workers}); err != nil {
+			o := agent.Options{SummaryInterval: summaryGap, HeartbeatInterval: heartbeat, Workers: workers}
+			if candidateLease != "" {
+				ns, name, ok := strings.Cut(candidateLease, "/")
+				if !ok || ns == "" || name == "" {
+					return errors.Errorf("--candidate-scheduler-lease %q: want NAMESPACE/NAME", candidateLease)
+				}
+				o.CandidateSchedulerLease = types.NamespacedName{Namespace: ns, Name: name}
+			}
+			if err := agent.Setup(mgr, o); err != nil {
 				return errors.Wrap(err, "cannot set up the agent's controllers")
 			}
 			return errors.Wrap(mgr.Start(cmd.Context()), "agent stopped")
@@ -44,5 +56,7 @@ nodes the management side gets.`,
 	f.register(cmd, true)
 	cmd.Flags().IntVar(&workers, "workers", 8, "chaperons reconciled at once")
 	cmd.Flags().DurationVar(&summaryGap, "summary-interval", time.Second, "least time between two writes of the ClusterSummary")
+	cmd.Flags().DurationVar(&heartbeat, "heartbeat-interval", 10*time.Second, "most time between two writes of the ClusterSummary: the manager counts the cluster not Ready when the summary stops changing (--cluster-heartbeat-grace)")
+	cmd.Flags().StringVar(&candidateLease, "candidate-scheduler-lease", "placer-system/placer-candidate-scheduler", "NAMESPACE/NAME of the candidate scheduler's leader election Lease: the summary says whether it is renewed, and the manager counts the cluster Ready only while it is; empty: not checked")
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 type managerOptions struct {
 	clientFlags
 	probeInterval      time.Duration
+	heartbeatGrace     time.Duration
 	probeTimeout       time.Duration
 	memberQPS          float32
 	memberBurst        int
@@ -57,8 +58,9 @@ candidate pods in the member clusters and delivers the Workload there.`,
 			}
 			if _, err := controllers.Setup(mgr, controllers.Options{
 				Cluster: controllers.ClusterControllerOptions{
-					ProbeInterval: o.probeInterval,
-					Registry:      cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout, Policy: o.policy},
+					ProbeInterval:  o.probeInterval,
+					HeartbeatGrace: o.heartbeatGrace,
+					Registry:       cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout, Policy: o.policy},
 				},
 				Scheduler:         conf,
 				SchedulerQPS:      o.schedulerQPS,
@@ -78,6 +80,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	o.register(cmd, true)
 	f := cmd.Flags()
 	f.DurationVar(&o.probeInterval, "cluster-probe-interval", 30*time.Second, "how often each member cluster's /version is probed")
+	f.DurationVar(&o.heartbeatGrace, "cluster-heartbeat-grace", 40*time.Second, "how long a member's agent may go without renewing its ClusterSummary (agent --heartbeat-interval) before the member stops being Ready")
 	f.DurationVar(&o.probeTimeout, "cluster-probe-timeout", 5*time.Second, "how long one probe may take")
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")

@@ -105,11 +105,13 @@ func StartTarget(t *testing.T, opts local.Options, nodes ...local.Node) *Target 
 	return &Target{Cluster: c, Clientset: cs}
 }
 
-// RunAgent runs placer's agent (chaperon and summary controllers) in a
-// target cluster until the test ends.
-func RunAgent(t *testing.T, cfg *rest.Config) {
+// StartAgent runs placer's agent (chaperon and summary controllers) in a
+// target cluster until the test ends or stop is called; a zero summary
+// interval is 200 ms.
+func StartAgent(t *testing.T, cfg *rest.Config, o agent.Options) (stop func()) {
 	t.Helper()
-	RunManager(t, cfg, func(mgr ctrl.Manager) error {
-		return agent.Setup(mgr, agent.Options{SummaryInterval: 200 * time.Millisecond})
-	})
+	if o.SummaryInterval == 0 {
+		o.SummaryInterval = 200 * time.Millisecond
+	}
+	return StartManager(t, cfg, func(mgr ctrl.Manager) error { return agent.Setup(mgr, o) })
 }

@@ -2,23 +2,29 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	nodeutil "k8s.io/component-helpers/node/util"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
@@ -28,7 +34,9 @@ const (
 	errListPods       = "cannot list Pods"
 	errWriteSummary   = "cannot write the ClusterSummary"
 	errGetSummary     = "cannot get the ClusterSummary"
+	errLeaseCache     = "cannot watch the candidate scheduler's Lease"
 	defaultSummaryGap = time.Second
+	defaultHeartbeat  = 10 * time.Second
 )
 
 // SummaryReconciler runs in a target cluster (placer agent) and keeps the
@@ -41,27 +49,101 @@ type SummaryReconciler struct {
 	// becomes one write.
 	gap       time.Duration
 	lastWrite time.Time
+	// heartbeat is the most time between two writes: the management side
+	// takes a summary that stops changing for a sign that the agent is down.
+	heartbeat time.Duration
+	// lease is the candidate scheduler's leader election Lease, read from
+	// leases, a watch of that one object; no check when its name is empty.
+	lease  types.NamespacedName
+	leases client.Reader
+	now    func() time.Time
 }
 
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=clustersummaries,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 
 // SetupSummaryController adds the summary controller to a target cluster's
-// manager; gap is the least time between two writes (1 s when zero).
-func SetupSummaryController(mgr ctrl.Manager, gap time.Duration) error {
-	if gap == 0 {
-		gap = defaultSummaryGap
+// manager.
+func SetupSummaryController(mgr ctrl.Manager, o Options) error {
+	r := &SummaryReconciler{client: mgr.GetClient(), gap: o.SummaryInterval, heartbeat: o.HeartbeatInterval, lease: o.CandidateSchedulerLease, now: time.Now}
+	if r.gap == 0 {
+		r.gap = defaultSummaryGap
 	}
-	r := &SummaryReconciler{client: mgr.GetClient(), gap: gap}
+	if r.heartbeat == 0 {
+		r.heartbeat = defaultHeartbeat
+	}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("summary").
 		For(&mcv1alpha1.ClusterSummary{}).
 		Watches(&corev1.Node{}, one, builder.WithPredicates(nodeSummaryChanged)).
-		Watches(&corev1.Pod{}, one, builder.WithPredicates(podHoldsResourcesChanged)).
-		Complete(r)
+		Watches(&corev1.Pod{}, one, builder.WithPredicates(podHoldsResourcesChanged))
+	if r.lease.Name != "" {
+		// A cache of its own watches the one Lease: the manager's would
+		// watch every Lease of the cluster, a node's among them every 10 s.
+		leases, err := cache.New(mgr.GetConfig(), cache.Options{
+			HTTPClient: mgr.GetHTTPClient(),
+			Scheme:     mgr.GetScheme(),
+			Mapper:     mgr.GetRESTMapper(),
+			ByObject: map[client.Object]cache.ByObject{&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{r.lease.Namespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", r.lease.Name),
+			}},
+		})
+		if err != nil {
+			return errors.Wrap(err, errLeaseCache)
+		}
+		if err := mgr.Add(leases); err != nil {
+			return errors.Wrap(err, errLeaseCache)
+		}
+		r.leases = leases
+		b = b.WatchesRawSource(source.Kind(leases, &coordinationv1.Lease{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *coordinationv1.Lease) []reconcile.Request {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}}}
+			}), leaseHolderChanged))
+	}
+	return b.Complete(r)
+}
+
+// leaseHolderChanged drops the renewals of the Lease (every 2 s): when it
+// is due to expire, the reconciler is requeued for that moment and reads
+// the latest renewal from the cache.
+var leaseHolderChanged = predicate.TypedFuncs[*coordinationv1.Lease]{
+	UpdateFunc: func(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
+		return ptr.Deref(e.ObjectOld.Spec.HolderIdentity, "") != ptr.Deref(e.ObjectNew.Spec.HolderIdentity, "")
+	},
+}
+
+// candidateScheduler tells from its Lease whether the candidate scheduler
+// runs, and until when the answer holds (zero: until the Lease changes).
+// The Lease is renewed by the scheduler's clock and judged by the agent's:
+// both run in the same cluster.
+func (r *SummaryReconciler) candidateScheduler(ctx context.Context, now time.Time) (*mcv1alpha1.ComponentStatus, time.Time) {
+	if r.lease.Name == "" {
+		return nil, time.Time{}
+	}
+	l := &coordinationv1.Lease{}
+	if err := r.leases.Get(ctx, r.lease, l); err != nil {
+		msg := fmt.Sprintf("cannot read its Lease %s: %v", r.lease, err)
+		if kerrors.IsNotFound(err) {
+			msg = fmt.Sprintf("its Lease %s does not exist: the candidate scheduler never ran, or runs without --leader-elect", r.lease)
+		}
+		return &mcv1alpha1.ComponentStatus{Message: msg}, time.Time{}
+	}
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	if holder == "" || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return &mcv1alpha1.ComponentStatus{Message: fmt.Sprintf("no one holds its Lease %s", r.lease)}, time.Time{}
+	}
+	renewed := l.Spec.RenewTime.Time
+	until := renewed.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	if !now.Before(until) {
+		return &mcv1alpha1.ComponentStatus{Message: fmt.Sprintf("its Lease %s, held by %s, was last renewed at %s and expired at %s",
+			r.lease, holder, renewed.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))}, time.Time{}
+	}
+	return &mcv1alpha1.ComponentStatus{Running: true, Message: fmt.Sprintf("%s holds its Lease %s", holder, r.lease)}, until
 }
 
 // nodeSummaryChanged drops the node updates that cannot change the sums:
@@ -117,18 +199,35 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	for i := range pl.Items {
 		pods[i] = &pl.Items[i]
 	}
+	now := r.now()
 	want := Summarize(nodes, pods)
+	var expires time.Time
+	want.CandidateScheduler, expires = r.candidateScheduler(ctx, now)
+	// The next look: the next heartbeat, or sooner when the scheduler's
+	// Lease expires unrenewed.
+	next := func(beat time.Time) reconcile.Result {
+		wait := beat.Add(r.heartbeat).Sub(now)
+		if !expires.IsZero() {
+			wait = min(wait, expires.Sub(now)+time.Second)
+		}
+		return reconcile.Result{RequeueAfter: max(wait, r.gap)}
+	}
 
 	s := &mcv1alpha1.ClusterSummary{}
 	err := r.client.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s)
+	if err == nil && s.Status.HeartbeatTime != nil && now.Sub(s.Status.HeartbeatTime.Time) < r.heartbeat {
+		want.HeartbeatTime = s.Status.HeartbeatTime
+		if equality.Semantic.DeepEqual(s.Status, want) {
+			return next(s.Status.HeartbeatTime.Time), nil
+		}
+	}
+	want.HeartbeatTime = &metav1.Time{Time: now}
 	switch {
 	case kerrors.IsNotFound(err):
 		s = &mcv1alpha1.ClusterSummary{ObjectMeta: metav1.ObjectMeta{Name: mcv1alpha1.ClusterSummaryName}, Status: want}
 		err = r.client.Create(ctx, s)
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, errGetSummary)
-	case equality.Semantic.DeepEqual(s.Status, want):
-		return reconcile.Result{}, nil
 	default:
 		s.Status = want
 		err = r.client.Update(ctx, s)
@@ -140,6 +239,6 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	if err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errWriteSummary)
 	}
-	r.lastWrite = time.Now()
-	return reconcile.Result{}, nil
+	r.lastWrite = now
+	return next(now), nil
 }

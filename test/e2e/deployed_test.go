@@ -50,7 +50,9 @@ func runMemberComponents(t *testing.T, target *local.Cluster) {
 	agent, sched := comps["placer-agent"], comps["placer-candidate-scheduler"]
 	if err := target.RunRestarting("agent", placerBinary, agent.OutsidePod(
 		"--health-probe-bind-address="+freeAddr(t), "--metrics-bind-address="+freeAddr(t),
-		"--leader-election-namespace="+agent.Namespace)...); err != nil {
+		"--leader-election-namespace="+agent.Namespace,
+		// Heartbeats every second; the manager's grace is 5 s.
+		"--heartbeat-interval=1s")...); err != nil {
 		t.Fatal(err)
 	}
 	if err := target.RunRestarting("candidate-scheduler", placerBinary, sched.OutsidePod()...); err != nil {
@@ -68,7 +70,8 @@ func managerArgs(c deploy.Component, ports managerPorts) []string {
 		"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters",
-		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s")
+		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s",
+		"--cluster-heartbeat-grace=5s")
 }
 
 // httpsGet returns the status code and body of a GET (http or https) with

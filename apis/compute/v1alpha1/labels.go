@@ -45,6 +45,13 @@ const (
 	// loopback or link-local servers); the message names the field.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
 	ReasonUnreachable       = "Unreachable"
+	// ReasonAgentNotRunning: the cluster answers, but placer's agent has
+	// published no summary or stopped renewing it.
+	ReasonAgentNotRunning = "AgentNotRunning"
+	// ReasonCandidateSchedulerNotRunning: the cluster answers, but its
+	// candidate scheduler does not renew its Lease, so no handshake there
+	// could succeed.
+	ReasonCandidateSchedulerNotRunning = "CandidateSchedulerNotRunning"
 	ReasonUnauthorized      = "Unauthorized"
 	ReasonUnschedulable     = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.

@@ -17,6 +17,8 @@ const ClusterSummaryName = "placer"
 // +kubebuilder:resource:scope=Cluster,categories=placer
 // +kubebuilder:printcolumn:name="NODES",type=integer,JSONPath=`.status.nodeCount`
 // +kubebuilder:printcolumn:name="READY",type=integer,JSONPath=`.status.readyNodeCount`
+// +kubebuilder:printcolumn:name="SCHEDULER",type=boolean,JSONPath=`.status.candidateScheduler.running`
+// +kubebuilder:printcolumn:name="HEARTBEAT",type=date,JSONPath=`.status.heartbeatTime`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterSummary struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -45,6 +47,27 @@ type ClusterSummaryStatus struct {
 	// with the same value.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// HeartbeatTime is when the agent last wrote this summary. It writes
+	// at least once per heartbeat interval, changed or not: a summary that
+	// stops changing means the agent is not running, and the management
+	// side stops counting the cluster Ready.
+	// +optional
+	HeartbeatTime *metav1.Time `json:"heartbeatTime,omitempty"`
+	// CandidateScheduler says whether the cluster's candidate scheduler
+	// runs, as its leader election Lease shows: without it every handshake
+	// in this cluster would time out.
+	// +optional
+	CandidateScheduler *ComponentStatus `json:"candidateScheduler,omitempty"`
+}
+
+// ComponentStatus is whether one of placer's components in the cluster runs.
+type ComponentStatus struct {
+	// Running is true while the component renews its Lease.
+	Running bool `json:"running"`
+	// Message says what the agent saw: the Lease's holder and when it was
+	// last renewed, or why the component does not count as running.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ClusterSummaryList is a list of ClusterSummaries.
