@@ -217,6 +217,13 @@ func (c *Connection) Watch(ctx context.Context) error {
 	return nil
 }
 
+// WatchStarted is when the member's watches started; zero before.
+func (c *Connection) WatchStarted() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watching
+}
+
 // sawHeartbeat records when the summary's heartbeat last changed.
 func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
 	c.mu.Lock()

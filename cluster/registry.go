@@ -96,11 +96,23 @@ func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 // when the kubeconfig changed. The kubeconfig's contents never appear in
 // the errors it returns.
 func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connection, error) {
+	return r.ensure(key, kubeconfig, false)
+}
+
+// Reconnect replaces the cluster's connection with a fresh one, in one
+// step (the cluster is never without one): its watches list at once. For a
+// member that answers again after an outage: a reflector that failed for a
+// while waits out its backoff, up to a minute, before it lists again.
+func (r *Registry) Reconnect(key types.NamespacedName, kubeconfig []byte) (*Connection, error) {
+	return r.ensure(key, kubeconfig, true)
+}
+
+func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh bool) (*Connection, error) {
 	hash := sha256.Sum256(kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.conns[key]; ok {
-		if c.hash == hash {
+		if c.hash == hash && !fresh {
 			return c, nil
 		}
 		delete(r.conns, key)

@@ -179,6 +179,15 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 		}
 		status.LastProbeTime = &now
 		status.Version = info.GitVersion
+		if prev := kc.Status.GetCondition(xpv2.TypeReady); prev.Reason == v1alpha1.ReasonUnreachable && stale(conn.WatchStarted(), prev.LastTransitionTime.Time) {
+			// It answers again: fresh watches list it now, rather than
+			// after their reflectors' backoff (up to a minute), and until
+			// they have, nothing is read from the stale ones.
+			if conn, err = r.registry.Reconnect(req.NamespacedName, kubeconfig); err != nil {
+				return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+			}
+			conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
+		}
 	}
 	msg := fmt.Sprintf("%s answers", status.Version)
 	var topology map[string]string
@@ -245,6 +254,12 @@ func (r *ClusterReconciler) components(sum cluster.Summary, msg string) (*xpv2.C
 		return nil, r.grace - sum.Silent, true
 	}
 	return &c, 0, true
+}
+
+// stale reports whether watches started before the cluster stopped
+// answering (at down): they have missed what happened since.
+func stale(started, down time.Time) bool {
+	return !started.IsZero() && started.Before(down)
 }
 
 // probedRecently reports whether the cluster was probed Ready less than

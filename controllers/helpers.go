@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -52,8 +53,10 @@ func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, c
 // patchStatus writes a Workload's status, changed from orig, as a merge
 // patch carrying orig's resourceVersion. A conflict (the cache was behind,
 // or another controller wrote first) is not an error: written is false,
-// and the caller decides again soon from what is there.
+// and the caller decides again soon from what is there. It sets the
+// ready/desired column (readyOfDesired) from the counts first.
 func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workload) (written bool, err error) {
+	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return true, nil
 	}

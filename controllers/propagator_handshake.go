@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -107,6 +108,11 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, d.Reason, d.Message)
 	case propagator.Commit, propagator.Deliver:
 		s.committed = true
+		// The cluster took the candidates: an earlier rejection by it
+		// (expired, or it would not have been chosen) is over.
+		s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
+			return s.w.ClusterKey(&rc.Cluster) == s.target
+		})
 	}
 	return false, nil
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -467,6 +468,36 @@ func (c *Cluster) PIDs() map[string]int {
 		}
 	}
 	return pids
+}
+
+// Freeze stops the named process (SIGSTOP to its process group, by PID)
+// until thaw is called (SIGCONT): a component that hangs, keeping its
+// connections and its Leases without acting or renewing them. Thawing
+// twice is harmless.
+func (c *Cluster) Freeze(name string) (thaw func(), err error) {
+	c.mu.Lock()
+	var p *process
+	for _, o := range c.others {
+		if o.name == name && !o.exited() {
+			p = o
+		}
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return nil, errors.Errorf("no running process %q", name)
+	}
+	pgid := p.PID()
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+		return nil, errors.Wrapf(err, "cannot freeze %s", name)
+	}
+	p.note("frozen (SIGSTOP)")
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			_ = syscall.Kill(-pgid, syscall.SIGCONT)
+			p.note("thawed (SIGCONT)")
+		})
+	}, nil
 }
 
 // Close stops every process the cluster started, by PID, and removes the

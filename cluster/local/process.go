@@ -94,6 +94,8 @@ func (p *process) stop(grace time.Duration) {
 	}
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	// A frozen process (Freeze) handles SIGTERM once it runs again.
+	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	select {
 	case <-p.done:
 	case <-time.After(grace):

@@ -7,6 +7,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/placer-dev/placer/member/agent"
 )
@@ -32,8 +34,23 @@ with whether the candidate scheduler renews its Lease.`,
 			if err != nil {
 				return err
 			}
-			if err := agent.EnsureCRDs(cfg); err != nil {
-				return err
+			// An agent that starts while its API server is down (the member
+			// restarting, a partition) waits for it instead of exiting: a
+			// crash loop's growing backoff would keep the member not Ready
+			// long after its API server is back.
+			ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
+			log := ctrl.Log.WithName("agent")
+			for delay := time.Second; ; delay = min(2*delay, 10*time.Second) {
+				err := agent.EnsureCRDs(cfg)
+				if err == nil {
+					break
+				}
+				log.Info("cannot install placer's CRDs yet; retrying", "error", err.Error(), "after", delay.String())
+				select {
+				case <-cmd.Context().Done():
+					return errors.Wrap(err, "cannot install placer's CRDs")
+				case <-time.After(delay):
+				}
 			}
 			mgr, err := f.newManager(cfg, "placer-agent")
 			if err != nil {

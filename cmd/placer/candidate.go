@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/placer-dev/placer/member/candidate"
@@ -26,6 +28,9 @@ until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of the client")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica schedules at a time")
 	f.StringVar(&o.LeaderNS, "leader-election-namespace", "kube-system", "namespace of the leader election Lease")
+	f.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: how long a successor waits after a leader dies")
+	f.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading")
+	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	f.DurationVar(&o.PermitTimeout, "permit-timeout", candidate.DefaultPermitTimeout, "how long a reserved candidate waits for is-allowed before it is unreserved and retried")
 	f.IntVar(&o.SecurePort, "secure-port", 10259, "port of /healthz and /metrics; 0 turns them off")
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -197,10 +198,11 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 
 // handshakeOutcome says what the propagator recorded for the cluster.
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
-	for _, rc := range w.Status.RejectedClusters {
-		if w.ClusterKey(&rc.Cluster) == k && rc.Generation == w.Generation {
-			return fmt.Sprintf("rejected (%s): %s", rc.Reason, rc.Message)
-		}
+	if rc := w.Rejection(k); rc != nil {
+		return fmt.Sprintf("rejected (%s): %s%s", rc.Reason, rc.Message, retryNote(rc, time.Now()))
+	}
+	if lc := w.Left(k); lc != nil {
+		return fmt.Sprintf("left (%s): %s; %d replica(s) still there to clean up", lc.Reason, lc.Message, lc.Remaining)
 	}
 	if w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == k {
 		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
@@ -218,9 +220,26 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 
 // printHandshakes lists the handshake outcomes recorded on the Workload.
 func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
+	now := time.Now()
 	for _, rc := range w.Status.RejectedClusters {
 		if rc.Generation == w.Generation {
-			fmt.Fprintf(out, "  rejected by %s (%s): %s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message)
+			fmt.Fprintf(out, "  rejected by %s (%s): %s%s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(&rc, now))
 		}
+	}
+	for _, lc := range w.Status.LeftClusters {
+		fmt.Fprintf(out, "  left %s (%s): %s; %d replica(s) still there to clean up\n", w.ClusterKey(&lc.Cluster), lc.Reason, lc.Message, lc.Remaining)
+	}
+}
+
+// retryNote says when a rejecting cluster is tried again.
+func retryNote(rc *v1alpha1.RejectedCluster, now time.Time) string {
+	switch {
+	case rc.RetryAfter == nil:
+		return ""
+	case rc.Expired(now):
+		return fmt.Sprintf(" (rejection %d; expired at %s: the cluster is tried again)", rc.Attempts, rc.RetryAfter.UTC().Format(time.RFC3339))
+	default:
+		return fmt.Sprintf(" (rejection %d; tried again at %s, in %s, or sooner if its capacity grows or its labels or taints change)",
+			rc.Attempts, rc.RetryAfter.UTC().Format(time.RFC3339), rc.RetryAfter.Sub(now).Round(time.Second))
 	}
 }

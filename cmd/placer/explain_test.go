@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +52,10 @@ func TestExplain(t *testing.T) {
 	}
 	w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "east", Namespace: "default"}
 	w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "west", Namespace: "default"}, Reason: v1alpha1.ReasonUnschedulable,
-		Message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.", Generation: w.Generation}}
+		Message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.", Generation: w.Generation,
+		Attempts: 2, RetryAfter: &metav1.Time{Time: time.Now().Add(time.Hour)}}}
+	w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "down", Namespace: "default"}, Reason: v1alpha1.ReasonUnreachable,
+		Message: "the cluster does not answer", Remaining: 2}}
 	w.Status.Replicas, w.Status.ReadyReplicas = 2, 2
 	w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: "Available", LastTransitionTime: metav1.Now(), Message: "2 of 2 replicas ready in east"})
 	if err := env.Client.Status().Update(ctx, w); err != nil {
@@ -75,7 +79,8 @@ func TestExplain(t *testing.T) {
 		"ResourceAllocation",
 		"default/west: not feasible",
 		"HandshakeRejected      FAIL",
-		"handshake: rejected (Unschedulable): 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+		"handshake: rejected (Unschedulable): 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. (rejection 2; tried again at ",
+		"handshake: left (Unreachable): the cluster does not answer; 2 replica(s) still there to clean up",
 		"default/down: not feasible",
 		"ClusterReady           FAIL",
 		"default/tiny: not feasible",

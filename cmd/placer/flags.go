@@ -82,12 +82,15 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: f.leaderNS,
-		LeaseDuration:           &f.lease,
-		RenewDeadline:           &f.renew,
-		RetryPeriod:             &f.retry,
-		HealthProbeBindAddress:  f.healthAddr,
-		Metrics:                 f.metricsOptions(),
-		PprofBindAddress:        f.pprofAddr,
+		// The process ends when the manager stops: a successor need not
+		// wait out the Lease after a clean shutdown (a rollout).
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.lease,
+		RenewDeadline:                 &f.renew,
+		RetryPeriod:                   &f.retry,
+		HealthProbeBindAddress:        f.healthAddr,
+		Metrics:                       f.metricsOptions(),
+		PprofBindAddress:              f.pprofAddr,
 	})
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create manager")

@@ -35,6 +35,8 @@ func newRoot() *cobra.Command {
 		newAgentCommand(),
 		newCandidateSchedulerCommand(),
 		newExplainCommand(),
+		newDrainCommand(),
+		newUncordonCommand(),
 	)
 	return root
 }

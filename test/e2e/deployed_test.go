@@ -51,11 +51,13 @@ func runMemberComponents(t *testing.T, target *local.Cluster) {
 	if err := target.RunRestarting("agent", placerBinary, agent.OutsidePod(
 		"--health-probe-bind-address="+freeAddr(t), "--metrics-bind-address="+freeAddr(t),
 		"--leader-election-namespace="+agent.Namespace,
-		// Heartbeats every second; the manager's grace is 5 s.
-		"--heartbeat-interval=1s")...); err != nil {
+		// Heartbeats every second; the manager's grace is 5 s. A
+		// restarted agent's successor waits out the Lease: short here.
+		"--heartbeat-interval=1s", "--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms")...); err != nil {
 		t.Fatal(err)
 	}
-	if err := target.RunRestarting("candidate-scheduler", placerBinary, sched.OutsidePod()...); err != nil {
+	if err := target.RunRestarting("candidate-scheduler", placerBinary, sched.OutsidePod(
+		"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms")...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,18 +8,21 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -324,6 +327,10 @@ func TestHandshake(t *testing.T) {
 		waitReady(t, w)
 		if w.Status.ClusterRef.Name != "a" || w.Status.ReadyReplicas != 2 {
 			t.Fatalf("placed on %s with %d ready, want a with 2", w.Status.ClusterRef.Name, w.Status.ReadyReplicas)
+		}
+		// kubectl get workloads shows READY as for a Deployment.
+		if w.Status.ReadyOfDesired != "2/2" {
+			t.Errorf("readyOfDesired = %q, want 2/2", w.Status.ReadyOfDesired)
 		}
 		if n := running(a, w); n != 2 {
 			t.Errorf("%d pods run in a, want 2", n)
@@ -743,6 +750,253 @@ func TestHandshake(t *testing.T) {
 	for i := range wl.Items {
 		testenv.WaitForDeletion(t, wc, &wl.Items[i], &v1alpha1.WorkloadList{}, timeout)
 	}
+
+	// remove deletes Workloads and waits until they are gone.
+	remove := func(t *testing.T, ws ...*v1alpha1.Workload) {
+		t.Helper()
+		for _, w := range ws {
+			if err := env.Client.Delete(context.Background(), w); resource.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range ws {
+			testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		}
+	}
+	// editCluster patches a KubernetesCluster's spec.
+	editCluster := func(t *testing.T, name string, edit func(kc *v1alpha1.KubernetesCluster)) {
+		t.Helper()
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := env.Client.Get(context.Background(), keyOf(name), kc); err != nil {
+			t.Fatal(err)
+		}
+		orig := kc.DeepCopy()
+		edit(kc)
+		if err := env.Client.Patch(context.Background(), kc, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitCluster := func(t *testing.T, name string, ok func(kc *v1alpha1.KubernetesCluster) bool) *v1alpha1.KubernetesCluster {
+		t.Helper()
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, ok)
+		return kc
+	}
+
+	t.Run("a member whose agent stops is not Ready for placement, with a reason naming the agent, and is Ready again once it runs", func(t *testing.T) {
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		thaw, err := c.target.Freeze("agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer thaw()
+		kc := waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonAgentNotRunning
+		})
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "agent") {
+			t.Errorf("Ready message = %q, want it to name the agent", msg)
+		}
+		// Nothing is placed there meanwhile.
+		w := workload("needs-c", st.Replicas(1), st.Requests("100m", "64Mi"), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "c"))))
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+			return sc.Status == corev1.ConditionFalse && strings.Contains(sc.Message, "not ready")
+		})
+		thaw()
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		waitReady(t, w)
+		if on(w) != "c" {
+			t.Errorf("placed on %s, want c", on(w))
+		}
+		remove(t, w)
+	})
+
+	t.Run("a user's NoExecute taint moves a Workload that does not tolerate it at once, and one that tolerates it for N seconds after N seconds", func(t *testing.T) {
+		const tolerate = 8
+		now := placed(t, "evicted-now", st.Replicas(1))
+		later := placed(t, "evicted-later", st.Replicas(1), st.TolerateFor("example.com/evict", tolerate))
+		if on(now) != "a" || on(later) != "a" {
+			t.Fatalf("placed on %s and %s, want a", on(now), on(later))
+		}
+		editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/evict", Effect: v1alpha1.TaintEffectNoExecute})
+		})
+		defer editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "example.com/evict" })
+		})
+		testenv.WaitFor(t, wc, now, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return on(w) != "" && on(w) != "a" && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		kc := waitCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) bool {
+			return slices.ContainsFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "example.com/evict" && t.TimeAdded != nil })
+		})
+		var added time.Time
+		for _, taint := range kc.Spec.Taints {
+			if taint.Key == "example.com/evict" {
+				added = taint.TimeAdded.Time
+			}
+		}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(later), later); err != nil {
+			t.Fatal(err)
+		}
+		if on(later) != "a" && time.Since(added) < tolerate*time.Second {
+			t.Fatalf("the Workload tolerating the taint for %d s left a after %s", tolerate, time.Since(added))
+		}
+		testenv.WaitFor(t, wc, later, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return on(w) != "" && on(w) != "a" })
+		// timeAdded is whole seconds: it may be up to one early.
+		if moved := time.Since(added); moved < (tolerate-1)*time.Second {
+			t.Errorf("the Workload tolerating the taint for %d s left a %s after it was added", tolerate, moved)
+		}
+		waitReady(t, later)
+		remove(t, now, later)
+	})
+
+	t.Run("a handshake rejection expires at once when the cluster's capacity grows", func(t *testing.T) {
+		// c's free cpu and memory are on different nodes: its summary
+		// admits a pod of 2 cpu and 6Gi that no node of c can hold.
+		ctx := context.Background()
+		if err := c.target.AddNodes(ctx, local.Node{Name: "c-1", CPU: "1", Memory: "8Gi"}); err != nil {
+			t.Fatal(err)
+		}
+		added := []string{"c-1"}
+		defer func() {
+			for _, n := range added {
+				_ = c.target.Clientset.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{})
+			}
+		}()
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == 2 })
+		w := workload("fragmented", st.Replicas(1), st.Requests("2", "6Gi"), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "c"))))
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			r := w.Rejection(keyOf("c"))
+			return r != nil && r.RetryAfter != nil && strings.Contains(r.Message, "Insufficient")
+		})
+		retry := w.Rejection(keyOf("c")).RetryAfter.Time
+		if err := c.target.AddNodes(ctx, local.Node{Name: "c-2", CPU: "4", Memory: "8Gi"}); err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, "c-2")
+		waitReady(t, w)
+		if !time.Now().Before(retry) {
+			t.Errorf("placed at %s, not before the backoff's retry at %s", time.Now().Format(time.RFC3339), retry.Format(time.RFC3339))
+		}
+		if on(w) != "c" || w.Rejection(keyOf("c")) != nil {
+			t.Errorf("placed on %s with rejections %v, want c and none", on(w), w.Status.RejectedClusters)
+		}
+		remove(t, w)
+	})
+
+	t.Run("a short outage of a member within the toleration leaves its Workload there, Ready Unknown meanwhile, never Unschedulable", func(t *testing.T) {
+		w := placed(t, "outage", st.Replicas(1))
+		if on(w) != "a" {
+			t.Fatalf("placed on %s, want a", on(w))
+		}
+		// Every state the Workload goes through, watched from here on.
+		wi, err := wc.Watch(context.Background(), &v1alpha1.WorkloadList{}, client.InNamespace("default"), client.MatchingFields{"metadata.name": w.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var wrong []string
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for ev := range wi.ResultChan() {
+				w, ok := ev.Object.(*v1alpha1.Workload)
+				if !ok {
+					continue
+				}
+				if sc := w.Status.GetCondition(v1alpha1.TypeScheduled); sc.Status != corev1.ConditionTrue || on(w) != "a" || len(w.Status.LeftClusters) != 0 {
+					mu.Lock()
+					wrong = append(wrong, fmt.Sprintf("on %q, Scheduled %s %s: %s; left %v", on(w), sc.Status, sc.Reason, sc.Message, w.Status.LeftClusters))
+					mu.Unlock()
+				}
+			}
+		}()
+		a.target.StopAPIServer()
+		answering := false
+		restart := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := a.target.StartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			answering = true
+		}
+		defer func() {
+			if !answering {
+				restart()
+			}
+		}()
+		cut := time.Now()
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			rc := w.Status.GetCondition(xpv2.TypeReady)
+			return rc.Status == corev1.ConditionUnknown && strings.Contains(rc.Message, "default/a")
+		})
+		// A 20 s outage, well within the default toleration (300 s).
+		time.Sleep(20*time.Second - time.Since(cut))
+		restart()
+		waitReady(t, w)
+		wi.Stop()
+		<-watched
+		for _, s := range wrong {
+			t.Errorf("during the outage: %s; want Scheduled on a, nothing left", s)
+		}
+		remove(t, w)
+	})
+
+	t.Run("deleting a Workload completes at once while an unrelated member never answered", func(t *testing.T) {
+		ctx := context.Background()
+		// A kubeconfig to a port nothing listens on.
+		closed, err := a.target.KubeconfigFor("placer-manager")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.Load(closed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range cfg.Clusters {
+			cl.Server = "https://" + freeAddr(t)
+		}
+		if closed, err = clientcmd.Write(*cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost"}, Data: map[string][]byte{"kubeconfig": closed}}); err != nil {
+			t.Fatal(err)
+		}
+		ghost := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost"},
+			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: "ghost"}}}
+		if err := env.Client.Create(ctx, ghost); err != nil {
+			t.Fatal(err)
+		}
+		waitCluster(t, "ghost", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonUnreachable
+		})
+		w := placed(t, "beside-ghost", st.Replicas(1))
+		if err := env.Client.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		el := &corev1.EventList{}
+		if err := env.Client.List(ctx, el, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range el.Items {
+			if e.InvolvedObject.UID == w.UID && e.Reason == "CleanupPending" && strings.Contains(e.Message, "ghost") {
+				t.Errorf("deletion held by the member that never answered: %s", e.Message)
+			}
+		}
+		// A cluster that never answered holds nothing of placer's: its
+		// deletion does not wait for it.
+		if err := env.Client.Delete(ctx, ghost); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, ghost, &v1alpha1.KubernetesClusterList{}, timeout)
+	})
 
 	t.Run("a member that stops answering: its Workloads move after their toleration, and what was left there goes when it answers again", func(t *testing.T) {
 		moved := placed(t, "failover", st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3))

@@ -67,6 +67,10 @@ const (
 	TaintClusterNotReady    = "compute.placer.dev/not-ready"
 )
 
+// TaintClusterDraining is the NoExecute taint `placer drain` sets: every
+// Workload that does not tolerate it moves away, proven elsewhere first.
+const TaintClusterDraining = "compute.placer.dev/draining"
+
 // KubernetesClusterSpec says how to reach a cluster and whether it takes new work.
 type KubernetesClusterSpec struct {
 	// ConnectionSecretRef names the Secret, in this namespace, holding a

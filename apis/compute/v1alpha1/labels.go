@@ -52,8 +52,8 @@ const (
 	// candidate scheduler does not renew its Lease, so no handshake there
 	// could succeed.
 	ReasonCandidateSchedulerNotRunning = "CandidateSchedulerNotRunning"
-	ReasonUnauthorized      = "Unauthorized"
-	ReasonUnschedulable     = "Unschedulable"
+	ReasonUnauthorized                 = "Unauthorized"
+	ReasonUnschedulable                = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
 	ReasonNotReady = "NotReady"
 	// ReasonTainted: a Workload left a cluster with a NoExecute taint it

@@ -538,6 +538,11 @@ type WorkloadStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// ReadyOfDesired is readyReplicas/spec.replicas, as kubectl shows a
+	// Deployment's READY column (2/3).
+	// +optional
+	ReadyOfDesired string `json:"readyOfDesired,omitempty"`
+
 	// ObservedGeneration is the generation this status is for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -548,8 +553,9 @@ type WorkloadStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wl,categories=placer
 // +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.clusterRef.name`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.readyOfDesired`
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
-// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
+// +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].reason`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.targetService) || self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="a Workload with a targetService must be named as a Service may be (a DNS-1035 label: at most 63 characters, lowercase letters, digits and '-', starting with a letter): the Service in the member takes its name"

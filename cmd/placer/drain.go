@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/spf13/cobra"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+func newDrainCommand() *cobra.Command {
+	f := &clientFlags{}
+	var namespace string
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "drain [NAMESPACE/]CLUSTER",
+		Short: "Move every Workload off a cluster, without downtime",
+		Long: `Drain a KubernetesCluster: taint it ` + v1alpha1.TaintClusterDraining + `:NoExecute.
+Every Workload placed there that does not tolerate the taint moves: the
+scheduler chooses another cluster, the handshake proves it, and the old pods
+go only once the new ones are Ready (unless the Workload asks for
+StopBeforeStart); no new Workload lands there. With --wait it follows the
+Workloads until none runs there any more. 'uncordon' takes the taint away.
+
+Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.watchClient()
+			if err != nil {
+				return err
+			}
+			key := clusterArg(args[0], namespace)
+			if err := drain(cmd.Context(), c, key); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s tainted %s:NoExecute\n", key, v1alpha1.TaintClusterDraining)
+			if !wait {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return waitDrained(ctx, cmd.OutOrStdout(), c, key)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the KubernetesCluster when CLUSTER has none")
+	fs.BoolVar(&wait, "wait", false, "wait until no Workload runs in the cluster any more")
+	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+func newUncordonCommand() *cobra.Command {
+	f := &clientFlags{}
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "uncordon [NAMESPACE/]CLUSTER",
+		Short: "Let Workloads land on a drained or cordoned cluster again",
+		Long: `Uncordon a KubernetesCluster: remove the ` + v1alpha1.TaintClusterDraining + ` taint that 'drain'
+set and clear spec.unschedulable. Workloads that moved away stay where they
+are now.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.watchClient()
+			if err != nil {
+				return err
+			}
+			key := clusterArg(args[0], namespace)
+			if err := uncordon(cmd.Context(), c, key); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s uncordoned\n", key)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the KubernetesCluster when CLUSTER has none")
+	return cmd
+}
+
+// watchClient is a client of the management cluster that can also watch.
+func (f *clientFlags) watchClient() (client.WithWatch, error) {
+	cfg, err := f.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: apis.NewScheme()})
+	return c, errors.Wrap(err, "cannot create a client")
+}
+
+// clusterArg reads [NAMESPACE/]NAME.
+func clusterArg(arg, namespace string) types.NamespacedName {
+	if ns, name, ok := strings.Cut(arg, "/"); ok {
+		return types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return types.NamespacedName{Namespace: namespace, Name: arg}
+}
+
+// editCluster changes a KubernetesCluster's spec with a patch that fails
+// if the cluster changed meanwhile (spec.taints is one list), and retries.
+func editCluster(ctx context.Context, c client.Client, key types.NamespacedName, edit func(kc *v1alpha1.KubernetesCluster) bool) error {
+	for {
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := c.Get(ctx, key, kc); err != nil {
+			return errors.Wrapf(err, "cannot get KubernetesCluster %s", key)
+		}
+		orig := kc.DeepCopy()
+		if !edit(kc) {
+			return nil
+		}
+		err := c.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if err == nil || !kerrors.IsConflict(err) {
+			return errors.Wrapf(err, "cannot patch KubernetesCluster %s", key)
+		}
+	}
+}
+
+// drain taints the cluster TaintClusterDraining:NoExecute, once.
+func drain(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	return editCluster(ctx, c, key, func(kc *v1alpha1.KubernetesCluster) bool {
+		if slices.ContainsFunc(kc.Spec.Taints, isDrainTaint) {
+			return false
+		}
+		now := metav1.Now()
+		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &now})
+		return true
+	})
+}
+
+// uncordon removes the drain taint and clears spec.unschedulable.
+func uncordon(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	return editCluster(ctx, c, key, func(kc *v1alpha1.KubernetesCluster) bool {
+		if !kc.Spec.Unschedulable && !slices.ContainsFunc(kc.Spec.Taints, isDrainTaint) {
+			return false
+		}
+		kc.Spec.Unschedulable = false
+		kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, isDrainTaint)
+		return true
+	})
+}
+
+func isDrainTaint(t v1alpha1.ClusterTaint) bool {
+	return t.Key == v1alpha1.TaintClusterDraining && t.Effect == v1alpha1.TaintEffectNoExecute
+}
+
+// waitDrained watches the Workloads until none is placed on the cluster
+// or still has copies to clean up there, printing each one that leaves.
+func waitDrained(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName) error {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := &v1alpha1.WorkloadList{}
+			err := c.List(ctx, l, &client.ListOptions{Raw: &o})
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &v1alpha1.WorkloadList{}, &client.ListOptions{Raw: &o})
+		},
+	}
+	// on holds the Workloads still there, and why.
+	on := map[types.NamespacedName]string{}
+	track := func(w *v1alpha1.Workload, deleted bool) {
+		k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+		why := ""
+		switch {
+		case deleted:
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
+			why = "placed there"
+			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
+				why = "waiting to move: " + cond.Message
+			}
+		case w.Left(key) != nil:
+			why = fmt.Sprintf("moving; %d replica(s) left to clean up", w.Left(key).Remaining)
+		}
+		prev, was := on[k]
+		switch {
+		case why == "" && was:
+			delete(on, k)
+			if w.Status.ClusterRef != nil && !deleted {
+				fmt.Fprintf(out, "Workload %s moved to %s\n", k, w.ClusterKey(w.Status.ClusterRef))
+			} else {
+				fmt.Fprintf(out, "Workload %s gone\n", k)
+			}
+		case why != "" && why != prev:
+			on[k] = why
+			fmt.Fprintf(out, "Workload %s: %s\n", k, why)
+		}
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(store toolscache.Store) (bool, error) {
+		for _, o := range store.List() {
+			track(o.(*v1alpha1.Workload), false)
+		}
+		return len(on) == 0, nil
+	}, func(e watch.Event) (bool, error) {
+		if w, ok := e.Object.(*v1alpha1.Workload); ok {
+			track(w, e.Type == watch.Deleted)
+		}
+		return len(on) == 0, nil
+	})
+	if err != nil {
+		return errors.Wrapf(err, "%d Workload(s) still on %s", len(on), key)
+	}
+	fmt.Fprintf(out, "KubernetesCluster %s drained\n", key)
+	return nil
+}
