@@ -36,11 +36,11 @@ profiles:
 
 // Options of the candidate scheduler.
 type Options struct {
-	Kubeconfig    string
-	QPS           float32
-	Burst         int
-	LeaderElect   bool
-	LeaderNS      string
+	Kubeconfig  string
+	QPS         float32
+	Burst       int
+	LeaderElect bool
+	LeaderNS    string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader
 	// election (kube-scheduler's defaults, 15 s, 10 s and 2 s, when zero).
 	LeaseDuration time.Duration
