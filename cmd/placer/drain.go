@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 func newDrainCommand() *cobra.Command {
@@ -160,62 +160,109 @@ func isDrainTaint(t v1alpha1.ClusterTaint) bool {
 	return t.Key == v1alpha1.TaintClusterDraining && t.Effect == v1alpha1.TaintEffectNoExecute
 }
 
+// until says when following a cluster ends.
+type until int
+
+const (
+	// drained: no Workload is placed on the cluster or has copies there.
+	drained until = iota
+	// moved: every Workload placed there has moved, or waits to move
+	// (MovePending); copies may remain there.
+	moved
+	// cleaned: no Workload has copies left there.
+	cleaned
+)
+
+// stay is why a Workload still concerns a cluster.
+type stay int
+
+const (
+	none stay = iota
+	placedThere
+	waitingToMove
+	copiesLeft
+)
+
+func (u until) done(s stay) bool {
+	switch u {
+	case moved:
+		return s != placedThere
+	case cleaned:
+		return s != copiesLeft
+	default:
+		return s == none
+	}
+}
+
 // waitDrained watches the Workloads until none is placed on the cluster
 // or still has copies to clean up there, printing each one that leaves.
 func waitDrained(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName) error {
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := &v1alpha1.WorkloadList{}
-			err := c.List(ctx, l, &client.ListOptions{Raw: &o})
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &v1alpha1.WorkloadList{}, &client.ListOptions{Raw: &o})
-		},
-	}
-	// on holds the Workloads still there, and why.
-	on := map[types.NamespacedName]string{}
+	return follow(ctx, out, c, key, drained)
+}
+
+// follow watches the Workloads that concern a cluster until u, printing
+// each change: where a Workload went and why.
+func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName, u until) error {
+	lw := fleetwait.ListWatch(ctx, c, &v1alpha1.Workload{}, &v1alpha1.WorkloadList{})
+	// on holds the Workloads that concern the cluster, and why.
+	on := map[types.NamespacedName]stay{}
+	said := map[types.NamespacedName]string{}
 	track := func(w *v1alpha1.Workload, deleted bool) {
 		k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-		why := ""
+		s, why := none, ""
 		switch {
 		case deleted:
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
-			why = "placed there"
+			s, why = placedThere, "placed there"
 			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
-				why = "waiting to move: " + cond.Message
+				s, why = waitingToMove, "waiting to move: "+cond.Message
 			}
 		case w.Left(key) != nil:
-			why = fmt.Sprintf("moving; %d replica(s) left to clean up", w.Left(key).Remaining)
+			lc := w.Left(key)
+			s, why = copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", w.ClusterKey(w.Status.ClusterRef), lc.Reason, lc.Remaining)
 		}
-		prev, was := on[k]
+		_, was := on[k]
 		switch {
-		case why == "" && was:
+		case s == none && was:
 			delete(on, k)
+			delete(said, k)
 			if w.Status.ClusterRef != nil && !deleted {
-				fmt.Fprintf(out, "Workload %s moved to %s\n", k, w.ClusterKey(w.Status.ClusterRef))
+				fmt.Fprintf(out, "Workload %s runs in %s; nothing of it left in %s\n", k, w.ClusterKey(w.Status.ClusterRef), key)
 			} else {
 				fmt.Fprintf(out, "Workload %s gone\n", k)
 			}
-		case why != "" && why != prev:
-			on[k] = why
-			fmt.Fprintf(out, "Workload %s: %s\n", k, why)
+		case s != none:
+			on[k] = s
+			if said[k] != why {
+				said[k] = why
+				fmt.Fprintf(out, "Workload %s: %s\n", k, why)
+			}
 		}
+	}
+	finished := func() bool {
+		for _, s := range on {
+			if !u.done(s) {
+				return false
+			}
+		}
+		return true
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(store toolscache.Store) (bool, error) {
 		for _, o := range store.List() {
 			track(o.(*v1alpha1.Workload), false)
 		}
-		return len(on) == 0, nil
+		return finished(), nil
 	}, func(e watch.Event) (bool, error) {
 		if w, ok := e.Object.(*v1alpha1.Workload); ok {
 			track(w, e.Type == watch.Deleted)
 		}
-		return len(on) == 0, nil
+		return finished(), nil
 	})
 	if err != nil {
-		return errors.Wrapf(err, "%d Workload(s) still on %s", len(on), key)
+		return errors.Wrapf(err, "%d Workload(s) still concern %s", len(on), key)
 	}
-	fmt.Fprintf(out, "KubernetesCluster %s drained\n", key)
+	if u == drained {
+		fmt.Fprintf(out, "KubernetesCluster %s drained\n", key)
+	}
 	return nil
 }

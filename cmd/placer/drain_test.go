@@ -110,7 +110,7 @@ func TestDrain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("waitDrained: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moving; 2 replica(s) left to clean up", "Workload default/on-a moved to default/b", "drained"} {
+	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moved to default/b (Tainted); 2 replica(s) left there to clean up", "Workload default/on-a runs in default/b; nothing of it left in default/a", "drained"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

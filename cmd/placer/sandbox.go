@@ -171,7 +171,9 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	if err := mgmt.RunRestarting("manager", placer, manager.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
 		// Local members listen on loopback, which a deployed manager refuses.
-		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s")...); err != nil {
+		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s",
+		// The failover step shows within a minute (300 s in config/).
+		fmt.Sprintf("--default-unreachable-toleration-seconds=%d", sandboxToleration))...); err != nil {
 		return errors.Wrap(err, "cannot start the manager")
 	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
@@ -199,6 +201,9 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	fmt.Fprintf(out, "\nApplying the %d Workloads of examples/, one at a time ...\n", len(exs))
 	placements := applyExamples(ctx, out, c, exs, 2*time.Minute)
 	printPlacements(out, placements)
+	if err := showFleetDynamics(ctx, out, c, members[0].name, clusters[2], 2*time.Minute); err != nil {
+		return errors.Wrap(err, "fleet dynamics")
+	}
 	failed := 0
 	for _, p := range placements {
 		if !p.ok() {

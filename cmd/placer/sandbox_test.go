@@ -61,4 +61,21 @@ func TestSandboxOnce(t *testing.T) {
 			t.Errorf("example %s (%s): expected %s, table says %v", ex.Workload.Name, ex.File, ex.Expect, row)
 		}
 	}
+	// The fleet dynamics: small drained (nightly, preferring it, moves;
+	// the selector example, which only small matches, waits), then large
+	// cut off (leader, StopBeforeStart, moves and waits for large) and
+	// cleaned once it answers again.
+	for _, want := range []string{
+		"Workload default/nightly: moved to default/",
+		"Workload default/storefront: waiting to move:",
+		"Uncordoned small",
+		"KubernetesCluster default/large: Ready False (Unreachable)",
+		"Workload default/leader: moved to default/",
+		"Workload default/leader runs in default/",
+		"Nothing is left in large",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the fleet dynamics' output lacks %q", want)
+		}
+	}
 }

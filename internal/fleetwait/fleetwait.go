@@ -5,6 +5,7 @@ package fleetwait
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -67,4 +68,18 @@ func ClustersReady(ctx context.Context, c client.WithWatch, namespace string, wa
 		return ok && observe(kc, e.Type == watch.Deleted), nil
 	})
 	return errors.Wrap(err, "not every member cluster became Ready with all its nodes")
+}
+
+// Until watches the object named like obj until cond holds for it, and
+// leaves the last seen state in obj.
+func Until[T client.Object](ctx context.Context, c client.WithWatch, obj T, list client.ObjectList, cond func(T) bool) error {
+	_, err := watchtools.UntilWithSync(ctx, ListWatch(ctx, c, obj, list), obj, nil, func(e watch.Event) (bool, error) {
+		o, ok := e.Object.(T)
+		if !ok || e.Type == watch.Deleted {
+			return false, nil
+		}
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(o).Elem())
+		return cond(o), nil
+	})
+	return err
 }
