@@ -181,6 +181,8 @@ const (
 	placedThere
 	waitingToMove
 	copiesLeft
+	// foreign: placed there by another scheduler, which must move it.
+	foreign
 )
 
 func (u until) done(s stay) bool {
@@ -212,6 +214,8 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 		s, why := none, ""
 		switch {
 		case deleted:
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Spec.SchedulerName != v1alpha1.DefaultSchedulerName:
+			s, why = foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
 			s, why = placedThere, "placed there"
 			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {

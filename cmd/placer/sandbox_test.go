@@ -72,6 +72,7 @@ func TestSandboxOnce(t *testing.T) {
 		"KubernetesCluster default/large: Ready False (Unreachable)",
 		"Workload default/leader: moved to default/",
 		"Workload default/leader runs in default/",
+		"Workload default/reports: placed there by the scheduler example-cheapest",
 		"Nothing is left in large",
 	} {
 		if !strings.Contains(out.String(), want) {

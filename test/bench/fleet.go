@@ -33,7 +33,7 @@ type fleet struct {
 }
 
 // namespaces the phases use, opened to placer in every member.
-var phaseNamespaces = []string{"baseline", "fanout-1", "fanout-all"}
+var phaseNamespaces = []string{"baseline", "fanout-1", "fanout-all", "failover", "drain"}
 
 func (f *fleet) close() {
 	for _, p := range f.procs {
@@ -157,8 +157,12 @@ func (f *fleet) spawn(name string, o options, args ...string) error {
 
 func (f *fleet) startMemberComponents(m *local.Cluster, o options) error {
 	limits := []string{fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst)}
+	// One replica of each, without leader election (nothing here restarts
+	// a process that loses its Lease while its API server is stopped, as
+	// the failover measure does): the agent does not look for the
+	// candidate scheduler's Lease.
 	if err := f.spawn(m.Name()+"-agent", o, append([]string{"agent", "--kubeconfig=" + m.KubeconfigPath(), "--leader-elect=false",
-		"--health-probe-bind-address=0", "--metrics-bind-address=0"}, limits...)...); err != nil {
+		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--candidate-scheduler-lease="}, limits...)...); err != nil {
 		return err
 	}
 	return f.spawn(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),

@@ -29,6 +29,7 @@ type options struct {
 	binDir, placer, out                             string
 	timeout                                         time.Duration
 	profile                                         bool
+	dynamics                                        string
 }
 
 func main() {
@@ -47,6 +48,7 @@ func main() {
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
 	flag.BoolVar(&o.profile, "profile", false, "take a CPU profile of the manager during the fanOut 1 phase (manager-cpu.pprof and manager-cpu-top.txt in the results folder)")
+	flag.StringVar(&o.dynamics, "dynamics", "", "instead of the throughput phases, measure failover and drain with these numbers of Workloads, e.g. 100,300 (results in dynamics.md)")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +87,17 @@ func run(ctx context.Context, o options) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.dynamics != "" {
+		var sizes []int
+		for _, s := range strings.Split(o.dynamics, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-dynamics %q: want positive numbers separated by commas", o.dynamics)
+			}
+			sizes = append(sizes, n)
+		}
+		return dynamics(ctx, o, f, sizes)
 	}
 	rec := newRecorder()
 	if err := rec.watchManagement(ctx, f); err != nil {

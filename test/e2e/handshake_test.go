@@ -1134,7 +1134,43 @@ func TestHandshake(t *testing.T) {
 		if n := running(memberNamed(members, on(w)), w); n != 2 {
 			t.Errorf("%d pods run in %s, want 2", n, on(w))
 		}
+		// Nothing points at the missing cluster, so nothing spins: over
+		// 10 s, the scheduler and the propagator reconcile a handful of
+		// times at most (a requeue every 500 ms would be 20).
+		token := scraperToken(t, env, true)
+		before := reconciles(t, ports.metrics, token)
+		time.Sleep(10 * time.Second)
+		after := reconciles(t, ports.metrics, token)
+		for _, c := range []string{"scheduler", "propagator"} {
+			if n := after[c] - before[c]; n > 8 {
+				t.Errorf("the %s controller reconciled %g times in 10 s after the cluster went", c, n)
+			}
+		}
 	})
+}
+
+// reconcileLine is one controller-runtime reconcile counter of /metrics.
+var reconcileLine = regexp.MustCompile(`(?m)^controller_runtime_reconcile_total\{controller="([^"]+)",result="[^"]+"\} ([0-9.e+]+)$`)
+
+// reconciles sums the manager's reconcile counters per controller.
+func reconciles(t *testing.T, addr, token string) map[string]float64 {
+	t.Helper()
+	code, body := httpsGet(t, "https://"+addr+"/metrics", token)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	out := map[string]float64{}
+	for _, m := range reconcileLine.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m[1]] += v
+	}
+	if len(out) == 0 {
+		t.Fatal("/metrics has no controller_runtime_reconcile_total")
+	}
+	return out
 }
 
 // podReady reports whether a pod's Ready condition is True.

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/fleetwait"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// tolerate is how long the failover's Workloads tolerate an unreachable
+// cluster.
+const tolerate = 5
+
+// dynamicsResult is one fleet-dynamics measure at one size.
+type dynamicsResult struct {
+	what    string
+	n       int
+	per     latencies // per Workload, from the start of the measure
+	total   time.Duration
+	cleanup time.Duration // failover: from the cluster answering again until nothing is left there
+	minFrac float64       // drain: the least readyReplicas/replicas any Workload reported
+}
+
+// dynamics measures failover (member-0 stops answering) and drain (a
+// NoExecute taint on member-1) for each size, one after the other.
+func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
+	var rs []dynamicsResult
+	for _, n := range sizes {
+		r, err := failover(ctx, o, f, n)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+		if r, err = drainMeasure(ctx, o, f, n); err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run %s: %d members × %d nodes.\n\n", time.Now().UTC().Format(time.RFC3339), o.members, o.nodes)
+	fmt.Fprintf(&b, "`go run ./test/bench -members %d -nodes %d -dynamics %s`\n\n", o.members, o.nodes, o.dynamics)
+	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		cleanup, frac := "–", "–"
+		if r.cleanup > 0 {
+			cleanup = ms(r.cleanup) + " ms"
+		}
+		if r.minFrac >= 0 {
+			frac = fmt.Sprintf("%.2f", r.minFrac)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s ms | %s ms | %s ms | %s ms | %s | %s |\n", r.what, r.n, ms(r.per.pct(50)), ms(r.per.pct(90)), ms(r.per.pct(99)), ms(r.total), cleanup, frac)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "dynamics.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(b.String())
+	return nil
+}
+
+// create makes n Workloads in ns preferring cluster, and waits until each
+// one runs there, Ready.
+func createOn(ctx context.Context, f *fleet, ns, cluster string, n int, replicas int32, opt func(*v1alpha1.Workload)) error {
+	its := make([]item, n)
+	for i := range its {
+		its[i] = item{name: fmt.Sprintf("%s-%04d", ns, i), replicas: int(replicas)}
+	}
+	err := createAll(ctx, its, func(ctx context.Context, it item) error {
+		w := &v1alpha1.Workload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name},
+			Spec: v1alpha1.WorkloadSpec{
+				TargetDeployment: v1alpha1.TargetDeployment{Replicas: ptr.To(replicas), Template: corev1.PodTemplateSpec{Spec: podSpec}},
+			},
+		}
+		st.PreferredClusterAffinity(100, st.Term(st.Expr(v1alpha1.LabelClusterName, "In", cluster)))(w)
+		opt(w)
+		return f.mc.Create(ctx, w)
+	})
+	if err != nil {
+		return err
+	}
+	return watchAll(ctx, f, ns, n, func(w *v1alpha1.Workload, _ time.Time) bool {
+		return on(w) == cluster && ready(w)
+	})
+}
+
+func on(w *v1alpha1.Workload) string {
+	if w.Status.ClusterRef == nil {
+		return ""
+	}
+	return w.Status.ClusterRef.Name
+}
+
+func ready(w *v1alpha1.Workload) bool {
+	return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+}
+
+// watchAll watches the Workloads of ns until done holds for n of them (it
+// is told when each event was seen), or ctx ends.
+func watchAll(ctx context.Context, f *fleet, ns string, n int, done func(*v1alpha1.Workload, time.Time) bool) error {
+	ok := map[string]bool{}
+	lw := fleetwait.ListWatch(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
+	seen := func(w *v1alpha1.Workload) {
+		if done(w, time.Now()) {
+			ok[w.Name] = true
+		}
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(s toolscache.Store) (bool, error) {
+		for _, o := range s.List() {
+			seen(o.(*v1alpha1.Workload))
+		}
+		return len(ok) >= n, nil
+	}, func(e watch.Event) (bool, error) {
+		if w, isW := e.Object.(*v1alpha1.Workload); isW && e.Type != watch.Deleted {
+			seen(w)
+		}
+		return len(ok) >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d Workloads in %s: %w", len(ok), n, ns, err)
+	}
+	return nil
+}
+
+// removeAll deletes the Workloads of ns and waits until they are gone.
+func removeAll(ctx context.Context, f *fleet, ns string) error {
+	if err := f.mc.DeleteAllOf(ctx, &v1alpha1.Workload{}, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	lw := fleetwait.ListWatch(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
+	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(s toolscache.Store) (bool, error) {
+		return len(s.List()) == 0, nil
+	}, func(watch.Event) (bool, error) {
+		l := &v1alpha1.WorkloadList{}
+		if err := f.mc.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return len(l.Items) == 0, nil
+	})
+	return err
+}
+
+// failover: n Workloads run on member-0, tolerating its being unreachable
+// for a few seconds; its API server stops. Each Workload's time is from
+// the toleration's end (the taint's timeAdded, whole seconds, plus the
+// toleration) until it runs Ready elsewhere.
+func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	r := dynamicsResult{what: "failover (member-0 unreachable)", n: n, minFrac: -1}
+	from := f.members[0].Name()
+	if err := createOn(ctx, f, "failover", from, n, 1, func(w *v1alpha1.Workload) {
+		w.Spec.ClusterTolerations = []v1alpha1.ClusterToleration{{Key: v1alpha1.TaintClusterUnreachable, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](tolerate)}}
+	}); err != nil {
+		return r, err
+	}
+	logf("failover: %d Workloads run on %s; stopping its API server", n, from)
+	f.members[0].StopAPIServer()
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: from}}
+	var added time.Time
+	if err := fleetwait.Until(ctx, f.mc, kc, &v1alpha1.KubernetesClusterList{}, func(kc *v1alpha1.KubernetesCluster) bool {
+		i := slices.IndexFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool {
+			return t.Key == v1alpha1.TaintClusterUnreachable && t.TimeAdded != nil
+		})
+		if i >= 0 {
+			added = kc.Spec.Taints[i].TimeAdded.Time
+		}
+		return i >= 0
+	}); err != nil {
+		return r, err
+	}
+	expiry := added.Add(tolerate * time.Second)
+	at := map[string]time.Duration{}
+	if err := watchAll(ctx, f, "failover", n, func(w *v1alpha1.Workload, now time.Time) bool {
+		if on(w) == "" || on(w) == from || !ready(w) {
+			return false
+		}
+		if _, ok := at[w.Name]; !ok {
+			at[w.Name] = now.Sub(expiry)
+		}
+		return true
+	}); err != nil {
+		return r, err
+	}
+	for _, d := range at {
+		r.per = append(r.per, d)
+		r.total = max(r.total, d)
+	}
+	slices.Sort(r.per)
+	logf("failover: %d Workloads run elsewhere, p50 %s, p99 %s after the toleration; starting %s's API server", n, r.per.pct(50), r.per.pct(99), from)
+	if err := f.members[0].StartAPIServer(ctx); err != nil {
+		return r, err
+	}
+	back := time.Now()
+	if err := watchAll(ctx, f, "failover", n, func(w *v1alpha1.Workload, _ time.Time) bool { return len(w.Status.LeftClusters) == 0 }); err != nil {
+		return r, err
+	}
+	r.cleanup = time.Since(back)
+	logf("failover: %s cleaned in %s", from, r.cleanup.Round(time.Millisecond))
+	return r, removeAll(ctx, f, "failover")
+}
+
+// drainMeasure: n two-replica Workloads run on member-1, which is then
+// tainted NoExecute. Each Workload's time is from the taint until it runs
+// Ready elsewhere with nothing left on member-1; minFrac is the least
+// readyReplicas/replicas any Workload reported meanwhile (placer's count,
+// from the pods' statuses the agents mirror).
+func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	r := dynamicsResult{what: "drain (NoExecute taint on member-1)", n: n, minFrac: 1}
+	from := f.members[1].Name()
+	if err := createOn(ctx, f, "drain", from, n, 2, func(*v1alpha1.Workload) {}); err != nil {
+		return r, err
+	}
+	logf("drain: %d Workloads run on %s; tainting it", n, from)
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := f.mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: from}, kc); err != nil {
+		return r, err
+	}
+	orig := kc.DeepCopy()
+	kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "bench/drain", Effect: v1alpha1.TaintEffectNoExecute})
+	start := time.Now()
+	if err := f.mc.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+		return r, err
+	}
+	at := map[string]time.Duration{}
+	if err := watchAll(ctx, f, "drain", n, func(w *v1alpha1.Workload, now time.Time) bool {
+		r.minFrac = min(r.minFrac, float64(w.Status.ReadyReplicas)/float64(w.ReplicaCount()))
+		if on(w) == "" || on(w) == from || !ready(w) || len(w.Status.LeftClusters) > 0 {
+			return false
+		}
+		if _, ok := at[w.Name]; !ok {
+			at[w.Name] = now.Sub(start)
+		}
+		return true
+	}); err != nil {
+		return r, err
+	}
+	for _, d := range at {
+		r.per = append(r.per, d)
+		r.total = max(r.total, d)
+	}
+	slices.Sort(r.per)
+	logf("drain: %d Workloads moved off %s, p50 %s, p99 %s; least ready fraction %.2f", n, from, r.per.pct(50), r.per.pct(99), r.minFrac)
+	if err := f.mc.Get(ctx, client.ObjectKeyFromObject(kc), kc); err != nil {
+		return r, err
+	}
+	orig = kc.DeepCopy()
+	kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "bench/drain" })
+	if err := f.mc.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+		return r, err
+	}
+	return r, removeAll(ctx, f, "drain")
+}
