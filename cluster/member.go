@@ -98,15 +98,17 @@ type Connection struct {
 	cache      crcache.Cache
 	summary    crcache.Informer
 	chaperons  crcache.Informer
-	// beat is the summary's last heartbeatTime and beatSeen when this
-	// process saw it change (its own clock, so no skew between clusters
-	// counts); watching is when the watch started.
-	beat     metav1.Time
-	beatSeen time.Time
-	watching time.Time
-	reader   client.Client
-	tenants  map[string]client.Client
-	stopped  chan struct{}
+	// beat is the summary's last heartbeatTime (known once the watch has
+	// seen a summary) and beatSeen when this process saw it change (its
+	// own clock, so no skew between clusters counts); watching is when the
+	// watch started.
+	beat      metav1.Time
+	beatKnown bool
+	beatSeen  time.Time
+	watching  time.Time
+	reader    client.Client
+	tenants   map[string]client.Client
+	stopped   chan struct{}
 }
 
 // memberScheme knows the kinds placer reads and writes in a member.
@@ -217,6 +219,24 @@ func (c *Connection) Watch(ctx context.Context) error {
 	return nil
 }
 
+// LiveHeartbeat reads the summary's heartbeat from the member's API
+// server itself, not the watch, bounded by the probe timeout: when the
+// watch has been silent too long, it tells a stopped agent from a watch
+// that is waiting out its reflector's backoff.
+func (c *Connection) LiveHeartbeat(ctx context.Context) (metav1.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/apis", mcv1alpha1.Group, mcv1alpha1.Version, "clustersummaries", mcv1alpha1.ClusterSummaryName).Do(ctx).Raw()
+	if err != nil {
+		return metav1.Time{}, err
+	}
+	s := &mcv1alpha1.ClusterSummary{}
+	if err := json.Unmarshal(body, s); err != nil {
+		return metav1.Time{}, err
+	}
+	return ptr.Deref(s.Status.HeartbeatTime, metav1.Time{}), nil
+}
+
 // WatchStarted is when the member's watches started; zero before.
 func (c *Connection) WatchStarted() time.Time {
 	c.mu.Lock()
@@ -224,12 +244,16 @@ func (c *Connection) WatchStarted() time.Time {
 	return c.watching
 }
 
-// sawHeartbeat records when the summary's heartbeat last changed.
+// sawHeartbeat records when the summary's heartbeat last changed. The
+// first summary seen is not a beat: it may be an old one.
 func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	beat := ptr.Deref(s.Status.HeartbeatTime, metav1.Time{})
-	if c.beatSeen.IsZero() || !beat.Equal(&c.beat) {
+	switch {
+	case !c.beatKnown:
+		c.beat, c.beatKnown = beat, true
+	case !beat.Equal(&c.beat):
 		c.beat, c.beatSeen = beat, time.Now()
 	}
 }
@@ -364,24 +388,30 @@ type Summary struct {
 	Synced bool
 	// Found is true once the agent has published a summary.
 	Found bool
-	// Silent is how long the summary's heartbeat has not changed, or, before
-	// one was seen, how long the watch has run.
+	// Changed is true once the watch has seen the heartbeat change; until
+	// then Silent counts from the watch's start.
+	Changed bool
+	// Silent is how long the heartbeat has not changed, by this
+	// process's clock.
 	Silent time.Duration
+	// Beat is the last heartbeat the watch saw.
+	Beat metav1.Time
 }
 
 // Summary returns what the member's agent last published and how long ago
 // its heartbeat last changed.
 func (c *Connection) Summary(ctx context.Context) Summary {
 	c.mu.Lock()
-	ca, inf, seen := c.cache, c.summary, c.beatSeen
-	if seen.IsZero() {
+	ca, inf, seen, beat := c.cache, c.summary, c.beatSeen, c.beat
+	changed := !seen.IsZero()
+	if !changed {
 		seen = c.watching
 	}
 	c.mu.Unlock()
 	if ca == nil {
 		return Summary{}
 	}
-	out := Summary{Synced: inf.HasSynced(), Silent: time.Since(seen)}
+	out := Summary{Synced: inf.HasSynced(), Silent: time.Since(seen), Changed: changed, Beat: beat}
 	if !out.Synced {
 		return out
 	}

@@ -32,6 +32,7 @@ const (
 	errGetSecret    = "cannot get connection Secret"
 	errUpdateStatus = "cannot update KubernetesCluster status"
 	errPatchLabels  = "cannot publish built-in labels"
+	errReconnect    = "cannot reconnect to the cluster"
 
 	errClusterFinalizer = "cannot patch the cluster's finalizers"
 
@@ -184,7 +185,8 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 			// after their reflectors' backoff (up to a minute), and until
 			// they have, nothing is read from the stale ones.
 			if conn, err = r.registry.Reconnect(req.NamespacedName, kubeconfig); err != nil {
-				return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+				// Ensure accepted this kubeconfig a moment ago.
+				return reconcile.Result{}, errors.Wrap(err, errReconnect)
 			}
 			conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
 		}
@@ -198,6 +200,17 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 		down = &c
 	} else {
 		sum := conn.Summary(ctx)
+		if sum.Found && sum.Silent >= r.grace {
+			// Silent past the grace: a stopped agent, or a watch waiting
+			// out its reflector's backoff after a blip. The member says.
+			if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) {
+				log.Debug("the summary's watch is behind; reconnecting")
+				if _, err := r.registry.Reconnect(req.NamespacedName, kubeconfig); err != nil {
+					return reconcile.Result{}, errors.Wrap(err, errReconnect)
+				}
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+		}
 		if sum.Found {
 			status.NodeCount, status.ReadyNodeCount = sum.Status.NodeCount, sum.Status.ReadyNodeCount
 			status.Allocatable, status.Requested, status.LargestFreeNode = sum.Status.Allocatable, sum.Status.Requested, sum.Status.LargestFreeNode
@@ -237,21 +250,31 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 // while the watch has not listed the summary yet and nothing can be said.
 func (r *ClusterReconciler) components(sum cluster.Summary, msg string) (*xpv2.Condition, time.Duration, bool) {
 	var c xpv2.Condition
+	left := r.grace - sum.Silent
 	switch {
-	case !sum.Synced && sum.Silent < r.grace:
-		return nil, 500 * time.Millisecond, false
+	case !sum.Synced && left > 0:
+		// The summary's arrival brings the next reconcile; without one,
+		// look again now and then (each look probes), not in a hot loop.
+		return nil, min(left, 2*time.Second), false
 	case !sum.Synced:
 		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; the watch of placer's ClusterSummary has not synced in %s", msg, sum.Silent.Round(time.Second)))
 	case !sum.Found:
 		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent has not published a capacity summary: it does not run, or cannot write")
-	case sum.Silent >= r.grace:
+	case sum.Status.HeartbeatTime == nil:
+		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent publishes no heartbeat: it is older than the manager, upgrade it")
+	case left <= 0:
 		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; placer's agent has not renewed its capacity summary for %s (grace %s): it does not run, or cannot reach its API server",
 			msg, sum.Silent.Round(time.Second), r.grace))
+	case !sum.Changed && time.Since(sum.Status.HeartbeatTime.Time) >= r.grace:
+		// A new watch has seen one summary, written long ago by the
+		// agent's clock: alive only once its heartbeat changes; until
+		// then, or the grace, the cluster keeps its condition.
+		return nil, left, false
 	case sum.Status.CandidateScheduler != nil && !sum.Status.CandidateScheduler.Running:
 		c = notReadyCondition(v1alpha1.ReasonCandidateSchedulerNotRunning, msg+"; placer's candidate scheduler does not run: "+sum.Status.CandidateScheduler.Message)
-		return &c, r.grace - sum.Silent, true
+		return &c, left, true
 	default:
-		return nil, r.grace - sum.Silent, true
+		return nil, left, true
 	}
 	return &c, 0, true
 }
@@ -259,7 +282,8 @@ func (r *ClusterReconciler) components(sum cluster.Summary, msg string) (*xpv2.C
 // stale reports whether watches started before the cluster stopped
 // answering (at down): they have missed what happened since.
 func stale(started, down time.Time) bool {
-	return !started.IsZero() && started.Before(down)
+	// down is whole seconds: a watch started in that second may be stale.
+	return !started.IsZero() && started.Before(down.Add(time.Second))
 }
 
 // probedRecently reports whether the cluster was probed Ready less than

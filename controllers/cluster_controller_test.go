@@ -172,6 +172,7 @@ func TestClusterController(t *testing.T) {
 	holdLease(t, member.Clientset, lease, &renew)
 	agentOpts := agent.Options{HeartbeatInterval: time.Second, CandidateSchedulerLease: lease}
 	stopAgent := testenv.StartAgent(t, member.RESTConfig(), agentOpts)
+	root := t
 
 	t.Run("reachable cluster publishes status and built-in labels", func(t *testing.T) {
 		kc := waitReady(t, wc, "member", v1alpha1.ReasonReady, func(kc *v1alpha1.KubernetesCluster) bool {
@@ -249,7 +250,8 @@ func TestClusterController(t *testing.T) {
 		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "has not renewed its capacity summary") {
 			t.Errorf("Ready message = %q, want it to say the agent stopped renewing its summary", msg)
 		}
-		stopAgent = testenv.StartAgent(t, member.RESTConfig(), agentOpts)
+		// It runs on after this subtest, until the test ends.
+		stopAgent = testenv.StartAgent(root, member.RESTConfig(), agentOpts)
 		waitReady(t, wc, "member", v1alpha1.ReasonReady, nil)
 	})
 

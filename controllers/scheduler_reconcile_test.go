@@ -192,11 +192,17 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				t.Errorf("left %q, want %q", left, tc.want.left)
 			}
 			if left != "" {
-				// The counts were the cluster's it left: they go with it,
-				// into the entry (remaining), and start again at zero.
+				// The delivered and scheduled counts were the cluster's it
+				// left: they go with it, into the entry (remaining), and
+				// start again at zero. Ready pods still serve until the new
+				// ones are Ready (StartBeforeStop): readyReplicas stays.
 				st := after.Status
-				if st.Replicas != 0 || st.ScheduledReplicas != 0 || st.ReadyReplicas != 0 {
-					t.Errorf("counts %d/%d/%d after the move, want 0/0/0", st.Replicas, st.ScheduledReplicas, st.ReadyReplicas)
+				wantReady := before.Status.ReadyReplicas
+				if after.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+					wantReady = 0
+				}
+				if st.Replicas != 0 || st.ScheduledReplicas != 0 || st.ReadyReplicas != wantReady {
+					t.Errorf("counts %d/%d/%d after the move, want 0/0/%d", st.Replicas, st.ScheduledReplicas, st.ReadyReplicas, wantReady)
 				}
 				if lc := st.LeftClusters[len(st.LeftClusters)-1]; lc.Remaining != before.Status.Replicas {
 					t.Errorf("remaining %d, want %d", lc.Remaining, before.Status.Replicas)

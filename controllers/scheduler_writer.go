@@ -40,12 +40,18 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 	return &decision{w: w, clusterRef: ref, nominated: nominated, cond: cond}
 }
 
-// apply writes the decision into a Workload's status. The replica counts
-// describe a cluster: a decision for another one zeroes them (what the
-// cluster left still holds is in status.leftClusters).
+// apply writes the decision into a Workload's status. The delivered and
+// scheduled counts describe a cluster: a decision for another one zeroes
+// them (what the cluster left still holds is in status.leftClusters).
+// readyReplicas counts the Ready pods wherever they run: a move that keeps
+// the old copy until the new one is Ready (StartBeforeStop) keeps it, so
+// it never drops during a drain; the propagator counts both copies next.
 func (d *decision) apply(w *v1alpha1.Workload) {
 	if !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef) {
-		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, 0
+		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
+		if d.clusterRef == nil || len(d.left) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+			w.Status.ReadyReplicas = 0
+		}
 	}
 	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
 	if d.left != nil {

@@ -45,7 +45,7 @@ with whether the candidate scheduler renews its Lease.`,
 				if err == nil {
 					break
 				}
-				log.Info("cannot install placer's CRDs yet; retrying", "error", err.Error(), "after", delay.String())
+				log.Error(err, "cannot install placer's CRDs yet; retrying", "after", delay.String())
 				select {
 				case <-cmd.Context().Done():
 					return errors.Wrap(err, "cannot install placer's CRDs")

@@ -10,22 +10,23 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/internal/fleetwait"
+	"github.com/placer-dev/placer/scheduler"
 )
 
 func newDrainCommand() *cobra.Command {
 	f := &clientFlags{}
-	var namespace string
+	var namespace, schedulerConf string
 	var wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -36,7 +37,10 @@ Every Workload placed there that does not tolerate the taint moves: the
 scheduler chooses another cluster, the handshake proves it, and the old pods
 go only once the new ones are Ready (unless the Workload asks for
 StopBeforeStart); no new Workload lands there. With --wait it follows the
-Workloads until none runs there any more. 'uncordon' takes the taint away.
+Workloads until none runs there any more, or --timeout: a Workload that
+tolerates the taint, has nowhere else to go (MovePending) or belongs to
+another scheduler keeps it waiting, and is named. 'uncordon' takes the
+taint away.
 
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 		Args: cobra.ExactArgs(1),
@@ -46,6 +50,10 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 				return err
 			}
 			key := clusterArg(args[0], namespace)
+			conf, err := scheduler.LoadConfiguration(schedulerConf)
+			if err != nil {
+				return err
+			}
 			if err := drain(cmd.Context(), c, key); err != nil {
 				return err
 			}
@@ -55,7 +63,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return waitDrained(ctx, cmd.OutOrStdout(), c, key)
+			return follow(ctx, cmd.OutOrStdout(), c, key, drained, servedBy(conf))
 		},
 	}
 	fs := cmd.Flags()
@@ -63,6 +71,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the KubernetesCluster when CLUSTER has none")
 	fs.BoolVar(&wait, "wait", false, "wait until no Workload runs in the cluster any more")
 	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
+	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file, for the schedulerNames placer serves; the default profile when empty")
 	return cmd
 }
 
@@ -114,9 +123,10 @@ func clusterArg(arg, namespace string) types.NamespacedName {
 }
 
 // editCluster changes a KubernetesCluster's spec with a patch that fails
-// if the cluster changed meanwhile (spec.taints is one list), and retries.
+// if the cluster changed meanwhile (spec.taints is one list), retried on
+// conflict with backoff.
 func editCluster(ctx context.Context, c client.Client, key types.NamespacedName, edit func(kc *v1alpha1.KubernetesCluster) bool) error {
-	for {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		kc := &v1alpha1.KubernetesCluster{}
 		if err := c.Get(ctx, key, kc); err != nil {
 			return errors.Wrapf(err, "cannot get KubernetesCluster %s", key)
@@ -125,11 +135,17 @@ func editCluster(ctx context.Context, c client.Client, key types.NamespacedName,
 		if !edit(kc) {
 			return nil
 		}
-		err := c.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		if err == nil || !kerrors.IsConflict(err) {
-			return errors.Wrapf(err, "cannot patch KubernetesCluster %s", key)
-		}
+		return c.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// servedBy is whether placer's scheduler serves a schedulerName.
+func servedBy(conf *scheduler.Configuration) func(string) bool {
+	names := map[string]bool{}
+	for _, p := range conf.Profiles {
+		names[p.SchedulerName] = true
 	}
+	return func(n string) bool { return names[n] }
 }
 
 // drain taints the cluster TaintClusterDraining:NoExecute, once.
@@ -196,15 +212,9 @@ func (u until) done(s stay) bool {
 	}
 }
 
-// waitDrained watches the Workloads until none is placed on the cluster
-// or still has copies to clean up there, printing each one that leaves.
-func waitDrained(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName) error {
-	return follow(ctx, out, c, key, drained)
-}
-
 // follow watches the Workloads that concern a cluster until u, printing
 // each change: where a Workload went and why.
-func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName, u until) error {
+func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName, u until, served func(schedulerName string) bool) error {
 	lw := fleetwait.ListWatch(ctx, c, &v1alpha1.Workload{}, &v1alpha1.WorkloadList{})
 	// on holds the Workloads that concern the cluster, and why.
 	on := map[types.NamespacedName]stay{}
@@ -214,7 +224,7 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 		s, why := none, ""
 		switch {
 		case deleted:
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Spec.SchedulerName != v1alpha1.DefaultSchedulerName:
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && !served(w.Spec.SchedulerName):
 			s, why = foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
 			s, why = placedThere, "placed there"
@@ -223,17 +233,24 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 			}
 		case w.Left(key) != nil:
 			lc := w.Left(key)
-			s, why = copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", w.ClusterKey(w.Status.ClusterRef), lc.Reason, lc.Remaining)
+			to := "nowhere yet"
+			if w.Status.ClusterRef != nil {
+				to = w.ClusterKey(w.Status.ClusterRef).String()
+			}
+			s, why = copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", to, lc.Reason, lc.Remaining)
 		}
 		_, was := on[k]
 		switch {
 		case s == none && was:
 			delete(on, k)
 			delete(said, k)
-			if w.Status.ClusterRef != nil && !deleted {
+			switch {
+			case deleted:
+				fmt.Fprintf(out, "Workload %s deleted\n", k)
+			case w.Status.ClusterRef != nil:
 				fmt.Fprintf(out, "Workload %s runs in %s; nothing of it left in %s\n", k, w.ClusterKey(w.Status.ClusterRef), key)
-			} else {
-				fmt.Fprintf(out, "Workload %s gone\n", k)
+			default:
+				fmt.Fprintf(out, "Workload %s: nothing of it left in %s; not placed anywhere\n", k, key)
 			}
 		case s != none:
 			on[k] = s

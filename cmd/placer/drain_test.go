@@ -13,6 +13,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/scheduler"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -63,6 +64,13 @@ func TestDrain(t *testing.T) {
 	}
 	onA := place("on-a", "a")
 	place("on-b", "b")
+	// Moved away, but no cluster took it yet: its copies on a still count.
+	unplaced := place("unplaced", "a")
+	unplaced.Status.ClusterRef = nil
+	unplaced.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
+	if err := env.Client.Status().Update(ctx, unplaced); err != nil {
+		t.Fatal(err)
+	}
 	key := types.NamespacedName{Namespace: "default", Name: "a"}
 
 	taints := func() []v1alpha1.ClusterTaint {
@@ -86,10 +94,10 @@ func TestDrain(t *testing.T) {
 	done := make(chan error, 1)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	go func() { done <- waitDrained(wctx, out, wc, key) }()
+	go func() { done <- follow(wctx, out, wc, key, drained, servedBy(scheduler.DefaultConfiguration())) }()
 	select {
 	case err := <-done:
-		t.Fatalf("waitDrained returned while a Workload is on the cluster: %v\n%s", err, out.String())
+		t.Fatalf("follow returned while a Workload is on the cluster: %v\n%s", err, out.String())
 	case <-time.After(2 * time.Second):
 	}
 	// The move: placed on b, two copies left on a.
@@ -100,17 +108,26 @@ func TestDrain(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		t.Fatalf("waitDrained returned while copies are left on the cluster: %v\n%s", err, out.String())
+		t.Fatalf("follow returned while copies are left on the cluster: %v\n%s", err, out.String())
 	case <-time.After(2 * time.Second):
 	}
 	onA.Status.LeftClusters = nil
 	if err := env.Client.Status().Update(ctx, onA); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatalf("waitDrained: %v\n%s", err, out.String())
+	select {
+	case err := <-done:
+		t.Fatalf("follow returned while an unplaced Workload's copies are left on the cluster: %v\n%s", err, out.String())
+	case <-time.After(2 * time.Second):
 	}
-	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moved to default/b (Tainted); 2 replica(s) left there to clean up", "Workload default/on-a runs in default/b; nothing of it left in default/a", "drained"} {
+	if err := env.Client.Delete(ctx, unplaced); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("follow: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moved to default/b (Tainted); 2 replica(s) left there to clean up", "Workload default/on-a runs in default/b; nothing of it left in default/a",
+		"Workload default/unplaced: moved to nowhere yet (Tainted); 1 replica(s) left there to clean up", "Workload default/unplaced deleted", "drained"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/internal/fleetwait"
+	"github.com/placer-dev/placer/scheduler"
 )
 
 // sandboxToleration is how long the sandbox's Workloads tolerate an
@@ -30,8 +31,9 @@ func showFleetDynamics(ctx context.Context, out io.Writer, c client.WithWatch, d
 	if err := drain(ctx, c, key); err != nil {
 		return err
 	}
+	served := servedBy(scheduler.DefaultConfiguration())
 	step, cancel := context.WithTimeout(ctx, each)
-	err := follow(step, out, c, key, moved)
+	err := follow(step, out, c, key, moved, served)
 	cancel()
 	if err != nil {
 		return err
@@ -54,14 +56,16 @@ func showFleetDynamics(ctx context.Context, out io.Writer, c client.WithWatch, d
 	}
 	cond := kc.Status.GetCondition(xpv2.TypeReady)
 	fmt.Fprintf(out, "KubernetesCluster %s: Ready %s (%s): %s\n", key, cond.Status, cond.Reason, cond.Message)
-	if err := follow(step, out, c, key, moved); err != nil {
+	if err := follow(step, out, c, key, moved, served); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nStarting %s's API server again: what was left there goes ...\n", cut.Name())
-	if err := cut.StartAPIServer(step); err != nil {
+	back, cancelBack := context.WithTimeout(ctx, each)
+	defer cancelBack()
+	if err := cut.StartAPIServer(back); err != nil {
 		return err
 	}
-	if err := follow(step, out, c, key, cleaned); err != nil {
+	if err := follow(back, out, c, key, cleaned, served); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Nothing is left in %s of the Workloads that moved away.\n", cut.Name())

@@ -215,7 +215,9 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 
 	s := &mcv1alpha1.ClusterSummary{}
 	err := r.client.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s)
-	if err == nil && s.Status.HeartbeatTime != nil && now.Sub(s.Status.HeartbeatTime.Time) < r.heartbeat {
+	// A heartbeat from the future (another leader's clock, a clock
+	// stepped back) is renewed at once, not waited for.
+	if age := now.Sub(ptr.Deref(s.Status.HeartbeatTime, metav1.Time{}).Time); err == nil && s.Status.HeartbeatTime != nil && age >= 0 && age < r.heartbeat {
 		want.HeartbeatTime = s.Status.HeartbeatTime
 		if equality.Semantic.DeepEqual(s.Status, want) {
 			return next(s.Status.HeartbeatTime.Time), nil

@@ -55,6 +55,8 @@ func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run %s: %d members × %d nodes.\n\n", time.Now().UTC().Format(time.RFC3339), o.members, o.nodes)
 	fmt.Fprintf(&b, "`go run ./test/bench -members %d -nodes %d -dynamics %s`\n\n", o.members, o.nodes, o.dynamics)
+	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded, whole seconds, so up to 1 s more than true, plus the toleration) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
+	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
@@ -144,17 +146,39 @@ func removeAll(ctx context.Context, f *fleet, ns string) error {
 	if err := f.mc.DeleteAllOf(ctx, &v1alpha1.Workload{}, client.InNamespace(ns)); err != nil {
 		return err
 	}
+	left := map[string]bool{}
 	lw := fleetwait.ListWatch(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
 	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(s toolscache.Store) (bool, error) {
-		return len(s.List()) == 0, nil
-	}, func(watch.Event) (bool, error) {
-		l := &v1alpha1.WorkloadList{}
-		if err := f.mc.List(ctx, l, client.InNamespace(ns)); err != nil {
-			return false, err
+		for _, o := range s.List() {
+			left[o.(*v1alpha1.Workload).Name] = true
 		}
-		return len(l.Items) == 0, nil
+		return len(left) == 0, nil
+	}, func(e watch.Event) (bool, error) {
+		if w, ok := e.Object.(*v1alpha1.Workload); ok && e.Type == watch.Deleted {
+			delete(left, w.Name)
+		}
+		return len(left) == 0, nil
 	})
 	return err
+}
+
+// fleetReady waits until every member is Ready again, untainted by the
+// measure before.
+func fleetReady(ctx context.Context, o options, f *fleet) error {
+	want := map[string]int32{}
+	for _, m := range f.members {
+		want[m.Name()] = int32(o.nodes)
+	}
+	if err := fleetwait.ClustersReady(ctx, f.mc, "default", want); err != nil {
+		return err
+	}
+	for _, m := range f.members {
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()}}
+		if err := fleetwait.Until(ctx, f.mc, kc, &v1alpha1.KubernetesClusterList{}, func(kc *v1alpha1.KubernetesCluster) bool { return len(kc.Spec.Taints) == 0 }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // failover: n Workloads run on member-0, tolerating its being unreachable
@@ -166,6 +190,9 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 	defer cancel()
 	r := dynamicsResult{what: "failover (member-0 unreachable)", n: n, minFrac: -1}
 	from := f.members[0].Name()
+	if err := fleetReady(ctx, o, f); err != nil {
+		return r, err
+	}
 	if err := createOn(ctx, f, "failover", from, n, 1, func(w *v1alpha1.Workload) {
 		w.Spec.ClusterTolerations = []v1alpha1.ClusterToleration{{Key: v1alpha1.TaintClusterUnreachable, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](tolerate)}}
 	}); err != nil {
@@ -227,6 +254,9 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	defer cancel()
 	r := dynamicsResult{what: "drain (NoExecute taint on member-1)", n: n, minFrac: 1}
 	from := f.members[1].Name()
+	if err := fleetReady(ctx, o, f); err != nil {
+		return r, err
+	}
 	if err := createOn(ctx, f, "drain", from, n, 2, func(*v1alpha1.Workload) {}); err != nil {
 		return r, err
 	}

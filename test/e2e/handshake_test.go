@@ -843,13 +843,21 @@ func TestHandshake(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(later), later); err != nil {
 			t.Fatal(err)
 		}
-		if on(later) != "a" && time.Since(added) < tolerate*time.Second {
-			t.Fatalf("the Workload tolerating the taint for %d s left a after %s", tolerate, time.Since(added))
-		}
 		testenv.WaitFor(t, wc, later, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return on(w) != "" && on(w) != "a" })
-		// timeAdded is whole seconds: it may be up to one early.
-		if moved := time.Since(added); moved < (tolerate-1)*time.Second {
-			t.Errorf("the Workload tolerating the taint for %d s left a %s after it was added", tolerate, moved)
+		// When each left a: its Scheduled condition changed then (the
+		// message names the move). Both times are whole seconds, as
+		// timeAdded is.
+		movedAt := func(w *v1alpha1.Workload) time.Duration {
+			return w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime.Sub(added)
+		}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(now), now); err != nil {
+			t.Fatal(err)
+		}
+		if d := movedAt(now); d > (tolerate-3)*time.Second {
+			t.Errorf("the Workload without a toleration left a %s after the taint, not at once", d)
+		}
+		if d := movedAt(later); d < (tolerate-1)*time.Second {
+			t.Errorf("the Workload tolerating the taint for %d s left a %s after it was added", tolerate, d)
 		}
 		waitReady(t, later)
 		remove(t, now, later)
@@ -1142,7 +1150,7 @@ func TestHandshake(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		after := reconciles(t, ports.metrics, token)
 		for _, c := range []string{"scheduler", "propagator"} {
-			if n := after[c] - before[c]; n > 8 {
+			if n := after[c] - before[c]; n > 12 {
 				t.Errorf("the %s controller reconciled %g times in 10 s after the cluster went", c, n)
 			}
 		}
