@@ -53,13 +53,14 @@ func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, c
 // patchStatus writes a Workload's status, changed from orig, as a merge
 // patch carrying orig's resourceVersion. A conflict (the cache was behind,
 // or another controller wrote first) is not an error: written is false,
-// and the caller decides again soon from what is there. It sets the
-// ready/desired column (readyOfDesired) from the counts first.
+// and the caller decides again soon from what is there. A write also sets
+// the ready/desired column (readyOfDesired) from the counts.
 func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workload) (written bool, err error) {
-	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return true, nil
 	}
+	// Only with a write that happens anyway: never a write of its own.
+	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
 	err = c.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if kerrors.IsConflict(err) {
 		return false, nil

@@ -45,11 +45,10 @@ taint away.
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.watchClient()
+			c, key, err := f.clusterTarget(args[0], namespace)
 			if err != nil {
 				return err
 			}
-			key := clusterArg(args[0], namespace)
 			conf, err := scheduler.LoadConfiguration(schedulerConf)
 			if err != nil {
 				return err
@@ -86,11 +85,10 @@ set and clear spec.unschedulable. Workloads that moved away stay where they
 are now.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.watchClient()
+			c, key, err := f.clusterTarget(args[0], namespace)
 			if err != nil {
 				return err
 			}
-			key := clusterArg(args[0], namespace)
 			if err := uncordon(cmd.Context(), c, key); err != nil {
 				return err
 			}
@@ -104,22 +102,19 @@ are now.`,
 	return cmd
 }
 
-// watchClient is a client of the management cluster that can also watch.
-func (f *clientFlags) watchClient() (client.WithWatch, error) {
+// clusterTarget is a client of the management cluster that can also
+// watch, and the KubernetesCluster [NAMESPACE/]NAME names.
+func (f *clientFlags) clusterTarget(arg, namespace string) (client.WithWatch, types.NamespacedName, error) {
+	key := types.NamespacedName{Namespace: namespace, Name: arg}
+	if ns, name, ok := strings.Cut(arg, "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: name}
+	}
 	cfg, err := f.restConfig()
 	if err != nil {
-		return nil, err
+		return nil, key, err
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: apis.NewScheme()})
-	return c, errors.Wrap(err, "cannot create a client")
-}
-
-// clusterArg reads [NAMESPACE/]NAME.
-func clusterArg(arg, namespace string) types.NamespacedName {
-	if ns, name, ok := strings.Cut(arg, "/"); ok {
-		return types.NamespacedName{Namespace: ns, Name: name}
-	}
-	return types.NamespacedName{Namespace: namespace, Name: arg}
+	return c, key, errors.Wrap(err, "cannot create a client")
 }
 
 // editCluster changes a KubernetesCluster's spec with a patch that fails

@@ -141,6 +141,27 @@ func watchAll(ctx context.Context, f *fleet, ns string, n int, done func(*v1alph
 	return nil
 }
 
+// timeTo watches the Workloads of ns until done holds for n of them and
+// returns, sorted, how long after from each first did.
+func timeTo(ctx context.Context, f *fleet, ns string, n int, from time.Time, done func(*v1alpha1.Workload) bool) (latencies, error) {
+	at := map[string]time.Duration{}
+	err := watchAll(ctx, f, ns, n, func(w *v1alpha1.Workload, now time.Time) bool {
+		if !done(w) {
+			return false
+		}
+		if _, ok := at[w.Name]; !ok {
+			at[w.Name] = now.Sub(from)
+		}
+		return true
+	})
+	out := make(latencies, 0, len(at))
+	for _, d := range at {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out, err
+}
+
 // removeAll deletes the Workloads of ns and waits until they are gone.
 func removeAll(ctx context.Context, f *fleet, ns string) error {
 	if err := f.mc.DeleteAllOf(ctx, &v1alpha1.Workload{}, client.InNamespace(ns)); err != nil {
@@ -214,23 +235,13 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 		return r, err
 	}
 	expiry := added.Add(tolerate * time.Second)
-	at := map[string]time.Duration{}
-	if err := watchAll(ctx, f, "failover", n, func(w *v1alpha1.Workload, now time.Time) bool {
-		if on(w) == "" || on(w) == from || !ready(w) {
-			return false
-		}
-		if _, ok := at[w.Name]; !ok {
-			at[w.Name] = now.Sub(expiry)
-		}
-		return true
+	var err error
+	if r.per, err = timeTo(ctx, f, "failover", n, expiry, func(w *v1alpha1.Workload) bool {
+		return on(w) != "" && on(w) != from && ready(w)
 	}); err != nil {
 		return r, err
 	}
-	for _, d := range at {
-		r.per = append(r.per, d)
-		r.total = max(r.total, d)
-	}
-	slices.Sort(r.per)
+	r.total = r.per.pct(100)
 	logf("failover: %d Workloads run elsewhere, p50 %s, p99 %s after the toleration; starting %s's API server", n, r.per.pct(50), r.per.pct(99), from)
 	if err := f.members[0].StartAPIServer(ctx); err != nil {
 		return r, err
@@ -271,24 +282,14 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	if err := f.mc.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
 		return r, err
 	}
-	at := map[string]time.Duration{}
-	if err := watchAll(ctx, f, "drain", n, func(w *v1alpha1.Workload, now time.Time) bool {
+	var err error
+	if r.per, err = timeTo(ctx, f, "drain", n, start, func(w *v1alpha1.Workload) bool {
 		r.minFrac = min(r.minFrac, float64(w.Status.ReadyReplicas)/float64(w.ReplicaCount()))
-		if on(w) == "" || on(w) == from || !ready(w) || len(w.Status.LeftClusters) > 0 {
-			return false
-		}
-		if _, ok := at[w.Name]; !ok {
-			at[w.Name] = now.Sub(start)
-		}
-		return true
+		return on(w) != "" && on(w) != from && ready(w) && len(w.Status.LeftClusters) == 0
 	}); err != nil {
 		return r, err
 	}
-	for _, d := range at {
-		r.per = append(r.per, d)
-		r.total = max(r.total, d)
-	}
-	slices.Sort(r.per)
+	r.total = r.per.pct(100)
 	logf("drain: %d Workloads moved off %s, p50 %s, p99 %s; least ready fraction %.2f", n, from, r.per.pct(50), r.per.pct(99), r.minFrac)
 	if err := f.mc.Get(ctx, client.ObjectKeyFromObject(kc), kc); err != nil {
 		return r, err

@@ -926,28 +926,15 @@ func TestHandshake(t *testing.T) {
 				}
 			}
 		}()
-		a.target.StopAPIServer()
-		answering := false
-		restart := func() {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			if err := a.target.StartAPIServer(ctx); err != nil {
-				t.Fatal(err)
-			}
-			answering = true
-		}
-		defer func() {
-			if !answering {
-				restart()
-			}
-		}()
+		restart := stopAPIServer(t, a)
 		cut := time.Now()
 		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			rc := w.Status.GetCondition(xpv2.TypeReady)
 			return rc.Status == corev1.ConditionUnknown && strings.Contains(rc.Message, "default/a")
 		})
-		// A 20 s outage, well within the default toleration (300 s).
-		time.Sleep(20*time.Second - time.Since(cut))
+		// A 10 s outage, well within the default toleration (300 s) and
+		// the member's node grace (40 s: kwok's node heartbeats stop too).
+		time.Sleep(10*time.Second - time.Since(cut))
 		restart()
 		waitReady(t, w)
 		wi.Stop()
@@ -1016,21 +1003,7 @@ func TestHandshake(t *testing.T) {
 		if moved.Status.ClusterRef.Name != "a" || single.Status.ClusterRef.Name != "a" {
 			t.Fatalf("placed on %s and %s, want a", moved.Status.ClusterRef.Name, single.Status.ClusterRef.Name)
 		}
-		a.target.StopAPIServer()
-		answering := false
-		restart := func() {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			if err := a.target.StartAPIServer(ctx); err != nil {
-				t.Fatal(err)
-			}
-			answering = true
-		}
-		defer func() {
-			if !answering {
-				restart()
-			}
-		}()
+		restart := stopAPIServer(t, a)
 		// StartBeforeStop (the default): it runs elsewhere while a is cut off.
 		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			return on(w) != "" && on(w) != "a" && w.Left(keyOf("a")) != nil && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
@@ -1157,6 +1130,25 @@ func TestHandshake(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stopAPIServer stops a member's API server; restart starts it again, and
+// the test's cleanup does if the test did not.
+func stopAPIServer(t *testing.T, m *member) (restart func()) {
+	t.Helper()
+	m.target.StopAPIServer()
+	var once sync.Once
+	restart = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := m.target.StartAPIServer(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(restart)
+	return restart
 }
 
 // reconcileLine is one controller-runtime reconcile counter of /metrics.
