@@ -198,9 +198,10 @@ func (c *Connection) Watch(ctx context.Context) error {
 		return errors.Wrap(err, errWatchMember)
 	}
 	// Chaperons are read from the watch; the one delivered Service per
-	// Workload is read directly rather than cached fleet-wide.
+	// Workload is read directly rather than cached fleet-wide, and so is
+	// the summary when its watch is checked (LiveHeartbeat).
 	reader, err := client.New(c.Config, client.Options{HTTPClient: c.HTTPClient, Scheme: memberScheme, Mapper: mapper,
-		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}}}})
+		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}, &mcv1alpha1.ClusterSummary{}}}})
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
@@ -226,12 +227,14 @@ func (c *Connection) Watch(ctx context.Context) error {
 func (c *Connection) LiveHeartbeat(ctx context.Context) (metav1.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/apis", mcv1alpha1.Group, mcv1alpha1.Version, "clustersummaries", mcv1alpha1.ClusterSummaryName).Do(ctx).Raw()
-	if err != nil {
-		return metav1.Time{}, err
+	c.mu.Lock()
+	reader := c.reader
+	c.mu.Unlock()
+	if reader == nil {
+		return metav1.Time{}, errors.New(errWatchMember)
 	}
 	s := &mcv1alpha1.ClusterSummary{}
-	if err := json.Unmarshal(body, s); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s); err != nil {
 		return metav1.Time{}, err
 	}
 	return ptr.Deref(s.Status.HeartbeatTime, metav1.Time{}), nil

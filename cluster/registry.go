@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -111,9 +112,16 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	hash := sha256.Sum256(kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var namespaces map[string]v1alpha1.NamespaceName
 	if c, ok := r.conns[key]; ok {
 		if c.hash == hash && !fresh {
 			return c, nil
+		}
+		if c.hash == hash {
+			// The same cluster, reconnected: it serves the same namespaces.
+			c.mu.Lock()
+			namespaces = c.namespaces
+			c.mu.Unlock()
 		}
 		delete(r.conns, key)
 		// Closed without the lock: its watch's handlers may be waiting for it.
@@ -132,7 +140,7 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	if err != nil {
 		return nil, errors.New(errNewClient)
 	}
-	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{})}
+	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{}), namespaces: namespaces}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }

@@ -124,6 +124,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		if kerrors.IsNotFound(err) {
 			r.watches.remove(req.NamespacedName)
 			r.registry.Remove(req.NamespacedName)
+			r.drains.forget(req.NamespacedName)
 			r.ready.set(req.NamespacedName, false)
 			return reconcile.Result{}, nil
 		}
@@ -188,7 +189,6 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 				// Ensure accepted this kubeconfig a moment ago.
 				return reconcile.Result{}, errors.Wrap(err, errReconnect)
 			}
-			conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
 		}
 	}
 	msg := fmt.Sprintf("%s answers", status.Version)
@@ -230,14 +230,11 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 			next = min(next, wait)
 		}
 	}
+	cond := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
 	if down != nil {
-		if err := r.writeStatus(ctx, kc, status, *down, topology); err != nil {
-			return ignoreConflict(err)
-		}
-		return reconcile.Result{RequeueAfter: next}, nil
+		cond = *down
 	}
-	ready := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
-	if err := r.writeStatus(ctx, kc, status, ready, topology); err != nil {
+	if err := r.writeStatus(ctx, kc, status, cond, topology); err != nil {
 		return ignoreConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil

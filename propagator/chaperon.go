@@ -81,12 +81,12 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenR
 		}
 	}
 	annotations[AnnotationWorkload] = w.Namespace + "/" + w.Name
-	if allowWhenReserved && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
-		annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
-	}
 	spec := *tmpl.Spec.DeepCopy()
 	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
+		if allowWhenReserved {
+			annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+		}
 	}
 	return &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: chaperonName(w, hash, replica), Namespace: namespace, Labels: labels, Annotations: annotations},

@@ -12,9 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,13 +207,17 @@ func (u until) done(s stay) bool {
 // follow watches the Workloads that concern a cluster until u, printing
 // each change: where a Workload went and why.
 func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName, u until, served func(schedulerName string) bool) error {
-	lw := fleetwait.ListWatch(ctx, c, &v1alpha1.Workload{}, &v1alpha1.WorkloadList{})
-	// on holds the Workloads that concern the cluster, and why.
-	on := map[types.NamespacedName]stay{}
-	said := map[types.NamespacedName]string{}
+	// on holds the Workloads that concern the cluster, and what was said
+	// of each.
+	type state struct {
+		stay
+		why string
+	}
+	on := map[types.NamespacedName]state{}
 	track := func(w *v1alpha1.Workload, deleted bool) {
 		k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 		s, why := none, ""
+		lc := w.Left(key)
 		switch {
 		case deleted:
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && !served(w.Spec.SchedulerName):
@@ -226,19 +227,17 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
 				s, why = waitingToMove, "waiting to move: "+cond.Message
 			}
-		case w.Left(key) != nil:
-			lc := w.Left(key)
+		case lc != nil:
 			to := "nowhere yet"
 			if w.Status.ClusterRef != nil {
 				to = w.ClusterKey(w.Status.ClusterRef).String()
 			}
 			s, why = copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", to, lc.Reason, lc.Remaining)
 		}
-		_, was := on[k]
+		prev, was := on[k]
 		switch {
 		case s == none && was:
 			delete(on, k)
-			delete(said, k)
 			switch {
 			case deleted:
 				fmt.Fprintf(out, "Workload %s deleted\n", k)
@@ -248,32 +247,21 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 				fmt.Fprintf(out, "Workload %s: nothing of it left in %s; not placed anywhere\n", k, key)
 			}
 		case s != none:
-			on[k] = s
-			if said[k] != why {
-				said[k] = why
+			on[k] = state{s, why}
+			if prev.why != why {
 				fmt.Fprintf(out, "Workload %s: %s\n", k, why)
 			}
 		}
 	}
 	finished := func() bool {
 		for _, s := range on {
-			if !u.done(s) {
+			if !u.done(s.stay) {
 				return false
 			}
 		}
 		return true
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(store toolscache.Store) (bool, error) {
-		for _, o := range store.List() {
-			track(o.(*v1alpha1.Workload), false)
-		}
-		return finished(), nil
-	}, func(e watch.Event) (bool, error) {
-		if w, ok := e.Object.(*v1alpha1.Workload); ok {
-			track(w, e.Type == watch.Deleted)
-		}
-		return finished(), nil
-	})
+	err := fleetwait.Each(ctx, c, &v1alpha1.Workload{}, &v1alpha1.WorkloadList{}, track, finished)
 	if err != nil {
 		return errors.Wrapf(err, "%d Workload(s) still concern %s", len(on), key)
 	}

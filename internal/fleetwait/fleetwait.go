@@ -43,31 +43,43 @@ func ListWatch(ctx context.Context, c client.WithWatch, obj client.Object, list 
 // ClustersReady watches the KubernetesClusters of a namespace until each
 // one named in want is Ready and reports want[name] ready nodes.
 func ClustersReady(ctx context.Context, c client.WithWatch, namespace string, want map[string]int32) error {
-	lw := ListWatch(ctx, c, &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}, &v1alpha1.KubernetesClusterList{})
 	ready := map[string]bool{}
-	observe := func(kc *v1alpha1.KubernetesCluster, deleted bool) bool {
-		if n, ok := want[kc.Name]; ok {
-			ready[kc.Name] = !deleted && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == n
-		}
-		count := 0
-		for _, r := range ready {
-			if r {
-				count++
+	err := Each(ctx, c, &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}}, &v1alpha1.KubernetesClusterList{},
+		func(kc *v1alpha1.KubernetesCluster, deleted bool) {
+			if n, ok := want[kc.Name]; ok {
+				ready[kc.Name] = !deleted && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == n
+			}
+		},
+		func() bool {
+			count := 0
+			for _, r := range ready {
+				if r {
+					count++
+				}
+			}
+			return count == len(want)
+		})
+	return errors.Wrap(err, "not every member cluster became Ready with all its nodes")
+}
+
+// Each lists and watches the objects ListWatch selects, hands each one
+// (first every listed one, then each event's) to seen, and returns once
+// done says so, or ctx ends.
+func Each[T client.Object](ctx context.Context, c client.WithWatch, obj T, list client.ObjectList, seen func(o T, deleted bool), done func() bool) error {
+	_, err := watchtools.UntilWithSync(ctx, ListWatch(ctx, c, obj, list), obj, func(s cache.Store) (bool, error) {
+		for _, o := range s.List() {
+			if t, ok := o.(T); ok {
+				seen(t, false)
 			}
 		}
-		return count == len(want)
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.KubernetesCluster{}, func(s cache.Store) (bool, error) {
-		done := false
-		for _, o := range s.List() {
-			done = observe(o.(*v1alpha1.KubernetesCluster), false)
-		}
-		return done, nil
+		return done(), nil
 	}, func(e watch.Event) (bool, error) {
-		kc, ok := e.Object.(*v1alpha1.KubernetesCluster)
-		return ok && observe(kc, e.Type == watch.Deleted), nil
+		if t, ok := e.Object.(T); ok {
+			seen(t, e.Type == watch.Deleted)
+		}
+		return done(), nil
 	})
-	return errors.Wrap(err, "not every member cluster became Ready with all its nodes")
+	return err
 }
 
 // Until watches the object named like obj until cond holds for it, and

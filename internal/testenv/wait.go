@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -25,22 +24,8 @@ func WaitFor[T client.Object](t testing.TB, wc client.WithWatch, obj T, list cli
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	lw := fleetwait.ListWatch(ctx, wc, obj, list)
-	var last T
-	seen := false
-	_, err := watchtools.UntilWithSync(ctx, lw, obj, nil, func(e watch.Event) (bool, error) {
-		o, ok := e.Object.(T)
-		if !ok || e.Type == watch.Deleted {
-			return false, nil
-		}
-		last, seen = o, true
-		return cond(o), nil
-	})
-	if seen {
-		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(last).Elem())
-	}
-	if err != nil {
-		t.Fatalf("%s %s/%s did not reach the expected state within %s: %v\nlast seen: %s", kindOf(obj), obj.GetNamespace(), obj.GetName(), timeout, err, describe(last))
+	if err := fleetwait.Until(ctx, wc, obj, list, cond); err != nil {
+		t.Fatalf("%s %s/%s did not reach the expected state within %s: %v\nlast seen: %s", kindOf(obj), obj.GetNamespace(), obj.GetName(), timeout, err, describe(obj))
 	}
 }
 

@@ -56,7 +56,6 @@ type SummaryReconciler struct {
 	// leases, a watch of that one object; no check when its name is empty.
 	lease  types.NamespacedName
 	leases client.Reader
-	now    func() time.Time
 }
 
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=clustersummaries,verbs=get;list;watch;create;update
@@ -66,7 +65,7 @@ type SummaryReconciler struct {
 // SetupSummaryController adds the summary controller to a target cluster's
 // manager.
 func SetupSummaryController(mgr ctrl.Manager, o Options) error {
-	r := &SummaryReconciler{client: mgr.GetClient(), gap: o.SummaryInterval, heartbeat: o.HeartbeatInterval, lease: o.CandidateSchedulerLease, now: time.Now}
+	r := &SummaryReconciler{client: mgr.GetClient(), gap: o.SummaryInterval, heartbeat: o.HeartbeatInterval, lease: o.CandidateSchedulerLease}
 	if r.gap == 0 {
 		r.gap = defaultSummaryGap
 	}
@@ -199,7 +198,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	for i := range pl.Items {
 		pods[i] = &pl.Items[i]
 	}
-	now := r.now()
+	now := time.Now()
 	want := Summarize(nodes, pods)
 	var expires time.Time
 	want.CandidateScheduler, expires = r.candidateScheduler(ctx, now)
@@ -217,10 +216,12 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	err := r.client.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s)
 	// A heartbeat from the future (another leader's clock, a clock
 	// stepped back) is renewed at once, not waited for.
-	if age := now.Sub(ptr.Deref(s.Status.HeartbeatTime, metav1.Time{}).Time); err == nil && s.Status.HeartbeatTime != nil && age >= 0 && age < r.heartbeat {
-		want.HeartbeatTime = s.Status.HeartbeatTime
-		if equality.Semantic.DeepEqual(s.Status, want) {
-			return next(s.Status.HeartbeatTime.Time), nil
+	if err == nil && s.Status.HeartbeatTime != nil {
+		if age := now.Sub(s.Status.HeartbeatTime.Time); age >= 0 && age < r.heartbeat {
+			want.HeartbeatTime = s.Status.HeartbeatTime
+			if equality.Semantic.DeepEqual(s.Status, want) {
+				return next(s.Status.HeartbeatTime.Time), nil
+			}
 		}
 	}
 	want.HeartbeatTime = &metav1.Time{Time: now}

@@ -42,7 +42,7 @@ type Options struct {
 	LeaderElect bool
 	LeaderNS    string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune the leader
-	// election (kube-scheduler's defaults, 15 s, 10 s and 2 s, when zero).
+	// election; kube-scheduler defaults zero to 15 s, 10 s and 2 s.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -56,15 +56,6 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	if o.LeaderNS == "" {
 		o.LeaderNS = "kube-system"
-	}
-	if o.LeaseDuration == 0 {
-		o.LeaseDuration = 15 * time.Second
-	}
-	if o.RenewDeadline == 0 {
-		o.RenewDeadline = 10 * time.Second
-	}
-	if o.RetryPeriod == 0 {
-		o.RetryPeriod = 2 * time.Second
 	}
 	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name)
 	// kube-scheduler reads its configuration from a file: a pipe's read

@@ -12,9 +12,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	toolscache "k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,8 +51,7 @@ func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 		rs = append(rs, r)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s: %d members × %d nodes.\n\n", time.Now().UTC().Format(time.RFC3339), o.members, o.nodes)
-	fmt.Fprintf(&b, "`go run ./test/bench -members %d -nodes %d -dynamics %s`\n\n", o.members, o.nodes, o.dynamics)
+	header(&b, o, "-dynamics "+o.dynamics)
 	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded, whole seconds, so up to 1 s more than true, plus the toleration) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction |")
@@ -118,23 +115,13 @@ func ready(w *v1alpha1.Workload) bool {
 // is told when each event was seen), or ctx ends.
 func watchAll(ctx context.Context, f *fleet, ns string, n int, done func(*v1alpha1.Workload, time.Time) bool) error {
 	ok := map[string]bool{}
-	lw := fleetwait.ListWatch(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
-	seen := func(w *v1alpha1.Workload) {
-		if done(w, time.Now()) {
-			ok[w.Name] = true
-		}
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(s toolscache.Store) (bool, error) {
-		for _, o := range s.List() {
-			seen(o.(*v1alpha1.Workload))
-		}
-		return len(ok) >= n, nil
-	}, func(e watch.Event) (bool, error) {
-		if w, isW := e.Object.(*v1alpha1.Workload); isW && e.Type != watch.Deleted {
-			seen(w)
-		}
-		return len(ok) >= n, nil
-	})
+	err := fleetwait.Each(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
+		func(w *v1alpha1.Workload, deleted bool) {
+			if !deleted && done(w, time.Now()) {
+				ok[w.Name] = true
+			}
+		},
+		func() bool { return len(ok) >= n })
 	if err != nil {
 		return fmt.Errorf("%d of %d Workloads in %s: %w", len(ok), n, ns, err)
 	}
@@ -168,19 +155,15 @@ func removeAll(ctx context.Context, f *fleet, ns string) error {
 		return err
 	}
 	left := map[string]bool{}
-	lw := fleetwait.ListWatch(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, func(s toolscache.Store) (bool, error) {
-		for _, o := range s.List() {
-			left[o.(*v1alpha1.Workload).Name] = true
-		}
-		return len(left) == 0, nil
-	}, func(e watch.Event) (bool, error) {
-		if w, ok := e.Object.(*v1alpha1.Workload); ok && e.Type == watch.Deleted {
-			delete(left, w.Name)
-		}
-		return len(left) == 0, nil
-	})
-	return err
+	return fleetwait.Each(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
+		func(w *v1alpha1.Workload, deleted bool) {
+			if deleted {
+				delete(left, w.Name)
+			} else {
+				left[w.Name] = true
+			}
+		},
+		func() bool { return len(left) == 0 })
 }
 
 // fleetReady waits until every member is Ready again, untainted by the
@@ -256,7 +239,7 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 }
 
 // drainMeasure: n two-replica Workloads run on member-1, which is then
-// tainted NoExecute. Each Workload's time is from the taint until it runs
+// tainted as placer drain does. Each Workload's time is from the taint until it runs
 // Ready elsewhere with nothing left on member-1; minFrac is the least
 // readyReplicas/replicas any Workload reported meanwhile (placer's count,
 // from the pods' statuses the agents mirror).
@@ -272,14 +255,9 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 		return r, err
 	}
 	logf("drain: %d Workloads run on %s; tainting it", n, from)
-	kc := &v1alpha1.KubernetesCluster{}
-	if err := f.mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: from}, kc); err != nil {
-		return r, err
-	}
-	orig := kc.DeepCopy()
-	kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "bench/drain", Effect: v1alpha1.TaintEffectNoExecute})
+	key := client.ObjectKey{Namespace: "default", Name: from}
 	start := time.Now()
-	if err := f.mc.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+	if err := taint(ctx, f, key, true); err != nil {
 		return r, err
 	}
 	var err error
@@ -291,13 +269,26 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	}
 	r.total = r.per.pct(100)
 	logf("drain: %d Workloads moved off %s, p50 %s, p99 %s; least ready fraction %.2f", n, from, r.per.pct(50), r.per.pct(99), r.minFrac)
-	if err := f.mc.Get(ctx, client.ObjectKeyFromObject(kc), kc); err != nil {
-		return r, err
-	}
-	orig = kc.DeepCopy()
-	kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "bench/drain" })
-	if err := f.mc.Patch(ctx, kc, client.MergeFrom(orig)); err != nil {
+	if err := taint(ctx, f, key, false); err != nil {
 		return r, err
 	}
 	return r, removeAll(ctx, f, "drain")
+}
+
+// taint adds or removes the drain taint placer drain sets, with a patch
+// that fails if the cluster changed meanwhile (the cluster controller
+// writes the same list), retried.
+func taint(ctx context.Context, f *fleet, key client.ObjectKey, on bool) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := f.mc.Get(ctx, key, kc); err != nil {
+			return err
+		}
+		orig := kc.DeepCopy()
+		kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == v1alpha1.TaintClusterDraining })
+		if on {
+			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute})
+		}
+		return f.mc.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
 }

@@ -104,15 +104,21 @@ func triple(l latencies) string {
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
+// header says when and where the run was, and the command that repeats
+// it: the fleet's flags, the components' limits, and the measure's own.
+func header(b *strings.Builder, o options, measure string) {
+	host, _ := os.Hostname()
+	fmt.Fprintf(b, "Run %s on %s (%d cores, %s/%s).\n\n", time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d %s`\n\n",
+		o.members, o.nodes, o.componentQPS, o.componentBurst, measure)
+}
+
 func report(o options, rs []phaseResult, rss map[string]int64) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), rs); err != nil {
 		return err
 	}
 	var b strings.Builder
-	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "Run %s on %s (%d cores, %s/%s).\n\n", time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(&b, "`go run ./test/bench -members %d -nodes %d -workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d -component-qps %g -component-burst %d`\n\n",
-		o.members, o.nodes, o.workloads, o.multi, o.multiReplicas, o.qps, o.burst, o.componentQPS, o.componentBurst)
+	header(&b, o, fmt.Sprintf("-workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d", o.workloads, o.multi, o.multiReplicas, o.qps, o.burst))
 	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → bound (single) | → Running | throughput (pods/s) | candidates per placed pod | candidates reserved per placed pod | is-reserved transitions per placed pod |")
