@@ -199,8 +199,8 @@ func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Resul
 	now := metav1.Now()
 	if rc := w.Rejection(best); rc != nil && !rc.Expired(now.Time) {
 		d.rejected = slices.Clone(w.Status.RejectedClusters)
-		for i := range d.rejected {
-			if w.ClusterKey(&d.rejected[i].Cluster) == best && d.rejected[i].Generation == w.Generation {
+		for i := range w.Status.RejectedClusters {
+			if &w.Status.RejectedClusters[i] == rc { // the clone's entry at rc's place
 				d.rejected[i].RetryAfter = &now
 			}
 		}

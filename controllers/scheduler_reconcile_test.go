@@ -56,6 +56,10 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		kc.Finalizers = []string{clusterFinalizer}
 	}
 	tolerate := func(seconds int64) st.WorkloadOption { return st.TolerateFor("drain", seconds) }
+	// running: two replicas delivered, scheduled and Ready where it is.
+	running := func(w *v1alpha1.Workload) {
+		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
+	}
 	draining := st.Workload("other", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
 		w.UID = "other"
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "c"}, Reason: v1alpha1.ReasonTainted}}
@@ -71,8 +75,12 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 	}{
 		{name: "an untolerated NoExecute taint moves it; the status names the cluster left and why",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
-			w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
-				w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
+			w:        st.Workload("w", st.PlacedOn("a"), running),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "StopBeforeStart: the Ready count goes with the cluster left",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			w: st.Workload("w", st.PlacedOn("a"), running, func(w *v1alpha1.Workload) {
+				w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
 			}),
 			want: want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
@@ -91,11 +99,11 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			placed:   []*v1alpha1.Workload{draining},
 			maxMoves: 2,
-			w:        st.Workload("w", st.PlacedOn("a")),
+			w:        st.Workload("w", st.PlacedOn("a"), running),
 			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "past tolerationSeconds it moves",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
-			w:        st.Workload("w", st.PlacedOn("a"), tolerate(5)),
+			w:        st.Workload("w", st.PlacedOn("a"), tolerate(5), running),
 			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "it must leave and no other cluster takes it: it stays, MovePending",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b", st.Cordoned())},
@@ -103,7 +111,7 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			want:     want{cluster: "a", status: corev1.ConditionTrue, reason: v1alpha1.ReasonMovePending}},
 		{name: "a cluster being deleted is left",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", deleting), st.Cluster("b")},
-			w:        st.Workload("w", st.PlacedOn("a")),
+			w:        st.Workload("w", st.PlacedOn("a"), running),
 			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonClusterDeleted}},
 		{name: "a foreign schedulerName is left alone",
 			w:    st.Workload("w", func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "other" }),

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -676,16 +677,8 @@ func TestHandshake(t *testing.T) {
 
 	t.Run("a workload deleted while its member is unreachable waits for it, then leaves nothing", func(t *testing.T) {
 		w := placed(t, "on-c", st.Replicas(1), st.Target("c", ""))
-		c.target.StopAPIServer()
-		answering := false
-		defer func() {
-			// A failure must not leave c down for the subtests after this.
-			if !answering {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				defer cancel()
-				_ = c.target.StartAPIServer(ctx)
-			}
-		}()
+		// A failure must not leave c down for the subtests after this.
+		restart := stopAPIServer(t, c)
 		if err := env.Client.Delete(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}
@@ -697,12 +690,7 @@ func TestHandshake(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil || w.DeletionTimestamp == nil {
 			t.Fatalf("the Workload went while its pods' cluster was unreachable: %v", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := c.target.StartAPIServer(ctx); err != nil {
-			t.Fatal(err)
-		}
-		answering = true
+		restart()
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		waitNoChaperons(t, c, w)
 		for _, p := range pods(t, c, w) {
@@ -764,15 +752,21 @@ func TestHandshake(t *testing.T) {
 		}
 	}
 	// editCluster patches a KubernetesCluster's spec.
+	// editCluster patches a KubernetesCluster's spec; spec.taints is one
+	// list the cluster controller writes too, so the patch carries the
+	// resourceVersion and is retried on conflict.
 	editCluster := func(t *testing.T, name string, edit func(kc *v1alpha1.KubernetesCluster)) {
 		t.Helper()
-		kc := &v1alpha1.KubernetesCluster{}
-		if err := env.Client.Get(context.Background(), keyOf(name), kc); err != nil {
-			t.Fatal(err)
-		}
-		orig := kc.DeepCopy()
-		edit(kc)
-		if err := env.Client.Patch(context.Background(), kc, client.MergeFrom(orig)); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			kc := &v1alpha1.KubernetesCluster{}
+			if err := env.Client.Get(context.Background(), keyOf(name), kc); err != nil {
+				return err
+			}
+			orig := kc.DeepCopy()
+			edit(kc)
+			return env.Client.Patch(context.Background(), kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1066,15 +1060,12 @@ func TestHandshake(t *testing.T) {
 		// Ready pods across the fleet, sampled until the drain ends.
 		sampler := sampleReady(members, ws...)
 		t.Cleanup(sampler.stop)
-		kc := &v1alpha1.KubernetesCluster{}
-		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
-			t.Fatal(err)
-		}
-		orig := kc.DeepCopy()
-		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
-		if err := env.Client.Patch(context.Background(), kc, client.MergeFrom(orig)); err != nil {
-			t.Fatal(err)
-		}
+		editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
+		})
+		defer editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "example.com/maintenance" })
+		})
 		for _, w := range ws {
 			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 				return on(w) != "" && on(w) != "a" && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
@@ -1087,6 +1078,7 @@ func TestHandshake(t *testing.T) {
 				t.Errorf("%s: %d Ready pods at the lowest during the drain, want at least %d", w.Name, lowest[w.UID], w.ReplicaCount())
 			}
 		}
+		kc := &v1alpha1.KubernetesCluster{}
 		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
 			t.Fatal(err)
 		}
