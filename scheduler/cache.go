@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -212,6 +213,16 @@ func newerOrEqual(rv, written string) bool {
 // upsert records the workload as placed in ref's cluster, or pending.
 func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	var p *PlacedWorkload
+	if ref != nil && w.DeletionTimestamp == nil {
+		p = NewPlacedWorkload(w)
+		p.Cluster = w.ClusterKey(ref)
+		if i, ok := c.placedAt[w.UID]; ok && samePlacement(c.placed[i], p) {
+			// A status change the cycle does not see (ready counts, a
+			// condition): the snapshot stays.
+			return
+		}
+	}
 	c.removePlaced(w.UID)
 	delete(c.pending, key)
 	switch {
@@ -219,8 +230,6 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	case ref == nil:
 		c.pending[key] = pendingWorkload{schedulerName: w.Spec.SchedulerName, affinity: hasRequiredAffinity(w)}
 	default:
-		p := NewPlacedWorkload(w)
-		p.Cluster = w.ClusterKey(ref)
 		p.slot = c.slotOf(p.Cluster)
 		c.placedAt[w.UID] = len(c.placed)
 		c.placed = append(c.placed, p)
@@ -230,6 +239,14 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 		c.addUnbound(p.Cluster, p.Unbound, 1)
 		c.snap = nil
 	}
+}
+
+// samePlacement reports whether two records of a placed workload are the
+// same to a scheduling cycle.
+func samePlacement(a, b *PlacedWorkload) bool {
+	return a.Cluster == b.Cluster && a.Draining == b.Draining && a.Namespace == b.Namespace && a.Name == b.Name &&
+		labels.Equals(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Unbound, b.Unbound) &&
+		reflect.DeepEqual(a.AntiAffinity, b.AntiAffinity) // parsed terms: exact, or rebuilt
 }
 
 func (c *Cache) removePlaced(uid types.UID) {

@@ -28,6 +28,32 @@ func TestCachePending(t *testing.T) {
 	}
 }
 
+// TestCacheSnapshotSurvivesStatusOnlyChanges: a placed workload's status
+// changing in a way no cycle sees (its ready count) keeps the snapshot; a
+// change a cycle sees (its labels, its unbound replicas) makes a new one.
+func TestCacheSnapshotSurvivesStatusOnlyChanges(t *testing.T) {
+	c := scheduler.NewCache()
+	c.UpsertCluster(st.Cluster("east", st.Capacity("8", "32Gi", "0", "0", "8", "32Gi")))
+	counts := func(scheduled, ready int32) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) { w.Status.ScheduledReplicas, w.Status.ReadyReplicas = scheduled, ready }
+	}
+	c.UpsertWorkload(st.Workload("w", st.Replicas(2), st.Requests("1", "1Gi"), st.PlacedOn("east"), counts(2, 1)))
+	before := c.Snapshot()
+	c.UpsertWorkload(st.Workload("w", st.Replicas(2), st.Requests("1", "1Gi"), st.PlacedOn("east"), counts(2, 2)))
+	if c.Snapshot() != before {
+		t.Error("a ready count changing made a new snapshot")
+	}
+	c.UpsertWorkload(st.Workload("w", st.Replicas(2), st.Requests("1", "1Gi"), st.PlacedOn("east"), counts(1, 1)))
+	if c.Snapshot() == before {
+		t.Error("a replica unbound again kept the old snapshot")
+	}
+	before = c.Snapshot()
+	c.UpsertWorkload(st.Workload("w", st.Replicas(2), st.Requests("1", "1Gi"), st.PlacedOn("east"), counts(1, 1), st.WLabels("tier", "gold")))
+	if c.Snapshot() == before || placedIn(c.Snapshot(), "w") != "east" {
+		t.Error("a label changing kept the old snapshot")
+	}
+}
+
 // placedIn returns the cluster the snapshot has the workload in, "" if none.
 func placedIn(s *scheduler.Snapshot, name string) string {
 	for _, p := range s.Placed {
