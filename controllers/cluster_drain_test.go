@@ -2,11 +2,11 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,10 +23,7 @@ import (
 // go once its Workloads have moved; a Workload only nominated there (a
 // runner-up, with nothing left there) does not hold it.
 func TestDrain(t *testing.T) {
-	deleting := func(kc *v1alpha1.KubernetesCluster) {
-		kc.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		kc.Finalizers = []string{clusterFinalizer}
-	}
+	deleting := st.Deleting(time.Now(), clusterFinalizer)
 	leftA := func(w *v1alpha1.Workload) {
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted, Remaining: 2}}
 	}
@@ -69,6 +66,9 @@ func TestDrain(t *testing.T) {
 			}
 			if got := rec.reasons(); tc.reason == "" && len(got) > 0 || tc.reason != "" && (len(got) != 1 || got[0] != tc.reason) {
 				t.Errorf("Events %v, want %q", got, tc.reason)
+			}
+			if tc.reason == string(reasonLetGo) && len(rec.events) > 0 && !strings.Contains(rec.events[0].Message, "default/w") {
+				t.Errorf("LetGoUnreachable says %q, want it to name default/w, whose pods may remain there", rec.events[0].Message)
 			}
 			if tc.held {
 				// The same state says nothing new.

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -50,11 +49,7 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		after time.Duration
 	}
 	tainted := st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))
-	deleting := func(kc *v1alpha1.KubernetesCluster) {
-		at := metav1.Now()
-		kc.DeletionTimestamp = &at
-		kc.Finalizers = []string{clusterFinalizer}
-	}
+	deleting := st.Deleting(time.Now(), clusterFinalizer)
 	tolerate := func(seconds int64) st.WorkloadOption { return st.TolerateFor("drain", seconds) }
 	// running: two replicas delivered, scheduled and Ready where it is.
 	running := func(w *v1alpha1.Workload) {

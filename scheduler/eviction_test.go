@@ -31,10 +31,7 @@ func TestMustLeave(t *testing.T) {
 			last.TolerationSeconds = &n
 		}
 	}
-	deleting := func(kc *v1alpha1.KubernetesCluster) {
-		t := metav1.NewTime(now)
-		kc.DeletionTimestamp = &t
-	}
+	deleting := st.Deleting(now)
 	defaults := scheduler.DefaultTolerations(300, 60)
 	type want struct {
 		Reason string

@@ -69,6 +69,16 @@ func Taint(key, value string, effect v1alpha1.TaintEffect) ClusterOption {
 	}
 }
 
+// Deleting marks the cluster deleted at the given time, held by the
+// finalizers.
+func Deleting(at time.Time, finalizers ...string) ClusterOption {
+	return func(kc *v1alpha1.KubernetesCluster) {
+		t := metav1.NewTime(at)
+		kc.DeletionTimestamp = &t
+		kc.Finalizers = finalizers
+	}
+}
+
 // NoExecuteSince adds a NoExecute taint added at the given time.
 func NoExecuteSince(key string, at time.Time) ClusterOption {
 	return func(kc *v1alpha1.KubernetesCluster) {
