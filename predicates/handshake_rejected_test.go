@@ -63,4 +63,15 @@ func TestHandshakeRejectedExpires(t *testing.T) {
 	if RejectionExpired(rc, ci, now) {
 		t.Error("RejectionExpired() = true for a cluster that opened up before the rejection")
 	}
+
+	// A rejection stamped (to the whole second, as the API keeps it) just
+	// before the cluster opened up, in the same second, has expired.
+	c := scheduler.NewCache()
+	c.UpsertCluster(st.Cluster("a", st.Capacity("8", "32Gi", "8", "32Gi", "0", "0")))
+	stamped := metav1.NewTime(time.Now().Truncate(time.Second))
+	rc.Time = &stamped
+	c.UpsertCluster(st.Cluster("a", st.Capacity("16", "64Gi", "8", "32Gi", "8", "32Gi")))
+	if !RejectionExpired(rc, c.Cluster(types.NamespacedName{Namespace: "default", Name: "a"}), time.Now()) {
+		t.Error("RejectionExpired() = false for a cluster that opened up in the second of the rejection, after it")
+	}
 }

@@ -95,8 +95,11 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 	if prev, ok := c.clusters[ci.Key]; ok {
 		ci.OpenedAt = prev.OpenedAt
 		if opened = OpensUp(prev.Cluster, kc); opened {
-			// Rejections are stamped to the second (metav1.Time).
-			ci.OpenedAt = time.Now().Truncate(time.Second)
+			// Rejections are stamped to the whole second (metav1.Time):
+			// one written in the same second as this counts as older and
+			// is tried once more, rather than waiting out its backoff
+			// (up to 10 min) with the room it lacked now there.
+			ci.OpenedAt = time.Now()
 		}
 	}
 	c.clusters[ci.Key] = ci
