@@ -138,6 +138,9 @@ type scope struct {
 	committed bool
 	// refused: the committed cluster refuses the current template.
 	refused bool
+	// finished: every replica's pod ended on its own (Complete or
+	// Failed): nothing is delivered again, and the status stays.
+	finished bool
 	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
 	// cluster left has not confirmed that the pods there are gone).
 	held bool

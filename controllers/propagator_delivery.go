@@ -48,6 +48,11 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 		}
 	}
 	ready := setCounts(s.w, s.w.ReplicaCount(), st)
+	if f := s.w.Status.GetCondition(v1alpha1.TypeComplete); f.Status == corev1.ConditionTrue {
+		s.statusEvent(event.Normal(v1alpha1.ReasonCompleted, f.Message))
+	} else if f := s.w.Status.GetCondition(v1alpha1.TypeFailed); f.Status == corev1.ConditionTrue {
+		s.statusEvent(event.Warning(v1alpha1.ReasonReplicasFailed, errors.New(f.Message)))
+	}
 	if problem != nil {
 		// One condition per reconcile: its transition time moves only
 		// when it changes.
@@ -89,11 +94,27 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 }
 
 // setCounts writes the replica counts and returns the Ready condition
-// they make.
+// they make. Once every replica's pod ended on its own it also sets
+// Complete (all succeeded) or Failed (one or more failed).
 func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Condition {
 	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
+	w.Status.Succeeded, w.Status.Failed = int32(st.Succeeded), int32(st.Failed)
 	w.Status.ObservedGeneration = w.Generation
+	if st.Ended(replicas) {
+		where := w.Status.ClusterRef.Name
+		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %s", replicas, where)
+		if st.Failed > 0 {
+			t, reason = v1alpha1.TypeFailed, v1alpha1.ReasonReplicasFailed
+			msg = fmt.Sprintf("%d of %d replicas failed in %s (%s)", st.Failed, replicas, where, truncate(st.FailedMessage))
+		}
+		finished, ready := v1alpha1.Finished(t, reason, msg, w.Generation)
+		w.Status.SetConditions(finished)
+		return ready
+	}
 	msg := fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)
+	if st.Succeeded+st.Failed > 0 {
+		msg += fmt.Sprintf(", %d succeeded, %d failed", st.Succeeded, st.Failed)
+	}
 	if st.Ready >= replicas {
 		return v1alpha1.Available(msg, w.Generation)
 	}

@@ -40,6 +40,13 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	s.keep[s.target] = true
+	if w.Finished() {
+		// A batch Workload ran to its end: it runs once, so nothing is
+		// created again (not a pod deleted since, not a new template),
+		// and its counts and conditions stay as it ended.
+		s.finished, s.committed = true, true
+		return false, nil
+	}
 	if w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0 {
 		// Never two copies: nothing goes to the new cluster until every
 		// cluster left has confirmed that the pods there are gone.

@@ -73,7 +73,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 	w := s.w
 	if st, _, err := r.reachOf(ctx, s.target); err != nil {
 		return true, err
-	} else if st == silent && s.committed {
+	} else if st == silent && s.committed && !s.finished {
 		w.Status.ReadyReplicas = 0
 		w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
 			Message: fmt.Sprintf("cluster %s is not Ready: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
@@ -82,7 +82,9 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		return false, nil
 	}
 	stopFirst := w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart
-	replaced := stopFirst || s.committed && s.state.Ready >= w.ReplicaCount()
+	// Replaced once every replica runs Ready in the new cluster, or ended
+	// there on its own (a batch pod).
+	replaced := stopFirst || s.finished || s.committed && s.state.Ready+s.state.Succeeded+s.state.Failed >= w.ReplicaCount()
 	kept := make([]v1alpha1.LeftCluster, 0, len(w.Status.LeftClusters))
 	stillReady := 0
 	for _, lc := range w.Status.LeftClusters {

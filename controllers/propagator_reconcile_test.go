@@ -58,6 +58,14 @@ func podScheduledFalse(reason, msg string) mark {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
 	}
 }
+func ended(phase corev1.PodPhase, msg string) mark {
+	return func(ch *mcv1alpha1.PodChaperon) {
+		ch.Status.Phase, ch.Status.Message = phase, msg
+		ch.Status.Conditions = append(ch.Status.Conditions,
+			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+	}
+}
 func createdAgo(d time.Duration) mark {
 	return func(ch *mcv1alpha1.PodChaperon) { ch.CreationTimestamp = metav1.NewTime(time.Now().Add(-d)) }
 }
@@ -644,6 +652,81 @@ func TestPropagatorReconcile(t *testing.T) {
 				}
 				if e.w != nil && len(e.w.Finalizers) != 0 {
 					t.Errorf("finalizers %v: held by another tenant's cluster", e.w.Finalizers)
+				}
+			},
+		},
+		{
+			name: "batch: every replica ended on its own, one failed: Failed, the counts, an Event",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				chs := candidates(w, 2, reserved, allowed, ended(corev1.PodSucceeded, ""))
+				ended(corev1.PodFailed, "container app exited with code 1 (Error)")(chs[1].(*mcv1alpha1.PodChaperon))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
+			},
+			check: func(t *testing.T, e env) {
+				f := e.w.Status.GetCondition(v1alpha1.TypeFailed)
+				if f.Status != corev1.ConditionTrue || !strings.Contains(f.Message, "exited with code 1") {
+					t.Errorf("Failed = %+v, want True naming the exit code", f)
+				}
+				if c := e.w.Status.GetCondition(v1alpha1.TypeComplete); c.Status == corev1.ConditionTrue {
+					t.Errorf("Complete = %+v beside Failed", c)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonReplicasFailed {
+					t.Errorf("Ready = %+v, want False %s", c, v1alpha1.ReasonReplicasFailed)
+				}
+				if e.w.Status.Succeeded != 1 || e.w.Status.Failed != 1 || !e.w.Finished() {
+					t.Errorf("succeeded %d, failed %d, finished %v; want 1, 1, true", e.w.Status.Succeeded, e.w.Status.Failed, e.w.Finished())
+				}
+				wantReason(t, e.rec, v1alpha1.ReasonReplicasFailed)
+			},
+		},
+		{
+			name: "batch: one replica still runs: counts, not finished",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				chs := candidates(w, 2, reserved, allowed, running)
+				chs[0] = candidates(w, 1, reserved, allowed, ended(corev1.PodSucceeded, ""))[0]
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
+			},
+			check: func(t *testing.T, e env) {
+				if e.w.Finished() || e.w.Status.Succeeded != 1 || e.w.Status.ReadyReplicas != 1 {
+					t.Errorf("finished %v, succeeded %d, ready %d; want false, 1, 1", e.w.Finished(), e.w.Status.Succeeded, e.w.Status.ReadyReplicas)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); !strings.Contains(c.Message, "1 succeeded") {
+					t.Errorf("Ready = %+v, want the counts in its message", c)
+				}
+			},
+		},
+		{
+			name: "batch: every replica succeeded: Complete",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, ended(corev1.PodSucceeded, ""))...))}
+			},
+			check: func(t *testing.T, e env) {
+				if c := e.w.Status.GetCondition(v1alpha1.TypeComplete); c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonCompleted {
+					t.Errorf("Complete = %+v, want True", c)
+				}
+				if e.w.Status.Succeeded != 2 || e.w.Status.Failed != 0 {
+					t.Errorf("succeeded %d, failed %d; want 2, 0", e.w.Status.Succeeded, e.w.Status.Failed)
+				}
+				wantReason(t, e.rec, v1alpha1.ReasonCompleted)
+			},
+		},
+		{
+			name: "batch: a finished Workload whose pods and chaperons are gone gets nothing again, and keeps its status",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Status.Succeeded = 2
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", w.Generation)
+				w.Status.SetConditions(complete, ready)
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates created again for a finished Workload", n)
+				}
+				if !e.w.Finished() || e.w.Status.Succeeded != 2 {
+					t.Errorf("finished %v, succeeded %d: the status of a finished Workload changed", e.w.Finished(), e.w.Status.Succeeded)
 				}
 			},
 		},

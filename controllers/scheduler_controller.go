@@ -239,6 +239,10 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 		// (its finalizer), so a missing one is no reason to move.
 		return r.acknowledge(w), reconcile.Result{}
 	}
+	if w.Finished() {
+		// A batch Workload that ran to its end is not run again elsewhere.
+		return r.acknowledge(w), reconcile.Result{}
+	}
 	now := time.Now()
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
 	if leave == nil {

@@ -104,6 +104,13 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b", st.Cordoned())},
 			w:        st.Workload("w", st.PlacedOn("a")),
 			want:     want{cluster: "a", status: corev1.ConditionTrue, reason: v1alpha1.ReasonMovePending}},
+		{name: "a batch Workload that ran to its end stays where it ended, tainted or not",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
+			w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
+				w.Status.SetConditions(complete, ready)
+			}),
+			want: want{untouched: true}},
 		{name: "a cluster being deleted is left",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", deleting), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), running),

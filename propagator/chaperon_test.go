@@ -34,6 +34,15 @@ func running(ch *mcv1alpha1.PodChaperon) {
 		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 }
 
+func ended(phase corev1.PodPhase, msg string) chaperonOption {
+	return func(ch *mcv1alpha1.PodChaperon) {
+		ch.Status.Phase, ch.Status.Message = phase, msg
+		ch.Status.Conditions = append(ch.Status.Conditions,
+			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
+	}
+}
+
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
 	out := make([]*mcv1alpha1.PodChaperon, len(opts))
 	for i, o := range opts {
@@ -56,11 +65,15 @@ type summary struct {
 	Unschedulable string
 	ToAllow       int
 	Ready         int
+	Succeeded     int
+	Failed        int
+	Ended         bool
 }
 
 func summarize(w *v1alpha1.Workload, s State) summary {
 	n := w.ReplicaCount()
-	return summary{Missing: s.Missing, Extra: len(s.Extra), Proven: s.Proven(n), Committed: s.Allowed >= n, Unschedulable: s.Unschedulable, ToAllow: len(s.ToAllow), Ready: s.Ready}
+	return summary{Missing: s.Missing, Extra: len(s.Extra), Proven: s.Proven(n), Committed: s.Allowed >= n, Unschedulable: s.Unschedulable, ToAllow: len(s.ToAllow), Ready: s.Ready,
+		Succeeded: s.Succeeded, Failed: s.Failed, Ended: s.Ended(n)}
 }
 
 func TestObserve(t *testing.T) {
@@ -94,6 +107,12 @@ func TestObserve(t *testing.T) {
 			summary{Proven: true, Committed: true, Ready: 1}},
 		{"gang of one allowed in advance but unschedulable: rejected", w1, chaperons(w1, ops(noHold, unschedulable("0/2 nodes are available: 2 Insufficient cpu."))),
 			summary{Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}},
+		{"batch: one succeeded, one still running", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, running), ops(allowed, running)),
+			summary{Proven: true, Committed: true, Ready: 2, Succeeded: 1}},
+		{"batch: every replica ended, one failed", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, ended(corev1.PodFailed, "exit 1")), ops(allowed, ended(corev1.PodSucceeded, ""))),
+			summary{Proven: true, Committed: true, Succeeded: 2, Failed: 1, Ended: true}},
+		{"batch: a replica without its chaperon has not ended", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, ended(corev1.PodSucceeded, ""))),
+			summary{Missing: []int{2}, Committed: false, Succeeded: 2}},
 		{"scale down: replicas beyond the count are extra", w1, chaperons(w1, ops(allowed), ops(allowed), ops(allowed)),
 			summary{Proven: true, Committed: true, Extra: 2}},
 	}

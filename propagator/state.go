@@ -30,6 +30,11 @@ type State struct {
 	Refused string
 	// Scheduled and Ready count the replicas with a bound or Ready pod.
 	Scheduled, Ready int
+	// Succeeded and Failed count the replicas whose pod ended on its own
+	// (a batch pod: the agent mirrors a terminal phase only then).
+	Succeeded, Failed int
+	// FailedMessage is what the agent said of a failed replica's pod.
+	FailedMessage string
 	// ToAllow are reserved candidates not yet allowed.
 	ToAllow []*mcv1alpha1.PodChaperon
 	// Outdated chaperons were made from an older pod template.
@@ -46,6 +51,13 @@ type replica struct {
 	ready        bool
 	// allowed, reserved and scheduled: by any of its chaperons.
 	allowed, reserved, scheduled bool
+	// succeeded, failed: its pod ended so.
+	succeeded, failed bool
+}
+
+// Ended reports whether every replica's pod ended on its own.
+func (s State) Ended(replicas int) bool {
+	return replicas > 0 && len(s.Missing) == 0 && s.Succeeded+s.Failed >= replicas
 }
 
 // Proven reports whether every replica's candidate is reserved (or allowed).
@@ -110,6 +122,18 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 			}
 		}
 		r.allowed, r.reserved, r.scheduled = r.allowed || allowed, r.reserved || reserved, r.scheduled || scheduled
+		switch ch.Status.Phase {
+		case corev1.PodSucceeded:
+			r.succeeded = true
+		case corev1.PodFailed:
+			r.failed = true
+			if st.FailedMessage == "" {
+				st.FailedMessage = "pod " + ch.Name + " failed"
+				if ch.Status.Message != "" {
+					st.FailedMessage += ": " + ch.Status.Message
+				}
+			}
+		}
 	}
 	for i := range n {
 		r := st.replicas[i]
@@ -128,6 +152,12 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 		}
 		if r.ready {
 			st.Ready++
+		}
+		switch {
+		case r.succeeded:
+			st.Succeeded++
+		case r.failed:
+			st.Failed++
 		}
 	}
 	return st

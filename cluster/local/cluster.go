@@ -9,6 +9,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	_ "embed"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,6 +26,20 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
+)
+
+// kwokStages are the pod lifecycles kwok plays: a bound pod runs and is
+// Ready; one annotated AnnotationExitCode ends on its own, as a batch pod.
+//
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// AnnotationExitCode makes kwok end a running pod with that exit code
+// (Succeeded for "0", Failed otherwise) after AnnotationRunFor (a Go
+// duration; 1s when unset), as a batch pod ends on its own.
+const (
+	AnnotationExitCode = "kwok.placer.dev/exit-code"
+	AnnotationRunFor   = "kwok.placer.dev/run-for"
 )
 
 // Versions of the binaries a local cluster runs, as the Makefile builds them.
@@ -414,8 +429,13 @@ func (c *Cluster) startControllers() error {
 	if err != nil {
 		return err
 	}
+	stages := c.path("kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+		return errors.Wrap(err, "cannot write kwok's stages")
+	}
 	p, err = startProcess(c.dir, "kwok", kwok,
 		"--kubeconfig="+c.kubeconfig,
+		"--config="+stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
 		"--manage-nodes-with-label-selector=",

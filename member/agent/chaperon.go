@@ -3,6 +3,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -40,7 +41,8 @@ const (
 // ChaperonReconciler runs in a target cluster (placer agent): each
 // PodChaperon becomes a candidate Pod of the same name, owned by it; the
 // Pod's status and its non-placer annotations are mirrored back; a Pod that
-// is deleted or fails (evicted) is replaced. It needs nothing from the
+// is deleted, evicted, preempted or lost is replaced, and one that ended
+// on its own (a batch pod that succeeded or failed) never is. It needs nothing from the
 // management cluster, so it keeps pods running while that is unreachable.
 type ChaperonReconciler struct {
 	client client.Client
@@ -86,6 +88,10 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	pod := &corev1.Pod{}
 	err := r.client.Get(ctx, req.NamespacedName, pod)
 	switch {
+	case kerrors.IsNotFound(err) && ended(ch.Status.Phase):
+		// It ran to completion (or failed) on its own: a batch pod runs
+		// once, and its chaperon keeps how it ended.
+		return reconcile.Result{}, nil
 	case kerrors.IsNotFound(err):
 		return r.createPod(ctx, ch)
 	case err != nil:
@@ -96,13 +102,48 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	case pod.DeletionTimestamp != nil:
 		// Replaced once it is gone: its deletion event brings us back.
 		return reconcile.Result{}, nil
-	case pod.Status.Phase == corev1.PodFailed:
-		// Evicted or lost: delete it; its deletion brings a new one.
+	case pod.Status.Phase == corev1.PodFailed && !EndedOnItsOwn(pod):
+		// Evicted, preempted, refused by its kubelet or lost: delete it;
+		// its deletion brings a new one.
 		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod failed ("+pod.Status.Reason+"); replacing it"))
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 	}
 	return reconcile.Result{}, r.mirror(ctx, ch, pod)
 }
+
+// ended reports whether a chaperon's pod ended on its own: the agent
+// mirrors a terminal phase only then.
+func ended(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}
+
+// EndedOnItsOwn reports whether a terminal pod ended as its containers
+// did, which a batch pod (restartPolicy Never or OnFailure) does once: it
+// succeeded, or a container it ran failed. A pod of restartPolicy Always,
+// one that was disrupted (evicted by its kubelet or the API, preempted,
+// deleted with its node: the DisruptionTarget condition, or kubelet's
+// Evicted reason) and one whose containers never ran (refused at its
+// kubelet's admission) did not, and is replaced.
+func EndedOnItsOwn(pod *corev1.Pod) bool {
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded:
+		return true
+	case pod.Status.Phase != corev1.PodFailed, pod.Spec.RestartPolicy == corev1.RestartPolicyAlways, pod.Status.Reason == reasonEvicted:
+		return false
+	}
+	if _, c := podutil.GetPodConditionFromList(pod.Status.Conditions, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// reasonEvicted is the reason kubelet gives a pod it evicts for node pressure.
+const reasonEvicted = "Evicted"
 
 // deleteOrphan deletes the Pod of a chaperon that is gone. The garbage
 // collector would too, through the owner reference, but only after it has
@@ -217,6 +258,15 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 // mirrored is the part of a Pod's status a chaperon carries.
 func mirrored(s corev1.PodStatus) corev1.PodStatus {
 	out := corev1.PodStatus{Phase: s.Phase, Reason: s.Reason, Message: s.Message}
+	if s.Phase == corev1.PodFailed && s.Message == "" {
+		// What the management side says of a failed batch pod.
+		for _, cs := range s.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				out.Message = fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+				break
+			}
+		}
+	}
 	for _, c := range s.Conditions {
 		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
 			c.LastProbeTime = metav1.Time{}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -105,10 +107,127 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
+	// Batch pods (restartPolicy Never): kwok ends a pod annotated with an
+	// exit code as a kubelet would.
+	batch := func(t *testing.T, name string, annotations map[string]string) *mcv1alpha1.PodChaperon {
+		t.Helper()
+		b := &mcv1alpha1.PodChaperon{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "app", Image: "batch"}}},
+		}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), b) })
+		return b
+	}
+	// neverAgain checks that no pod of that name appears for a while
+	// after the old one was deleted.
+	neverAgain := func(t *testing.T, name string, old types.UID) {
+		t.Helper()
+		if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old}}); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if p, err := local.WaitForPod(wctx, cs, "default", name, func(p *corev1.Pod) bool { return p.UID != old }); err == nil {
+			t.Errorf("the pod of a chaperon that ended on its own was created again: %s (%s)", p.UID, p.Status.Phase)
+		}
+	}
+
+	t.Run("a batch pod that succeeds runs once", func(t *testing.T) {
+		b := batch(t, "batch-ok", map[string]string{local.AnnotationExitCode: "0", local.AnnotationRunFor: "500ms"})
+		testenv.WaitFor(t, c, b, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodSucceeded
+		})
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "batch-ok", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Status.Phase != corev1.PodSucceeded {
+			t.Fatalf("pod is %s, want Succeeded", pod.Status.Phase)
+		}
+		neverAgain(t, "batch-ok", pod.UID)
+	})
+
+	t.Run("a batch pod that fails is not replaced, and says why", func(t *testing.T) {
+		b := batch(t, "batch-fail", map[string]string{local.AnnotationExitCode: "3", local.AnnotationRunFor: "500ms"})
+		testenv.WaitFor(t, c, b, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodFailed
+		})
+		if want := "container app exited with code 3 (Error)"; b.Status.Message != want {
+			t.Errorf("chaperon's message %q, want %q", b.Status.Message, want)
+		}
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "batch-fail", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Status.Phase != corev1.PodFailed {
+			t.Fatalf("pod is %s, want the Failed pod kept", pod.Status.Phase)
+		}
+		neverAgain(t, "batch-fail", pod.UID)
+	})
+
+	t.Run("an evicted batch pod is replaced", func(t *testing.T) {
+		batch(t, "batch-evicted", nil)
+		old, err := local.WaitForPod(ctx, cs, "default", "batch-evicted", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Through the Eviction API, as a drain of its node does.
+		if err := cs.CoreV1().Pods("default").EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "batch-evicted", Namespace: "default"}}); err != nil {
+			t.Fatal(err)
+		}
+		again, err := local.WaitForPod(ctx, cs, "default", "batch-evicted", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// By its kubelet, for node pressure: Failed, with a DisruptionTarget.
+		again.Status.Phase, again.Status.Reason = corev1.PodFailed, ""
+		again.Status.Conditions = append(again.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
+		again.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, again, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := local.WaitForPod(ctx, cs, "default", "batch-evicted", func(p *corev1.Pod) bool {
+			return p.UID != again.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("deleting the chaperon deletes the pod", func(t *testing.T) {
 		if err := c.Delete(ctx, ch); err != nil {
 			t.Fatal(err)
 		}
 		testenv.WaitForDeletion(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default"}}, &corev1.PodList{}, timeout)
 	})
+}
+
+func TestEndedOnItsOwn(t *testing.T) {
+	terminated := []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
+	cases := map[string]struct {
+		policy corev1.RestartPolicy
+		status corev1.PodStatus
+		want   bool
+	}{
+		"succeeded":                    {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodSucceeded}, true},
+		"failed, Never":                {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
+		"failed, OnFailure":            {corev1.RestartPolicyOnFailure, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
+		"running":                      {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodRunning}, false},
+		"failed, Always":               {corev1.RestartPolicyAlways, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, false},
+		"evicted by kubelet":           {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: terminated}, false},
+		"refused by kubelet":           {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}, false},
+		"disrupted (DisruptionTarget)": {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.policy}, Status: tc.status}
+			if got := agent.EndedOnItsOwn(pod); got != tc.want {
+				t.Errorf("EndedOnItsOwn = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -751,7 +752,6 @@ func TestHandshake(t *testing.T) {
 			testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		}
 	}
-	// editCluster patches a KubernetesCluster's spec.
 	// editCluster patches a KubernetesCluster's spec; spec.taints is one
 	// list the cluster controller writes too, so the patch carries the
 	// resourceVersion and is retried on conflict.
@@ -776,6 +776,65 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, ok)
 		return kc
 	}
+
+	t.Run("batch pods run once: exit 0 completes, exit 1 fails and is not run again, an evicted pod is replaced", func(t *testing.T) {
+		batch := func(name, code, runFor string) *v1alpha1.Workload {
+			return workload(name, st.Requests("100m", "64Mi"), st.Target("a", ""), func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+				w.Spec.TargetDeployment.Template.Annotations = map[string]string{local.AnnotationExitCode: code, local.AnnotationRunFor: runFor}
+			})
+		}
+		ok, failed, evicted := batch("batch-ok", "0", "2s"), batch("batch-fail", "1", "2s"), batch("batch-evicted", "0", "1h")
+		defer remove(t, ok, failed, evicted)
+		finished := func(t *testing.T, w *v1alpha1.Workload, cond string) {
+			t.Helper()
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+				return w.Status.GetCondition(xpv2.ConditionType(cond)).Status == corev1.ConditionTrue
+			})
+		}
+		finished(t, ok, v1alpha1.TypeComplete)
+		if ok.Status.Succeeded != 2 || ok.Status.Failed != 0 || ok.Status.GetCondition(xpv2.TypeReady).Reason != v1alpha1.ReasonCompleted {
+			t.Errorf("a Complete Workload: succeeded %d, failed %d, Ready %+v", ok.Status.Succeeded, ok.Status.Failed, ok.Status.GetCondition(xpv2.TypeReady))
+		}
+		finished(t, failed, v1alpha1.TypeFailed)
+		if failed.Status.Failed != 2 || !strings.Contains(failed.Status.GetCondition(v1alpha1.TypeFailed).Message, "exited with code 1") {
+			t.Errorf("a Failed Workload: failed %d, condition %+v", failed.Status.Failed, failed.Status.GetCondition(v1alpha1.TypeFailed))
+		}
+		// The failed pods are kept as they ended, not run again.
+		for _, w := range []*v1alpha1.Workload{ok, failed} {
+			ps := pods(t, a, w)
+			if len(ps) != 2 {
+				t.Errorf("%s: %d pods in a, want the 2 that ended", w.Name, len(ps))
+			}
+			for _, p := range ps {
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					t.Errorf("%s: pod %s is %s: run again", w.Name, p.Name, p.Status.Phase)
+				}
+			}
+		}
+		// An evicted batch pod did not end on its own: it is replaced.
+		waitReady(t, evicted)
+		name := propagator.ChaperonName(evicted, 0)
+		cs := a.target.Clientset
+		old, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Pods("default").EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if _, err := local.WaitForPod(ctx, cs, "default", name, func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, evicted)
+		if evicted.Finished() || evicted.Status.Failed != 0 {
+			t.Errorf("an evicted replica counted as ended: failed %d, conditions %+v", evicted.Status.Failed, evicted.Status.Conditions)
+		}
+	})
 
 	t.Run("a member whose agent stops is not Ready for placement, with a reason naming the agent, and is Ready again once it runs", func(t *testing.T) {
 		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {

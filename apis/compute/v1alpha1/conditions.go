@@ -15,6 +15,12 @@ const (
 	ReasonPending = "Pending"
 	// ReasonAvailable: every replica has a Ready pod.
 	ReasonAvailable = "Available"
+	// ReasonCompleted: every replica's pod ended on its own and succeeded
+	// (Complete, and Ready False: nothing runs any more).
+	ReasonCompleted = "Completed"
+	// ReasonReplicasFailed: every replica's pod ended on its own, and one
+	// or more failed (Failed, and Ready False).
+	ReasonReplicasFailed = "ReplicasFailed"
 	// ReasonMovePending: the Workload must leave its cluster and waits
 	// for another one (Scheduled stays True, the message says why).
 	ReasonMovePending = "MovePending"
@@ -52,4 +58,12 @@ func Available(msg string, generation int64) xpv2.Condition {
 func NotReady(reason, msg string, generation int64) xpv2.Condition {
 	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg,
 		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
+// Finished is the condition of a Workload whose replicas all ended on
+// their own (Complete or Failed, True), and its Ready condition then.
+func Finished(t xpv2.ConditionType, reason, msg string, generation int64) (finished, ready xpv2.Condition) {
+	finished = xpv2.Condition{Type: t, Status: corev1.ConditionTrue, Reason: xpv2.ConditionReason(reason), Message: msg,
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+	return finished, NotReady(reason, msg, generation)
 }

@@ -36,6 +36,12 @@ const DefaultSchedulerName = "placer-scheduler"
 // Condition types and reasons of this API.
 const (
 	TypeScheduled = "Scheduled"
+	// TypeComplete is True once every replica's pod ended on its own and
+	// succeeded (restartPolicy Never or OnFailure), as a Job's.
+	TypeComplete = "Complete"
+	// TypeFailed is True once every replica's pod ended on its own and one
+	// or more failed.
+	TypeFailed = "Failed"
 
 	ReasonReady          = "Ready"
 	ReasonSecretNotFound = "SecretNotFound"

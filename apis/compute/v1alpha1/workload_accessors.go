@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -97,4 +98,12 @@ func (w *Workload) NamedClusters() []types.NamespacedName {
 		add(&w.Status.LeftClusters[i].Cluster)
 	}
 	return out
+}
+
+// Finished reports whether every replica's pod ended on its own (a
+// Complete or Failed condition): a finished Workload is never delivered
+// again, moved, or rolled out; delete it to run it again.
+func (w *Workload) Finished() bool {
+	return w.Status.GetCondition(TypeComplete).Status == corev1.ConditionTrue ||
+		w.Status.GetCondition(TypeFailed).Status == corev1.ConditionTrue
 }

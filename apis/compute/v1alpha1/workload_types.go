@@ -538,6 +538,18 @@ type WorkloadStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
+	// Succeeded is the number of replicas whose pod ended on its own with
+	// every container's exit code 0 (restartPolicy Never or OnFailure).
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+
+	// Failed is the number of replicas whose pod ended on its own with a
+	// container that failed (restartPolicy Never or OnFailure). A pod that
+	// was evicted, preempted or lost with its node is replaced, and not
+	// counted.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+
 	// ReadyOfDesired is readyReplicas/spec.replicas, as kubectl shows a
 	// Deployment's READY column (2/3).
 	// +optional
