@@ -191,13 +191,18 @@ const (
 	copiesLeft
 	// foreign: placed there by another scheduler, which must move it.
 	foreign
+	// endedThere: a batch Workload ran to its end there; it is not
+	// moved, and holds no drain.
+	endedThere
 )
 
 func (u until) done(s stay) bool {
-	switch u {
-	case moved:
+	switch {
+	case s == endedThere:
+		return true
+	case u == moved:
 		return s != placedThere
-	case cleaned:
+	case u == cleaned:
 		return s != copiesLeft
 	default:
 		return s == none
@@ -222,6 +227,8 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 		case deleted:
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && !served(w.Spec.SchedulerName):
 			s, why = foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Finished():
+			s, why = endedThere, "ran to its end there: "+finishedMessage(w)+"; not moved"
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
 			s, why = placedThere, "placed there"
 			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {

@@ -35,7 +35,7 @@ func (p placement) ok() bool {
 }
 
 // applyExamples creates each example Workload in file order and waits for
-// it to settle: Ready in a cluster, or Unschedulable.
+// it to settle: Ready in a cluster (or ran to its end there), or Unschedulable.
 func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs []examples.Example, each time.Duration) []placement {
 	res := make([]placement, 0, len(exs))
 	for _, ex := range exs {
@@ -48,7 +48,7 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 		} else {
 			p.w, p.err = waitSettled(ctx, c, w, each)
 			switch {
-			case p.w != nil && p.w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue:
+			case p.w != nil && p.w.Status.ClusterRef != nil && (p.w.Finished() || p.w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue):
 				p.cluster = p.w.Status.ClusterRef.Name
 			case p.w != nil && p.w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable:
 				p.cluster = examples.Unschedulable
@@ -64,7 +64,8 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 	return res
 }
 
-// waitSettled watches the Workload until it is Ready or Unschedulable.
+// waitSettled watches the Workload until it is Ready, ran to its end (a
+// batch Workload: Complete or Failed), or is Unschedulable.
 func waitSettled(ctx context.Context, c client.WithWatch, w *v1alpha1.Workload, timeout time.Duration) (*v1alpha1.Workload, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -72,7 +73,7 @@ func waitSettled(ctx context.Context, c client.WithWatch, w *v1alpha1.Workload, 
 	last := w
 	settled := func(w *v1alpha1.Workload) bool {
 		last = w
-		return w.Status.ClusterRef != nil && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue ||
+		return w.Status.ClusterRef != nil && (w.Finished() || w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue) ||
 			w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, nil, func(e watch.Event) (bool, error) {
@@ -93,7 +94,10 @@ func printPlacements(out io.Writer, ps []placement) {
 	fmt.Fprintln(tw, "WORKLOAD\tEXPECTED\tLANDED\tREADY\tWHY")
 	for _, p := range ps {
 		ready := "-"
-		if p.w != nil && p.w.Status.ClusterRef != nil {
+		switch {
+		case p.w != nil && p.w.Finished():
+			ready = finishedMessage(p.w)
+		case p.w != nil && p.w.Status.ClusterRef != nil:
 			ready = fmt.Sprintf("%d/%d", p.w.Status.ReadyReplicas, p.w.Status.Replicas)
 		}
 		landed := orDash(p.cluster)
@@ -135,4 +139,13 @@ func why(p placement) string {
 		msg = p.err.Error() + ": " + msg
 	}
 	return msg
+}
+
+// finishedMessage says how a batch Workload ended: "Complete 2/2" or
+// "Failed 1/2" (replicas that failed).
+func finishedMessage(w *v1alpha1.Workload) string {
+	if w.Status.GetCondition(v1alpha1.TypeFailed).Status == corev1.ConditionTrue {
+		return fmt.Sprintf("Failed %d/%d", w.Status.Failed, w.ReplicaCount())
+	}
+	return fmt.Sprintf("Complete %d/%d", w.Status.Succeeded, w.ReplicaCount())
 }

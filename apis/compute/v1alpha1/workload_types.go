@@ -569,6 +569,8 @@ type WorkloadStatus struct {
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
 // +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].reason`,priority=1
+// +kubebuilder:printcolumn:name="SUCCEEDED",type=integer,JSONPath=`.status.succeeded`,priority=1
+// +kubebuilder:printcolumn:name="FAILED",type=integer,JSONPath=`.status.failed`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.targetService) || self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="a Workload with a targetService must be named as a Service may be (a DNS-1035 label: at most 63 characters, lowercase letters, digits and '-', starting with a letter): the Service in the member takes its name"
 type Workload struct {
