@@ -128,8 +128,10 @@ type scope struct {
 	target types.NamespacedName
 	log    logging.Logger
 
-	// member, chaperons, state and decision are the chosen cluster's.
+	// member, chaperons, state and decision are the chosen cluster's;
+	// delivered is the Workload as delivered there (its overrides applied).
 	member    cluster.Member
+	delivered *v1alpha1.Workload
 	chaperons []*mcv1alpha1.PodChaperon
 	state     propagator.State
 	decision  propagator.Decision

@@ -68,7 +68,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 // rollout takes the next step of a pod template change in the committed
 // cluster, within the strategy's maxSurge and maxUnavailable.
 func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propagator.State) error {
-	w, m := s.w, s.member
+	w, m := s.delivered, s.member
 	step := propagator.Rollout(w, st)
 	if len(step.Create)+len(step.Delete) == 0 {
 		return nil

@@ -20,6 +20,7 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
+	"github.com/placer-dev/placer/scheduler"
 )
 
 // member returns the member of a cluster when its chaperons are watched
@@ -76,7 +77,8 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.requeueAfter(syncRetry)
 		return false, nil
 	}
-	if reason, msg, err := r.admit(ctx, s, s.target); err != nil || reason != "" {
+	delivered, reason, msg, err := r.admit(ctx, s, s.target)
+	if err != nil || reason != "" {
 		if err != nil {
 			return true, err
 		}
@@ -94,7 +96,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, reason, msg)
 		return false, nil
 	}
-	st, chs, err := r.ensureCandidates(ctx, s, m, true)
+	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
 		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
@@ -105,7 +107,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	}
 	age := time.Since(oldest(chs))
 	d := propagator.Decide(w, st, true, age, r.timeout)
-	s.member, s.chaperons, s.state, s.decision = m, chs, st, d
+	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
 	case propagator.Wait:
 		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
@@ -145,14 +147,15 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 		if m == nil {
 			continue
 		}
-		if reason, msg, err := r.admit(ctx, s, key); err != nil || reason != "" {
-			if err != nil {
-				return true, err
-			}
+		delivered, reason, msg, err := r.admit(ctx, s, key)
+		if err != nil {
+			return true, err
+		}
+		if reason != "" {
 			s.reject(key, reason, msg)
 			continue
 		}
-		st, _, err := r.ensureCandidates(ctx, s, m, false)
+		st, _, err := r.ensureCandidates(ctx, s, delivered, m, false)
 		if forbidden(err) {
 			s.reject(key, v1alpha1.ReasonForbidden, err.Error())
 			continue
@@ -188,8 +191,9 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 // replica) and a replica added to a committed cluster need no hold: their
 // candidates bind as soon as they are reserved, saving the round trip of
 // is-reserved and is-allowed; runner-ups of a fan-out always hold.
-func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
-	w := s.w
+//
+// w is the Workload as delivered to the member (its overrides applied).
+func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w *v1alpha1.Workload, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
 	chs, err := m.Chaperons(ctx, w.UID)
 	if err != nil {
 		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
@@ -227,21 +231,33 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, m
 // a later template and for an external scheduler's choice too.
 // The template is judged once per generation, the namespace read once per
 // reconcile.
-func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (reason, msg string, err error) {
+//
+// It also returns the Workload as it is delivered there: with the
+// spec.overrides rules that select the cluster applied. A rule that
+// cannot be applied there (an image that is no reference) refuses it,
+// naming the rule.
+func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (delivered *v1alpha1.Workload, reason, msg string, err error) {
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, key, kc); err != nil {
 		// A cluster that is gone has no member either: nothing is sent.
-		return "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
+		return s.w, "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
+	}
+	delivered, applied, err := propagator.Overridden(s.w, scheduler.NewClusterInfo(kc))
+	if err != nil {
+		return nil, v1alpha1.ReasonInvalidOverride, err.Error(), nil
+	}
+	if len(applied) > 0 {
+		s.log.Debug("overrides apply", "cluster", key.String(), "rules", applied)
 	}
 	if s.verdict == nil {
 		ns := &corev1.Namespace{}
 		if err := r.client.Get(ctx, types.NamespacedName{Name: s.w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
-			return "", "", errors.Wrap(err, errGetNamespace)
+			return nil, "", "", errors.Wrap(err, errGetNamespace)
 		}
 		s.verdict, s.namespaceLabels = r.verdicts.For(s.w), ns.Labels
 	}
 	reason, msg = s.verdict.Admit(kc, s.namespaceLabels)
-	return reason, msg, nil
+	return delivered, reason, msg, nil
 }
 
 // refuseChange records that the committed cluster refuses the Workload's

@@ -656,6 +656,53 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name:     "overrides: the candidates in a cluster carry the rules that select it, and only those",
+			clusters: map[string][]st.ClusterOption{"a": {st.Labels("region", "eu")}, "b": {st.Labels("region", "us")}},
+			w: web(nominate("a", "b"), func(w *v1alpha1.Workload) {
+				w.Spec.Placement.FanOut = 2
+				w.Spec.Overrides = []v1alpha1.Override{{Name: "eu-mirror", ClusterSelector: st.Term(st.Expr("region", "In", "eu")),
+					Image: &v1alpha1.ImageOverride{Registry: "mirror.eu.example.com"}, NodeSelector: map[string]string{"disk": "nvme"}}}
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				images := func(m *clustertest.Member) (out []string) {
+					chs, err := m.Chaperons(context.Background(), e.w.UID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, ch := range chs {
+						out = append(out, ch.Spec.Containers[0].Image+" "+ch.Spec.NodeSelector["disk"])
+					}
+					return out
+				}
+				if got := images(e.members[0]); len(got) != 2 || got[0] != "mirror.eu.example.com/library/pause nvme" {
+					t.Errorf("candidates in a (eu): %v, want the mirror's image and the nodeSelector", got)
+				}
+				if got := images(e.members[1]); len(got) != 2 || got[0] != "pause " {
+					t.Errorf("candidates in b (us): %v, want the template's image", got)
+				}
+			},
+		},
+		{
+			name:     "overrides: a rule that cannot be applied in the chosen cluster rejects it, naming the rule",
+			clusters: map[string][]st.ClusterOption{"a": {st.Labels("region", "eu")}},
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.Containers[0].Image = "Not An Image"
+				w.Spec.Overrides = []v1alpha1.Override{{Name: "eu-mirror", ClusterSelector: st.Term(st.Expr("region", "In", "eu")),
+					Image: &v1alpha1.ImageOverride{Registry: "mirror.eu.example.com"}}}
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonInvalidOverride, "spec.overrides[0] (eu-mirror)")
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates in a", n)
+				}
+			},
+		},
+		{
 			name: "batch: every replica ended on its own, one failed: Failed, the counts, an Event",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

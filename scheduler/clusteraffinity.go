@@ -85,3 +85,17 @@ func nodeSelectorTerm(t v1alpha1.ClusterSelectorTerm) corev1.NodeSelectorTerm {
 	}
 	return out
 }
+
+// SelectorTermMatches reports whether a cluster matches one cluster
+// selector term (node-affinity semantics: its expressions and fields
+// ANDed; an empty term matches every cluster).
+func SelectorTermMatches(t v1alpha1.ClusterSelectorTerm, c *ClusterInfo) (bool, error) {
+	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+		return true, nil
+	}
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{nodeSelectorTerm(t)}})
+	if err != nil {
+		return false, err
+	}
+	return sel.Match(c.Node), nil
+}

@@ -21,6 +21,10 @@ const (
 	// ReasonReplicasFailed: every replica's pod ended on its own, and one
 	// or more failed (Failed, and Ready False).
 	ReasonReplicasFailed = "ReplicasFailed"
+	// ReasonInvalidOverride: a spec.overrides rule that selects the
+	// cluster cannot be applied there (a rejection, or Ready on a
+	// committed cluster); the message names the rule.
+	ReasonInvalidOverride = "InvalidOverride"
 	// ReasonMovePending: the Workload must leave its cluster and waits
 	// for another one (Scheduled stays True, the message says why).
 	ReasonMovePending = "MovePending"

@@ -440,10 +440,132 @@ type WorkloadSpec struct {
 	// +optional
 	TargetService *corev1.ServiceSpec `json:"targetService,omitempty"`
 
+	// Overrides change the pod template for the clusters each selects, in
+	// order (a later rule wins where two change the same thing). The
+	// candidate pods in a cluster carry its overrides, so its own
+	// kube-scheduler judges the pods that would really run there.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Overrides []Override `json:"overrides,omitempty"`
+
 	// Placement tunes the handshake.
 	// +kubebuilder:default={fanOut: 1, mode: Reserve, move: StartBeforeStop}
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
+}
+
+// Override is one rule of spec.overrides: the clusters it selects and
+// what it changes of the pod template there.
+// +kubebuilder:validation:XValidation:rule="has(self.image) || has(self.env) || has(self.command) || has(self.args) || has(self.resources) || has(self.nodeSelector) || has(self.labels) || has(self.annotations)",message="an override must change something: set image, env, command, args, resources, nodeSelector, labels or annotations"
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || !self.labels.exists(k, k.startsWith('multicluster.placer.dev/') || k.startsWith('compute.placer.dev/'))",message="labels with the prefixes multicluster.placer.dev/ and compute.placer.dev/ are placer's own",fieldPath=".labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || !self.annotations.exists(k, k.startsWith('multicluster.placer.dev/') || k.startsWith('compute.placer.dev/'))",message="annotations with the prefixes multicluster.placer.dev/ and compute.placer.dev/ are placer's own",fieldPath=".annotations"
+type Override struct {
+	// Name of the rule, unique among the Workload's overrides; placer
+	// explain names the rules that apply to each cluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ClusterSelector selects the clusters the rule applies to, with the
+	// semantics of a cluster affinity term (built-in labels and their
+	// aliases included); an empty one selects every cluster.
+	ClusterSelector ClusterSelectorTerm `json:"clusterSelector"`
+
+	// Containers names the containers (and init containers) that image,
+	// env, command, args and resources change; every one when empty.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Containers []string `json:"containers,omitempty"`
+
+	// Image replaces parts of each container's image reference.
+	// +optional
+	Image *ImageOverride `json:"image,omitempty"`
+
+	// Env adds environment variables to each container, replacing one of
+	// the same name.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Command replaces each container's command.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// Args replaces each container's args.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Resources sets the requests and limits it names on each container,
+	// resource by resource; the others stay.
+	// +optional
+	Resources *ResourceOverride `json:"resources,omitempty"`
+
+	// NodeSelector adds keys to the pods' nodeSelector, replacing the
+	// value of a key they have.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 characters of [A-Za-z0-9_.-], starting and ending with an alphanumeric"
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Labels are added to the pods' labels, replacing the value of a key
+	// they have.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="keys must be label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 characters of [A-Za-z0-9_.-], starting and ending with an alphanumeric"
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to the pods' annotations, replacing the value
+	// of a key they have.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ImageOverride replaces parts of an image reference
+// ([registry/]repository[:tag][@digest]); an image without a registry is
+// Docker Hub's (docker.io, library/ for a single name).
+// +kubebuilder:validation:XValidation:rule="has(self.registry) || has(self.repository) || has(self.tag)",message="set registry, repository or tag"
+type ImageOverride struct {
+	// Registry replaces the registry host (and port), e.g. a regional
+	// mirror: mirror.eu.example.com.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?$`
+	// +optional
+	Registry string `json:"registry,omitempty"`
+
+	// Repository replaces the path within the registry, e.g. team/app.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Tag replaces the tag (and drops a digest).
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_][a-zA-Z0-9._-]*$`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+}
+
+// ResourceOverride sets requests and limits, resource by resource.
+// +kubebuilder:validation:XValidation:rule="has(self.requests) || has(self.limits)",message="set requests or limits"
+type ResourceOverride struct {
+	// Requests to set.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Limits to set.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // RejectedCluster is a cluster where this generation's handshake failed.
