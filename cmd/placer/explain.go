@@ -13,11 +13,13 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
 )
@@ -162,8 +164,38 @@ func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[s
 			}
 		}
 		fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))
+		if len(w.Spec.Overrides) > 0 {
+			fmt.Fprintf(out, "  overrides: %s\n", overridesIn(w, snap.Cluster(k)))
+		}
 	}
 	return nil
+}
+
+// overridesIn says which spec.overrides rules apply in the cluster, in
+// order, and what they change of the pod template.
+func overridesIn(w *v1alpha1.Workload, ci *scheduler.ClusterInfo) string {
+	delivered, applied, err := propagator.Overridden(w, ci)
+	switch {
+	case err != nil:
+		return "cannot be applied: " + err.Error()
+	case len(applied) == 0:
+		return "none apply"
+	}
+	var changed []string
+	base, over := w.Spec.TargetDeployment.Template, delivered.Spec.TargetDeployment.Template
+	for i, c := range over.Spec.Containers {
+		if b := base.Spec.Containers[i]; b.Image != c.Image {
+			changed = append(changed, fmt.Sprintf("%s image %s", c.Name, c.Image))
+		}
+	}
+	if !equality.Semantic.DeepEqual(base.Spec.NodeSelector, over.Spec.NodeSelector) {
+		changed = append(changed, fmt.Sprintf("nodeSelector %v", over.Spec.NodeSelector))
+	}
+	msg := strings.Join(applied, ", ")
+	if len(changed) > 0 {
+		msg += " (" + strings.Join(changed, "; ") + ")"
+	}
+	return msg
 }
 
 // fleetSnapshot builds the scheduler's view of the fleet from the API, as

@@ -46,6 +46,7 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	w := st.Workload("web", st.Requests("2", "1Gi"), st.PreferredClusterAffinity(50, st.Term(st.Expr("region", "In", "us-west"))))
+	w.Spec.Overrides = []v1alpha1.Override{{Name: "eu-mirror", ClusterSelector: st.Term(st.Expr("region", "In", "eu")), Image: &v1alpha1.ImageOverride{Registry: "mirror.eu.example.com"}}}
 	w.UID, w.Generation = "", 0
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatal(err)
@@ -85,10 +86,14 @@ func TestExplain(t *testing.T) {
 		"ClusterReady           FAIL",
 		"default/tiny: not feasible",
 		"ResourceFit            FAIL",
+		"overrides: eu-mirror (app image mirror.eu.example.com/library/pause)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explain output lacks %q", want)
 		}
+	}
+	if n := strings.Count(got, "overrides: none apply"); n != 3 {
+		t.Errorf("%d clusters without overrides, want 3 (all but tiny)", n)
 	}
 	// Every predicate's verdict is there, for every cluster, failed or not.
 	if n := strings.Count(got, "ClusterSelector        pass"); n != 4 {

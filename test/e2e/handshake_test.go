@@ -836,6 +836,56 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("overrides: the pods in the clusters a rule selects carry it, the others the template; a rule that makes them unschedulable rejects the cluster", func(t *testing.T) {
+		goldMirror := func(target string) st.WorkloadOption {
+			return func(w *v1alpha1.Workload) {
+				if target != "" {
+					w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: target}
+				}
+				w.Spec.Overrides = []v1alpha1.Override{{Name: "gold-mirror", ClusterSelector: st.Term(st.Expr("tier", "In", "gold")),
+					Image: &v1alpha1.ImageOverride{Registry: "mirror.gold.example.com"}, Env: []corev1.EnvVar{{Name: "TIER", Value: "gold"}}}}
+			}
+		}
+		inA, inB := placed(t, "override-a", goldMirror("a")), placed(t, "override-b", goldMirror("b"))
+		defer remove(t, inA, inB)
+		for _, c := range []struct {
+			m     *member
+			w     *v1alpha1.Workload
+			image string
+			env   int
+		}{{a, inA, "mirror.gold.example.com/library/pause", 1}, {b, inB, "pause", 0}} {
+			ps := pods(t, c.m, c.w)
+			if len(ps) != 2 {
+				t.Fatalf("%d pods of %s in %s, want 2", len(ps), c.w.Name, c.m.name)
+			}
+			for _, p := range ps {
+				if img := p.Spec.Containers[0].Image; img != c.image || len(p.Spec.Containers[0].Env) != c.env {
+					t.Errorf("pod %s in %s: image %q and env %v, want %q with %d variable(s)", p.Name, c.m.name, img, p.Spec.Containers[0].Env, c.image, c.env)
+				}
+			}
+		}
+
+		// a is preferred, but its rule asks for nodes a has not: a's own
+		// scheduler finds the candidates unschedulable, and b or c takes it.
+		w := workload("override-nvme", st.Requests("100m", "64Mi"), func(w *v1alpha1.Workload) {
+			w.Spec.Overrides = []v1alpha1.Override{{Name: "gold-nvme", ClusterSelector: st.Term(st.Expr("tier", "In", "gold")), NodeSelector: map[string]string{"disk": "nvme"}}}
+		})
+		defer remove(t, w)
+		waitReady(t, w)
+		if w.Status.ClusterRef.Name == "a" {
+			t.Fatal("placed on a, whose nodes the override excludes")
+		}
+		rc := w.Rejection(types.NamespacedName{Namespace: "default", Name: "a"})
+		if rc == nil || rc.Reason != v1alpha1.ReasonUnschedulable || !strings.Contains(rc.Message, "node affinity/selector") {
+			t.Errorf("a's rejection %+v, want Unschedulable by its scheduler for the node selector", rc)
+		}
+		for _, p := range pods(t, memberNamed(members, w.Status.ClusterRef.Name), w) {
+			if p.Spec.NodeSelector["disk"] == "nvme" {
+				t.Errorf("pod %s in %s carries a rule that selects only a", p.Name, w.Status.ClusterRef.Name)
+			}
+		}
+	})
+
 	t.Run("a member whose agent stops is not Ready for placement, with a reason naming the agent, and is Ready again once it runs", func(t *testing.T) {
 		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
 			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
