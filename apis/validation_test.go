@@ -148,6 +148,7 @@ spec:
 		{"override selector operator", workload("  overrides: [{name: a, clusterSelector: {matchExpressions: [{key: region, operator: Near, values: [x]}]}, args: [x]}]\n"), "spec.overrides[0].clusterSelector.matchExpressions[0].operator"},
 		{"override image without a part", workload("  overrides: [{name: a, clusterSelector: {}, image: {}}]\n"), "spec.overrides[0].image"},
 		{"override image registry with a path", workload("  overrides: [{name: a, clusterSelector: {}, image: {registry: \"mirror.example.com/x\"}}]\n"), "spec.overrides[0].image.registry"},
+		{"override image registry that is a single name", workload("  overrides: [{name: a, clusterSelector: {}, image: {registry: mirror}}]\n"), "spec.overrides[0].image.registry"},
 		{"override image tag with a colon", workload("  overrides: [{name: a, clusterSelector: {}, image: {tag: \"1:2\"}}]\n"), "spec.overrides[0].image.tag"},
 		{"override image repository in capitals", workload("  overrides: [{name: a, clusterSelector: {}, image: {repository: Team/App}}]\n"), "spec.overrides[0].image.repository"},
 		{"override env without a name", workload("  overrides: [{name: a, clusterSelector: {}, env: [{value: x}]}]\n"), "spec.overrides[0].env[0].name"},

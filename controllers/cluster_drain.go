@@ -94,6 +94,14 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 		w := &wls.Items[i]
 		name := w.Namespace + "/" + w.Name
 		switch {
+		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Finished():
+			// A batch Workload that ended there is not moved: what it
+			// left there goes (the propagator), and only that is waited for.
+			if conn != nil && conn.Synced() {
+				if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
+					left = append(left, name)
+				}
+			}
 		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
 			placed = append(placed, name)
 		case w.Left(key) != nil:

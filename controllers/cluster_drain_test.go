@@ -39,6 +39,10 @@ func TestDrain(t *testing.T) {
 		{name: "a Workload placed there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a")), held: true, reason: string(reasonDraining)},
 		{name: "a Workload still leaving a cluster that answers holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
 		{name: "one that does not answer is let go, naming what may remain", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)), w: st.Workload("w", st.PlacedOn("b"), leftA), reason: string(reasonLetGo)},
+		{name: "a batch Workload that ended there is not waited for to move", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
+			w.Status.SetConditions(complete, ready)
+		})},
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
 	}
 	for _, tc := range cases {

@@ -42,7 +42,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 	}
 	var problem *deliveryProblem
 	if s.committed {
-		err := r.ensureService(ctx, s.member, s.w)
+		err := r.ensureService(ctx, s.member, s.delivered)
 		if !errors.As(err, &problem) && err != nil {
 			return true, err
 		}

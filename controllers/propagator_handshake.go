@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
@@ -44,8 +45,16 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if w.Finished() {
 		// A batch Workload ran to its end: it runs once, so nothing is
 		// created again (not a pod deleted since, not a new template),
-		// and its counts and conditions stay as it ended.
+		// and its counts and conditions stay as it ended. It is never
+		// moved; when its cluster is deleted, what it left there goes
+		// (markDone), and the cluster's drain waits for that.
 		s.finished, s.committed = true, true
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := r.client.Get(ctx, s.target, kc); resource.IgnoreNotFound(err) != nil {
+			return true, errors.Wrap(err, errGetCluster)
+		} else if err != nil || kc.DeletionTimestamp != nil {
+			delete(s.keep, s.target)
+		}
 		return false, nil
 	}
 	if w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0 {
@@ -256,7 +265,14 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 		}
 		s.verdict, s.namespaceLabels = r.verdicts.For(s.w), ns.Labels
 	}
-	reason, msg = s.verdict.Admit(kc, s.namespaceLabels)
+	verdict := s.verdict
+	if delivered != s.w {
+		// The pods there are the overridden ones: judged as such (an
+		// override's annotations or resources may fail what the
+		// template passes).
+		verdict = validation.Judge(delivered)
+	}
+	reason, msg = verdict.Admit(kc, s.namespaceLabels)
 	return delivered, reason, msg, nil
 }
 

@@ -745,6 +745,26 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name:     "batch: a finished Workload whose cluster is deleted is not moved; what it left there goes",
+			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), clusterFinalizer)}},
+			w: web(func(w *v1alpha1.Workload) {
+				w.Status.Succeeded = 2
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", w.Generation)
+				w.Status.SetConditions(complete, ready)
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, ended(corev1.PodSucceeded, ""))...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d chaperons left in the deleted cluster", n)
+				}
+				if e.w.Status.ClusterRef == nil || e.w.Status.ClusterRef.Name != "a" || !e.w.Finished() {
+					t.Errorf("clusterRef %v, finished %v: a finished Workload moved", e.w.Status.ClusterRef, e.w.Finished())
+				}
+			},
+		},
+		{
 			name: "batch: every replica succeeded: Complete",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

@@ -245,6 +245,11 @@ func TestRollout(t *testing.T) {
 		{"Recreate: all at once", changed(func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType
 		}), outdated, nil, 4},
+		{"batch: replicas that ended are not run again by a new template", changed(rolling(two, two)),
+			chaperons(old, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, ended(corev1.PodFailed, "")), up, up), []int{2, 3}, 0},
+		{"batch, Recreate: replicas that ended stay", changed(func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+		}), chaperons(old, ops(allowed, ended(corev1.PodSucceeded, "")), up, up, up), nil, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

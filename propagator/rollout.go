@@ -1,6 +1,7 @@
 package propagator
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	deploymentutil "k8s.io/kubernetes/pkg/controller/deployment/util"
 
@@ -32,7 +33,13 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 	}
 	strategy := w.Spec.TargetDeployment.Strategy
 	if strategy.Type == "Recreate" {
-		step.Delete = st.Outdated
+		for _, ch := range st.Outdated {
+			// A batch pod that ended ran once: a new template does not
+			// run its replica again, and its count stays.
+			if ch.Status.Phase != corev1.PodSucceeded && ch.Status.Phase != corev1.PodFailed {
+				step.Delete = append(step.Delete, ch)
+			}
+		}
 		return step
 	}
 	n := w.ReplicaCount()
@@ -68,6 +75,9 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 		case len(r.outdated) == 0:
 		case r.current != nil && r.currentReady:
 			step.Delete = append(step.Delete, r.outdated...)
+			total -= len(r.outdated)
+		case r.current == nil && (r.succeeded || r.failed):
+			// A batch pod that ended ran once: left as it ended.
 			total -= len(r.outdated)
 		case r.current == nil:
 			waiting = append(waiting, i)

@@ -538,8 +538,10 @@ type Override struct {
 // +kubebuilder:validation:XValidation:rule="has(self.registry) || has(self.repository) || has(self.tag)",message="set registry, repository or tag"
 type ImageOverride struct {
 	// Registry replaces the registry host (and port), e.g. a regional
-	// mirror: mirror.eu.example.com.
+	// mirror: mirror.eu.example.com. A host with a dot or a port, or
+	// localhost: a single name would be read as a Docker Hub path.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == 'localhost' || self.startsWith('localhost:') || self.contains('.') || self.contains(':')",message="must be a registry host with a dot or a port (mirror.example.com, mirror:5000) or localhost: a single name would be read as a path on Docker Hub"
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]+)?$`
 	// +optional
 	Registry string `json:"registry,omitempty"`
