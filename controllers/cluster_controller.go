@@ -62,6 +62,8 @@ type ClusterReconciler struct {
 	secrets  client.Reader
 	watches  *secretWatches
 	registry *cluster.Registry
+	// members is the registry as the drain reads it (a fake in tests).
+	members  cluster.Members
 	record   event.Recorder
 	log      logging.Logger
 	interval time.Duration
@@ -96,6 +98,7 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 		secrets:  mgr.GetAPIReader(),
 		watches:  newSecretWatches(cs, t.Enqueue),
 		registry: reg,
+		members:  reg,
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
 		interval: o.ProbeInterval,
@@ -103,9 +106,6 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	}
 	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
 		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters); err != nil {
-		return nil, errors.Wrap(err, "cannot index Workloads by cluster")
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("cluster").

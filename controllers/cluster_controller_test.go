@@ -79,6 +79,9 @@ func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	}
 	var reg *cluster.Registry
 	testenv.RunManager(t, env.UserConfig(t, user), func(mgr ctrl.Manager) (err error) {
+		if err := controllers.IndexWorkloads(mgr); err != nil {
+			return err
+		}
 		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
 			ProbeInterval:  time.Second,
 			HeartbeatGrace: 3 * time.Second,

@@ -88,26 +88,19 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: key.String()}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
-	conn := r.registry.Get(key)
+	conn := r.members.Member(key)
 	var placed, left []string
 	for i := range wls.Items {
 		w := &wls.Items[i]
 		name := w.Namespace + "/" + w.Name
 		switch {
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Finished():
-			// A batch Workload that ended there is not moved: what it
-			// left there goes (the propagator), and only that is waited for.
-			if conn != nil && conn.Synced() {
-				if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
-					left = append(left, name)
-				}
-			}
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
+		case w.PlacedOn(key) && !w.Finished():
 			placed = append(placed, name)
 		case w.Left(key) != nil:
 			left = append(left, name)
 		case conn != nil && conn.Synced():
-			// Only nominated: a runner-up, which may still hold candidates.
+			// Only nominated (a runner-up), or a batch Workload that ended
+			// there and is not moved: what it may still hold there goes.
 			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
 				left = append(left, name)
 			}

@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/cluster/clustertest"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -32,6 +31,8 @@ func TestDrain(t *testing.T) {
 		name    string
 		cluster *v1alpha1.KubernetesCluster
 		w       *v1alpha1.Workload
+		// there: the member a holds a candidate of the Workload.
+		there bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -43,14 +44,24 @@ func TestDrain(t *testing.T) {
 			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
 			w.Status.SetConditions(complete, ready)
 		})},
+		{name: "a batch Workload that ended there holds it while its candidates are there", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
+			w.Status.SetConditions(complete, ready)
+		}), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
+		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
+			there: true, held: true, reason: string(reasonDraining)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.cluster, tc.w).
 				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters).Build()
 			rec := &recorder{}
-			r := &ClusterReconciler{client: c, registry: cluster.NewRegistry(cluster.Options{}, func(types.NamespacedName) {}), record: rec}
+			a := clustertest.NewMember("a")
+			if tc.there {
+				a = clustertest.NewMember("a", clustertest.WithObjects(candidates(tc.w, 1)...))
+			}
+			r := &ClusterReconciler{client: c, members: clustertest.Members{a}, record: rec}
 			kc := &v1alpha1.KubernetesCluster{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), kc); err != nil {
 				t.Fatal(err)

@@ -48,7 +48,7 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 		if len(chs) == 0 {
 			continue
 		}
-		st, _, err := r.reachOf(ctx, m.ClusterKey())
+		st, _, err := r.reachOf(ctx, nil, m.ClusterKey())
 		if err != nil {
 			return err
 		}

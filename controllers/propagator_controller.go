@@ -148,6 +148,9 @@ type scope struct {
 	held bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
+	// clusters are the KubernetesClusters read in this reconcile (nil:
+	// not found), each read once.
+	clusters map[types.NamespacedName]*v1alpha1.KubernetesCluster
 	// verdict on the template and the namespace's labels, for admission.
 	verdict         *validation.Verdict
 	namespaceLabels map[string]string
@@ -162,12 +165,39 @@ type scope struct {
 }
 
 func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
-	s := &scope{w: w, orig: w.DeepCopy(), keep: map[types.NamespacedName]bool{}, log: log}
+	s := &scope{w: w, orig: w.DeepCopy(), keep: map[types.NamespacedName]bool{}, clusters: map[types.NamespacedName]*v1alpha1.KubernetesCluster{}, log: log}
 	if w.Status.ClusterRef != nil {
 		s.target = w.ClusterKey(w.Status.ClusterRef)
 		s.log = log.WithValues("cluster", s.target.String())
 	}
 	return s
+}
+
+// cluster reads a KubernetesCluster from the cache, once per reconcile;
+// nil when it does not exist. A nil scope reads it every time.
+func (r *PropagatorReconciler) cluster(ctx context.Context, s *scope, key types.NamespacedName) (*v1alpha1.KubernetesCluster, error) {
+	if kc, ok := s.clusterRead(key); ok {
+		return kc, nil
+	}
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := r.client.Get(ctx, key, kc); err != nil {
+		if !kerrors.IsNotFound(err) {
+			return nil, errors.Wrap(err, errGetCluster)
+		}
+		kc = nil
+	}
+	if s != nil {
+		s.clusters[key] = kc
+	}
+	return kc, nil
+}
+
+func (s *scope) clusterRead(key types.NamespacedName) (*v1alpha1.KubernetesCluster, bool) {
+	if s == nil {
+		return nil, false
+	}
+	kc, ok := s.clusters[key]
+	return kc, ok
 }
 
 // requeueAfter asks to look again after d at the latest.

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
@@ -48,11 +47,12 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		// and its counts and conditions stay as it ended. It is never
 		// moved; when its cluster is deleted, what it left there goes
 		// (markDone), and the cluster's drain waits for that.
-		s.finished, s.committed = true, true
-		kc := &v1alpha1.KubernetesCluster{}
-		if err := r.client.Get(ctx, s.target, kc); resource.IgnoreNotFound(err) != nil {
-			return true, errors.Wrap(err, errGetCluster)
-		} else if err != nil || kc.DeletionTimestamp != nil {
+		s.finished = true
+		kc, err := r.cluster(ctx, s, s.target)
+		if err != nil {
+			return true, err
+		}
+		if kc == nil || kc.DeletionTimestamp != nil {
 			delete(s.keep, s.target)
 		}
 		return false, nil
@@ -141,7 +141,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 // once. One whose scheduler cannot place them, or that refuses them, is
 // rejected; a runner-up never commits and never times out.
 func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
-	if s.committed || s.held {
+	if s.committed || s.held || s.finished {
 		// Held (StopBeforeStart): no cluster gets a candidate, runner-ups neither.
 		return false, nil
 	}
@@ -246,10 +246,10 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 // cannot be applied there (an image that is no reference) refuses it,
 // naming the rule.
 func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (delivered *v1alpha1.Workload, reason, msg string, err error) {
-	kc := &v1alpha1.KubernetesCluster{}
-	if err := r.client.Get(ctx, key, kc); err != nil {
+	kc, err := r.cluster(ctx, s, key)
+	if err != nil || kc == nil {
 		// A cluster that is gone has no member either: nothing is sent.
-		return s.w, "", "", errors.Wrap(resource.IgnoreNotFound(err), errGetCluster)
+		return s.w, "", "", err
 	}
 	delivered, applied, err := propagator.Overridden(s.w, scheduler.NewClusterInfo(kc))
 	if err != nil {
@@ -269,8 +269,8 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 	if delivered != s.w {
 		// The pods there are the overridden ones: judged as such (an
 		// override's annotations or resources may fail what the
-		// template passes).
-		verdict = validation.Judge(delivered)
+		// template passes), once per generation and set of rules.
+		verdict = r.verdicts.ForOverridden(delivered, applied)
 	}
 	reason, msg = verdict.Admit(kc, s.namespaceLabels)
 	return delivered, reason, msg, nil

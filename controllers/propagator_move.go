@@ -8,7 +8,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,13 +40,13 @@ const (
 
 // reachOf says how far the cluster answers, with its member when its
 // chaperons are watched.
-func (r *PropagatorReconciler) reachOf(ctx context.Context, key types.NamespacedName) (reach, cluster.Member, error) {
-	kc := &v1alpha1.KubernetesCluster{}
-	if err := r.client.Get(ctx, key, kc); err != nil {
-		if kerrors.IsNotFound(err) {
-			return gone, nil, nil
-		}
-		return silent, nil, errors.Wrap(err, errGetCluster)
+func (r *PropagatorReconciler) reachOf(ctx context.Context, s *scope, key types.NamespacedName) (reach, cluster.Member, error) {
+	kc, err := r.cluster(ctx, s, key)
+	switch {
+	case err != nil:
+		return silent, nil, err
+	case kc == nil:
+		return gone, nil, nil
 	}
 	m := r.member(key)
 	switch {
@@ -71,9 +70,9 @@ func (r *PropagatorReconciler) reachOf(ctx context.Context, key types.Namespaced
 // last counts.
 func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
-	if st, _, err := r.reachOf(ctx, s.target); err != nil {
+	if st, _, err := r.reachOf(ctx, s, s.target); err != nil {
 		return true, err
-	} else if st == silent && s.committed && !s.finished {
+	} else if st == silent && s.committed {
 		w.Status.ReadyReplicas = 0
 		w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
 			Message: fmt.Sprintf("cluster %s is not Ready: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
@@ -94,7 +93,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			// the chosen cluster's now, never the old copy.
 			continue
 		}
-		st, m, err := r.reachOf(ctx, key)
+		st, m, err := r.reachOf(ctx, s, key)
 		if err != nil {
 			return true, err
 		}

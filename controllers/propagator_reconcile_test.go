@@ -762,6 +762,11 @@ func TestPropagatorReconcile(t *testing.T) {
 				if e.w.Status.ClusterRef == nil || e.w.Status.ClusterRef.Name != "a" || !e.w.Finished() {
 					t.Errorf("clusterRef %v, finished %v: a finished Workload moved", e.w.Status.ClusterRef, e.w.Finished())
 				}
+				// Its status stays as it ended: the chaperons going is no
+				// new count, and nothing is left to clean up elsewhere.
+				if e.w.Status.Succeeded != 2 || len(e.w.Status.LeftClusters) != 0 || e.w.Status.GetCondition(xpv2.TypeReady).Reason != v1alpha1.ReasonCompleted {
+					t.Errorf("succeeded %d, leftClusters %v, Ready %+v: the status of a finished Workload changed", e.w.Status.Succeeded, e.w.Status.LeftClusters, e.w.Status.GetCondition(xpv2.TypeReady))
+				}
 			},
 		},
 		{

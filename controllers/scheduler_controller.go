@@ -197,13 +197,9 @@ func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Resul
 	best := res.Ranked[0].Cluster.Key
 	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), cond)
 	now := metav1.Now()
-	if rc := w.Rejection(best); rc != nil && !rc.Expired(now.Time) {
+	if i := w.RejectionIndex(best); i >= 0 && !w.Status.RejectedClusters[i].Expired(now.Time) {
 		d.rejected = slices.Clone(w.Status.RejectedClusters)
-		for i := range w.Status.RejectedClusters {
-			if &w.Status.RejectedClusters[i] == rc { // the clone's entry at rc's place
-				d.rejected[i].RetryAfter = &now
-			}
-		}
+		d.rejected[i].RetryAfter = &now
 	}
 	return d
 }
@@ -239,17 +235,13 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 		// (its finalizer), so a missing one is no reason to move.
 		return r.acknowledge(w), reconcile.Result{}
 	}
-	if w.Finished() {
-		// A batch Workload that ran to its end is not run again elsewhere.
-		return r.acknowledge(w), reconcile.Result{}
-	}
 	now := time.Now()
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
 	if leave == nil {
 		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
 	}
-	drain := leave.Reason == v1alpha1.ReasonTainted || leave.Reason == v1alpha1.ReasonClusterDeleted
-	if moving := r.cache.Moving(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
+	drain := v1alpha1.IsDrain(leave.Reason)
+	if moving := r.cache.Draining(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
 		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", moving)), reconcile.Result{}
 	}
 	start := time.Now()

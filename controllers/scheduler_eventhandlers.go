@@ -80,8 +80,8 @@ func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
 		// loop passed the Workload over while it was assumed.
 		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	}
-	if len(w.Status.LeftClusters) < len(before.Status.LeftClusters) {
-		// A move ended: a drain waiting for the bound may go.
+	if r.maxMoves > 0 && drainEnded(before, w) {
+		// A drain ended: one waiting for --max-concurrent-moves may go.
 		r.requeueLeaving()
 	}
 	switch {
@@ -128,6 +128,17 @@ func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 		!equality.Semantic.DeepEqual(b.Allocatable, a.Allocatable) ||
 		!equality.Semantic.DeepEqual(b.Requested, a.Requested) ||
 		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
+}
+
+// drainEnded reports whether the update took a drain (IsDrain) out of
+// the Workload's leftClusters.
+func drainEnded(before, w *v1alpha1.Workload) bool {
+	for _, lc := range before.Status.LeftClusters {
+		if v1alpha1.IsDrain(lc.Reason) && w.Left(before.ClusterKey(&lc.Cluster)) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // requeueLeaving sends the placed workloads of clusters with a NoExecute

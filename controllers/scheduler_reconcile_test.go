@@ -329,3 +329,31 @@ func TestWrittenWorkloads(t *testing.T) {
 		t.Errorf("a Workload of the same name recreated: got uid %s, want the cache's", got.UID)
 	}
 }
+
+// TestDrainEnded: only a drain (a taint of the user's, a deletion) that
+// leaves leftClusters frees a place under --max-concurrent-moves.
+func TestDrainEnded(t *testing.T) {
+	left := func(reasons ...string) *v1alpha1.Workload {
+		w := st.Workload("w")
+		for i, r := range reasons {
+			w.Status.LeftClusters = append(w.Status.LeftClusters, v1alpha1.LeftCluster{Cluster: v1alpha1.ClusterReference{Name: string(rune('a' + i))}, Reason: r})
+		}
+		return w
+	}
+	cases := []struct {
+		name          string
+		before, after *v1alpha1.Workload
+		want          bool
+	}{
+		{"a drain ended", left(v1alpha1.ReasonTainted), left(), true},
+		{"a deletion's drain ended", left(v1alpha1.ReasonClusterDeleted), left(), true},
+		{"a failover ended", left(v1alpha1.ReasonUnreachable), left(), false},
+		{"a drain goes on", left(v1alpha1.ReasonTainted), left(v1alpha1.ReasonTainted), false},
+		{"a drain began", left(), left(v1alpha1.ReasonTainted), false},
+	}
+	for _, tc := range cases {
+		if got := drainEnded(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: drainEnded = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
@@ -38,9 +40,20 @@ type Options struct {
 	MaxConcurrentMoves int
 }
 
+// IndexWorkloads indexes the manager's Workloads by the clusters their
+// status names, which the cluster controller's drain and the propagator
+// both look up: once per manager, before either controller is set up.
+func IndexWorkloads(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters)
+	return errors.Wrap(err, "cannot index Workloads by cluster")
+}
+
 // Setup adds every controller built so far to the manager and returns the
 // registry of member connections.
 func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
+	if err := IndexWorkloads(mgr); err != nil {
+		return nil, err
+	}
 	reg, err := SetupClusterController(mgr, o.Cluster)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot set up the cluster controller")

@@ -53,9 +53,9 @@ const VerdictKey = "Verdict"
 // PreFilter takes the verdict on the template the caller keeps for its
 // generation (VerdictKey), or judges it for this cycle.
 func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
-	verdict, ok := s.Read(VerdictKey)
-	v, isVerdict := verdict.(*validation.Verdict)
-	if !ok || !isVerdict {
+	verdict, _ := s.Read(VerdictKey)
+	v, ok := verdict.(*validation.Verdict)
+	if !ok {
 		v = validation.Judge(w)
 	}
 	s.Write(podSecurityKey, &podSecurityState{namespaceLabels: snap.Namespaces[w.Namespace], verdict: v})

@@ -106,27 +106,20 @@ func overrideImage(image string, o *v1alpha1.ImageOverride) (string, error) {
 	if out, err = reference.WithName(domain + "/" + path); err != nil {
 		return "", errors.Wrapf(err, "cannot override image %q", image)
 	}
-	tag, dgst := "", ""
-	if t, ok := named.(reference.Tagged); ok {
+	tag := o.Tag
+	if t, ok := named.(reference.Tagged); ok && tag == "" {
 		tag = t.Tag()
-	}
-	if d, ok := named.(reference.Digested); ok {
-		dgst = d.Digest().String()
-	}
-	if o.Tag != "" {
-		tag, dgst = o.Tag, ""
 	}
 	if tag != "" {
 		if out, err = reference.WithTag(out, tag); err != nil {
 			return "", errors.Wrapf(err, "cannot override image %q", image)
 		}
 	}
-	if dgst != "" {
-		ref, err := reference.Parse(out.String() + "@" + dgst)
-		if err != nil {
+	// A new tag drops the digest, which names the old content.
+	if d, ok := named.(reference.Digested); ok && o.Tag == "" {
+		if out, err = reference.WithDigest(out, d.Digest()); err != nil {
 			return "", errors.Wrapf(err, "cannot override image %q", image)
 		}
-		return reference.FamiliarString(ref), nil
 	}
 	return reference.FamiliarString(out), nil
 }

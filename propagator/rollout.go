@@ -1,8 +1,8 @@
 package propagator
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	deploymentutil "k8s.io/kubernetes/pkg/controller/deployment/util"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -36,7 +36,7 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 		for _, ch := range st.Outdated {
 			// A batch pod that ended ran once: a new template does not
 			// run its replica again, and its count stays.
-			if ch.Status.Phase != corev1.PodSucceeded && ch.Status.Phase != corev1.PodFailed {
+			if !podutil.IsPodPhaseTerminal(ch.Status.Phase) {
 				step.Delete = append(step.Delete, ch)
 			}
 		}

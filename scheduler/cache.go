@@ -158,9 +158,9 @@ func (c *Cache) Leaving() []types.NamespacedName {
 	return out
 }
 
-// Moving counts the placed workloads still leaving a cluster for a taint
+// Draining counts the placed workloads still leaving a cluster for a taint
 // or a deletion (PlacedWorkload.Draining): the drains in flight.
-func (c *Cache) Moving() int {
+func (c *Cache) Draining() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.draining
@@ -444,7 +444,7 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 		AntiAffinity: anti,
 	}
 	for _, lc := range w.Status.LeftClusters {
-		if lc.Reason == v1alpha1.ReasonTainted || lc.Reason == v1alpha1.ReasonClusterDeleted {
+		if v1alpha1.IsDrain(lc.Reason) {
 			p.Draining = true
 		}
 	}

@@ -63,8 +63,12 @@ type Leave struct {
 // tolerationSeconds (the smallest of the matching tolerations) moves it
 // that long after the taint's timeAdded. When it may stay, after is how
 // long until it must go (zero: no deadline). A cluster being deleted is
-// left at once.
+// left at once. A batch Workload that ran to its end (Finished) never
+// leaves: it is not run again elsewhere.
 func MustLeave(w *v1alpha1.Workload, c *ClusterInfo, tolerations []corev1.Toleration, now time.Time) (leave *Leave, after time.Duration) {
+	if w.Finished() {
+		return nil, 0
+	}
 	if c.Cluster.DeletionTimestamp != nil {
 		return &Leave{Reason: v1alpha1.ReasonClusterDeleted, Message: fmt.Sprintf("cluster %s is being deleted", c.Key)}, 0
 	}

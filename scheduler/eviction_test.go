@@ -70,6 +70,11 @@ func TestMustLeave(t *testing.T) {
 			w: st.Workload("w"), want: want{Reason: v1alpha1.ReasonUnreachable}},
 		{name: "a cluster being deleted is left at once, whatever is tolerated", cluster: st.Cluster("a", deleting),
 			w: st.Workload("w", st.Tolerate("", "Exists", "", "")), want: want{Reason: v1alpha1.ReasonClusterDeleted}},
+		{name: "a batch Workload that ran to its end never leaves, tainted or deleted", cluster: st.Cluster("a", deleting, st.Taint("k", "v", v1alpha1.TaintEffectNoExecute), added(time.Hour)),
+			w: st.Workload("w", func(w *v1alpha1.Workload) {
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
+				w.Status.SetConditions(complete, ready)
+			}), want: want{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

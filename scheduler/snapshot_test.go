@@ -192,22 +192,22 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	a.UID, b.UID = "a", "b"
 	c.UpsertWorkload(a)
 	c.UpsertWorkload(b)
-	if n := c.Moving(); n != 1 {
+	if n := c.Draining(); n != 1 {
 		t.Errorf("Moving() = %d, want 1: a drain counts, a failover does not", n)
 	}
 	c.UpsertWorkload(a) // the same copy again
-	if n := c.Moving(); n != 1 {
+	if n := c.Draining(); n != 1 {
 		t.Errorf("Moving() = %d after the same copy again, want 1", n)
 	}
 	done := a.DeepCopy()
 	done.Status.LeftClusters = nil
 	c.UpsertWorkload(done)
-	if n := c.Moving(); n != 0 {
+	if n := c.Draining(); n != 0 {
 		t.Errorf("Moving() = %d after the move ended, want 0", n)
 	}
 	c.UpsertWorkload(a)
 	c.DeleteWorkload(a)
-	if n := c.Moving(); n != 0 {
+	if n := c.Draining(); n != 0 {
 		t.Errorf("Moving() = %d after the draining workload was deleted, want 0", n)
 	}
 }

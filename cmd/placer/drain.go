@@ -225,11 +225,11 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 		lc := w.Left(key)
 		switch {
 		case deleted:
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && !served(w.Spec.SchedulerName):
+		case w.PlacedOn(key) && !served(w.Spec.SchedulerName):
 			s, why = foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key && w.Finished():
+		case w.PlacedOn(key) && w.Finished():
 			s, why = endedThere, "ran to its end there: "+finishedMessage(w)+"; not moved"
-		case w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key:
+		case w.PlacedOn(key):
 			s, why = placedThere, "placed there"
 			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
 				s, why = waitingToMove, "waiting to move: "+cond.Message

@@ -236,7 +236,7 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	if lc := w.Left(k); lc != nil {
 		return fmt.Sprintf("left (%s): %s; %d replica(s) still there to clean up", lc.Reason, lc.Message, lc.Remaining)
 	}
-	if w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == k {
+	if w.PlacedOn(k) {
 		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
 			return "committed; every replica ready"
 		}

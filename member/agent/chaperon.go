@@ -88,9 +88,10 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	pod := &corev1.Pod{}
 	err := r.client.Get(ctx, req.NamespacedName, pod)
 	switch {
-	case kerrors.IsNotFound(err) && ended(ch.Status.Phase):
-		// It ran to completion (or failed) on its own: a batch pod runs
-		// once, and its chaperon keeps how it ended.
+	case kerrors.IsNotFound(err) && podutil.IsPodPhaseTerminal(ch.Status.Phase):
+		// It ran to completion (or failed) on its own (the agent mirrors
+		// a terminal phase only then): a batch pod runs once, and its
+		// chaperon keeps how it ended.
 		return reconcile.Result{}, nil
 	case kerrors.IsNotFound(err):
 		return r.createPod(ctx, ch)
@@ -109,12 +110,6 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 	}
 	return reconcile.Result{}, r.mirror(ctx, ch, pod)
-}
-
-// ended reports whether a chaperon's pod ended on its own: the agent
-// mirrors a terminal phase only then.
-func ended(phase corev1.PodPhase) bool {
-	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,13 +36,18 @@ func (w *Workload) RejectedBy(key types.NamespacedName) bool {
 // Rejection is this generation's rejection by the cluster, expired or
 // not; nil when there is none.
 func (w *Workload) Rejection(key types.NamespacedName) *RejectedCluster {
-	for i := range w.Status.RejectedClusters {
-		rc := &w.Status.RejectedClusters[i]
-		if rc.Generation == w.Generation && w.ClusterKey(&rc.Cluster) == key {
-			return rc
-		}
+	if i := w.RejectionIndex(key); i >= 0 {
+		return &w.Status.RejectedClusters[i]
 	}
 	return nil
+}
+
+// RejectionIndex is the index of this generation's rejection by the
+// cluster in status.rejectedClusters; -1 when there is none.
+func (w *Workload) RejectionIndex(key types.NamespacedName) int {
+	return slices.IndexFunc(w.Status.RejectedClusters, func(rc RejectedCluster) bool {
+		return rc.Generation == w.Generation && w.ClusterKey(&rc.Cluster) == key
+	})
 }
 
 // Expired reports whether the rejection's backoff is over at now; one
@@ -98,6 +104,18 @@ func (w *Workload) NamedClusters() []types.NamespacedName {
 		add(&w.Status.LeftClusters[i].Cluster)
 	}
 	return out
+}
+
+// IsDrain reports whether a reason to leave a cluster is a drain (a
+// NoExecute taint of the user's, or the cluster's deletion), which
+// --max-concurrent-moves bounds, rather than the cluster's condition.
+func IsDrain(reason string) bool {
+	return reason == ReasonTainted || reason == ReasonClusterDeleted
+}
+
+// PlacedOn reports whether the Workload is placed on the cluster.
+func (w *Workload) PlacedOn(key types.NamespacedName) bool {
+	return w.Status.ClusterRef != nil && w.ClusterKey(w.Status.ClusterRef) == key
 }
 
 // Finished reports whether every replica's pod ended on its own (a

@@ -184,22 +184,33 @@ func (v *Verdict) Fails(level v1alpha1.PodSecurityLevel) []string {
 
 // Verdicts keeps each Workload's verdict for its generation (the template
 // is in the spec): a controller that looks at a Workload on every change in
-// the fleet, or on every event of its pods, judges its template once.
+// the fleet, or on every event of its pods, judges its template once, and
+// its template as each set of spec.overrides rules changes it once.
 type Verdicts struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]*Verdict
+	m  map[verdictKey]*Verdict
+}
+
+// verdictKey is a Workload and the override rules applied to its template.
+type verdictKey struct {
+	types.NamespacedName
+	rules string
 }
 
 // For returns the verdict on the Workload's template at its generation.
-func (c *Verdicts) For(w *v1alpha1.Workload) *Verdict {
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+func (c *Verdicts) For(w *v1alpha1.Workload) *Verdict { return c.ForOverridden(w, nil) }
+
+// ForOverridden returns the verdict on a Workload as delivered to a
+// cluster: its template changed by the named override rules.
+func (c *Verdicts) ForOverridden(w *v1alpha1.Workload, rules []string) *Verdict {
+	key := verdictKey{types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, strings.Join(rules, "\x00")}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.m[key]; ok && v.w.UID == w.UID && v.w.Generation == w.Generation {
 		return v
 	}
 	if c.m == nil {
-		c.m = map[types.NamespacedName]*Verdict{}
+		c.m = map[verdictKey]*Verdict{}
 	}
 	v := Judge(w)
 	c.m[key] = v
@@ -210,7 +221,11 @@ func (c *Verdicts) For(w *v1alpha1.Workload) *Verdict {
 func (c *Verdicts) Forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, key)
+	for k := range c.m {
+		if k.NamespacedName == key {
+			delete(c.m, k)
+		}
+	}
 }
 
 // Admit says why a cluster may not receive the Workload's pods, or

@@ -111,8 +111,12 @@ func TestVerdicts(t *testing.T) {
 	if third == second {
 		t.Error("a recreated Workload of the same name kept the old one's verdict")
 	}
+	overridden := c.ForOverridden(recreated, []string{"eu-mirror"})
+	if overridden == third || c.ForOverridden(recreated.DeepCopy(), []string{"eu-mirror"}) != overridden {
+		t.Error("the verdict on a template as overridden by a set of rules is not its own, once per generation")
+	}
 	c.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
-	if c.For(recreated) == third {
-		t.Error("Forget kept the verdict")
+	if c.For(recreated) == third || c.ForOverridden(recreated, []string{"eu-mirror"}) == overridden {
+		t.Error("Forget kept a verdict")
 	}
 }
