@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/placer-dev/placer/member/agent"
@@ -38,19 +41,22 @@ with whether the candidate scheduler renews its Lease.`,
 			// restarting, a partition) waits for it instead of exiting: a
 			// crash loop's growing backoff would keep the member not Ready
 			// long after its API server is back.
-			ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
-			log := ctrl.Log.WithName("agent")
-			for delay := time.Second; ; delay = min(2*delay, 10*time.Second) {
-				err := agent.EnsureCRDs(cfg)
-				if err == nil {
-					break
+			// An answer that refuses (forbidden, invalid) is not waited out.
+			log := zap.New(zap.UseDevMode(f.development)).WithName("agent")
+			var last error
+			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
+			err = wait.ExponentialBackoffWithContext(cmd.Context(), backoff, func(context.Context) (bool, error) {
+				if last = agent.EnsureCRDs(cfg); last == nil || refused(last) {
+					return true, last
 				}
-				log.Error(err, "cannot install placer's CRDs yet; retrying", "after", delay.String())
-				select {
-				case <-cmd.Context().Done():
-					return errors.Wrap(err, "cannot install placer's CRDs")
-				case <-time.After(delay):
+				log.Error(last, "cannot install placer's CRDs yet; retrying")
+				return false, nil
+			})
+			if err != nil {
+				if last != nil {
+					err = last
 				}
+				return errors.Wrap(err, "cannot install placer's CRDs")
 			}
 			mgr, err := f.newManager(cfg, "placer-agent")
 			if err != nil {
@@ -76,4 +82,9 @@ with whether the candidate scheduler renews its Lease.`,
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat-interval", 10*time.Second, "most time between two writes of the ClusterSummary: the manager counts the cluster not Ready when the summary stops changing (--cluster-heartbeat-grace)")
 	cmd.Flags().StringVar(&candidateLease, "candidate-scheduler-lease", "placer-system/placer-candidate-scheduler", "NAMESPACE/NAME of the candidate scheduler's leader election Lease: the summary says whether it is renewed, and the manager counts the cluster Ready only while it is; empty: not checked")
 	return cmd
+}
+
+// refused reports an answer of the API server that a retry does not change.
+func refused(err error) bool {
+	return kerrors.IsForbidden(err) || kerrors.IsUnauthorized(err) || kerrors.IsInvalid(err) || kerrors.IsBadRequest(err)
 }

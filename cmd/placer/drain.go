@@ -4,26 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/fleetwait"
 	"github.com/placer-dev/placer/scheduler"
 )
 
 func newDrainCommand() *cobra.Command {
-	f := &clientFlags{}
-	var namespace, schedulerConf string
+	f := &targetFlags{}
+	var schedulerConf string
 	var wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -42,7 +42,7 @@ taint away.
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, key, err := f.clusterTarget(args[0], namespace)
+			c, key, err := f.target(args[0])
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 			if err != nil {
 				return err
 			}
-			if err := drain(cmd.Context(), c, key); err != nil {
+			if err := cordon.Drain(cmd.Context(), c, key); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s tainted %s:NoExecute\n", key, v1alpha1.TaintClusterDraining)
@@ -63,8 +63,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the KubernetesCluster when CLUSTER has none")
+	f.register(fs, "KubernetesCluster")
 	fs.BoolVar(&wait, "wait", false, "wait until no Workload runs in the cluster any more")
 	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
 	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file, for the schedulerNames placer serves; the default profile when empty")
@@ -72,8 +71,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 }
 
 func newUncordonCommand() *cobra.Command {
-	f := &clientFlags{}
-	var namespace string
+	f := &targetFlags{}
 	cmd := &cobra.Command{
 		Use:   "uncordon [NAMESPACE/]CLUSTER",
 		Short: "Let Workloads land on a drained or cordoned cluster again",
@@ -82,11 +80,11 @@ set and clear spec.unschedulable. Workloads that moved away stay where they
 are now.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, key, err := f.clusterTarget(args[0], namespace)
+			c, key, err := f.target(args[0])
 			if err != nil {
 				return err
 			}
-			if err := uncordon(cmd.Context(), c, key); err != nil {
+			if err := cordon.Uncordon(cmd.Context(), c, key); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s uncordoned\n", key)
@@ -94,15 +92,27 @@ are now.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the KubernetesCluster when CLUSTER has none")
+	f.register(fs, "KubernetesCluster")
 	return cmd
 }
 
-// clusterTarget is a client of the management cluster that can also
-// watch, and the KubernetesCluster [NAMESPACE/]NAME names.
-func (f *clientFlags) clusterTarget(arg, namespace string) (client.WithWatch, types.NamespacedName, error) {
-	key := types.NamespacedName{Namespace: namespace, Name: arg}
+// targetFlags name one object of the management cluster, [NAMESPACE/]NAME,
+// for the commands a user runs against it (drain, uncordon, explain).
+type targetFlags struct {
+	clientFlags
+	namespace string
+}
+
+// register adds --kubeconfig and --namespace; kind names the object.
+func (f *targetFlags) register(fs *pflag.FlagSet, kind string) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
+	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the "+kind+" when the argument names none")
+}
+
+// target is a client of the management cluster that can also watch, and
+// the object [NAMESPACE/]NAME names.
+func (f *targetFlags) target(arg string) (client.WithWatch, types.NamespacedName, error) {
+	key := types.NamespacedName{Namespace: f.namespace, Name: arg}
 	if ns, name, ok := strings.Cut(arg, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
 	}
@@ -114,23 +124,6 @@ func (f *clientFlags) clusterTarget(arg, namespace string) (client.WithWatch, ty
 	return c, key, errors.Wrap(err, "cannot create a client")
 }
 
-// editCluster changes a KubernetesCluster's spec with a patch that fails
-// if the cluster changed meanwhile (spec.taints is one list), retried on
-// conflict with backoff.
-func editCluster(ctx context.Context, c client.Client, key types.NamespacedName, edit func(kc *v1alpha1.KubernetesCluster) bool) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		kc := &v1alpha1.KubernetesCluster{}
-		if err := c.Get(ctx, key, kc); err != nil {
-			return errors.Wrapf(err, "cannot get KubernetesCluster %s", key)
-		}
-		orig := kc.DeepCopy()
-		if !edit(kc) {
-			return nil
-		}
-		return c.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
-}
-
 // servedBy is whether placer's scheduler serves a schedulerName.
 func servedBy(conf *scheduler.Configuration) func(string) bool {
 	names := map[string]bool{}
@@ -138,34 +131,6 @@ func servedBy(conf *scheduler.Configuration) func(string) bool {
 		names[p.SchedulerName] = true
 	}
 	return func(n string) bool { return names[n] }
-}
-
-// drain taints the cluster TaintClusterDraining:NoExecute, once.
-func drain(ctx context.Context, c client.Client, key types.NamespacedName) error {
-	return editCluster(ctx, c, key, func(kc *v1alpha1.KubernetesCluster) bool {
-		if slices.ContainsFunc(kc.Spec.Taints, isDrainTaint) {
-			return false
-		}
-		now := metav1.Now()
-		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &now})
-		return true
-	})
-}
-
-// uncordon removes the drain taint and clears spec.unschedulable.
-func uncordon(ctx context.Context, c client.Client, key types.NamespacedName) error {
-	return editCluster(ctx, c, key, func(kc *v1alpha1.KubernetesCluster) bool {
-		if !kc.Spec.Unschedulable && !slices.ContainsFunc(kc.Spec.Taints, isDrainTaint) {
-			return false
-		}
-		kc.Spec.Unschedulable = false
-		kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, isDrainTaint)
-		return true
-	})
-}
-
-func isDrainTaint(t v1alpha1.ClusterTaint) bool {
-	return t.Key == v1alpha1.TaintClusterDraining && t.Effect == v1alpha1.TaintEffectNoExecute
 }
 
 // until says when following a cluster ends.
@@ -209,6 +174,28 @@ func (u until) done(s stay) bool {
 	}
 }
 
+// stayOf is why a Workload still concerns the cluster, and what to say of it.
+func stayOf(w *v1alpha1.Workload, key types.NamespacedName, served func(schedulerName string) bool) (stay, string) {
+	switch lc := w.Left(key); {
+	case w.PlacedOn(key) && !served(w.Spec.SchedulerName):
+		return foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
+	case w.PlacedOn(key) && w.Finished():
+		return endedThere, "ran to its end there: " + finishedMessage(w) + "; not moved"
+	case w.PlacedOn(key):
+		if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
+			return waitingToMove, "waiting to move: " + cond.Message
+		}
+		return placedThere, "placed there"
+	case lc != nil:
+		to := "nowhere yet"
+		if w.Status.ClusterRef != nil {
+			to = w.ClusterKey(w.Status.ClusterRef).String()
+		}
+		return copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", to, lc.Reason, lc.Remaining)
+	}
+	return none, ""
+}
+
 // follow watches the Workloads that concern a cluster until u, printing
 // each change: where a Workload went and why.
 func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.NamespacedName, u until, served func(schedulerName string) bool) error {
@@ -222,24 +209,8 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 	track := func(w *v1alpha1.Workload, deleted bool) {
 		k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 		s, why := none, ""
-		lc := w.Left(key)
-		switch {
-		case deleted:
-		case w.PlacedOn(key) && !served(w.Spec.SchedulerName):
-			s, why = foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
-		case w.PlacedOn(key) && w.Finished():
-			s, why = endedThere, "ran to its end there: "+finishedMessage(w)+"; not moved"
-		case w.PlacedOn(key):
-			s, why = placedThere, "placed there"
-			if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
-				s, why = waitingToMove, "waiting to move: "+cond.Message
-			}
-		case lc != nil:
-			to := "nowhere yet"
-			if w.Status.ClusterRef != nil {
-				to = w.ClusterKey(w.Status.ClusterRef).String()
-			}
-			s, why = copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", to, lc.Reason, lc.Remaining)
+		if !deleted {
+			s, why = stayOf(w, key, served)
 		}
 		prev, was := on[k]
 		switch {
@@ -270,7 +241,14 @@ func follow(ctx context.Context, out io.Writer, c client.WithWatch, key types.Na
 	}
 	err := fleetwait.Each(ctx, c, &v1alpha1.Workload{}, &v1alpha1.WorkloadList{}, track, finished)
 	if err != nil {
-		return errors.Wrapf(err, "%d Workload(s) still concern %s", len(on), key)
+		var waiting []string
+		for k, s := range on {
+			if !u.done(s.stay) {
+				waiting = append(waiting, k.String()+" ("+s.why+")")
+			}
+		}
+		sort.Strings(waiting)
+		return errors.Wrapf(err, "%d Workload(s) still concern %s: %s", len(waiting), key, strings.Join(waiting, "; "))
 	}
 	if u == drained {
 		fmt.Fprintf(out, "KubernetesCluster %s drained\n", key)

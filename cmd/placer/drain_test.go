@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/scheduler"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -64,13 +67,6 @@ func TestDrain(t *testing.T) {
 	}
 	onA := place("on-a", "a")
 	place("on-b", "b")
-	// Moved away, but no cluster took it yet: its copies on a still count.
-	unplaced := place("unplaced", "a")
-	unplaced.Status.ClusterRef = nil
-	unplaced.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
-	if err := env.Client.Status().Update(ctx, unplaced); err != nil {
-		t.Fatal(err)
-	}
 	key := types.NamespacedName{Namespace: "default", Name: "a"}
 
 	taints := func() []v1alpha1.ClusterTaint {
@@ -81,11 +77,11 @@ func TestDrain(t *testing.T) {
 		return kc.Spec.Taints
 	}
 	for range 2 {
-		if err := drain(ctx, env.Client, key); err != nil {
+		if err := cordon.Drain(ctx, env.Client, key); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := taints(); len(got) != 1 || !isDrainTaint(got[0]) || got[0].TimeAdded == nil {
+	if got := taints(); len(got) != 1 || !cordon.IsDrainTaint(got[0]) || got[0].TimeAdded == nil {
 		t.Fatalf("taints after draining twice = %+v, want one %s:NoExecute with a timeAdded", got, v1alpha1.TaintClusterDraining)
 	}
 
@@ -110,6 +106,14 @@ func TestDrain(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("follow returned while copies are left on the cluster: %v\n%s", err, out.String())
 	case <-time.After(2 * time.Second):
+	}
+	// Before on-a's copies go, another Workload moves away with no
+	// cluster to take it yet: its copies on a count.
+	unplaced := place("unplaced", "b")
+	unplaced.Status.ClusterRef = nil
+	unplaced.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
+	if err := env.Client.Status().Update(ctx, unplaced); err != nil {
+		t.Fatal(err)
 	}
 	onA.Status.LeftClusters = nil
 	if err := env.Client.Status().Update(ctx, onA); err != nil {
@@ -136,10 +140,49 @@ func TestDrain(t *testing.T) {
 		t.Errorf("output names a Workload of another cluster:\n%s", out.String())
 	}
 
-	if err := uncordon(ctx, env.Client, key); err != nil {
+	if err := cordon.Uncordon(ctx, env.Client, key); err != nil {
 		t.Fatal(err)
 	}
-	if got := taints(); slices.ContainsFunc(got, isDrainTaint) {
+	if got := taints(); slices.ContainsFunc(got, cordon.IsDrainTaint) {
 		t.Errorf("taints after uncordon = %+v", got)
+	}
+}
+
+// TestStayOf: what keeps following a cluster, in each mode.
+func TestStayOf(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	served := servedBy(scheduler.DefaultConfiguration())
+	left := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
+	}
+	cases := []struct {
+		name string
+		w    *v1alpha1.Workload
+		want stay
+		// done in the modes drained, moved, cleaned.
+		done [3]bool
+	}{
+		{"placed there", st.Workload("w", st.PlacedOn("a")), placedThere, [3]bool{false, false, true}},
+		{"waiting to move", st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+			w.Status.SetConditions(xpv2.Condition{Type: v1alpha1.TypeScheduled, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonMovePending})
+		}), waitingToMove, [3]bool{false, true, true}},
+		{"another scheduler's", st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.Spec.SchedulerName = "other" }), foreign, [3]bool{false, true, true}},
+		{"ran to its end there", st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+			w.Status.SetConditions(complete, ready)
+		}), endedThere, [3]bool{true, true, true}},
+		{"moved, copies left", st.Workload("w", st.PlacedOn("b"), left), copiesLeft, [3]bool{false, true, false}},
+		{"elsewhere", st.Workload("w", st.PlacedOn("b")), none, [3]bool{true, true, true}},
+	}
+	for _, tc := range cases {
+		got, why := stayOf(tc.w, key, served)
+		if got != tc.want || (got == none) != (why == "") {
+			t.Errorf("%s: stayOf = %v %q, want %v", tc.name, got, why, tc.want)
+		}
+		for i, u := range []until{drained, moved, cleaned} {
+			if d := u.done(got); d != tc.done[i] {
+				t.Errorf("%s: done in mode %d = %v, want %v", tc.name, u, d, tc.done[i])
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/fleetwait"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -28,7 +29,7 @@ const sandboxToleration = 15
 func showFleetDynamics(ctx context.Context, out io.Writer, c client.WithWatch, drainee string, cut *local.Cluster, each time.Duration) error {
 	key := types.NamespacedName{Namespace: "default", Name: drainee}
 	fmt.Fprintf(out, "\nDraining %s (placer drain %s): its Workloads move, proven elsewhere before their pods there go ...\n", drainee, drainee)
-	if err := drain(ctx, c, key); err != nil {
+	if err := cordon.Drain(ctx, c, key); err != nil {
 		return err
 	}
 	served := servedBy(scheduler.DefaultConfiguration())
@@ -38,7 +39,7 @@ func showFleetDynamics(ctx context.Context, out io.Writer, c client.WithWatch, d
 	if err != nil {
 		return err
 	}
-	if err := uncordon(ctx, c, key); err != nil {
+	if err := cordon.Uncordon(ctx, c, key); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Uncordoned %s (placer uncordon %s).\n", drainee, drainee)

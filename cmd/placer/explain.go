@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/scheduler"
@@ -25,8 +24,8 @@ import (
 )
 
 func newExplainCommand() *cobra.Command {
-	f := &clientFlags{}
-	var namespace, schedulerConf string
+	f := &targetFlags{}
+	var schedulerConf string
 	cmd := &cobra.Command{
 		Use:   "explain [NAMESPACE/]NAME",
 		Short: "Explain where a Workload landed and why not elsewhere",
@@ -40,17 +39,9 @@ the first failure), leaving the Workload itself out of the placed ones.
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key := types.NamespacedName{Namespace: namespace, Name: args[0]}
-			if ns, name, ok := strings.Cut(args[0], "/"); ok {
-				key = types.NamespacedName{Namespace: ns, Name: name}
-			}
-			cfg, err := f.restConfig()
+			c, key, err := f.target(args[0])
 			if err != nil {
 				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})
-			if err != nil {
-				return errors.Wrap(err, "cannot create a client")
 			}
 			conf, err := scheduler.LoadConfiguration(schedulerConf)
 			if err != nil {
@@ -64,8 +55,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the Workload when NAME has none")
+	f.register(fs, "Workload")
 	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file; the default profile when empty")
 	return cmd
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -69,21 +67,14 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 func waitSettled(ctx context.Context, c client.WithWatch, w *v1alpha1.Workload, timeout time.Duration) (*v1alpha1.Workload, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	lw := fleetwait.ListWatch(ctx, c, w, &v1alpha1.WorkloadList{})
-	last := w
-	settled := func(w *v1alpha1.Workload) bool {
-		last = w
+	err := fleetwait.Until(ctx, c, w, &v1alpha1.WorkloadList{}, func(w *v1alpha1.Workload) bool {
 		return w.Status.ClusterRef != nil && (w.Finished() || w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue) ||
 			w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &v1alpha1.Workload{}, nil, func(e watch.Event) (bool, error) {
-		o, ok := e.Object.(*v1alpha1.Workload)
-		return ok && e.Type != watch.Deleted && settled(o), nil
 	})
 	if err != nil {
-		return last, errors.Errorf("neither Ready nor Unschedulable within %s", timeout)
+		return w, errors.Errorf("neither Ready nor Unschedulable within %s", timeout)
 	}
-	return last, nil
+	return w, nil
 }
 
 // printPlacements prints the placement table: each example, where it

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -201,19 +202,23 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	fmt.Fprintf(out, "\nApplying the %d Workloads of examples/, one at a time ...\n", len(exs))
 	placements := applyExamples(ctx, out, c, exs, 2*time.Minute)
 	printPlacements(out, placements)
-	if err := showFleetDynamics(ctx, out, c, members[0].name, clusters[2], 2*time.Minute); err != nil {
-		return errors.Wrap(err, "fleet dynamics")
-	}
 	failed := 0
 	for _, p := range placements {
 		if !p.ok() {
 			failed++
 		}
 	}
+	if o.once && failed > 0 {
+		// Reported as what it is, before the fleet moves on.
+		return errors.Errorf("%d of %d examples did not land where they say", failed, len(placements))
+	}
+	// Drain small; cut large off (clusters[0] is the management cluster,
+	// the members follow in fleet order).
+	cut := clusters[1+slices.IndexFunc(members, func(m member) bool { return m.name == "large" })]
+	if err := showFleetDynamics(ctx, out, c, "small", cut, 2*time.Minute); err != nil {
+		return errors.Wrap(err, "fleet dynamics")
+	}
 	if o.once {
-		if failed > 0 {
-			return errors.Errorf("%d of %d examples did not land where they say", failed, len(placements))
-		}
 		return nil
 	}
 	fmt.Fprintf(out, `

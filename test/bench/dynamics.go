@@ -12,11 +12,11 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/fleetwait"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -74,7 +74,7 @@ func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 	return nil
 }
 
-// create makes n Workloads in ns preferring cluster, and waits until each
+// createOn makes n Workloads in ns preferring cluster, and waits until each
 // one runs there, Ready.
 func createOn(ctx context.Context, f *fleet, ns, cluster string, n int, replicas int32, opt func(*v1alpha1.Workload)) error {
 	its := make([]item, n)
@@ -169,20 +169,19 @@ func removeAll(ctx context.Context, f *fleet, ns string) error {
 // fleetReady waits until every member is Ready again, untainted by the
 // measure before.
 func fleetReady(ctx context.Context, o options, f *fleet) error {
-	want := map[string]int32{}
-	for _, m := range f.members {
-		want[m.Name()] = int32(o.nodes)
-	}
-	if err := fleetwait.ClustersReady(ctx, f.mc, "default", want); err != nil {
+	if err := f.waitClustersReady(ctx, o); err != nil {
 		return err
 	}
-	for _, m := range f.members {
-		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()}}
-		if err := fleetwait.Until(ctx, f.mc, kc, &v1alpha1.KubernetesClusterList{}, func(kc *v1alpha1.KubernetesCluster) bool { return len(kc.Spec.Taints) == 0 }); err != nil {
-			return err
-		}
-	}
-	return nil
+	tainted := map[string]bool{}
+	return fleetwait.Each(ctx, f.mc, &v1alpha1.KubernetesCluster{}, &v1alpha1.KubernetesClusterList{},
+		func(kc *v1alpha1.KubernetesCluster, deleted bool) {
+			if deleted || len(kc.Spec.Taints) == 0 {
+				delete(tainted, kc.Name)
+			} else {
+				tainted[kc.Name] = true
+			}
+		},
+		func() bool { return len(tainted) == 0 })
 }
 
 // failover: n Workloads run on member-0, tolerating its being unreachable
@@ -257,7 +256,7 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	logf("drain: %d Workloads run on %s; tainting it", n, from)
 	key := client.ObjectKey{Namespace: "default", Name: from}
 	start := time.Now()
-	if err := taint(ctx, f, key, true); err != nil {
+	if err := cordon.Drain(ctx, f.mc, key); err != nil {
 		return r, err
 	}
 	var err error
@@ -269,26 +268,8 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	}
 	r.total = r.per.pct(100)
 	logf("drain: %d Workloads moved off %s, p50 %s, p99 %s; least ready fraction %.2f", n, from, r.per.pct(50), r.per.pct(99), r.minFrac)
-	if err := taint(ctx, f, key, false); err != nil {
+	if err := cordon.Uncordon(ctx, f.mc, key); err != nil {
 		return r, err
 	}
 	return r, removeAll(ctx, f, "drain")
-}
-
-// taint adds or removes the drain taint placer drain sets, with a patch
-// that fails if the cluster changed meanwhile (the cluster controller
-// writes the same list), retried.
-func taint(ctx context.Context, f *fleet, key client.ObjectKey, on bool) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		kc := &v1alpha1.KubernetesCluster{}
-		if err := f.mc.Get(ctx, key, kc); err != nil {
-			return err
-		}
-		orig := kc.DeepCopy()
-		kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == v1alpha1.TaintClusterDraining })
-		if on {
-			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute})
-		}
-		return f.mc.Patch(ctx, kc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
 }

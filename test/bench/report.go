@@ -103,7 +103,6 @@ func triple(l latencies) string {
 	return fmt.Sprintf("%s / %s / %s", ms(l.pct(50)), ms(l.pct(90)), ms(l.pct(99)))
 }
 
-// report writes results.csv, results.md and latency.svg, and prints the table.
 // header says when and where the run was, and the command that repeats
 // it: the fleet's flags, the components' limits, and the measure's own.
 func header(b *strings.Builder, o options, measure string) {
@@ -113,6 +112,7 @@ func header(b *strings.Builder, o options, measure string) {
 		o.members, o.nodes, o.componentQPS, o.componentBurst, measure)
 }
 
+// report writes results.csv, results.md and latency.svg, and prints the table.
 func report(o options, rs []phaseResult, rss map[string]int64) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), rs); err != nil {
 		return err

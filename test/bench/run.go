@@ -81,6 +81,18 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("client QPS %g burst %d; component QPS %g burst %d; %d members × %d nodes; %d single-replica + %d × %d-replica workloads per phase",
 		o.qps, o.burst, o.componentQPS, o.componentBurst, o.members, o.nodes, o.workloads, o.multi, o.multiReplicas)
+	// Checked before a fleet is started for it.
+	var sizes []int
+	for _, s := range strings.Split(o.dynamics, ",") {
+		if o.dynamics == "" {
+			break
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-dynamics %q: want positive numbers separated by commas", o.dynamics)
+		}
+		sizes = append(sizes, n)
+	}
 	f, err := startFleet(ctx, o)
 	if f != nil {
 		defer f.close()
@@ -88,15 +100,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.dynamics != "" {
-		var sizes []int
-		for _, s := range strings.Split(o.dynamics, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n <= 0 {
-				return fmt.Errorf("-dynamics %q: want positive numbers separated by commas", o.dynamics)
-			}
-			sizes = append(sizes, n)
-		}
+	if len(sizes) > 0 {
 		return dynamics(ctx, o, f, sizes)
 	}
 	rec := newRecorder()
