@@ -336,7 +336,7 @@ func (c *Connection) Tenant(namespace string) (client.Client, error) {
 		Timeout:   c.HTTPClient.Timeout,
 	}
 	cl, err := client.New(c.Config, client.Options{HTTPClient: hc, Scheme: memberScheme, Mapper: c.reader.RESTMapper(),
-		Cache: &client.CacheOptions{Reader: c.cache, DisableFor: []client.Object{&corev1.Service{}}}})
+		Cache: &client.CacheOptions{Reader: c.cache, DisableFor: []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.ServiceAccount{}}}})
 	if err != nil {
 		return nil, errors.Wrap(err, errTenantClient)
 	}

@@ -38,10 +38,11 @@ func TestDeploymentManifests(t *testing.T) {
 	}
 	want := map[string][]string{
 		"management": {"Namespace/placer-system", "Deployment/placer-manager", "CustomResourceDefinition/workloads.compute.placer.dev", "CustomResourceDefinition/kubernetesclusters.compute.placer.dev",
-			"ClusterRole/placer-manager", "ClusterRoleBinding/placer-manager", "ServiceAccount/placer-manager"},
+			"ClusterRole/placer-manager", "ClusterRoleBinding/placer-manager", "ServiceAccount/placer-manager",
+			"ClusterRole/placer-manager-resources", "ClusterRoleBinding/placer-manager-resources"},
 		"member": {"Namespace/placer-system", "Deployment/placer-agent", "Deployment/placer-candidate-scheduler", "CustomResourceDefinition/podchaperons.multicluster.placer.dev",
 			"CustomResourceDefinition/clustersummaries.multicluster.placer.dev", "ClusterRole/placer-agent", "ClusterRole/placer-candidate-scheduler",
-			"ClusterRole/placer-member-access", "ClusterRole/placer-member-access-namespace", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
+			"ClusterRole/placer-member-access", "ClusterRole/placer-member-access-namespace", "ClusterRole/placer-member-dependencies", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
 	}
 	for dir, kinds := range want {
 		objs := render(t, dir)

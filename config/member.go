@@ -24,6 +24,9 @@ import (
 const (
 	ManagerRole          = "placer-member-access"
 	ManagerNamespaceRole = "placer-member-access-namespace"
+	// DependenciesRole is the opt-in role that lets a tenant's
+	// ConfigMaps, Secrets and ServiceAccounts follow its pods.
+	DependenciesRole = "placer-member-dependencies"
 	// ImpersonateRolePrefix names the ClusterRole that lets the manager
 	// act for one tenant: placer-impersonate-<management namespace>.
 	ImpersonateRolePrefix = "placer-impersonate-"
@@ -60,6 +63,11 @@ func clusterRoles(file string) ([]*rbacv1.ClusterRole, error) {
 // the cluster-wide read-only one and the one bound per opened namespace.
 func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
 	return clusterRoles("member/manager-role.yaml")
+}
+
+// DependenciesRoles returns the opt-in ClusterRole of dependencies-role.yaml.
+func DependenciesRoles() ([]*rbacv1.ClusterRole, error) {
+	return clusterRoles("member/dependencies-role.yaml")
 }
 
 // createRoles creates ClusterRoles, leaving those that exist as they are.
@@ -118,10 +126,30 @@ func OpenNamespace(ctx context.Context, cs kubernetes.Interface, managerUser, te
 	if err := bindUser(ctx, cs, managerUser, imp.Name); err != nil {
 		return err
 	}
+	return bindTenant(ctx, cs, tenant, namespace, ManagerNamespaceRole)
+}
+
+// OpenDependencies lets the Workloads of a tenant that namespace is open
+// to (OpenNamespace) copy the ConfigMaps, Secrets and ServiceAccounts
+// their pods need there: it installs config/member/dependencies-role.yaml
+// if it is not, and binds it to the tenant's user in the namespace.
+func OpenDependencies(ctx context.Context, cs kubernetes.Interface, tenant, namespace string) error {
+	roles, err := DependenciesRoles()
+	if err != nil {
+		return err
+	}
+	if err := createRoles(ctx, cs, roles); err != nil {
+		return err
+	}
+	return bindTenant(ctx, cs, tenant, namespace, DependenciesRole)
+}
+
+// bindTenant binds a ClusterRole to a tenant's user in one namespace.
+func bindTenant(ctx context.Context, cs kubernetes.Interface, tenant, namespace, role string) error {
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ManagerNamespaceRole + "-" + tenant},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ManagerNamespaceRole},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tenantUser}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: role + "-" + tenant},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: mcv1alpha1.TenantUser(tenant)}},
 	}
 	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, rb, metav1.CreateOptions{}); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 		return errors.Wrapf(err, "cannot create RoleBinding %s/%s", namespace, rb.Name)

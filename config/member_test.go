@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 
 // TestMemberRoleIsLeastPrivilege acts as the manager's identity in a real
 // member cluster: it manages PodChaperons and Services, and is refused
-// Pods, Secrets and Nodes, and writes outside the namespaces opened to it.
+// Pods, Secrets and Nodes, and writes outside the namespaces opened to it;
+// a tenant writes Secrets, ConfigMaps and ServiceAccounts by name only
+// where the member opts in to its dependencies.
 func agentClient(t *testing.T, member *local.Cluster) client.Client {
 	t.Helper()
 	c, err := client.New(member.RESTConfig(), client.Options{Scheme: testenv.Scheme()})
@@ -44,7 +47,7 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := kubernetes.NewForConfigOrDie(member.RESTConfig())
-	for _, ns := range []string{"apps", "closed"} {
+	for _, ns := range []string{"apps", "closed", "nodeps"} {
 		if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +55,13 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	if err := config.GrantManager(ctx, admin, "placer-manager"); err != nil {
 		t.Fatal(err)
 	}
-	if err := config.OpenNamespace(ctx, admin, "placer-manager", "team-a", "apps"); err != nil {
+	for _, ns := range []string{"apps", "nodeps"} {
+		if err := config.OpenNamespace(ctx, admin, "placer-manager", "team-a", ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only apps opts in to the tenant's dependencies.
+	if err := config.OpenDependencies(ctx, admin, "team-a", "apps"); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's summary, as the agent would write it.
@@ -108,6 +117,29 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	if err := c.Delete(ctx, ch); err != nil {
 		t.Errorf("cannot delete a PodChaperon: %v", err)
 	}
+	// Where the namespace opts in, the tenant copies what its pods need,
+	// by name.
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "apps"}, StringData: map[string]string{"k": "v"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "apps"}, Data: map[string]string{"k": "v"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "apps"}},
+	} {
+		kind := fmt.Sprintf("%T", o)
+		if err := c.Create(ctx, o); err != nil {
+			t.Errorf("cannot create a %s where dependencies are opted in: %v", kind, err)
+			continue
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Errorf("cannot get a %s: %v", kind, err)
+		}
+		o.SetAnnotations(map[string]string{"x": "y"})
+		if err := c.Update(ctx, o); err != nil {
+			t.Errorf("cannot update a %s: %v", kind, err)
+		}
+		if err := c.Delete(ctx, o); err != nil {
+			t.Errorf("cannot delete a %s: %v", kind, err)
+		}
+	}
 
 	closed := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "closed"}, Spec: ch.Spec}
 	refused := map[string]func() error{
@@ -127,6 +159,16 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 			tc.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
 			_, err := kubernetes.NewForConfigOrDie(tc).CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 			return err
+		},
+		"create a Secret where the namespace is open but not to dependencies": func() error {
+			return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "nodeps"}})
+		},
+		"create a ConfigMap in a namespace not opened": func() error {
+			return c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "closed"}})
+		},
+		"list a tenant's Secrets, even where its dependencies go": func() error { return c.List(ctx, &corev1.SecretList{}, client.InNamespace("apps")) },
+		"create a Secret as a tenant the namespace's dependencies are not opened to": func() error {
+			return as("team-b").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "apps"}})
 		},
 		"get pods":     func() error { _, err := cs.CoreV1().Pods("default").Get(ctx, "x", metav1.GetOptions{}); return err },
 		"list pods":    func() error { _, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); return err },

@@ -60,7 +60,7 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 		}
 		// StopBeforeStart: in the foreground, so that a chaperon's absence
 		// confirms its pod's.
-		if err := deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
+		if err := r.deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
 			return err
 		}
 	}
@@ -131,7 +131,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, key)
 			continue
 		}
-		if err := deleteIn(ctx, m, w, chs, false); err != nil {
+		if err := r.deleteIn(ctx, m, w, chs, false); err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
@@ -147,13 +147,19 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 }
 
 // deleteIn deletes the Workload's chaperons (chs, in whatever namespaces
-// they are) and its Service in one member, as the Workload's tenant. What
+// they are), its Service and its use of the copies of its dependencies in
+// one member, as the Workload's tenant. What
 // the member's API server forbids the tenant to read there, placer cannot
 // have made. With foreground, a chaperon stays (being deleted) until its
 // pod is gone, so that its absence confirms the pod's.
-func deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, foreground bool) error {
+func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, foreground bool) error {
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
+		return err
+	}
+	// First, while its chaperons still bring the Workload back here if
+	// this fails.
+	if err := r.releaseAll(ctx, cl, m, w); err != nil {
 		return err
 	}
 	namespaces := map[string]bool{}

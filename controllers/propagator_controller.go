@@ -12,6 +12,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,6 +88,10 @@ type PropagatorReconciler struct {
 	written writtenWorkloads
 	// verdicts on the Workloads' templates, once per generation.
 	verdicts validation.Verdicts
+	// sources are the objects that go with the pods (nil: none is read,
+	// as if no Workload needed any); copied, what was copied already.
+	sources dependencySources
+	copied  copied
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -107,6 +112,15 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	r := NewPropagatorReconciler(mgr.GetClient(), o.Registry, o.HandshakeTimeout,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-propagator")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		logging.NewLogrLogger(mgr.GetLogger().WithName("propagator")))
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return errors.Wrap(err, "cannot create a dynamic client")
+	}
+	sources := newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
+	r.sources = sources
+	if err := mgr.Add(closer(sources.close)); err != nil {
+		return errors.Wrap(err, "cannot stop the dependency watches with the manager")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("propagator").
 		For(&v1alpha1.Workload{}).
@@ -154,6 +168,10 @@ type scope struct {
 	// verdict on the template and the namespace's labels, for admission.
 	verdict         *validation.Verdict
 	namespaceLabels map[string]string
+	// deps are what each delivered Workload's pods need (resolve);
+	// watched: the sources were pointed at them.
+	deps    map[*v1alpha1.Workload]*dependencies
+	watched bool
 
 	// done: the phases ran to the end, so candidates outside keep may go
 	// once the status (with this reconcile's rejections) is written.
@@ -278,6 +296,9 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		if kerrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
+			if r.sources != nil {
+				r.sources.forget(req.NamespacedName)
+			}
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}

@@ -33,6 +33,11 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 		// Rejected, or candidates were just created: nothing to count yet.
 		return false, nil
 	case d.Action == propagator.Deliver:
+		// Kept in sync with their sources (whose watches enqueue the
+		// Workload), and there before a new replica binds.
+		if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true); err != nil {
+			return true, err
+		}
 		if err := r.allow(ctx, s.member, s.w, st.ToAllow); err != nil {
 			return true, err
 		}

@@ -105,6 +105,9 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, reason, msg)
 		return false, nil
 	}
+	if held, done := r.holdForDependencies(s, delivered); held {
+		return done, nil
+	}
 	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
@@ -188,6 +191,16 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 	age := time.Since(oldest(s.chaperons))
 	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
+	// What the pods need is there before the first of them binds.
+	if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true); err != nil {
+		if !forbidden(err) {
+			return true, err
+		}
+		// The member does not let this tenant copy them there.
+		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
+		s.committed, s.decision = false, propagator.Decision{Action: propagator.Reject}
+		return false, nil
+	}
 	if err := r.allow(ctx, s.member, s.w, s.state.ToAllow); err != nil {
 		return true, err
 	}
@@ -222,6 +235,18 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	}
 	ns := m.TargetNamespace(w)
 	noHold := chosen && (st.Allowed > 0 || w.ReplicaCount() == 1)
+	if len(st.Missing) > 0 {
+		if d := r.resolve(s, w); len(d.problems) > 0 || d.waiting {
+			// A runner-up whose overrides need what is missing gets no
+			// candidate; the chosen cluster was held before.
+			return st, chs, nil
+		}
+		// Candidates that bind without a hold find everything there; the
+		// others their ServiceAccount, without which no pod is admitted.
+		if err := r.deliverDependencies(ctx, s, m, w, noHold); err != nil {
+			return st, nil, err
+		}
+	}
 	for _, i := range st.Missing {
 		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, noHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			return st, nil, errors.Wrap(err, errCreateChaperon)

@@ -124,7 +124,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			// Make before break: the old pods serve until the new ones do.
 			stillReady += propagator.Observe(w, chs).Ready
 		case !allDeleting(chs):
-			if err := deleteIn(ctx, m, w, chs, stopFirst); err != nil {
+			if err := r.deleteIn(ctx, m, w, chs, stopFirst); err != nil {
 				return true, err
 			}
 		}

@@ -37,6 +37,11 @@ const (
 	ReasonNameConflict = "NameConflict"
 	// ReasonServiceRefused: the member's API server refused the Service (Ready).
 	ReasonServiceRefused = "ServiceRefused"
+	// ReasonMissingDependency: a ConfigMap, Secret, ServiceAccount or
+	// connection Secret the pods need does not exist (or cannot be read)
+	// in the Workload's namespace: nothing new is started until it does
+	// (Ready).
+	ReasonMissingDependency = "MissingDependency"
 )
 
 // Scheduled is the Scheduled condition of a Workload placed on a cluster.

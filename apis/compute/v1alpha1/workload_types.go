@@ -440,6 +440,18 @@ type WorkloadSpec struct {
 	// +optional
 	TargetService *corev1.ServiceSpec `json:"targetService,omitempty"`
 
+	// Resources are objects of the Workload's namespace that go with the
+	// pods to the cluster they run in, beside the ConfigMaps, Secrets and
+	// ServiceAccount the pod template references (which go anyway): a
+	// Secret or a ConfigMap (apiVersion v1), or any object that names its
+	// connection Secret in spec.writeConnectionSecretToRef, as Crossplane's
+	// claims do, whose Secret then goes. The manager must be allowed to
+	// read that kind (config/rbac: placer-manager-resources).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Resources []ResourceReference `json:"resources,omitempty"`
+
 	// Overrides change the pod template for the clusters each selects, in
 	// order (a later rule wins where two change the same thing). The
 	// candidate pods in a cluster carry its overrides, so its own
@@ -454,6 +466,30 @@ type WorkloadSpec struct {
 	// +kubebuilder:default={fanOut: 1, mode: Reserve, move: StartBeforeStop}
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
+}
+
+// ResourceReference names an object of the Workload's namespace whose
+// data goes with the pods (spec.resources).
+// +kubebuilder:validation:XValidation:rule="self.apiVersion != 'v1' || self.kind in ['Secret', 'ConfigMap']",message="of apiVersion v1 only a Secret or a ConfigMap goes with the pods (their ServiceAccount goes anyway); another kind must name its connection Secret in spec.writeConnectionSecretToRef",fieldPath=".kind"
+type ResourceReference struct {
+	// APIVersion of the object: v1 for a Secret or a ConfigMap, group/version otherwise.
+	// +kubebuilder:default=v1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$`
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// Name of the object, in the Workload's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
 }
 
 // Override is one rule of spec.overrides: the clusters it selects and
@@ -650,6 +686,12 @@ type WorkloadStatus struct {
 	// +optional
 	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
 
+	// Dependencies are the ConfigMaps, Secrets and ServiceAccount that go
+	// with the pods to the cluster they run in: names, never contents.
+	// +listType=atomic
+	// +optional
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+
 	// Replicas is the number of pods delivered.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
@@ -682,6 +724,22 @@ type WorkloadStatus struct {
 	// ObservedGeneration is the generation this status is for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Dependency is an object copied from the Workload's namespace into the
+// target namespace of the cluster its pods run in.
+type Dependency struct {
+	// Kind is ConfigMap, Secret or ServiceAccount.
+	Kind string `json:"kind"`
+
+	// Name of the object, the same in both clusters.
+	Name string `json:"name"`
+
+	// Conflict says that the cluster holds an object of this name that
+	// placer did not copy from this source: it is left as it is (the pods
+	// use it) and reported here.
+	// +optional
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // A Workload is a set of pods (and a Service) to run in one cluster of the fleet.

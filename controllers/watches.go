@@ -1,0 +1,235 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/placer-dev/placer/internal/informers"
+)
+
+// objectKey names one object of the management cluster.
+type objectKey struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+func (k objectKey) String() string { return k.GVK.Kind + " " + k.Namespace + "/" + k.Name }
+
+// objectWatches keeps one watch per object that something (a user: a
+// KubernetesCluster, a Workload) reads, each a name field selector in its
+// namespace, as the kubelet watches the Secrets and ConfigMaps of the pods
+// bound to it: the manager never lists or caches objects nobody named
+// (tenants' other Secrets), and a change reaches its users at once. RBAC
+// cannot say "only referenced Secrets"; this is how placer keeps to it.
+// A watch stops when its last user lets go.
+type objectWatches struct {
+	dyn     dynamic.Interface
+	mapper  meta.RESTMapper
+	enqueue func(types.NamespacedName)
+
+	mu      sync.Mutex
+	watches map[objectKey]*objectWatch
+	users   map[types.NamespacedName][]objectKey
+	closed  bool
+}
+
+type objectWatch struct {
+	inf   toolscache.SharedInformer
+	stop  chan struct{}
+	users map[types.NamespacedName]bool
+	// err is why the watch cannot start (a kind the API server does not
+	// serve), or the last error of its list or watch (Forbidden).
+	err error
+}
+
+func newObjectWatches(dyn dynamic.Interface, mapper meta.RESTMapper, enqueue func(types.NamespacedName)) *objectWatches {
+	return &objectWatches{dyn: dyn, mapper: mapper, enqueue: enqueue, watches: map[objectKey]*objectWatch{}, users: map[types.NamespacedName][]objectKey{}}
+}
+
+// use sets the objects user reads: watches start for the new ones, and
+// those no one reads any more stop. Their events (and their first list)
+// enqueue every user.
+func (o *objectWatches) use(user types.NamespacedName, keys []objectKey) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		// The manager is stopping; a reconcile still running starts nothing.
+		return
+	}
+	want := map[objectKey]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for _, k := range o.users[user] {
+		if !want[k] {
+			o.release(user, k)
+		}
+	}
+	for k := range want {
+		w := o.watches[k]
+		if w == nil {
+			w = o.start(k)
+			o.watches[k] = w
+		}
+		w.users[user] = true
+	}
+	if len(keys) == 0 {
+		delete(o.users, user)
+		return
+	}
+	o.users[user] = keys
+}
+
+// forget lets go of everything user reads.
+func (o *objectWatches) forget(user types.NamespacedName) { o.use(user, nil) }
+
+// release drops user from k's watch, stopping it when it was the last.
+// The lock is held.
+func (o *objectWatches) release(user types.NamespacedName, k objectKey) {
+	w := o.watches[k]
+	if w == nil {
+		return
+	}
+	delete(w.users, user)
+	if len(w.users) == 0 {
+		if w.stop != nil {
+			close(w.stop)
+		}
+		delete(o.watches, k)
+	}
+}
+
+// start begins watching k. The lock is held.
+func (o *objectWatches) start(k objectKey) *objectWatch {
+	w := &objectWatch{users: map[types.NamespacedName]bool{}}
+	m, err := o.mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
+	if err != nil {
+		w.err = errors.Wrapf(err, "the management cluster does not serve %s", k.GVK)
+		return w
+	}
+	ri := o.dyn.Resource(m.Resource).Namespace(k.Namespace)
+	sel := fields.OneTermEqualSelector("metadata.name", k.Name).String()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = sel
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
+			opts.FieldSelector = sel
+			return ri.Watch(ctx, opts)
+		},
+	}
+	w.inf = toolscache.NewSharedInformer(lw, &unstructured.Unstructured{}, 0)
+	w.stop = make(chan struct{})
+	_ = w.inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
+		o.mu.Lock()
+		first := w.err == nil
+		w.err = err
+		users := o.usersOf(w)
+		o.mu.Unlock()
+		if first {
+			// Once, so that the users say why they wait; the reflector
+			// retries with its own backoff.
+			o.notify(users)
+		}
+	})
+	_, _ = w.inf.AddEventHandler(informers.OnEvery(func(*unstructured.Unstructured) {
+		o.mu.Lock()
+		w.err = nil
+		users := o.usersOf(w)
+		o.mu.Unlock()
+		o.notify(users)
+	}))
+	go w.inf.Run(w.stop)
+	go func() {
+		// An object that does not exist has no event: its users learn it
+		// from the first list.
+		if toolscache.WaitForCacheSync(w.stop, w.inf.HasSynced) {
+			o.mu.Lock()
+			w.err = nil
+			users := o.usersOf(w)
+			o.mu.Unlock()
+			o.notify(users)
+		}
+	}()
+	return w
+}
+
+func (o *objectWatches) usersOf(w *objectWatch) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(w.users))
+	for u := range w.users {
+		out = append(out, u)
+	}
+	return out
+}
+
+func (o *objectWatches) notify(users []types.NamespacedName) {
+	for _, u := range users {
+		o.enqueue(u)
+	}
+}
+
+// get returns k from its watch once it has listed: nil when it does not
+// exist. synced is false before (and without a watch), with the error
+// that keeps it from listing, if any. The object is the watch's: it must
+// not be changed.
+func (o *objectWatches) get(k objectKey) (obj *unstructured.Unstructured, synced bool, err error) {
+	o.mu.Lock()
+	w := o.watches[k]
+	var werr error
+	if w != nil {
+		werr = w.err
+	}
+	o.mu.Unlock()
+	if w == nil {
+		return nil, false, nil
+	}
+	if w.inf == nil || !w.inf.HasSynced() {
+		return nil, false, werr
+	}
+	item, exists, err := w.inf.GetStore().GetByKey(k.Namespace + "/" + k.Name)
+	if err != nil || !exists {
+		return nil, true, nil
+	}
+	obj, _ = item.(*unstructured.Unstructured)
+	return obj, true, nil
+}
+
+// close stops every watch.
+func (o *objectWatches) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	for k, w := range o.watches {
+		if w.stop != nil {
+			close(w.stop)
+		}
+		delete(o.watches, k)
+	}
+	o.users = map[types.NamespacedName][]objectKey{}
+}
+
+// getTyped returns k from its watch as a typed object (into, which it
+// fills): found is false when it does not exist.
+func (o *objectWatches) getTyped(k objectKey, into runtime.Object) (found, synced bool, err error) {
+	u, synced, err := o.get(k)
+	if u == nil {
+		return false, synced, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), into); err != nil {
+		return false, true, errors.Wrapf(err, "cannot decode %s", k)
+	}
+	return true, true, nil
+}
