@@ -27,9 +27,9 @@ const (
 // last one to let go deletes it. State in the member's API, so any
 // manager may pick it up.
 const (
-	LabelDependency      = "compute.placer.dev/dependency"
-	AnnotationSource     = "compute.placer.dev/source"
-	AnnotationUsedBy     = "compute.placer.dev/used-by"
+	LabelDependency       = "compute.placer.dev/dependency"
+	AnnotationSource      = "compute.placer.dev/source"
+	AnnotationUsedBy      = "compute.placer.dev/used-by"
 	defaultServiceAccount = "default"
 )
 
