@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/google/go-cmp/cmp"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -166,8 +168,10 @@ func TestPropagatorReconcile(t *testing.T) {
 		clusters map[string][]st.ClusterOption
 		members  func(w *v1alpha1.Workload) clustertest.Members
 		// mgmt intercepts the management client.
-		mgmt   *interceptor.Funcs
-		passes int
+		mgmt *interceptor.Funcs
+		// sources are the objects that go with the pods.
+		sources *mapSources
+		passes  int
 		want   reconcile.Result
 		check  func(t *testing.T, e env)
 	}{
@@ -802,6 +806,224 @@ func TestPropagatorReconcile(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:    "dependencies: candidates held in the chosen cluster and a runner-up get the ServiceAccount only, which their pods' admission needs",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if n := count(t, m, e.w, nil); n != 2 {
+						t.Errorf("%d candidates in %s, want 2", n, m.Key.Name)
+					}
+					if copyIn(t, m, propagator.KindServiceAccount, "runner") == nil {
+						t.Errorf("no ServiceAccount runner in %s", m.Key.Name)
+					}
+					for _, k := range []string{propagator.KindSecret, propagator.KindConfigMap} {
+						if o := copyIn(t, m, k, map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings"}[k]); o != nil {
+							t.Errorf("%s %s went to %s before it was committed", k, o.GetName(), m.Key.Name)
+						}
+					}
+				}
+			},
+		},
+		{
+			name:    "dependencies: at commit they are copied into the chosen cluster before its candidates are allowed, and only there",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Fatalf("%d allowed in a, want 2", n)
+				}
+				s, ok := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret)
+				if !ok || string(s.Data["password"]) != "s3cret" || !propagator.CopiedFrom(s, "default/db") || propagator.Users(s)[0] != string(e.w.UID) {
+					t.Errorf("Secret db in a: %+v", s)
+				}
+				if c, ok := copyIn(t, e.members[0], propagator.KindConfigMap, "settings").(*corev1.ConfigMap); !ok || c.Data["mode"] != "fast" {
+					t.Errorf("ConfigMap settings in a: %+v", c)
+				}
+				if copyIn(t, e.members[1], propagator.KindSecret, "db") != nil {
+					t.Error("the Secret went to the runner-up b")
+				}
+				want := []v1alpha1.Dependency{{Kind: "ConfigMap", Name: "settings"}, {Kind: "Secret", Name: "db"}, {Kind: "ServiceAccount", Name: "runner"}}
+				if diff := cmp.Diff(want, e.w.Status.Dependencies); diff != "" {
+					t.Errorf("status.dependencies (-want +got):\n%s", diff)
+				}
+				for _, ev := range e.rec.events {
+					if strings.Contains(ev.Message, "s3cret") {
+						t.Errorf("an Event carries the Secret's data: %q", ev.Message)
+					}
+				}
+			},
+		},
+		{
+			name:    "dependencies: a missing Secret holds the pods, and Ready and an Event name it",
+			w:       web(needs, nominate("a", "b")),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if n := count(t, m, e.w, nil); n != 0 {
+						t.Errorf("%d candidates in %s, want none while the Secret is missing", n, m.Key.Name)
+					}
+				}
+				c := e.w.Status.GetCondition(xpv2.TypeReady)
+				if c.Reason != v1alpha1.ReasonMissingDependency || !strings.Contains(c.Message, "Secret default/db does not exist") {
+					t.Errorf("Ready %s %q, want MissingDependency naming Secret default/db", c.Reason, c.Message)
+				}
+				wantReason(t, e.rec, v1alpha1.ReasonMissingDependency)
+			},
+		},
+		{
+			name:    "dependencies: a watch that has not listed yet holds the reconcile, and nothing else",
+			w:       web(needs),
+			sources: func() *mapSources { s := theSources(); s.unsynced[coreKey(propagator.KindSecret, "default", "db")] = true; return s }(),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates, want none before the Secret's watch lists", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason == v1alpha1.ReasonMissingDependency {
+					t.Errorf("Ready %s %q: a watch that is listing is no missing object", c.Reason, c.Message)
+				}
+			},
+		},
+		{
+			name:    "dependencies: an object placer did not copy is left as it is and reported; the pods go ahead",
+			w:       web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
+					theirs(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "theirs"}}))...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Errorf("%d allowed, want 2", n)
+				}
+				c := copyIn(t, e.members[0], propagator.KindConfigMap, "settings").(*corev1.ConfigMap)
+				if c.Data["mode"] != "theirs" || len(propagator.Users(c)) != 0 {
+					t.Errorf("the member's own ConfigMap was changed: %+v", c)
+				}
+				found := false
+				for _, d := range e.w.Status.Dependencies {
+					found = found || d.Kind == "ConfigMap" && strings.Contains(d.Conflict, "was not copied by placer from default/settings")
+				}
+				if !found {
+					t.Errorf("status.dependencies %+v does not report the conflict", e.w.Status.Dependencies)
+				}
+				wantReason(t, e.rec, v1alpha1.ReasonNameConflict)
+			},
+		},
+		{
+			name: "dependencies: an edited source is synced into the committed cluster; another Workload's use is kept",
+			w:    web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "default")
+				propagator.SetUser(old, "other", true)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...))}
+			},
+			check: func(t *testing.T, e env) {
+				s := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret)
+				if string(s.Data["password"]) != "s3cret" || !cmp.Equal(propagator.Users(s), []string{"other", string(e.w.UID)}) {
+					t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
+				}
+			},
+		},
+		{
+			name:    "dependencies: a copy the template no longer references is let go in the committed cluster",
+			w:       web(func(w *v1alpha1.Workload) { w.Status.Dependencies = []v1alpha1.Dependency{{Kind: "Secret", Name: "old"}} }),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
+				propagator.SetUser(old, string(w.UID), true)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
+					t.Errorf("Secret old stays, used by %v", propagator.Users(o))
+				}
+				if len(e.w.Status.Dependencies) != 0 {
+					t.Errorf("status.dependencies = %+v, want none", e.w.Status.Dependencies)
+				}
+			},
+		},
+		{
+			name:    "dependencies: a deleted Workload lets go of its copies; one another Workload uses stays",
+			w:       web(needs, func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				shared := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, "default")
+				propagator.SetUser(shared, string(w.UID), true)
+				propagator.SetUser(shared, "other", true)
+				own := propagator.NewCopy(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, "default")
+				propagator.SetUser(own, string(w.UID), true)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), shared, own)...))}
+			},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			check: func(t *testing.T, e env) {
+				s := copyIn(t, e.members[0], propagator.KindSecret, "db")
+				if s == nil || !cmp.Equal(propagator.Users(s), []string{"other"}) {
+					t.Errorf("the shared Secret: %v, want it kept for the other Workload alone", s)
+				}
+				if o := copyIn(t, e.members[0], propagator.KindConfigMap, "settings"); o != nil {
+					t.Errorf("the ConfigMap only this Workload used stays, used by %v", propagator.Users(o))
+				}
+			},
+		},
+		{
+			name:    "dependencies: a member that does not let the tenant copy them rejects at commit, with the API server's message",
+			w:       web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
+					propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))...),
+					clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+						if _, ok := o.(*corev1.Secret); ok {
+							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, o.GetName(), errFromMember)
+						}
+						return c.Create(ctx, o, opts...)
+					}}))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
+				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
+					t.Errorf("%d candidates allowed without their Secret", n)
+				}
+			},
+		},
+		{
+			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.Resources = []v1alpha1.ResourceReference{{APIVersion: "database.example.org/v1alpha1", Kind: "PostgreSQLInstance", Name: "pg"}}
+			}),
+			sources: func() *mapSources {
+				claim := &unstructured.Unstructured{}
+				claim.SetAPIVersion("database.example.org/v1alpha1")
+				claim.SetKind("PostgreSQLInstance")
+				claim.SetNamespace("default")
+				claim.SetName("pg")
+				_ = unstructured.SetNestedField(claim.Object, "pg-conn", "spec", "writeConnectionSecretToRef", "name")
+				return sources(claim, &corev1.Secret{ObjectMeta: objectMeta("pg-conn"), Data: map[string][]byte{"endpoint": []byte("x")}})
+			}(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if s, ok := copyIn(t, e.members[0], propagator.KindSecret, "pg-conn").(*corev1.Secret); !ok || string(s.Data["endpoint"]) != "x" {
+					t.Errorf("the connection Secret in a: %+v", s)
+				}
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -819,6 +1041,9 @@ func TestPropagatorReconcile(t *testing.T) {
 			mgmt := b.Build()
 			rec := &recorder{}
 			r := NewPropagatorReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
+			if tc.sources != nil {
+				r.sources = tc.sources
+			}
 			passes := max(tc.passes, 1)
 			var res reconcile.Result
 			var err error

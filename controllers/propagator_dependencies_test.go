@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/propagator"
+)
+
+// mapSources are the management objects the propagator reads, in memory:
+// its watches, as objectWatches would serve them once listed.
+type mapSources struct {
+	objs map[objectKey]*unstructured.Unstructured
+	// unsynced keys are watches that have not listed yet.
+	unsynced map[objectKey]bool
+	used     map[types.NamespacedName][]objectKey
+}
+
+func sources(objs ...client.Object) *mapSources {
+	s := &mapSources{objs: map[objectKey]*unstructured.Unstructured{}, unsynced: map[objectKey]bool{}, used: map[types.NamespacedName][]objectKey{}}
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			panic(err)
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			gvk = corev1.SchemeGroupVersion.WithKind(kindOf(o))
+		}
+		s.objs[objectKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}] = obj
+	}
+	return s
+}
+
+func (s *mapSources) use(user types.NamespacedName, keys []objectKey) { s.used[user] = keys }
+func (s *mapSources) forget(user types.NamespacedName)               { delete(s.used, user) }
+func (s *mapSources) get(k objectKey) (*unstructured.Unstructured, bool, error) {
+	if s.unsynced[k] {
+		return nil, false, nil
+	}
+	return s.objs[k], true, nil
+}
+
+// copyIn returns the member's object of a kind and name in namespace
+// default, or nil.
+func copyIn(t *testing.T, m *clustertest.Member, kind, name string) client.Object {
+	t.Helper()
+	o := propagator.NewObject(kind)
+	if err := m.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, o); err != nil {
+		return nil
+	}
+	return o
+}
+
+// needs makes the Workload's pods read Secret db (env), ConfigMap
+// settings (a volume) and run as ServiceAccount runner.
+func needs(w *v1alpha1.Workload) {
+	spec := &w.Spec.TargetDeployment.Template.Spec
+	spec.ServiceAccountName = "runner"
+	spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: "P", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}})
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}})
+}
+
+// theSources are the sources of needs, in the management namespace default.
+func theSources(extra ...client.Object) *mapSources {
+	return sources(append([]client.Object{
+		&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("s3cret")}},
+		&corev1.ConfigMap{ObjectMeta: objectMeta("settings"), Data: map[string]string{"mode": "fast"}},
+		&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")},
+	}, extra...)...)
+}
+
+func objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: "1"}
+}
+
+// theirs is an object of the member that placer did not copy.
+func theirs(o client.Object) client.Object { o.SetNamespace("default"); return o }
