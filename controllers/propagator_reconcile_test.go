@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/google/go-cmp/cmp"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,8 +172,8 @@ func TestPropagatorReconcile(t *testing.T) {
 		// sources are the objects that go with the pods.
 		sources *mapSources
 		passes  int
-		want   reconcile.Result
-		check  func(t *testing.T, e env)
+		want    reconcile.Result
+		check   func(t *testing.T, e env)
 	}{
 		{
 			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
@@ -884,9 +884,13 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name:    "dependencies: a watch that has not listed yet holds the reconcile, and nothing else",
-			w:       web(needs),
-			sources: func() *mapSources { s := theSources(); s.unsynced[coreKey(propagator.KindSecret, "default", "db")] = true; return s }(),
+			name: "dependencies: a watch that has not listed yet holds the reconcile, and nothing else",
+			w:    web(needs),
+			sources: func() *mapSources {
+				s := theSources()
+				s.unsynced[coreKey(propagator.KindSecret, "default", "db")] = true
+				return s
+			}(),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -924,8 +928,8 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "dependencies: an edited source is synced into the committed cluster; another Workload's use is kept",
-			w:    web(needs),
+			name:    "dependencies: an edited source is synced into the committed cluster; another Workload's use is kept",
+			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "default")
@@ -940,8 +944,10 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name:    "dependencies: a copy the template no longer references is let go in the committed cluster",
-			w:       web(func(w *v1alpha1.Workload) { w.Status.Dependencies = []v1alpha1.Dependency{{Kind: "Secret", Name: "old"}} }),
+			name: "dependencies: a copy the template no longer references is let go in the committed cluster",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Status.Dependencies = []v1alpha1.Dependency{{Kind: "Secret", Name: "old"}}
+			}),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
