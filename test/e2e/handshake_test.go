@@ -20,9 +20,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +71,10 @@ func register(t *testing.T, c client.Client, m *member, labels map[string]string
 	// place into these member namespaces.
 	for _, ns := range namespaces {
 		if err := config.OpenNamespace(ctx, m.target.Clientset, "placer-manager", "default", ns); err != nil {
+			t.Fatal(err)
+		}
+		// And its dependencies (config/member/dependencies-role.yaml).
+		if err := config.OpenDependencies(ctx, m.target.Clientset, "default", ns); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -914,6 +921,196 @@ func TestHandshake(t *testing.T) {
 				t.Errorf("pod %s in %s carries a rule that selects only a", p.Name, on(w))
 			}
 		}
+	})
+
+	t.Run("dependencies: ConfigMap, Secret and ServiceAccount go to the committed cluster before the pods bind, never to runner-ups; synced, shared, let go; a foreign object is left and reported; a missing Secret holds", func(t *testing.T) {
+		ctx := context.Background()
+		create := func(o client.Object) {
+			t.Helper()
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
+		}
+		meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "default", Name: name} }
+		create(&corev1.ConfigMap{ObjectMeta: meta("dep-settings"), Data: map[string]string{"mode": "fast"}})
+		create(&corev1.Secret{ObjectMeta: meta("dep-db"), StringData: map[string]string{"password": "s3cret"}})
+		create(&corev1.Secret{ObjectMeta: meta("dep-pull"), Type: corev1.SecretTypeDockerConfigJson, StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}})
+		create(&corev1.ServiceAccount{ObjectMeta: meta("dep-runner"), ImagePullSecrets: []corev1.LocalObjectReference{{Name: "dep-pull"}}})
+		create(&corev1.ConfigMap{ObjectMeta: meta("dep-theirs"), Data: map[string]string{"mode": "ours"}})
+		// a already holds a ConfigMap of that name that placer did not make.
+		foreign := &corev1.ConfigMap{ObjectMeta: meta("dep-theirs"), Data: map[string]string{"mode": "theirs"}}
+		if err := a.client.Create(ctx, foreign); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = a.client.Delete(ctx, foreign) })
+		uses := func(w *v1alpha1.Workload, settings bool) {
+			spec := &w.Spec.TargetDeployment.Template.Spec
+			if settings {
+				spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "dep-settings"}}}})
+				return
+			}
+			spec.ServiceAccountName = "dep-runner"
+			spec.Containers[0].Env = []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "dep-db"}, Key: "password"}}}}
+			spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "dep-theirs"}}}}
+		}
+
+		// The order in a, by etcd's revision (one etcd serves a's API
+		// server, so revisions order every write there).
+		rctx, stopRecording := context.WithCancel(ctx)
+		defer stopRecording()
+		type write struct {
+			rv   int64
+			what string
+		}
+		var mu sync.Mutex
+		var writes []write
+		record := func(w apiwatch.Interface, what func(runtime.Object) string) {
+			go func() {
+				defer w.Stop()
+				for ev := range w.ResultChan() {
+					o, ok := ev.Object.(client.Object)
+					if !ok {
+						continue
+					}
+					rv, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+					if s := what(ev.Object); s != "" {
+						mu.Lock()
+						writes = append(writes, write{rv, s})
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		sw, err := a.target.Clientset.CoreV1().Secrets("default").Watch(rctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record(sw, func(o runtime.Object) string { return "secret " + o.(*corev1.Secret).Name })
+		pw, err := a.target.Clientset.CoreV1().Pods("default").Watch(rctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record(pw, func(o runtime.Object) string {
+			if p := o.(*corev1.Pod); p.Spec.NodeName != "" && strings.HasPrefix(p.Name, "deps-one") {
+				return "bound " + p.Name
+			}
+			return ""
+		})
+
+		// fanOut 3: b and c are runner-ups; a, preferred, commits.
+		one := workload("deps-one", st.Requests("100m", "64Mi"), func(w *v1alpha1.Workload) {
+			w.Spec.Placement.FanOut = 3
+			uses(w, true)
+			uses(w, false)
+		})
+		removeLater(t, one)
+		waitReady(t, one)
+		if on(one) != "a" {
+			t.Fatalf("placed on %s, want a", on(one))
+		}
+		stopRecording()
+		mu.Lock()
+		var secretAt, boundAt int64
+		for _, w := range writes {
+			if w.what == "secret dep-db" && secretAt == 0 {
+				secretAt = w.rv
+			}
+			if strings.HasPrefix(w.what, "bound ") && boundAt == 0 {
+				boundAt = w.rv
+			}
+		}
+		mu.Unlock()
+		if secretAt == 0 || boundAt == 0 || secretAt > boundAt {
+			t.Errorf("in a, Secret dep-db written at revision %d, the first pod bound at %d: want the Secret first", secretAt, boundAt)
+		}
+		get := func(m *member, o client.Object, name string) error {
+			return m.client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, o)
+		}
+		s := &corev1.Secret{}
+		if err := get(a, s, "dep-db"); err != nil || string(s.Data["password"]) != "s3cret" {
+			t.Errorf("Secret dep-db in a: %v %v", err, s.Data)
+		}
+		for _, name := range []string{"dep-pull", "dep-db"} {
+			if err := get(a, &corev1.Secret{}, name); err != nil {
+				t.Errorf("Secret %s is not in a: %v", name, err)
+			}
+		}
+		if err := get(a, &corev1.ServiceAccount{}, "dep-runner"); err != nil {
+			t.Errorf("ServiceAccount dep-runner is not in a: %v", err)
+		}
+		for _, m := range []*member{b, c} {
+			for _, o := range []struct {
+				obj  client.Object
+				name string
+			}{{&corev1.Secret{}, "dep-db"}, {&corev1.Secret{}, "dep-pull"}, {&corev1.ConfigMap{}, "dep-settings"}} {
+				if err := get(m, o.obj, o.name); !kerrors.IsNotFound(err) {
+					t.Errorf("%T %s in the runner-up %s: %v", o.obj, o.name, m.name, err)
+				}
+			}
+			// Its candidates needed the ServiceAccount; it goes with them.
+			testenv.WaitForDeletion(t, m.client, &corev1.ServiceAccount{ObjectMeta: meta("dep-runner")}, &corev1.ServiceAccountList{}, timeout)
+		}
+		// The member's own ConfigMap is left as it is, and reported.
+		if err := get(a, foreign, "dep-theirs"); err != nil || foreign.Data["mode"] != "theirs" {
+			t.Errorf("the foreign ConfigMap in a: %v %v", err, foreign.Data)
+		}
+		conflict := ""
+		for _, d := range one.Status.Dependencies {
+			if d.Name == "dep-theirs" {
+				conflict = d.Conflict
+			}
+		}
+		if !strings.Contains(conflict, "was not copied by placer") {
+			t.Errorf("status.dependencies %+v does not report dep-theirs", one.Status.Dependencies)
+		}
+
+		// An edit of the source follows.
+		edited := &corev1.Secret{}
+		if err := env.Client.Get(ctx, keyOf("dep-db"), edited); err != nil {
+			t.Fatal(err)
+		}
+		edited.Data["password"] = []byte("n3w")
+		if err := env.Client.Update(ctx, edited); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, a.client, &corev1.Secret{ObjectMeta: meta("dep-db")}, &corev1.SecretList{}, 30*time.Second, func(s *corev1.Secret) bool {
+			return string(s.Data["password"]) == "n3w"
+		})
+
+		// A second Workload in a shares the ConfigMap: it stays until
+		// neither uses it; the Secret only the first used goes with it.
+		two := workload("deps-two", st.Requests("100m", "64Mi"), st.Replicas(1), st.Target("a", ""), func(w *v1alpha1.Workload) { uses(w, true) })
+		removeLater(t, two)
+		waitReady(t, two)
+		remove(t, one)
+		testenv.WaitForDeletion(t, a.client, &corev1.Secret{ObjectMeta: meta("dep-db")}, &corev1.SecretList{}, timeout)
+		cm := &corev1.ConfigMap{}
+		if err := get(a, cm, "dep-settings"); err != nil || cm.Data["mode"] != "fast" {
+			t.Errorf("ConfigMap dep-settings in a while deps-two uses it: %v", err)
+		}
+		if err := get(a, foreign, "dep-theirs"); err != nil {
+			t.Errorf("the foreign ConfigMap went with deps-one: %v", err)
+		}
+		remove(t, two)
+		testenv.WaitForDeletion(t, a.client, &corev1.ConfigMap{ObjectMeta: meta("dep-settings")}, &corev1.ConfigMapList{}, timeout)
+
+		// A missing Secret holds the pods, naming it; creating it releases them.
+		later := workload("deps-later", st.Requests("100m", "64Mi"), st.Replicas(1), func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "dep-later"}}}}
+		})
+		removeLater(t, later)
+		testenv.WaitFor(t, wc, later, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			c := w.Status.GetCondition(xpv2.TypeReady)
+			return c.Reason == v1alpha1.ReasonMissingDependency && strings.Contains(c.Message, "Secret default/dep-later")
+		})
+		for _, m := range members {
+			if n := len(chaperons(t, m, later)); n != 0 {
+				t.Errorf("%d candidates in %s while the Secret is missing", n, m.name)
+			}
+		}
+		create(&corev1.Secret{ObjectMeta: meta("dep-later"), StringData: map[string]string{"k": "v"}})
+		waitReady(t, later)
 	})
 
 	t.Run("a member whose agent stops is not Ready for placement, with a reason naming the agent, and is Ready again once it runs", func(t *testing.T) {
