@@ -17,7 +17,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/propagator"
 )
 
 const (
@@ -60,7 +61,7 @@ type ClusterReconciler struct {
 	// secrets reads a connection Secret directly while its own watch (the
 	// one cache of it) has not synced; the manager caches no other Secret.
 	secrets  client.Reader
-	watches  *secretWatches
+	watches  *objectWatches
 	registry *cluster.Registry
 	// members is the registry as the drain reads it (a fake in tests).
 	members  cluster.Members
@@ -89,14 +90,14 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 	}
 	t := &trigger{}
 	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
-	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a client of the management cluster")
 	}
 	r := &ClusterReconciler{
 		client:   mgr.GetClient(),
 		secrets:  mgr.GetAPIReader(),
-		watches:  newSecretWatches(cs, t.Enqueue),
+		watches:  newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue),
 		registry: reg,
 		members:  reg,
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -122,7 +123,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if kerrors.IsNotFound(err) {
-			r.watches.remove(req.NamespacedName)
+			r.watches.forget(req.NamespacedName)
 			r.registry.Remove(req.NamespacedName)
 			r.drains.forget(req.NamespacedName)
 			r.ready.set(req.NamespacedName, false)
@@ -308,16 +309,17 @@ func (r *ClusterReconciler) requeueAfter(err error) (reconcile.Result, error) {
 func (r *ClusterReconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
 	ref := kc.Spec.ConnectionSecretRef
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
-	r.watches.ensure(client.ObjectKeyFromObject(kc), key)
-	// The watch of this one Secret is its cache; until it has synced, the
-	// Secret is read directly.
-	s, synced := r.watches.get(client.ObjectKeyFromObject(kc))
-	var err error
+	// The watch of this one Secret is its cache (objectWatches: the
+	// manager never lists or caches a Secret no cluster references); until
+	// it has synced, the Secret is read directly.
+	wk := coreKey(propagator.KindSecret, key.Namespace, key.Name)
+	r.watches.use(client.ObjectKeyFromObject(kc), []objectKey{wk})
+	s := &corev1.Secret{}
+	found, synced, err := getTyped(r.watches, wk, s)
 	switch {
 	case !synced:
-		s = &corev1.Secret{}
 		err = r.secrets.Get(ctx, key, s)
-	case s == nil:
+	case err == nil && !found:
 		err = kerrors.NewNotFound(corev1.Resource("secrets"), ref.Name)
 	}
 	if err != nil {

@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/propagator"
+)
+
+// enqueued records what a watch enqueued, and lets a test wait for it.
+type enqueued struct {
+	mu   sync.Mutex
+	seen map[types.NamespacedName]int
+	ch   chan struct{}
+}
+
+func newEnqueued() *enqueued {
+	return &enqueued{seen: map[types.NamespacedName]int{}, ch: make(chan struct{}, 100)}
+}
+
+func (e *enqueued) add(k types.NamespacedName) {
+	e.mu.Lock()
+	e.seen[k]++
+	e.mu.Unlock()
+	select {
+	case e.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (e *enqueued) count(k types.NamespacedName) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[k]
+}
+
+// waitFor waits until cond holds, woken by each enqueue.
+func (e *enqueued) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-e.ch:
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestObjectWatches runs the per-object watches against a real API server:
+// a user learns an object's absence from the first list and every change
+// after it; two users share one watch, which stops with the last; a kind
+// the server does not serve, and one the identity may not read, say why.
+func TestObjectWatches(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t)
+	ctx := context.Background()
+	newWatches := func(cfg *rest.Config, e *enqueued) *objectWatches {
+		t.Helper()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := newObjectWatches(dyn, mapper, e.add)
+		t.Cleanup(o.close)
+		return o
+	}
+	e := newEnqueued()
+	o := newWatches(env.Config, e)
+	u1, u2 := types.NamespacedName{Namespace: "default", Name: "one"}, types.NamespacedName{Namespace: "default", Name: "two"}
+	key := coreKey(propagator.KindSecret, "default", "watched")
+
+	o.use(u1, []objectKey{key})
+	e.waitFor(t, "the first list to enqueue the user", func() bool { return e.count(u1) > 0 })
+	if obj, synced, err := o.get(key); obj != nil || !synced || err != nil {
+		t.Fatalf("get before the Secret exists = %v, %v, %v; want nil, synced", obj, synced, err)
+	}
+
+	o.use(u2, []objectKey{key})
+	before1, before2 := e.count(u1), e.count(u2)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "watched"}, StringData: map[string]string{"k": "v"}}
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// Another Secret is nobody's business.
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "both users to learn of the Secret", func() bool { return e.count(u1) > before1 && e.count(u2) > before2 })
+	got := &corev1.Secret{}
+	if found, synced, err := getTyped(o, key, got); !found || !synced || err != nil || string(got.Data["k"]) != "v" {
+		t.Fatalf("getTyped = %v, %v, %v, data %v", found, synced, err, got.Data)
+	}
+	if _, synced, _ := o.get(coreKey(propagator.KindSecret, "default", "other")); synced {
+		t.Error("a Secret no user named is watched")
+	}
+
+	o.forget(u1)
+	before2 = e.count(u2)
+	s.StringData = map[string]string{"k": "w"}
+	if err := env.Client.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "the remaining user to learn of the edit", func() bool { return e.count(u2) > before2 })
+	o.forget(u2)
+	o.mu.Lock()
+	left := len(o.watches)
+	o.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d watches left after every user let go", left)
+	}
+
+	// A kind the API server does not serve.
+	unknown := objectKey{GVK: schema.GroupVersionKind{Group: "database.example.org", Version: "v1alpha1", Kind: "PostgreSQLInstance"}, Namespace: "default", Name: "pg"}
+	o.use(u1, []objectKey{unknown})
+	if _, synced, err := o.get(unknown); synced || err == nil || !strings.Contains(err.Error(), "does not serve") {
+		t.Errorf("get of a kind not served = synced %v, %v; want why", synced, err)
+	}
+
+	// An identity that may not read ConfigMaps: its users learn why, once.
+	denied := newEnqueued()
+	od := newWatches(env.UserConfig(t, "no-rights"), denied)
+	cm := coreKey(propagator.KindConfigMap, "default", "settings")
+	od.use(u1, []objectKey{cm})
+	denied.waitFor(t, "the refused list to enqueue the user", func() bool { return denied.count(u1) > 0 })
+	if _, synced, err := od.get(cm); synced || err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("get as an identity without rights = synced %v, %v; want Forbidden", synced, err)
+	}
+}
