@@ -15,6 +15,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -34,6 +35,9 @@ type Example struct {
 	Expect string
 	// Why is the comment's reason.
 	Why string
+	// Needs are the file's other objects (ConfigMaps, Secrets,
+	// ServiceAccounts the Workload's pods use), to create before it.
+	Needs []*unstructured.Unstructured
 }
 
 var expectLine = regexp.MustCompile(`(?m)^# expect: (\S+)(?:\s+—\s+(.*))?$`)
@@ -50,10 +54,20 @@ func Workloads() ([]Example, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot read %s", name)
 		}
+		var needs []*unstructured.Unstructured
+		first := len(out)
 		for _, doc := range strings.Split(string(b), "\n---\n") {
 			tm := &metav1.TypeMeta{}
 			if err := yaml.Unmarshal([]byte(doc), tm); err != nil {
 				return nil, errors.Wrapf(err, "cannot decode %s", name)
+			}
+			if tm.APIVersion == "v1" && tm.Kind != "" {
+				u := &unstructured.Unstructured{}
+				if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+					return nil, errors.Wrapf(err, "cannot decode the %s in %s", tm.Kind, name)
+				}
+				needs = append(needs, u)
+				continue
 			}
 			if tm.Kind != "Workload" {
 				continue
@@ -67,6 +81,9 @@ func Workloads() ([]Example, error) {
 				return nil, errors.Errorf("%s: Workload %s has no '# expect: CLUSTER — why' comment", name, w.Name)
 			}
 			out = append(out, Example{File: name, Workload: w, Expect: m[1], Why: m[2]})
+		}
+		for i := first; i < len(out); i++ {
+			out[i].Needs = needs
 		}
 	}
 	return out, nil

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -41,7 +43,9 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 		start := time.Now()
 		p := placement{ex: ex}
 		w := ex.Workload.DeepCopy()
-		if err := c.Create(ctx, w); err != nil {
+		if err := createNeeds(ctx, c, ex); err != nil {
+			p.err = err
+		} else if err := c.Create(ctx, w); err != nil {
 			p.err = errors.Wrapf(err, "cannot create Workload %s", w.Name)
 		} else {
 			p.w, p.err = waitSettled(ctx, c, w, each)
@@ -60,6 +64,17 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 		res = append(res, p)
 	}
 	return res
+}
+
+// createNeeds creates the objects an example's pods use (its file's
+// ConfigMaps, Secrets and ServiceAccounts), leaving those that exist.
+func createNeeds(ctx context.Context, c client.Client, ex examples.Example) error {
+	for _, n := range ex.Needs {
+		if err := c.Create(ctx, n.DeepCopy()); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+			return errors.Wrapf(err, "cannot create %s %s", n.GetKind(), n.GetName())
+		}
+	}
+	return nil
 }
 
 // waitSettled watches the Workload until it is Ready, ran to its end (a

@@ -294,6 +294,10 @@ func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m m
 	if err := config.OpenNamespace(ctx, cs, "placer-manager", "default", "default"); err != nil {
 		return err
 	}
+	// With its dependencies (examples/95-dependencies.yaml).
+	if err := config.OpenDependencies(ctx, cs, "default", "default"); err != nil {
+		return err
+	}
 	kubeconfig, err := lc.KubeconfigFor("placer-manager")
 	if err != nil {
 		return err
