@@ -79,23 +79,21 @@ func (r *PropagatorReconciler) watchDependencies(s *scope) {
 	for _, ref := range refs {
 		keys = append(keys, coreKey(ref.Kind, w.Namespace, ref.Name))
 	}
-	r.sources.use(user, keys)
-	// What the claims and ServiceAccounts name, as far as known now; a
-	// change of them enqueues the Workload, which watches again.
-	more := keys
+	// And what the claims and ServiceAccounts name, as far as their
+	// watches (started by an earlier reconcile) know: a change of them
+	// enqueues the Workload, which watches again. One use with the whole
+	// set, so that no watch stops and starts again within a reconcile.
 	for _, c := range claims {
 		if name, problem := connectionSecret(r.sources, w.Namespace, c); problem == "" && name != "" {
-			more = append(more, coreKey(propagator.KindSecret, w.Namespace, name))
+			keys = append(keys, coreKey(propagator.KindSecret, w.Namespace, name))
 		}
 	}
 	for _, ref := range refs {
 		for _, name := range imagePullSecrets(r.sources, w.Namespace, ref) {
-			more = append(more, coreKey(propagator.KindSecret, w.Namespace, name))
+			keys = append(keys, coreKey(propagator.KindSecret, w.Namespace, name))
 		}
 	}
-	if len(more) > len(keys) {
-		r.sources.use(user, more)
-	}
+	r.sources.use(user, keys)
 }
 
 // connectionSecret is the Secret a claim of spec.resources names in

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,9 @@ type mapSources struct {
 	// unsynced keys are watches that have not listed yet.
 	unsynced map[objectKey]bool
 	used     map[types.NamespacedName][]objectKey
+	// dropped counts the keys a user stopped using while still needing
+	// them: a real watch would stop and start again, and list anew.
+	dropped int
 }
 
 func sources(objs ...client.Object) *mapSources {
@@ -42,7 +46,14 @@ func sources(objs ...client.Object) *mapSources {
 	return s
 }
 
-func (s *mapSources) use(user types.NamespacedName, keys []objectKey) { s.used[user] = keys }
+func (s *mapSources) use(user types.NamespacedName, keys []objectKey) {
+	for _, k := range s.used[user] {
+		if !slices.Contains(keys, k) {
+			s.dropped++
+		}
+	}
+	s.used[user] = keys
+}
 func (s *mapSources) forget(user types.NamespacedName)                { delete(s.used, user) }
 func (s *mapSources) get(k objectKey) (*unstructured.Unstructured, bool, error) {
 	if s.unsynced[k] {

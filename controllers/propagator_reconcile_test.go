@@ -1008,6 +1008,24 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "dependencies: the ServiceAccount's image pull Secret goes too, and no watch is stopped while it is needed",
+			w: web(func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "puller" }),
+			sources: sources(&corev1.ServiceAccount{ObjectMeta: objectMeta("puller"), ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}},
+				&corev1.Secret{ObjectMeta: objectMeta("pull"), Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			passes: 3,
+			check: func(t *testing.T, e env) {
+				if copyIn(t, e.members[0], propagator.KindSecret, "pull") == nil {
+					t.Error("the image pull Secret is not in a")
+				}
+				if sa, ok := copyIn(t, e.members[0], propagator.KindServiceAccount, "puller").(*corev1.ServiceAccount); !ok || len(sa.ImagePullSecrets) != 1 {
+					t.Errorf("the ServiceAccount in a: %+v", sa)
+				}
+			},
+		},
+		{
 			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Spec.Resources = []v1alpha1.ResourceReference{{APIVersion: "database.example.org/v1alpha1", Kind: "PostgreSQLInstance", Name: "pg"}}
@@ -1076,6 +1094,9 @@ func TestPropagatorReconcile(t *testing.T) {
 				got.Finalizers = nil
 			}
 			tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
+			if tc.sources != nil && tc.sources.dropped > 0 {
+				t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.dropped)
+			}
 		})
 	}
 }
