@@ -54,7 +54,7 @@ func (s *mapSources) use(user types.NamespacedName, keys []objectKey) {
 	}
 	s.used[user] = keys
 }
-func (s *mapSources) forget(user types.NamespacedName)                { delete(s.used, user) }
+func (s *mapSources) forget(user types.NamespacedName) { delete(s.used, user) }
 func (s *mapSources) get(k objectKey) (*unstructured.Unstructured, bool, error) {
 	if s.unsynced[k] {
 		return nil, false, nil

@@ -1009,7 +1009,7 @@ func TestPropagatorReconcile(t *testing.T) {
 		},
 		{
 			name: "dependencies: the ServiceAccount's image pull Secret goes too, and no watch is stopped while it is needed",
-			w: web(func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "puller" }),
+			w:    web(func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "puller" }),
 			sources: sources(&corev1.ServiceAccount{ObjectMeta: objectMeta("puller"), ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}},
 				&corev1.Secret{ObjectMeta: objectMeta("pull"), Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}}),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
