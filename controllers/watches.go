@@ -220,16 +220,3 @@ func (o *objectWatches) close() {
 	}
 	o.users = map[types.NamespacedName][]objectKey{}
 }
-
-// getTyped returns k from its watch as a typed object (into, which it
-// fills): found is false when it does not exist.
-func (o *objectWatches) getTyped(k objectKey, into runtime.Object) (found, synced bool, err error) {
-	u, synced, err := o.get(k)
-	if u == nil {
-		return false, synced, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), into); err != nil {
-		return false, true, errors.Wrapf(err, "cannot decode %s", k)
-	}
-	return true, true, nil
-}
