@@ -159,7 +159,7 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 	}
 	// First, while its chaperons still bring the Workload back here if
 	// this fails.
-	if err := r.releaseAll(ctx, cl, m, w); err != nil {
+	if err := releaseAll(ctx, cl, m, w); err != nil {
 		return err
 	}
 	namespaces := map[string]bool{}

@@ -89,9 +89,8 @@ type PropagatorReconciler struct {
 	// verdicts on the Workloads' templates, once per generation.
 	verdicts validation.Verdicts
 	// sources are the objects that go with the pods (nil: none is read,
-	// as if no Workload needed any); copied, what was copied already.
+	// as if no Workload needed any).
 	sources dependencySources
-	copied  copied
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -172,6 +171,10 @@ type scope struct {
 	// watched: the sources were pointed at them.
 	deps    map[*v1alpha1.Workload]*dependencies
 	watched bool
+
+	// problem: the committed cluster cannot take more of the Workload
+	// (a dependency it refuses): Ready says why, nothing new is allowed.
+	problem *deliveryProblem
 
 	// done: the phases ran to the end, so candidates outside keep may go
 	// once the status (with this reconcile's rejections) is written.

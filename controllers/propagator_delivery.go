@@ -29,14 +29,19 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 	}
 	st, d := s.state, s.decision
 	switch {
-	case d.Action == propagator.Reject, len(st.Missing) > 0:
+	case d.Action == propagator.Reject, len(st.Missing) > 0 && s.problem == nil:
 		// Rejected, or candidates were just created: nothing to count yet.
 		return false, nil
-	case d.Action == propagator.Deliver:
+	case d.Action == propagator.Deliver && s.problem == nil:
 		// Kept in sync with their sources (whose watches enqueue the
 		// Workload), and there before a new replica binds.
-		if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true); err != nil {
+		err := r.deliverDependencies(ctx, s, s.member, s.delivered, true, st)
+		if !errors.As(err, &s.problem) && err != nil {
 			return true, err
+		}
+		if s.problem != nil {
+			// What runs keeps running; nothing new binds there.
+			break
 		}
 		if err := r.allow(ctx, s.member, s.w, st.ToAllow); err != nil {
 			return true, err
@@ -45,7 +50,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 			return true, err
 		}
 	}
-	var problem *deliveryProblem
+	problem := s.problem
 	if s.committed {
 		err := r.ensureService(ctx, s.member, s.delivered)
 		if !errors.As(err, &problem) && err != nil {

@@ -3,8 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
 )
@@ -40,13 +41,19 @@ type dependencySources interface {
 }
 
 // dependencies are what one delivered Workload's pods need, read from
-// the sources: the objects to copy, or why they cannot go yet.
+// the sources: the objects to copy, those missing, or why they cannot go
+// yet.
 type dependencies struct {
 	objects []client.Object
-	// problems name what is missing or cannot be read; waiting: a watch
-	// has not listed yet (its first list enqueues the Workload).
+	// missing are required objects the Workload's namespace does not
+	// hold: the cluster's own may stand in (problemsIn).
+	missing []propagator.Ref
+	// problems name what cannot be read or cannot go; waiting: a watch
+	// has not listed yet (its first list enqueues the Workload); retry: a
+	// watch could not start (a kind not served), so no event will come.
 	problems []string
 	waiting  bool
+	retry    bool
 }
 
 func coreKey(kind, namespace, name string) objectKey {
@@ -162,16 +169,25 @@ func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependen
 		s.deps = map[*v1alpha1.Workload]*dependencies{}
 	}
 	s.deps[w] = d
-	refs, claims := propagator.Refs(w)
-	if len(refs)+len(claims) == 0 || r.sources == nil {
+	if r.sources == nil {
 		return d
 	}
+	// First, so that watches no reference needs any more stop.
 	r.watchDependencies(s)
+	refs, claims := propagator.Refs(w)
+	if len(refs)+len(claims) == 0 {
+		return d
+	}
+	problem := func(k objectKey, err error) {
+		d.problems = append(d.problems, fmt.Sprintf("%s cannot be read: %v", k, err))
+		d.retry = d.retry || errors.Is(err, errNotServed)
+	}
 	for _, c := range claims {
-		name, problem := connectionSecret(r.sources, w.Namespace, c)
+		name, msg := connectionSecret(r.sources, w.Namespace, c)
 		switch {
-		case problem != "":
-			d.problems = append(d.problems, problem)
+		case msg != "":
+			d.problems = append(d.problems, msg)
+			d.retry = d.retry || strings.Contains(msg, errNotServed.Error())
 		case name == "":
 			d.waiting = true
 		default:
@@ -194,11 +210,11 @@ func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependen
 		found, synced, err := getTyped(r.sources, k, obj)
 		switch {
 		case err != nil:
-			d.problems = append(d.problems, fmt.Sprintf("%s cannot be read: %v", k, err))
+			problem(k, err)
 		case !synced:
 			d.waiting = true
 		case !found && !ref.Optional:
-			d.problems = append(d.problems, fmt.Sprintf("%s does not exist", k))
+			d.missing = append(d.missing, ref)
 		case !found:
 		case isTokenSecret(obj):
 			d.problems = append(d.problems, fmt.Sprintf("%s is a ServiceAccount token of the management cluster: placer does not copy it", k))
@@ -214,77 +230,82 @@ func isTokenSecret(o client.Object) bool {
 	return ok && s.Type == corev1.SecretTypeServiceAccountToken
 }
 
+// problemsIn says why w's pods (as delivered to m) cannot go to m yet:
+// what cannot be read or sent, and each required object that neither the
+// Workload's namespace nor m's target namespace holds (looked up there as
+// the tenant). A member that does not let the tenant read it there keeps
+// what it has: placer copies nothing there, and holds nothing for it,
+// as before it copied anything (the opt-in is the member's).
+func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload) ([]string, error) {
+	d := r.resolve(s, w)
+	problems := slices.Clone(d.problems)
+	if len(d.missing) == 0 {
+		return problems, nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	ns := m.TargetNamespace(w)
+	for _, ref := range d.missing {
+		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, propagator.NewObject(ref.Kind))
+		switch {
+		case err == nil, kerrors.IsForbidden(err):
+		case kerrors.IsNotFound(err):
+			problems = append(problems, fmt.Sprintf("%s does not exist (nor does %s/%s in %s)", coreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey()))
+		default:
+			return nil, errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, ref.Kind, ns, ref.Name, m.ClusterKey())
+		}
+	}
+	return problems, nil
+}
+
 // holdForDependencies holds a Workload whose pods (as delivered to the
-// chosen cluster) need an object that is missing or cannot be read:
+// chosen cluster m) need an object that is missing or cannot be read:
 // nothing new starts anywhere, and Ready says which object, with an
 // Event; what runs keeps running, and the object's watch releases it.
 // done: a watch has not listed yet; its first list enqueues the Workload.
-func (r *PropagatorReconciler) holdForDependencies(s *scope, delivered *v1alpha1.Workload) (held, done bool) {
+func (r *PropagatorReconciler) holdForDependencies(ctx context.Context, s *scope, m cluster.Member, delivered *v1alpha1.Workload) (held, done bool, err error) {
+	problems, err := r.problemsIn(ctx, s, m, delivered)
+	if err != nil {
+		return true, true, err
+	}
 	d := r.resolve(s, delivered)
-	if len(d.problems) == 0 {
-		return d.waiting, d.waiting
+	if len(problems) == 0 {
+		return d.waiting, d.waiting, nil
 	}
 	s.held = true
-	msg := "the pods wait for their dependencies: " + strings.Join(d.problems, "; ")
+	if d.retry {
+		// No watch will tell: a kind the API server may serve later.
+		s.requeueAfter(rejectionBackoffBase)
+	}
+	msg := "the pods wait for their dependencies: " + strings.Join(problems, "; ")
 	prev := s.orig.Status.GetCondition(xpv2.TypeReady)
 	s.w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, msg, s.w.Generation))
 	if prev.Reason != v1alpha1.ReasonMissingDependency || prev.Message != msg {
 		s.statusEvent(event.Warning(v1alpha1.ReasonMissingDependency, errors.New(msg)))
 	}
-	return true, false
+	return true, false, nil
 }
 
-// copyKey is one copy in one member, for one Workload.
-type copyKey struct {
-	host, namespace, kind, name string
-	workload                    types.UID
-}
-
-// copied remembers, per copy and Workload, the source's resourceVersion
-// last copied (and the conflict seen, if any): a reconcile whose sources
-// did not change sends the member nothing. Only a shortcut: what is
-// correct is in the member (the copies' annotations), so a restarted
-// manager looks once more.
-type copied struct {
-	mu sync.Mutex
-	m  map[copyKey]copiedAs
-}
-
-type copiedAs struct{ version, conflict string }
-
-func (c *copied) get(k copyKey) (copiedAs, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[k]
-	return v, ok
-}
-
-func (c *copied) set(k copyKey, v copiedAs) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[copyKey]copiedAs{}
-	}
-	c.m[k] = v
-}
-
-func (c *copied) forget(k copyKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
-
-// deliverDependencies copies what the pods of w (as delivered to m) need
+// deliverDependencies puts what the pods of w (as delivered to m) need
 // into m's target namespace, as the Workload's tenant, before they may
 // bind there. With all, every object: the committed cluster, or one whose
-// candidates bind without a hold. Otherwise only the ServiceAccount,
-// without which the member's API server refuses the candidates' pods
-// (ServiceAccount admission): a runner-up never gets a Secret or a
-// ConfigMap. The copies of the committed cluster go into
-// status.dependencies; one it no longer needs is let go there.
-func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload, all bool) error {
+// candidates bind without a hold (or with NoReservation). Otherwise only
+// the ServiceAccount, without which the member's API server refuses the
+// candidates' pods (ServiceAccount admission): a runner-up never gets a
+// Secret or a ConfigMap.
+//
+// What was delivered with all goes into status.dependencies, per
+// cluster; one the pods no longer reference is let go there once no
+// outdated pod may use it (st.Outdated). An object of that name that is
+// another source's copy refuses the cluster: a *deliveryProblem.
+func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload, all bool, st propagator.State) error {
 	d := r.resolve(s, w)
-	if len(d.objects) == 0 && (!all || len(s.orig.Status.Dependencies) == 0) {
+	key := m.ClusterKey()
+	ref := v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}
+	had := dependenciesOf(s.orig.Status.Dependencies, key)
+	if len(d.objects) == 0 && (!all || len(had) == 0) {
 		return nil
 	}
 	cl, err := m.Tenant(w.Namespace)
@@ -292,70 +313,127 @@ func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope
 		return err
 	}
 	ns := m.TargetNamespace(w)
-	var status []v1alpha1.Dependency
+	var delivered []v1alpha1.Dependency
 	for _, src := range d.objects {
 		kind := kindOf(src)
 		if !all && kind != propagator.KindServiceAccount {
 			continue
 		}
-		conflict, err := r.copyInto(ctx, cl, m, w, ns, kind, src)
+		dep, err := copyInto(ctx, cl, m, w, ns, kind, src)
 		if err != nil {
 			return err
 		}
-		status = append(status, v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Conflict: conflict})
-		if conflict != "" && !hasConflict(s.orig.Status.Dependencies, kind, src.GetName(), conflict) {
-			s.statusEvent(event.Warning(v1alpha1.ReasonNameConflict, errors.New(conflict)))
+		dep.Cluster = ref
+		delivered = append(delivered, dep)
+		if dep.Message != "" && !slices.Contains(had, dep) {
+			s.statusEvent(event.Warning(v1alpha1.ReasonNameConflict, errors.New(dep.Message)))
 		}
 	}
-	if !all || m.ClusterKey() != s.target {
+	if !all {
 		return nil
 	}
 	var gone []propagator.Ref
-	for _, old := range s.orig.Status.Dependencies {
-		if !hasDependency(status, old.Kind, old.Name) {
+	for _, old := range had {
+		if !slices.ContainsFunc(delivered, func(dep v1alpha1.Dependency) bool { return dep.Kind == old.Kind && dep.Name == old.Name }) {
+			if len(st.Outdated) > 0 {
+				// An old pod may still read it: kept until the rollout ends.
+				delivered = append(delivered, old)
+				continue
+			}
 			gone = append(gone, propagator.Ref{Kind: old.Kind, Name: old.Name})
 		}
 	}
-	if err := r.releaseIn(ctx, cl, m, w, ns, gone); err != nil {
+	if err := releaseIn(ctx, cl, m, w, ns, gone); err != nil {
 		return err
 	}
-	s.w.Status.Dependencies = status
+	setDependencies(s.w, key, delivered)
 	return nil
 }
 
-// copyInto makes the member's copy of src in namespace ns hold src's data
-// and name w among its users. An object of that name that is not
-// placer's copy of src is left as it is: conflict says so.
-func (r *PropagatorReconciler) copyInto(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns, kind string, src client.Object) (conflict string, err error) {
-	key := copyKey{host: m.Host(), namespace: ns, kind: kind, name: src.GetName(), workload: w.UID}
-	if c, ok := r.copied.get(key); ok && c.version == src.GetResourceVersion() {
-		return c.conflict, nil
+// dependenciesOf are the status entries of one cluster.
+func dependenciesOf(ds []v1alpha1.Dependency, key types.NamespacedName) []v1alpha1.Dependency {
+	var out []v1alpha1.Dependency
+	for _, d := range ds {
+		if d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace {
+			out = append(out, d)
+		}
 	}
+	return out
+}
+
+// setDependencies replaces the status entries of one cluster.
+func setDependencies(w *v1alpha1.Workload, key types.NamespacedName, ds []v1alpha1.Dependency) {
+	kept := slices.DeleteFunc(slices.Clone(w.Status.Dependencies), func(d v1alpha1.Dependency) bool {
+		return d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace
+	})
+	kept = append(kept, ds...)
+	if len(kept) == 0 {
+		kept = nil
+	}
+	w.Status.Dependencies = kept
+}
+
+// copyInto makes the member's copy of src in namespace ns hold src's data
+// and name w among its users, and says so. An object of that name that is
+// not placer's copy is left as it is (the pods use it: Message says so),
+// unless it is placer's copy of another source, maybe another tenant's,
+// which the pods must not read: that refuses the cluster. A member that
+// forbids the tenant to write it keeps what it has.
+func copyInto(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns, kind string, src client.Object) (v1alpha1.Dependency, error) {
+	dep := v1alpha1.Dependency{Kind: kind, Name: src.GetName()}
+	where := fmt.Sprintf("%s %s/%s in %s", kind, ns, src.GetName(), m.ClusterKey())
 	source := propagator.Source(src.GetNamespace(), src.GetName())
 	want := propagator.NewCopy(src, ns)
 	cur := propagator.NewObject(kind)
-	err = cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.GetName()}, cur)
+	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.GetName()}, cur)
 	switch {
 	case kerrors.IsNotFound(err):
 		propagator.SetUser(want, string(w.UID), true)
-		if err := cl.Create(ctx, want); err != nil {
-			return "", errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, kind, ns, src.GetName(), m.ClusterKey())
-		}
+		err = cl.Create(ctx, want)
 	case err != nil:
-		return "", errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, kind, ns, src.GetName(), m.ClusterKey())
-	case !propagator.CopiedFrom(cur, source):
-		conflict = fmt.Sprintf("%s %s/%s in %s was not copied by placer from %s: it is left as it is, and the pods use it", kind, ns, src.GetName(), m.ClusterKey(), source)
+	case propagator.CopiedFrom(cur, source):
+		err = syncCopy(ctx, cl, cur, want, string(w.UID))
+	case cur.GetLabels()[propagator.LabelDependency] == "true":
+		return dep, &deliveryProblem{reason: v1alpha1.ReasonNameConflict, msg: fmt.Sprintf("%s is placer's copy of %s, not of %s: the pods would read another Workload's data", where, cur.GetAnnotations()[propagator.AnnotationSource], source)}
 	default:
-		synced := propagator.Sync(cur, want)
-		used := propagator.SetUser(cur, string(w.UID), true)
-		if synced || used {
-			if err := cl.Update(ctx, cur); err != nil {
-				return "", errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, kind, ns, src.GetName(), m.ClusterKey())
-			}
-		}
+		dep.Message = fmt.Sprintf("%s was not copied by placer from %s: it is left as it is, and the pods use it", where, source)
+		return dep, nil
 	}
-	r.copied.set(key, copiedAs{version: src.GetResourceVersion(), conflict: conflict})
-	return conflict, nil
+	if kerrors.IsForbidden(err) {
+		dep.Message = fmt.Sprintf("%s was not copied: the cluster does not let %s write it there (bind ClusterRole placer-member-dependencies): the pods use what the cluster has", where, mcv1alpha1.TenantUser(w.Namespace))
+		return dep, nil
+	}
+	if err != nil {
+		return dep, errors.Wrapf(err, "%s: %s", errCopyDependency, where)
+	}
+	dep.Copied = true
+	return dep, nil
+}
+
+// syncCopy brings placer's copy cur in line with want and names uid among
+// its users. An immutable copy whose data changed is replaced (deleted
+// with a precondition, and created again with its users).
+func syncCopy(ctx context.Context, cl client.Client, cur, want client.Object, uid string) error {
+	changed := propagator.Sync(cur, want)
+	used := propagator.SetUser(cur, uid, true)
+	switch {
+	case changed && propagator.Immutable(cur):
+		for _, u := range propagator.Users(cur) {
+			propagator.SetUser(want, u, true)
+		}
+		if err := cl.Delete(ctx, cur, preconditions(cur)); err != nil {
+			return err
+		}
+		return cl.Create(ctx, want)
+	case changed || used:
+		return cl.Update(ctx, cur)
+	}
+	return nil
+}
+
+func preconditions(o client.Object) client.Preconditions {
+	uid, rv := o.GetUID(), o.GetResourceVersion()
+	return client.Preconditions{UID: &uid, ResourceVersion: &rv}
 }
 
 // releaseIn removes w from the users of its copies of refs in one member
@@ -364,9 +442,8 @@ func (r *PropagatorReconciler) copyInto(ctx context.Context, cl client.Client, m
 // using it meanwhile keeps it). What the member forbids the tenant to
 // read, placer cannot have made; an object that is not placer's copy is
 // not touched.
-func (r *PropagatorReconciler) releaseIn(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns string, refs []propagator.Ref) error {
+func releaseIn(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns string, refs []propagator.Ref) error {
 	for _, ref := range refs {
-		r.copied.forget(copyKey{host: m.Host(), namespace: ns, kind: ref.Kind, name: ref.Name, workload: w.UID})
 		cur := propagator.NewObject(ref.Kind)
 		if cur == nil {
 			continue
@@ -384,7 +461,7 @@ func (r *PropagatorReconciler) releaseIn(ctx context.Context, cl client.Client, 
 		if len(propagator.Users(cur)) > 0 {
 			err = cl.Update(ctx, cur)
 		} else {
-			err = cl.Delete(ctx, cur, client.Preconditions{UID: &[]types.UID{cur.GetUID()}[0], ResourceVersion: &[]string{cur.GetResourceVersion()}[0]})
+			err = cl.Delete(ctx, cur, preconditions(cur))
 		}
 		if err := client.IgnoreNotFound(err); err != nil {
 			return errors.Wrapf(err, "%s: %s %s/%s in %s", errReleaseDependency, ref.Kind, ns, ref.Name, m.ClusterKey())
@@ -394,16 +471,32 @@ func (r *PropagatorReconciler) releaseIn(ctx context.Context, cl client.Client, 
 }
 
 // releaseAll lets go of every copy the Workload may use in a member: what
-// status.dependencies names and what its pods reference now.
-func (r *PropagatorReconciler) releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload) error {
+// its status says was delivered there, and what its pods reference now.
+func releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload) error {
 	refs, _ := propagator.WatchedRefs(w)
-	for _, d := range w.Status.Dependencies {
+	for _, d := range dependenciesOf(w.Status.Dependencies, m.ClusterKey()) {
 		refs = propagator.AddRef(refs, propagator.Ref{Kind: d.Kind, Name: d.Name})
 	}
 	if len(refs) == 0 {
 		return nil
 	}
-	return r.releaseIn(ctx, cl, m, w, m.TargetNamespace(w), refs)
+	return releaseIn(ctx, cl, m, w, m.TargetNamespace(w), refs)
+}
+
+// releaseLeft lets go of the copies in a cluster the Workload left, once
+// nothing of it remains there, and forgets them.
+func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
+	if m != nil {
+		cl, err := m.Tenant(s.w.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := releaseAll(ctx, cl, m, s.w); err != nil {
+			return err
+		}
+		setDependencies(s.w, m.ClusterKey(), nil)
+	}
+	return nil
 }
 
 func kindOf(o client.Object) string {
@@ -416,22 +509,4 @@ func kindOf(o client.Object) string {
 		return propagator.KindServiceAccount
 	}
 	return ""
-}
-
-func hasDependency(ds []v1alpha1.Dependency, kind, name string) bool {
-	for _, d := range ds {
-		if d.Kind == kind && d.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func hasConflict(ds []v1alpha1.Dependency, kind, name, conflict string) bool {
-	for _, d := range ds {
-		if d.Kind == kind && d.Name == name {
-			return d.Conflict == conflict
-		}
-	}
-	return false
 }

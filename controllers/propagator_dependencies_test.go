@@ -56,7 +56,12 @@ func (s *mapSources) use(user types.NamespacedName, keys []objectKey) {
 }
 func (s *mapSources) forget(user types.NamespacedName) { delete(s.used, user) }
 func (s *mapSources) get(k objectKey) (*unstructured.Unstructured, bool, error) {
-	if s.unsynced[k] {
+	// As objectWatches: only what a user watches has listed.
+	used := false
+	for _, keys := range s.used {
+		used = used || slices.Contains(keys, k)
+	}
+	if s.unsynced[k] || !used {
 		return nil, false, nil
 	}
 	return s.objs[k], true, nil

@@ -105,13 +105,17 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, reason, msg)
 		return false, nil
 	}
-	if held, done := r.holdForDependencies(s, delivered); held {
-		return done, nil
+	if held, done, err := r.holdForDependencies(ctx, s, m, delivered); held {
+		return done, err
 	}
 	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
 		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
+		return false, nil
+	}
+	if p := (*deliveryProblem)(nil); errors.As(err, &p) {
+		s.reject(s.target, p.reason, p.msg)
 		return false, nil
 	}
 	if err != nil {
@@ -172,6 +176,10 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 			s.reject(key, v1alpha1.ReasonForbidden, err.Error())
 			continue
 		}
+		if p := (*deliveryProblem)(nil); errors.As(err, &p) {
+			s.reject(key, p.reason, p.msg)
+			continue
+		}
 		if err != nil {
 			return true, err
 		}
@@ -192,12 +200,12 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
 	// What the pods need is there before the first of them binds.
-	if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true); err != nil {
-		if !forbidden(err) {
+	if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true, s.state); err != nil {
+		var p *deliveryProblem
+		if !errors.As(err, &p) {
 			return true, err
 		}
-		// The member does not let this tenant copy them there.
-		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
+		s.reject(s.target, p.reason, p.msg)
 		s.committed, s.decision = false, propagator.Decision{Action: propagator.Reject}
 		return false, nil
 	}
@@ -236,19 +244,38 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	ns := m.TargetNamespace(w)
 	noHold := chosen && (st.Allowed > 0 || w.ReplicaCount() == 1)
 	if len(st.Missing) > 0 {
-		if d := r.resolve(s, w); len(d.problems) > 0 || d.waiting {
+		problems, err := r.problemsIn(ctx, s, m, w)
+		if err != nil {
+			return st, nil, err
+		}
+		if len(problems) > 0 || r.resolve(s, w).waiting {
 			// A runner-up whose overrides need what is missing gets no
 			// candidate; the chosen cluster was held before.
 			return st, chs, nil
 		}
-		// Candidates that bind without a hold find everything there; the
-		// others their ServiceAccount, without which no pod is admitted.
-		if err := r.deliverDependencies(ctx, s, m, w, noHold); err != nil {
+		// Candidates that bind without a hold (and pods the member's own
+		// scheduler binds) find everything there; the others their
+		// ServiceAccount, without which no pod is admitted.
+		all := noHold || chosen && w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+		if err := r.deliverDependencies(ctx, s, m, w, all, st); err != nil {
+			var p *deliveryProblem
+			if errors.As(err, &p) && st.Allowed > 0 {
+				// Committed: what runs keeps running; nothing new.
+				s.problem = p
+				return st, chs, nil
+			}
 			return st, nil, err
 		}
 	}
 	for _, i := range st.Missing {
 		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, noHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+			if len(chs) == 0 {
+				// Nothing of it will be there to bring it back: what
+				// was copied for it goes now.
+				if rerr := releaseAll(ctx, cl, m, w); rerr != nil {
+					return st, nil, rerr
+				}
+			}
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}

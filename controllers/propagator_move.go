@@ -98,6 +98,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			return true, err
 		}
 		if st == gone {
+			setDependencies(w, key, nil)
 			s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
 			continue
 		}
@@ -118,6 +119,10 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		switch {
 		case st != answering:
 		case len(chs) == 0:
+			// And what was copied there for its pods.
+			if err := releaseLeft(ctx, s, m); err != nil {
+				return true, err
+			}
 			s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
 			continue
 		case !replaced:

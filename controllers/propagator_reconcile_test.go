@@ -852,7 +852,8 @@ func TestPropagatorReconcile(t *testing.T) {
 				if copyIn(t, e.members[1], propagator.KindSecret, "db") != nil {
 					t.Error("the Secret went to the runner-up b")
 				}
-				want := []v1alpha1.Dependency{{Kind: "ConfigMap", Name: "settings"}, {Kind: "Secret", Name: "db"}, {Kind: "ServiceAccount", Name: "runner"}}
+				a := v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+				want := []v1alpha1.Dependency{{Cluster: a, Kind: "ConfigMap", Name: "settings", Copied: true}, {Cluster: a, Kind: "Secret", Name: "db", Copied: true}, {Cluster: a, Kind: "ServiceAccount", Name: "runner", Copied: true}}
 				if diff := cmp.Diff(want, e.w.Status.Dependencies); diff != "" {
 					t.Errorf("status.dependencies (-want +got):\n%s", diff)
 				}
@@ -919,7 +920,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				}
 				found := false
 				for _, d := range e.w.Status.Dependencies {
-					found = found || d.Kind == "ConfigMap" && strings.Contains(d.Conflict, "was not copied by placer from default/settings")
+					found = found || d.Kind == "ConfigMap" && !d.Copied && strings.Contains(d.Message, "was not copied by placer from default/settings")
 				}
 				if !found {
 					t.Errorf("status.dependencies %+v does not report the conflict", e.w.Status.Dependencies)
@@ -946,7 +947,7 @@ func TestPropagatorReconcile(t *testing.T) {
 		{
 			name: "dependencies: a copy the template no longer references is let go in the committed cluster",
 			w: web(func(w *v1alpha1.Workload) {
-				w.Status.Dependencies = []v1alpha1.Dependency{{Kind: "Secret", Name: "old"}}
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Kind: "Secret", Name: "old", Copied: true}}
 			}),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -987,23 +988,29 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name:    "dependencies: a member that does not let the tenant copy them rejects at commit, with the API server's message",
+			name:    "dependencies: a member that does not let the tenant copy them keeps what it has: the pods go ahead, and the status says why",
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
 					propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))...),
-					clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
 						if _, ok := o.(*corev1.Secret); ok {
-							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, o.GetName(), errFromMember)
+							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, errFromMember)
 						}
-						return c.Create(ctx, o, opts...)
+						return c.Get(ctx, key, o, opts...)
 					}}))}
 			},
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
-				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
-					t.Errorf("%d candidates allowed without their Secret", n)
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Errorf("%d candidates allowed, want 2", n)
+				}
+				found := false
+				for _, d := range e.w.Status.Dependencies {
+					found = found || d.Kind == "Secret" && !d.Copied && strings.Contains(d.Message, "placer-member-dependencies")
+				}
+				if !found {
+					t.Errorf("status.dependencies %+v does not say the Secret was not copied, and why", e.w.Status.Dependencies)
 				}
 			},
 		},
@@ -1026,6 +1033,176 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name:    "dependencies: with NoReservation the member's own scheduler binds at once: everything is copied with the candidates",
+			w:       web(needs, func(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation }),
+			sources: theSources(),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			want:    reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates, want 2", n)
+				}
+				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil || copyIn(t, e.members[0], propagator.KindConfigMap, "settings") == nil {
+					t.Error("the Secret or the ConfigMap is not in a with the candidates")
+				}
+			},
+		},
+		{
+			name:    "dependencies: a copy gone from the committed cluster is made again before a new replica binds there",
+			w:       web(needs, st.Replicas(3)),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 3 {
+					t.Errorf("%d candidates, want 3", n)
+				}
+				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
+					t.Error("Secret db is not in a")
+				}
+			},
+		},
+		{
+			name:    "dependencies: another source's copy in the committed cluster holds what is new there; Ready says why",
+			w:       web(needs, st.Replicas(3)),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), other)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates, want the 2 that run and no new one", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonNameConflict || !strings.Contains(c.Message, "team-b/db") {
+					t.Errorf("Ready %s %q, want NameConflict naming team-b/db", c.Reason, c.Message)
+				}
+				if s := copyIn(t, e.members[0], propagator.KindSecret, "db"); len(propagator.Users(s)) != 0 {
+					t.Errorf("the other source's copy was used: %v", propagator.Users(s))
+				}
+			},
+		},
+		{
+			name:    "dependencies: another source's copy in the chosen cluster rejects it at commit",
+			w:       web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved), other)...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonNameConflict, "team-b/db")
+				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
+					t.Errorf("%d candidates allowed", n)
+				}
+			},
+		},
+		{
+			name:    "dependencies: an object missing from the Workload's namespace that the cluster has holds nothing",
+			w:       web(needs),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(theirs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}})))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates, want 2: the cluster has the Secret", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason == v1alpha1.ReasonMissingDependency {
+					t.Errorf("held: %s", c.Message)
+				}
+			},
+		},
+		{
+			name: "dependencies: a cluster left lets go of its copies once nothing of the Workload remains there",
+			w: web(needs, left, func(w *v1alpha1.Workload) {
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Kind: "Secret", Name: "old", Copied: true}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
+				propagator.SetUser(old, string(w.UID), true)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(old)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
+					t.Errorf("Secret old stays in a, which the Workload left, used by %v", propagator.Users(o))
+				}
+				for _, d := range e.w.Status.Dependencies {
+					if d.Cluster.Name == "a" {
+						t.Errorf("status.dependencies still names a: %+v", d)
+					}
+				}
+			},
+		},
+		{
+			name:    "dependencies: a runner-up that refuses the candidates loses the ServiceAccount copied for them",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", forbiddenCreate)}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "b", v1alpha1.ReasonForbidden, "denied by the member")
+				if sa := copyIn(t, e.members[1], propagator.KindServiceAccount, "runner"); sa != nil {
+					t.Errorf("the ServiceAccount stays in b, used by %v", propagator.Users(sa))
+				}
+			},
+		},
+		{
+			name: "dependencies: a copy the new template no longer references stays while old pods may read it",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Kind: "Secret", Name: "old", Copied: true}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				before := w.DeepCopy()
+				before.Spec.TargetDeployment.Template.Spec.Containers[0].Image = "before"
+				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
+				propagator.SetUser(old, string(w.UID), true)
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(before, 2, reserved, allowed, running), old)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if copyIn(t, e.members[0], propagator.KindSecret, "old") == nil {
+					t.Error("Secret old went while the outdated pods run")
+				}
+				found := false
+				for _, d := range e.w.Status.Dependencies {
+					found = found || d.Name == "old"
+				}
+				if !found {
+					t.Errorf("status.dependencies %+v forgot Secret old mid-rollout", e.w.Status.Dependencies)
+				}
+			},
+		},
+		{
+			name:    "dependencies: an immutable copy whose source changed is replaced, with its users",
+			w:       web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}, Immutable: ptr.To(true)}, "default")
+				propagator.SetUser(old, "other", true)
+				// As the API server does: an immutable Secret's data stays.
+				immutable := clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+					if s, ok := o.(*corev1.Secret); ok && s.Immutable != nil && *s.Immutable {
+						return kerrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, s.Name, nil)
+					}
+					return c.Update(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...), immutable)}
+			},
+			check: func(t *testing.T, e env) {
+				s := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret)
+				if string(s.Data["password"]) != "s3cret" || !cmp.Equal(propagator.Users(s), []string{"other", string(e.w.UID)}) {
+					t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
+				}
+			},
+		},
+		{
 			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Spec.Resources = []v1alpha1.ResourceReference{{APIVersion: "database.example.org/v1alpha1", Kind: "PostgreSQLInstance", Name: "pg"}}
@@ -1042,6 +1219,8 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
+			// The claim's watch lists first, then the Secret's it names.
+			passes: 2,
 			check: func(t *testing.T, e env) {
 				if s, ok := copyIn(t, e.members[0], propagator.KindSecret, "pg-conn").(*corev1.Secret); !ok || string(s.Data["endpoint"]) != "x" {
 					t.Errorf("the connection Secret in a: %+v", s)

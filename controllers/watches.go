@@ -19,6 +19,9 @@ import (
 	"github.com/placer-dev/placer/internal/informers"
 )
 
+// errNotServed: the API server does not serve a kind (yet: a CRD may come).
+var errNotServed = errors.New("the management cluster does not serve")
+
 // objectKey names one object of the management cluster.
 type objectKey struct {
 	GVK             schema.GroupVersionKind
@@ -79,8 +82,15 @@ func (o *objectWatches) use(user types.NamespacedName, keys []objectKey) {
 	}
 	for k := range want {
 		w := o.watches[k]
-		if w == nil {
+		switch {
+		case w == nil:
 			w = o.start(k)
+			o.watches[k] = w
+		case w.inf == nil:
+			// It could not start (a kind not served): try again.
+			users := w.users
+			w = o.start(k)
+			w.users = users
 			o.watches[k] = w
 		}
 		w.users[user] = true
@@ -116,7 +126,7 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	w := &objectWatch{users: map[types.NamespacedName]bool{}}
 	m, err := o.mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 	if err != nil {
-		w.err = errors.Wrapf(err, "the management cluster does not serve %s", k.GVK)
+		w.err = errors.Wrapf(errors.Wrap(err, k.GVK.String()), "%s", errNotServed)
 		return w
 	}
 	ri := o.dyn.Resource(m.Resource).Namespace(k.Namespace)
@@ -133,7 +143,8 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	}
 	w.inf = toolscache.NewSharedInformer(lw, &unstructured.Unstructured{}, 0)
 	w.stop = make(chan struct{})
-	_ = w.inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
+	_ = w.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
+		toolscache.DefaultWatchErrorHandler(ctx, r, err)
 		o.mu.Lock()
 		first := w.err == nil
 		w.err = err

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -137,6 +138,25 @@ func TestObjectWatches(t *testing.T) {
 	if _, synced, err := o.get(unknown); synced || err == nil || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("get of a kind not served = synced %v, %v; want why", synced, err)
 	}
+	// Served once its CRD is there: the next use starts the watch.
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "postgresqlinstances.database.example.org"},
+		"spec": map[string]any{
+			"group": "database.example.org", "scope": "Namespaced",
+			"names": map[string]any{"plural": "postgresqlinstances", "singular": "postgresqlinstance", "kind": "PostgreSQLInstance", "listKind": "PostgreSQLInstanceList"},
+			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	if err := env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "the claim's watch to start and list once its kind is served", func() bool {
+		o.use(u1, []objectKey{unknown})
+		_, synced, _ := o.get(unknown)
+		return synced
+	})
 
 	// An identity that may not read ConfigMaps: its users learn why, once.
 	denied := newEnqueued()
@@ -144,6 +164,11 @@ func TestObjectWatches(t *testing.T) {
 	cm := coreKey(propagator.KindConfigMap, "default", "settings")
 	od.use(u1, []objectKey{cm})
 	denied.waitFor(t, "the refused list to enqueue the user", func() bool { return denied.count(u1) > 0 })
+	// The reflector retries (after 0.8 s, then more); the user heard once.
+	time.Sleep(3 * time.Second)
+	if n := denied.count(u1); n != 1 {
+		t.Errorf("the refused watch enqueued its user %d times, want once", n)
+	}
 	if _, synced, err := od.get(cm); synced || err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("get as an identity without rights = synced %v, %v; want Forbidden", synced, err)
 	}

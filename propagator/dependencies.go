@@ -260,6 +260,17 @@ func SetUser(obj client.Object, uid string, use bool) bool {
 	return true
 }
 
+// Immutable reports whether a copy's data may not change.
+func Immutable(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return o.Immutable != nil && *o.Immutable
+	case *corev1.Secret:
+		return o.Immutable != nil && *o.Immutable
+	}
+	return false
+}
+
 // NewObject returns an empty object of a dependency kind.
 func NewObject(kind string) client.Object {
 	switch kind {

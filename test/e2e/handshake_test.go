@@ -1058,7 +1058,7 @@ func TestHandshake(t *testing.T) {
 		conflict := ""
 		for _, d := range one.Status.Dependencies {
 			if d.Name == "dep-theirs" {
-				conflict = d.Conflict
+				conflict = d.Message
 			}
 		}
 		if !strings.Contains(conflict, "was not copied by placer") {

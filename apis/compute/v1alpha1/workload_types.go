@@ -686,8 +686,9 @@ type WorkloadStatus struct {
 	// +optional
 	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
 
-	// Dependencies are the ConfigMaps, Secrets and ServiceAccount that go
-	// with the pods to the cluster they run in: names, never contents.
+	// Dependencies are the ConfigMaps, Secrets and ServiceAccount the pods
+	// use in the cluster they run in (and in a cluster left, until they
+	// are let go there): names, never contents.
 	// +listType=atomic
 	// +optional
 	Dependencies []Dependency `json:"dependencies,omitempty"`
@@ -726,20 +727,29 @@ type WorkloadStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
-// Dependency is an object copied from the Workload's namespace into the
-// target namespace of the cluster its pods run in.
+// Dependency is an object the Workload's pods use in a cluster: copied
+// there from the Workload's namespace, or, when placer did not copy it,
+// what the pods use instead and why.
 type Dependency struct {
+	// Cluster is the cluster it was delivered to.
+	Cluster ClusterReference `json:"cluster"`
+
 	// Kind is ConfigMap, Secret or ServiceAccount.
 	Kind string `json:"kind"`
 
 	// Name of the object, the same in both clusters.
 	Name string `json:"name"`
 
-	// Conflict says that the cluster holds an object of this name that
-	// placer did not copy from this source: it is left as it is (the pods
-	// use it) and reported here.
+	// Copied: the cluster holds placer's copy of the Workload's object.
 	// +optional
-	Conflict string `json:"conflict,omitempty"`
+	Copied bool `json:"copied,omitempty"`
+
+	// Message says, when it was not copied, what the pods use instead: an
+	// object of that name that placer did not copy (left as it is), the
+	// cluster's own when the Workload's namespace has none, or why placer
+	// may not write it there.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // A Workload is a set of pods (and a Service) to run in one cluster of the fleet.
