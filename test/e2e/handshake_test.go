@@ -1484,8 +1484,33 @@ func stopAPIServer(t *testing.T, m *member) (restart func()) {
 		once.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
+			started := time.Now()
 			if err := m.target.StartAPIServer(ctx); err != nil {
 				t.Error(err)
+				return
+			}
+			// Its nodes heartbeat again and lose the taints the node
+			// lifecycle controller gave them meanwhile, so that what
+			// follows places there as before the outage.
+			nodes, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range nodes.Items {
+				testenv.WaitFor(t, m.client, &nodes.Items[i], &corev1.NodeList{}, timeout, func(n *corev1.Node) bool {
+					for _, c := range n.Status.Conditions {
+						if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionTrue || c.LastHeartbeatTime.Time.Before(started.Truncate(time.Second))) {
+							return false
+						}
+					}
+					for _, taint := range n.Spec.Taints {
+						if strings.HasPrefix(taint.Key, "node.kubernetes.io/") {
+							return false
+						}
+					}
+					return true
+				})
 			}
 		})
 	}
