@@ -103,3 +103,29 @@ func objectMeta(name string) metav1.ObjectMeta {
 
 // theirs is an object of the member that placer did not copy.
 func theirs(o client.Object) client.Object { o.SetNamespace("default"); return o }
+
+// runningIn: member a, built with opts, runs w's two replicas, and holds objs.
+func runningIn(w *v1alpha1.Workload, opts []clustertest.Option, objs ...client.Object) clustertest.Members {
+	objs = append(candidates(w, 2, reserved, allowed, running), objs...)
+	return clustertest.Members{clustertest.NewMember("a", append([]clustertest.Option{clustertest.WithObjects(objs...)}, opts...)...)}
+}
+
+// usedCopy is placer's copy of src in the member namespace default, used
+// by the Workloads of the given UIDs.
+func usedCopy(src client.Object, users ...string) client.Object {
+	c := propagator.NewCopy(src, "default")
+	for _, u := range users {
+		propagator.SetUser(c, u, true)
+	}
+	return c
+}
+
+// wantSynced: Secret db in the member holds the source's data, used by
+// the Workload uid and by another.
+func wantSynced(t *testing.T, m *clustertest.Member, uid string) {
+	t.Helper()
+	s := copyIn(t, m, propagator.KindSecret, "db").(*corev1.Secret)
+	if string(s.Data["password"]) != "s3cret" || !slices.Equal(propagator.Users(s), []string{"other", uid}) {
+		t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
+	}
+}

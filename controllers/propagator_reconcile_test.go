@@ -489,7 +489,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			}),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.Now()}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), theirs)...))}
+				return runningIn(w, nil, theirs)
 			},
 			check: func(t *testing.T, e env) {
 				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonNameConflict {
@@ -933,16 +933,10 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "default")
-				propagator.SetUser(old, "other", true)
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...))}
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "other")
+				return runningIn(w, nil, old)
 			},
-			check: func(t *testing.T, e env) {
-				s := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret)
-				if string(s.Data["password"]) != "s3cret" || !cmp.Equal(propagator.Users(s), []string{"other", string(e.w.UID)}) {
-					t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
-				}
-			},
+			check: func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
 		{
 			name: "dependencies: a copy the template no longer references is let go in the committed cluster",
@@ -951,9 +945,8 @@ func TestPropagatorReconcile(t *testing.T) {
 			}),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
-				propagator.SetUser(old, string(w.UID), true)
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...))}
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
+				return runningIn(w, nil, old)
 			},
 			check: func(t *testing.T, e env) {
 				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
@@ -969,12 +962,9 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs, func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				shared := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, "default")
-				propagator.SetUser(shared, string(w.UID), true)
-				propagator.SetUser(shared, "other", true)
-				own := propagator.NewCopy(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, "default")
-				propagator.SetUser(own, string(w.UID), true)
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), shared, own)...))}
+				shared := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID), "other")
+				own := usedCopy(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, string(w.UID))
+				return runningIn(w, nil, shared, own)
 			},
 			want: reconcile.Result{RequeueAfter: cleanupRetry},
 			check: func(t *testing.T, e env) {
@@ -1069,7 +1059,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), other)...))}
+				return runningIn(w, nil, other)
 			},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
@@ -1122,8 +1112,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			}),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
-				propagator.SetUser(old, string(w.UID), true)
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(old)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
 			},
@@ -1162,8 +1151,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				before := w.DeepCopy()
 				before.Spec.TargetDeployment.Template.Spec.Containers[0].Image = "before"
-				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, "default")
-				propagator.SetUser(old, string(w.UID), true)
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(before, 2, reserved, allowed, running), old)...))}
 			},
 			check: func(t *testing.T, e env) {
@@ -1184,8 +1172,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				old := propagator.NewCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}, Immutable: ptr.To(true)}, "default")
-				propagator.SetUser(old, "other", true)
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}, Immutable: ptr.To(true)}, "other")
 				// As the API server does: an immutable Secret's data stays.
 				immutable := clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
 					if s, ok := o.(*corev1.Secret); ok && s.Immutable != nil && *s.Immutable {
@@ -1193,14 +1180,9 @@ func TestPropagatorReconcile(t *testing.T) {
 					}
 					return c.Update(ctx, o, opts...)
 				}})
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), old)...), immutable)}
+				return runningIn(w, []clustertest.Option{immutable}, old)
 			},
-			check: func(t *testing.T, e env) {
-				s := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret)
-				if string(s.Data["password"]) != "s3cret" || !cmp.Equal(propagator.Users(s), []string{"other", string(e.w.UID)}) {
-					t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
-				}
-			},
+			check: func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
 		{
 			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
