@@ -33,7 +33,7 @@ type fleet struct {
 }
 
 // namespaces the phases use, opened to placer in every member.
-var phaseNamespaces = []string{"baseline", "fanout-1", "fanout-all", "failover", "drain"}
+var phaseNamespaces = []string{"baseline", "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
 
 func (f *fleet) close() {
 	for _, p := range f.procs {
@@ -62,7 +62,7 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	}
 	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i == 1, StartTimeout: 5 * time.Minute}
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute}
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {

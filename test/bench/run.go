@@ -22,6 +22,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 // The pods every phase creates: small, so capacity never limits.
@@ -180,12 +181,23 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	results = append(results, res)
+	if err := cleanPhase(ctx, f, baseline, "baseline"); err != nil {
+		return err
+	}
 
-	// 2 and 3. placer with fanOut 1, then fanOut over every member.
+	// 2–4. placer with fanOut 1; with NoReservation (every member's own
+	// kube-scheduler binds at once: the handshake's own cost is the
+	// difference); then fanOut over every member.
 	for _, ph := range []struct {
 		ns     string
 		fanOut int32
-	}{{"fanout-1", 1}, {"fanout-all", int32(o.members)}} {
+		mode   v1alpha1.PlacementMode
+		what   string
+	}{
+		{"fanout-1", 1, v1alpha1.PlacementModeReserve, "placer, fanOut 1"},
+		{"noreservation", 1, v1alpha1.PlacementModeNoReservation, "placer, NoReservation (no handshake)"},
+		{"fanout-all", int32(o.members), v1alpha1.PlacementModeReserve, fmt.Sprintf("placer, fanOut %d", o.members)},
+	} {
 		before, err := take()
 		if err != nil {
 			return err
@@ -201,7 +213,7 @@ func run(ctx context.Context, o options) error {
 			w := &v1alpha1.Workload{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ph.ns, Name: it.name},
 				Spec: v1alpha1.WorkloadSpec{
-					Placement: v1alpha1.Placement{FanOut: ph.fanOut},
+					Placement: v1alpha1.Placement{FanOut: ph.fanOut, Mode: ph.mode},
 					TargetDeployment: v1alpha1.TargetDeployment{
 						Replicas: ptr.To(int32(it.replicas)),
 						Template: corev1.PodTemplateSpec{Spec: podSpec},
@@ -220,15 +232,53 @@ func run(ctx context.Context, o options) error {
 				logf("no profile: %v", err)
 			}
 		}
-		res := summarize(ph.ns, fmt.Sprintf("placer, fanOut %d", ph.fanOut), rec.records(ph.ns), rec.phaseCounts(ph.ns))
+		res := summarize(ph.ns, ph.what, rec.records(ph.ns), rec.phaseCounts(ph.ns))
 		if err := costs(&res, before); err != nil {
 			return err
 		}
 		results = append(results, res)
+		if err := cleanPhase(ctx, f, baseline, ph.ns); err != nil {
+			return err
+		}
 	}
 
 	rss := f.peakRSS()
 	return report(o, results, rss)
+}
+
+// cleanPhase removes what a phase made, and waits until every member
+// holds none of its pods: the next phase starts on an idle fleet, not
+// beside the last one's deletions.
+func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns string) error {
+	start := time.Now()
+	if ns == "baseline" {
+		if err := baseline.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return err
+		}
+	} else if err := removeAll(ctx, f, ns); err != nil {
+		return err
+	}
+	for _, m := range f.members {
+		c, err := client.NewWithWatch(m.RESTConfig(), client.Options{})
+		if err != nil {
+			return err
+		}
+		left := map[string]bool{}
+		err = fleetwait.Each(ctx, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &corev1.PodList{},
+			func(p *corev1.Pod, deleted bool) {
+				if deleted {
+					delete(left, p.Name)
+				} else {
+					left[p.Name] = true
+				}
+			},
+			func() bool { return len(left) == 0 })
+		if err != nil {
+			return fmt.Errorf("cleaning up %s in %s: %w", ns, m.Name(), err)
+		}
+	}
+	logf("%s: cleaned up in %s", ns, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // profile takes a 20-second CPU profile of the manager and writes it, and
