@@ -9,6 +9,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers"
+	"github.com/placer-dev/placer/internal/clientmetrics"
 	"github.com/placer-dev/placer/scheduler"
 )
 
@@ -44,6 +45,8 @@ its profiles serves; and the propagator, which proves the placement with
 candidate pods in the member clusters and delivers the Workload there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// How long requests wait for tokens, on /metrics.
+			clientmetrics.Observe()
 			cfg, err := o.restConfig()
 			if err != nil {
 				return err

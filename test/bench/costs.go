@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -155,6 +157,70 @@ func (f *fleet) procFiles(file string) map[string][]byte {
 	for name, p := range f.procs {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.PID(), file)); err == nil {
 			out[name] = b
+		}
+	}
+	return out
+}
+
+// waits sums the manager's histograms of waiting, by what waited: its
+// clients' token buckets ("tokens VERB PATH") and its controllers' work
+// queues ("queue NAME").
+type waits map[string]wait
+
+type wait struct{ sum, count float64 }
+
+// scrapeWaits reads the manager's /metrics.
+func scrapeWaits(ctx context.Context, addr string) (waits, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return parseWaits(b)
+}
+
+// parseWaits reads the token-bucket and work-queue histograms of a
+// /metrics page.
+func parseWaits(b []byte) (waits, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	out := waits{}
+	for name, key := range map[string]func(map[string]string) string{
+		"placer_rest_client_rate_limiter_duration_seconds": func(l map[string]string) string { return "tokens " + l["verb"] + " " + l["path"] },
+		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
+	} {
+		for _, m := range families[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			h := m.GetHistogram()
+			w := out[key(l)]
+			w.sum += h.GetSampleSum()
+			w.count += float64(h.GetSampleCount())
+			out[key(l)] = w
+		}
+	}
+	return out, nil
+}
+
+func (w waits) minus(before waits) waits {
+	out := waits{}
+	for k, v := range w {
+		d := wait{sum: v.sum - before[k].sum, count: v.count - before[k].count}
+		if d.count > 0 {
+			out[k] = d
 		}
 	}
 	return out

@@ -28,3 +28,29 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 		t.Errorf("of(workloads) = %g, want 950 (workloads and workloads/status)", got)
 	}
 }
+
+func TestParseWaits(t *testing.T) {
+	page := `# HELP placer_rest_client_rate_limiter_duration_seconds x
+# TYPE placer_rest_client_rate_limiter_duration_seconds histogram
+placer_rest_client_rate_limiter_duration_seconds_bucket{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH",le="+Inf"} 310
+placer_rest_client_rate_limiter_duration_seconds_sum{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 6.5
+placer_rest_client_rate_limiter_duration_seconds_count{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 310
+# HELP workqueue_queue_duration_seconds x
+# TYPE workqueue_queue_duration_seconds histogram
+workqueue_queue_duration_seconds_bucket{controller="propagator",name="propagator",le="+Inf"} 1000
+workqueue_queue_duration_seconds_sum{controller="propagator",name="propagator"} 20
+workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"} 1000
+`
+	w, err := parseWaits([]byte(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := w["tokens PATCH /apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}"]
+	if tokens.count != 310 || tokens.sum != 6.5 {
+		t.Errorf("tokens = %+v, want 310 waits, 6.5 s", tokens)
+	}
+	before := waits{"queue propagator": {sum: 5, count: 400}}
+	if d := w.minus(before)["queue propagator"]; d.count != 600 || d.sum != 15 {
+		t.Errorf("queue propagator since before = %+v, want 600 waits, 15 s", d)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,6 +31,7 @@ type fleet struct {
 	mc      client.WithWatch // management, for the benchmark's own client
 	procs   map[string]*local.Process
 	pprof   string // the manager's pprof address, when profiling
+	metrics string // the manager's /metrics address
 }
 
 // namespaces the phases use, opened to placer in every member.
@@ -131,8 +133,11 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		pprof = "127.0.0.1:6060"
 	}
 	f.pprof = pprof
+	if f.metrics, err = freeAddr(); err != nil {
+		return f, err
+	}
 	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--allow-loopback-clusters", "--pprof-bind-address="+pprof,
-		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--cluster-probe-interval=10s",
+		"--health-probe-bind-address=0", "--metrics-bind-address="+f.metrics, "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),
 		fmt.Sprintf("--scheduler-qps=%g", o.componentQPS), fmt.Sprintf("--scheduler-burst=%d", o.componentBurst)); err != nil {
@@ -206,4 +211,14 @@ func (f *fleet) waitClustersReady(ctx context.Context, o options) error {
 
 func logf(format string, args ...any) {
 	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

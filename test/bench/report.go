@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"maps"
@@ -39,6 +40,8 @@ type phaseResult struct {
 	// writes the phase made, and the CPU seconds each placer process spent.
 	writes phaseWrites
 	cpu    map[string]float64
+	// waits: the manager's waits for tokens and in work queues.
+	waits waits
 }
 
 func since(from, to time.Time) (time.Duration, bool) {
@@ -308,6 +311,34 @@ func writeCosts(b *strings.Builder, rs []phaseResult) {
 			cells[i] = fmt.Sprintf("%.1f", r.cpu[n])
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
+	}
+	writeWaits(b, rs)
+}
+
+// writeWaits reports where the manager's requests and reconciles waited
+// in each phase: its clients' token buckets by request, its controllers'
+// work queues.
+func writeWaits(b *strings.Builder, rs []phaseResult) {
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "Where the manager waited per phase: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds):")
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "| phase | what waited | waits | total (s) | mean (ms) |")
+	fmt.Fprintln(b, "|---|---|---|---|---|")
+	for _, r := range rs {
+		var tokens, queues []string
+		for k := range r.waits {
+			if strings.HasPrefix(k, "tokens ") {
+				tokens = append(tokens, k)
+			} else {
+				queues = append(queues, k)
+			}
+		}
+		slices.SortFunc(tokens, func(x, y string) int { return cmp.Compare(r.waits[y].sum, r.waits[x].sum) })
+		sort.Strings(queues)
+		for _, k := range append(tokens[:min(6, len(tokens))], queues...) {
+			w := r.waits[k]
+			fmt.Fprintf(b, "| %s | %s | %.0f | %.2f | %.1f |\n", r.name, k, w.count, w.sum, 1000*w.sum/w.count)
+		}
 	}
 }
 

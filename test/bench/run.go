@@ -132,10 +132,15 @@ func run(ctx context.Context, o options) error {
 	type mark struct {
 		writes map[string]writes
 		cpu    map[string]float64
+		waits  waits
 	}
 	take := func() (mark, error) {
 		w, err := f.fleetWrites(ctx)
-		return mark{writes: w, cpu: f.cpuSeconds()}, err
+		if err != nil {
+			return mark{}, err
+		}
+		ws, err := scrapeWaits(ctx, f.metrics)
+		return mark{writes: w, cpu: f.cpuSeconds(), waits: ws}, err
 	}
 	costs := func(r *phaseResult, before mark) error {
 		after, err := take()
@@ -143,6 +148,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		r.writes = diffWrites(after.writes, before.writes)
+		r.waits = after.waits.minus(before.waits)
 		r.cpu = map[string]float64{}
 		for n, v := range after.cpu {
 			r.cpu[n] = v - before.cpu[n]
