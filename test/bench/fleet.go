@@ -140,7 +140,8 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		"--health-probe-bind-address=0", "--metrics-bind-address="+f.metrics, "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),
-		fmt.Sprintf("--scheduler-qps=%g", o.componentQPS), fmt.Sprintf("--scheduler-burst=%d", o.componentBurst)); err != nil {
+		fmt.Sprintf("--scheduler-qps=%g", o.componentQPS), fmt.Sprintf("--scheduler-burst=%d", o.componentBurst),
+		fmt.Sprintf("--propagator-workers=%d", o.propagatorWorkers)); err != nil {
 		return f, err
 	}
 	for _, m := range f.members {

@@ -26,6 +26,7 @@ type options struct {
 	burst                                           int
 	componentQPS                                    float64
 	componentBurst                                  int
+	propagatorWorkers                               int
 	binDir, placer, out                             string
 	timeout                                         time.Duration
 	profile                                         bool
@@ -43,6 +44,7 @@ func main() {
 	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
 	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")
 	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
+	flag.IntVar(&o.propagatorWorkers, "propagator-workers", 8, "the manager's --propagator-workers")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")

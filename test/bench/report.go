@@ -111,8 +111,8 @@ func triple(l latencies) string {
 func header(b *strings.Builder, o options, measure string) {
 	host, _ := os.Hostname()
 	fmt.Fprintf(b, "Run %s on %s (%d cores, %s/%s).\n\n", time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d %s`\n\n",
-		o.members, o.nodes, o.componentQPS, o.componentBurst, measure)
+	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d %s`\n\n",
+		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, measure)
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
