@@ -243,11 +243,26 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 		orig = ch.DeepCopy()
 	}
 	status := mirrored(pod.Status)
-	if equality.Semantic.DeepEqual(ch.Status, status) {
+	if !worthMirroring(ch.Status, status) {
 		return nil
 	}
 	ch.Status = status
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+}
+
+// worthMirroring reports whether a chaperon whose status is cur must
+// carry next. A new pod's first status (Pending, nothing scheduled yet)
+// says nothing the management side reads that an empty status does not:
+// not written, a write saved per candidate. Once the chaperon carries a
+// status (of this pod, or of one it replaces), every change is.
+func worthMirroring(cur, next corev1.PodStatus) bool {
+	if equality.Semantic.DeepEqual(cur, next) {
+		return false
+	}
+	empty := func(s corev1.PodStatus) bool {
+		return len(s.Conditions) == 0 && s.Reason == "" && s.Message == "" && (s.Phase == "" || s.Phase == corev1.PodPending)
+	}
+	return !empty(cur) || !empty(next)
 }
 
 // mirrored is the part of a Pod's status a chaperon carries.
