@@ -81,6 +81,9 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 	for i := range w.Status.RejectedClusters {
 		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
 	}
+	for i := range w.Status.Dependencies {
+		touched[w.ClusterKey(&w.Status.Dependencies[i].Cluster)] = true
+	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 		// Gone, it has no labels: only the clusters of its own namespace serve it.

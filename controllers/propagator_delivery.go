@@ -51,6 +51,10 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 		}
 	}
 	problem := s.problem
+	if problem != nil {
+		// Only the member can end it, and placer does not watch there.
+		s.requeueAfter(rejectionBackoffBase)
+	}
 	if s.committed {
 		err := r.ensureService(ctx, s.member, s.delivered)
 		if !errors.As(err, &problem) && err != nil {

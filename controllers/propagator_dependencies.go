@@ -274,12 +274,23 @@ func (r *PropagatorReconciler) holdForDependencies(ctx context.Context, s *scope
 	if len(problems) == 0 {
 		return d.waiting, d.waiting, nil
 	}
-	s.held = true
-	if d.retry {
-		// No watch will tell: a kind the API server may serve later.
+	if d.retry || len(d.missing) > 0 {
+		// No watch will tell: a kind the API server may serve later, or
+		// an object the member may get (placer does not watch members').
 		s.requeueAfter(rejectionBackoffBase)
 	}
 	msg := "the pods wait for their dependencies: " + strings.Join(problems, "; ")
+	chs, err := m.Chaperons(ctx, s.w.UID)
+	if err != nil {
+		return true, true, errors.Wrap(err, errListChaperons)
+	}
+	if propagator.Observe(delivered, chs).Allowed > 0 {
+		// Committed: what runs keeps running and is counted, a replica
+		// removed goes; nothing new starts (deliver says why in Ready).
+		s.problem = &deliveryProblem{reason: v1alpha1.ReasonMissingDependency, msg: msg}
+		return false, false, nil
+	}
+	s.held = true
 	prev := s.orig.Status.GetCondition(xpv2.TypeReady)
 	s.w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, msg, s.w.Generation))
 	if prev.Reason != v1alpha1.ReasonMissingDependency || prev.Message != msg {
@@ -326,7 +337,11 @@ func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope
 		dep.Cluster = ref
 		delivered = append(delivered, dep)
 		if dep.Message != "" && !slices.Contains(had, dep) {
-			s.statusEvent(event.Warning(v1alpha1.ReasonNameConflict, errors.New(dep.Message)))
+			reason := v1alpha1.ReasonNameConflict
+			if strings.Contains(dep.Message, "placer-member-dependencies") {
+				reason = v1alpha1.ReasonForbidden
+			}
+			s.statusEvent(event.Warning(event.Reason(reason), errors.New(dep.Message)))
 		}
 	}
 	if !all {
@@ -335,8 +350,9 @@ func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope
 	var gone []propagator.Ref
 	for _, old := range had {
 		if !slices.ContainsFunc(delivered, func(dep v1alpha1.Dependency) bool { return dep.Kind == old.Kind && dep.Name == old.Name }) {
-			if len(st.Outdated) > 0 {
-				// An old pod may still read it: kept until the rollout ends.
+			if len(st.Outdated) > 0 || slices.ContainsFunc(d.missing, func(r propagator.Ref) bool { return r.Kind == old.Kind && r.Name == old.Name }) {
+				// An old pod may still read it, or its source is gone
+				// while the pods still reference it: the copy stays.
 				delivered = append(delivered, old)
 				continue
 			}
@@ -386,6 +402,12 @@ func copyInto(ctx context.Context, cl client.Client, m cluster.Member, w *v1alph
 	want := propagator.NewCopy(src, ns)
 	cur := propagator.NewObject(kind)
 	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.GetName()}, cur)
+	if kerrors.IsForbidden(err) {
+		// The member did not opt in (placer-member-dependencies grants
+		// reading and writing together).
+		dep.Message = fmt.Sprintf("%s was not copied: the cluster does not let %s read or write it there (bind ClusterRole placer-member-dependencies): the pods use what the cluster has", where, mcv1alpha1.TenantUser(w.Namespace))
+		return dep, nil
+	}
 	switch {
 	case kerrors.IsNotFound(err):
 		propagator.SetUser(want, string(w.UID), true)
@@ -400,8 +422,9 @@ func copyInto(ctx context.Context, cl client.Client, m cluster.Member, w *v1alph
 		return dep, nil
 	}
 	if kerrors.IsForbidden(err) {
-		dep.Message = fmt.Sprintf("%s was not copied: the cluster does not let %s write it there (bind ClusterRole placer-member-dependencies): the pods use what the cluster has", where, mcv1alpha1.TenantUser(w.Namespace))
-		return dep, nil
+		// Readable but not writable: a quota or an admission plugin
+		// refused it, and the pods must not go without it.
+		return dep, &deliveryProblem{reason: v1alpha1.ReasonForbidden, msg: truncate(fmt.Sprintf("%s: the cluster refused it: %v", where, err))}
 	}
 	if err != nil {
 		return dep, errors.Wrapf(err, "%s: %s", errCopyDependency, where)

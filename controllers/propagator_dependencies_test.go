@@ -129,3 +129,6 @@ func wantSynced(t *testing.T, m *clustertest.Member, uid string) {
 		t.Errorf("Secret db: data %q, users %v; want the source's, and both users", s.Data["password"], propagator.Users(s))
 	}
 }
+
+// clusterA is member a's KubernetesCluster.
+var clusterA = v1alpha1.ClusterReference{Name: "a", Namespace: "default"}

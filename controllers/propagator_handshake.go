@@ -267,14 +267,15 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 			return st, nil, err
 		}
 	}
-	for _, i := range st.Missing {
+	for n, i := range st.Missing {
 		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, noHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
-			if len(chs) == 0 {
-				// Nothing of it will be there to bring it back: what
-				// was copied for it goes now.
-				if rerr := releaseAll(ctx, cl, m, w); rerr != nil {
+			if len(chs) == 0 && n == 0 {
+				// Nothing of it is there to bring it back: what was
+				// copied for it goes now.
+				if rerr := releaseAll(ctx, cl, m, s.w); rerr != nil {
 					return st, nil, rerr
 				}
+				setDependencies(s.w, m.ClusterKey(), nil)
 			}
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}

@@ -77,6 +77,9 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
 			Message: fmt.Sprintf("cluster %s is not Ready: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
 	}
+	if err := r.pruneDependencies(ctx, s); err != nil {
+		return true, err
+	}
 	if len(w.Status.LeftClusters) == 0 {
 		return false, nil
 	}
@@ -88,9 +91,10 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 	stillReady := 0
 	for _, lc := range w.Status.LeftClusters {
 		key := w.ClusterKey(&lc.Cluster)
-		if key == s.target {
-			// Chosen again (an external scheduler may): what is there is
-			// the chosen cluster's now, never the old copy.
+		if key == s.target || r.sameHost(key, s.target) {
+			// Chosen again (an external scheduler may), or the chosen
+			// cluster registered again: what is there is the chosen
+			// cluster's now, never the old copy.
 			continue
 		}
 		st, m, err := r.reachOf(ctx, s, key)
@@ -184,4 +188,45 @@ func readyChanged() predicate.Predicate {
 				(before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil)
 		},
 	}
+}
+
+// sameHost reports whether two registrations are one member cluster.
+func (r *PropagatorReconciler) sameHost(a, b types.NamespacedName) bool {
+	ma, mb := r.members.Member(a), r.members.Member(b)
+	return ma != nil && mb != nil && ma.Host() == mb.Host()
+}
+
+// pruneDependencies lets go of the copies status.dependencies names in a
+// cluster the Workload no longer uses (neither chosen nor left: one that
+// rejected it, say), once nothing of it remains there; a cluster deleted
+// meanwhile is forgotten.
+func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) error {
+	w := s.w
+	seen := map[types.NamespacedName]bool{}
+	for _, d := range w.Status.Dependencies {
+		key := w.ClusterKey(&d.Cluster)
+		if seen[key] || key == s.target || r.sameHost(key, s.target) || w.Left(key) != nil {
+			continue
+		}
+		seen[key] = true
+		st, m, err := r.reachOf(ctx, s, key)
+		if err != nil {
+			return err
+		}
+		switch {
+		case st == gone:
+			setDependencies(w, key, nil)
+		case st == answering && m != nil:
+			chs, err := m.Chaperons(ctx, w.UID)
+			if err != nil {
+				return errors.Wrap(err, errListChaperons)
+			}
+			if len(chs) == 0 {
+				if err := releaseLeft(ctx, s, m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

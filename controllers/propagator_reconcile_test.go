@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,8 @@ func TestPropagatorReconcile(t *testing.T) {
 		mgmt *interceptor.Funcs
 		// sources are the objects that go with the pods.
 		sources *mapSources
+		// wantErr: the (last) reconcile fails, and is retried.
+		wantErr bool
 		passes  int
 		want    reconcile.Result
 		check   func(t *testing.T, e env)
@@ -871,6 +874,8 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
+			// Only the member can end it: looked at again.
+			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
 					if n := count(t, m, e.w, nil); n != 0 {
@@ -1061,6 +1066,8 @@ func TestPropagatorReconcile(t *testing.T) {
 				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
 				return runningIn(w, nil, other)
 			},
+			// Only the member can end it: looked at again.
+			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want the 2 that run and no new one", n)
@@ -1185,6 +1192,128 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
 		{
+			name: "dependencies: a source deleted while the pods still reference it: the copy stays, and what runs keeps running",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: clusterA, Kind: "Secret", Name: "db", Copied: true}}
+			}),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return runningIn(w, nil, usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))
+			},
+			check: func(t *testing.T, e env) {
+				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
+					t.Error("the copy went with its source while the pods reference it")
+				}
+				if !slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == "db" }) {
+					t.Errorf("status.dependencies %+v forgot Secret db", e.w.Status.Dependencies)
+				}
+			},
+		},
+		{
+			name:    "dependencies: a committed Workload held for a missing object still scales down and counts",
+			w:       web(needs, st.Replicas(1)),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(w *v1alpha1.Workload) clustertest.Members { return runningIn(w, nil) },
+			want:    reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 1 {
+					t.Errorf("%d candidates, want 1: the replica removed goes", n)
+				}
+				c := e.w.Status.GetCondition(xpv2.TypeReady)
+				if c.Reason != v1alpha1.ReasonMissingDependency || e.w.Status.ReadyReplicas != 1 {
+					t.Errorf("Ready %s, readyReplicas %d; want MissingDependency and 1 counted", c.Reason, e.w.Status.ReadyReplicas)
+				}
+			},
+		},
+		{
+			name: "dependencies: the chosen cluster registered again under another name is not left: its copies stay",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a-again", Namespace: "default"}, Reason: v1alpha1.ReasonTainted}}
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: v1alpha1.ClusterReference{Name: "a-again", Namespace: "default"}, Kind: "Secret", Name: "db", Copied: true}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				a := runningIn(w, nil, usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))[0]
+				twin := &clustertest.Member{Key: types.NamespacedName{Namespace: "default", Name: "a-again"}, HostName: a.HostName, Client: a.Client}
+				return clustertest.Members{a, twin}
+			},
+			check: func(t *testing.T, e env) {
+				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
+					t.Error("Secret db went through the twin registration")
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2", n)
+				}
+			},
+		},
+		{
+			name:    "dependencies: a write the member refuses after letting the tenant read (a quota, an admission plugin) refuses the cluster",
+			w:       web(needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
+					propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))...),
+					clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+						if _, ok := o.(*corev1.Secret); ok {
+							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, o.GetName(), errFromMember)
+						}
+						return c.Create(ctx, o, opts...)
+					}}))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
+				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
+					t.Errorf("%d candidates allowed without their Secret", n)
+				}
+			},
+		},
+		{
+			name: "dependencies: a cluster that rejected the Workload lets go of its copies once its candidates are gone",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: clusterA, Kind: "Secret", Name: "db", Copied: true}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[0], propagator.KindSecret, "db"); o != nil {
+					t.Errorf("Secret db stays in a, used by %v", propagator.Users(o))
+				}
+				if slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Cluster.Name == "a" }) {
+					t.Errorf("status.dependencies still names a: %+v", e.w.Status.Dependencies)
+				}
+			},
+		},
+		{
+			name:    "dependencies: a runner-up whose second candidate fails keeps what its first needs",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				n := 0
+				second := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, ok := o.(*mcv1alpha1.PodChaperon); ok {
+						if n++; n == 2 {
+							return errFromMember
+						}
+					}
+					return c.Create(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", second)}
+			},
+			wantErr: true,
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[1], e.w, nil); n != 1 {
+					t.Fatalf("%d candidates in b, want the first", n)
+				}
+				if copyIn(t, e.members[1], propagator.KindServiceAccount, "runner") == nil {
+					t.Error("the ServiceAccount the first candidate needs went")
+				}
+			},
+		},
+		{
 			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Spec.Resources = []v1alpha1.ResourceReference{{APIVersion: "database.example.org/v1alpha1", Kind: "PostgreSQLInstance", Name: "pg"}}
@@ -1234,9 +1363,12 @@ func TestPropagatorReconcile(t *testing.T) {
 			var err error
 			for range passes {
 				res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
-				if err != nil {
+				if err != nil && !tc.wantErr {
 					t.Fatalf("Reconcile: %v", err)
 				}
+			}
+			if tc.wantErr && err == nil {
+				t.Error("Reconcile succeeded, want an error")
 			}
 			// A wait is counted from the candidates' creation: a little of
 			// it has passed.

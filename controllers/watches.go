@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -126,7 +127,7 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	w := &objectWatch{users: map[types.NamespacedName]bool{}}
 	m, err := o.mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 	if err != nil {
-		w.err = errors.Wrapf(errors.Wrap(err, k.GVK.String()), "%s", errNotServed)
+		w.err = fmt.Errorf("%w %s: %w", errNotServed, k.GVK, err)
 		return w
 	}
 	ri := o.dyn.Resource(m.Resource).Namespace(k.Namespace)
