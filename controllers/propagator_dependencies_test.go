@@ -132,3 +132,11 @@ func wantSynced(t *testing.T, m *clustertest.Member, uid string) {
 
 // clusterA is member a's KubernetesCluster.
 var clusterA = v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+
+// wantCopy: the member holds an object of that kind and name.
+func wantCopy(t *testing.T, m *clustertest.Member, kind, name string) {
+	t.Helper()
+	if copyIn(t, m, kind, name) == nil {
+		t.Errorf("%s %s is not in %s", kind, name, m.Key.Name)
+	}
+}

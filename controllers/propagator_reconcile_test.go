@@ -1019,9 +1019,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 			passes: 3,
 			check: func(t *testing.T, e env) {
-				if copyIn(t, e.members[0], propagator.KindSecret, "pull") == nil {
-					t.Error("the image pull Secret is not in a")
-				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "pull")
 				if sa, ok := copyIn(t, e.members[0], propagator.KindServiceAccount, "puller").(*corev1.ServiceAccount); !ok || len(sa.ImagePullSecrets) != 1 {
 					t.Errorf("the ServiceAccount in a: %+v", sa)
 				}
@@ -1053,9 +1051,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				if n := count(t, e.members[0], e.w, nil); n != 3 {
 					t.Errorf("%d candidates, want 3", n)
 				}
-				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
-					t.Error("Secret db is not in a")
-				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 			},
 		},
 		{
@@ -1162,9 +1158,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(before, 2, reserved, allowed, running), old)...))}
 			},
 			check: func(t *testing.T, e env) {
-				if copyIn(t, e.members[0], propagator.KindSecret, "old") == nil {
-					t.Error("Secret old went while the outdated pods run")
-				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "old")
 				found := false
 				for _, d := range e.w.Status.Dependencies {
 					found = found || d.Name == "old"
@@ -1201,9 +1195,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return runningIn(w, nil, usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))
 			},
 			check: func(t *testing.T, e env) {
-				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
-					t.Error("the copy went with its source while the pods reference it")
-				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 				if !slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == "db" }) {
 					t.Errorf("status.dependencies %+v forgot Secret db", e.w.Status.Dependencies)
 				}
@@ -1238,9 +1230,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{a, twin}
 			},
 			check: func(t *testing.T, e env) {
-				if copyIn(t, e.members[0], propagator.KindSecret, "db") == nil {
-					t.Error("Secret db went through the twin registration")
-				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want 2", n)
 				}
@@ -1308,9 +1298,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				if n := count(t, e.members[1], e.w, nil); n != 1 {
 					t.Fatalf("%d candidates in b, want the first", n)
 				}
-				if copyIn(t, e.members[1], propagator.KindServiceAccount, "runner") == nil {
-					t.Error("the ServiceAccount the first candidate needs went")
-				}
+				wantCopy(t, e.members[1], propagator.KindServiceAccount, "runner")
 			},
 		},
 		{

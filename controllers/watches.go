@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +44,9 @@ type objectWatches struct {
 	mapper  meta.RESTMapper
 	enqueue func(types.NamespacedName)
 
+	// retry is how soon a watch that could not start is tried again.
+	retry time.Duration
+
 	mu      sync.Mutex
 	watches map[objectKey]*objectWatch
 	users   map[types.NamespacedName][]objectKey
@@ -56,10 +60,12 @@ type objectWatch struct {
 	// err is why the watch cannot start (a kind the API server does not
 	// serve), or the last error of its list or watch (Forbidden).
 	err error
+	// failed: when it could not start (inf is nil).
+	failed time.Time
 }
 
 func newObjectWatches(dyn dynamic.Interface, mapper meta.RESTMapper, enqueue func(types.NamespacedName)) *objectWatches {
-	return &objectWatches{dyn: dyn, mapper: mapper, enqueue: enqueue, watches: map[objectKey]*objectWatch{}, users: map[types.NamespacedName][]objectKey{}}
+	return &objectWatches{dyn: dyn, mapper: mapper, enqueue: enqueue, retry: 30 * time.Second, watches: map[objectKey]*objectWatch{}, users: map[types.NamespacedName][]objectKey{}}
 }
 
 // use sets the objects user reads: watches start for the new ones, and
@@ -87,8 +93,9 @@ func (o *objectWatches) use(user types.NamespacedName, keys []objectKey) {
 		case w == nil:
 			w = o.start(k)
 			o.watches[k] = w
-		case w.inf == nil:
-			// It could not start (a kind not served): try again.
+		case w.inf == nil && time.Since(w.failed) >= o.retry:
+			// It could not start (a kind not served): try again, now and
+			// then (discovery is a round trip, under the lock).
 			users := w.users
 			w = o.start(k)
 			w.users = users
@@ -127,7 +134,7 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	w := &objectWatch{users: map[types.NamespacedName]bool{}}
 	m, err := o.mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 	if err != nil {
-		w.err = fmt.Errorf("%w %s: %w", errNotServed, k.GVK, err)
+		w.err, w.failed = fmt.Errorf("%w %s: %w", errNotServed, k.GVK, err), time.Now()
 		return w
 	}
 	ri := o.dyn.Resource(m.Resource).Namespace(k.Namespace)

@@ -89,6 +89,7 @@ func TestObjectWatches(t *testing.T) {
 	}
 	e := newEnqueued()
 	o := newWatches(env.Config, e)
+	o.retry = 0
 	u1, u2 := types.NamespacedName{Namespace: "default", Name: "one"}, types.NamespacedName{Namespace: "default", Name: "two"}
 	key := coreKey(propagator.KindSecret, "default", "watched")
 
