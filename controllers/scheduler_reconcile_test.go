@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -72,6 +74,14 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), running),
 			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "a drain whose new cluster rejected it chooses again; the old copy still serves, readyReplicas stays",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b"), st.Cluster("c")},
+			w: st.Workload("w", st.PlacedOn("b"), running, func(w *v1alpha1.Workload) {
+				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
+				retry := metav1.NewTime(time.Now().Add(time.Minute))
+				w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Reason: propagator.ReasonHandshakeTimeout, Generation: w.Generation, RetryAfter: &retry, Attempts: 1}}
+			}),
+			want: want{cluster: "c", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "StopBeforeStart: the Ready count goes with the cluster left",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w: st.Workload("w", st.PlacedOn("a"), running, func(w *v1alpha1.Workload) {

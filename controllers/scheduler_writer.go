@@ -49,7 +49,14 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 func (d *decision) apply(w *v1alpha1.Workload) {
 	if !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef) {
 		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
-		if d.clusterRef == nil || len(d.left) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+		// The clusters left after this decision: a new entry, or those
+		// of a move still going (its new cluster rejected it, and this
+		// chooses again while the old copy serves).
+		left := d.left
+		if left == nil {
+			left = w.Status.LeftClusters
+		}
+		if d.clusterRef == nil || len(left) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
 			w.Status.ReadyReplicas = 0
 		}
 	}
