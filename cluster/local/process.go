@@ -184,6 +184,9 @@ func Spawn(dir, name, binary string, args ...string) (*Process, error) {
 // PID of the process.
 func (p *Process) PID() int { return p.p.PID() }
 
+// Done is closed when the process has ended.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
 // Stop sends SIGTERM, then SIGKILL after grace, and waits for the end.
 func (p *Process) Stop(grace time.Duration) { p.p.stop(grace) }
 

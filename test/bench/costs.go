@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -154,7 +155,10 @@ func (f *fleet) cpuSeconds() map[string]float64 {
 // procFiles reads /proc/<pid>/<file> of each placer process still running.
 func (f *fleet) procFiles(file string) map[string][]byte {
 	out := map[string][]byte{}
-	for name, p := range f.procs {
+	f.mu.Lock()
+	procs := maps.Clone(f.procs)
+	f.mu.Unlock()
+	for name, p := range procs {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.PID(), file)); err == nil {
 			out[name] = b
 		}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -29,6 +32,10 @@ type fleet struct {
 	mgmt    *local.Cluster
 	members []*local.Cluster
 	mc      client.WithWatch // management, for the benchmark's own client
+	// procs are placer's processes by name; a member component that
+	// exits is started again (supervise), as its Deployment would.
+	mu      sync.Mutex
+	closing bool
 	procs   map[string]*local.Process
 	pprof   string // the manager's pprof address, when profiling
 	metrics string // the manager's /metrics address
@@ -38,7 +45,11 @@ type fleet struct {
 var phaseNamespaces = []string{"baseline", "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
 
 func (f *fleet) close() {
-	for _, p := range f.procs {
+	f.mu.Lock()
+	f.closing = true
+	procs := maps.Clone(f.procs)
+	f.mu.Unlock()
+	for _, p := range procs {
 		p.Stop(10 * time.Second)
 	}
 	for _, m := range f.members {
@@ -157,21 +168,55 @@ func (f *fleet) spawn(name string, o options, args ...string) error {
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
 	f.procs[name] = p
+	f.mu.Unlock()
+	return nil
+}
+
+// supervise spawns a member component and starts it again whenever it
+// exits before the fleet closes, as a Deployment's ReplicaSet would (the
+// candidate scheduler exits on purpose when kube-scheduler finds its
+// cache corrupted, which a member API server's restart can cause).
+func (f *fleet) supervise(name string, o options, args ...string) error {
+	if err := f.spawn(name, o, args...); err != nil {
+		return err
+	}
+	go func() {
+		for {
+			f.mu.Lock()
+			p := f.procs[name]
+			f.mu.Unlock()
+			<-p.Done()
+			f.mu.Lock()
+			closing := f.closing
+			f.mu.Unlock()
+			if closing {
+				return
+			}
+			logf("%s exited (last lines: %s); starting it again, as its Deployment would", name, strings.TrimSpace(p.LogTail(2)))
+			time.Sleep(time.Second)
+			if err := f.spawn(name, o, args...); err != nil {
+				logf("cannot start %s again: %v", name, err)
+				return
+			}
+		}
+	}()
 	return nil
 }
 
 func (f *fleet) startMemberComponents(m *local.Cluster, o options) error {
 	limits := []string{fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst)}
-	// One replica of each, without leader election (nothing here restarts
-	// a process that loses its Lease while its API server is stopped, as
-	// the failover measure does): the agent does not look for the
-	// candidate scheduler's Lease.
-	if err := f.spawn(m.Name()+"-agent", o, append([]string{"agent", "--kubeconfig=" + m.KubeconfigPath(), "--leader-elect=false",
+	// One replica of each, without leader election (a process that loses
+	// its Lease while its API server is stopped, as the failover measure
+	// does, would exit and be started again, and lose time): the agent
+	// does not look for the candidate scheduler's Lease. Each is started
+	// again if it exits (supervise).
+	if err := f.supervise(m.Name()+"-agent", o, append([]string{"agent", "--kubeconfig=" + m.KubeconfigPath(), "--leader-elect=false",
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--candidate-scheduler-lease="}, limits...)...); err != nil {
 		return err
 	}
-	return f.spawn(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),
+	return f.supervise(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),
 		"--leader-elect=false", "--secure-port=0"}, limits...)...)
 }
 
