@@ -13,34 +13,20 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/internal/chaperontest"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
-type chaperonOption func(*mcv1alpha1.PodChaperon)
+// The chaperon states of the handshake, by their short names here.
+type chaperonOption = chaperontest.Mark
 
-func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
-func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
-func noHold(ch *mcv1alpha1.PodChaperon) {
-	ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
-}
+var (
+	reserved, allowed, noHold, running = chaperontest.Reserved, chaperontest.Allowed, chaperontest.NoHold, chaperontest.Running
+	ended                              = chaperontest.Ended
+)
+
 func unschedulable(msg string) chaperonOption {
-	return func(ch *mcv1alpha1.PodChaperon) {
-		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg})
-	}
-}
-func running(ch *mcv1alpha1.PodChaperon) {
-	ch.Status.Conditions = append(ch.Status.Conditions,
-		corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
-}
-
-func ended(phase corev1.PodPhase, msg string) chaperonOption {
-	return func(ch *mcv1alpha1.PodChaperon) {
-		ch.Status.Phase, ch.Status.Message = phase, msg
-		ch.Status.Conditions = append(ch.Status.Conditions,
-			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
-	}
+	return chaperontest.PodScheduledFalse(corev1.PodReasonUnschedulable, msg)
 }
 
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
