@@ -51,6 +51,7 @@ func (r Ref) String() string { return r.Kind + " " + r.Name }
 // namespace has). The kubelet's own visitors find the names.
 func TemplateRefs(spec *corev1.PodSpec) []Ref {
 	pod := &corev1.Pod{Spec: *spec}
+	optional := optionalRefs(spec)
 	var out []Ref
 	for _, k := range []struct {
 		kind  string
@@ -61,9 +62,8 @@ func TemplateRefs(spec *corev1.PodSpec) []Ref {
 			all[name]++
 			return true
 		})
-		optional := optionalRefs(spec, k.kind)
 		for _, name := range slices.Sorted(maps.Keys(all)) {
-			out = append(out, Ref{Kind: k.kind, Name: name, Optional: optional[name] == all[name]})
+			out = append(out, Ref{Kind: k.kind, Name: name, Optional: optional[Ref{Kind: k.kind, Name: name}] == all[name]})
 		}
 	}
 	sa := spec.ServiceAccountName
@@ -76,52 +76,54 @@ func TemplateRefs(spec *corev1.PodSpec) []Ref {
 	return out
 }
 
-// optionalRefs counts, per name, the references of a kind that say
+// optionalRefs counts, per ConfigMap and Secret, the references that say
 // optional: true (only env, envFrom and configMap, secret and projected
-// volumes can).
-func optionalRefs(spec *corev1.PodSpec, kind string) map[string]int {
-	n := map[string]int{}
-	opt := func(name string, o *bool) {
+// volumes can). Keys have Optional false.
+func optionalRefs(spec *corev1.PodSpec) map[Ref]int {
+	n := map[Ref]int{}
+	opt := func(kind, name string, o *bool) {
 		if o != nil && *o {
-			n[name]++
+			n[Ref{Kind: kind, Name: name}]++
 		}
 	}
 	podutil.VisitContainers(spec, podutil.AllContainers, func(c *corev1.Container, _ podutil.ContainerType) bool {
 		for _, e := range c.EnvFrom {
-			switch {
-			case kind == KindConfigMap && e.ConfigMapRef != nil:
-				opt(e.ConfigMapRef.Name, e.ConfigMapRef.Optional)
-			case kind == KindSecret && e.SecretRef != nil:
-				opt(e.SecretRef.Name, e.SecretRef.Optional)
+			if r := e.ConfigMapRef; r != nil {
+				opt(KindConfigMap, r.Name, r.Optional)
+			}
+			if r := e.SecretRef; r != nil {
+				opt(KindSecret, r.Name, r.Optional)
 			}
 		}
 		for _, e := range c.Env {
 			if e.ValueFrom == nil {
 				continue
 			}
-			switch {
-			case kind == KindConfigMap && e.ValueFrom.ConfigMapKeyRef != nil:
-				opt(e.ValueFrom.ConfigMapKeyRef.Name, e.ValueFrom.ConfigMapKeyRef.Optional)
-			case kind == KindSecret && e.ValueFrom.SecretKeyRef != nil:
-				opt(e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Optional)
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				opt(KindConfigMap, r.Name, r.Optional)
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				opt(KindSecret, r.Name, r.Optional)
 			}
 		}
 		return true
 	})
 	for _, v := range spec.Volumes {
-		switch {
-		case kind == KindConfigMap && v.ConfigMap != nil:
-			opt(v.ConfigMap.Name, v.ConfigMap.Optional)
-		case kind == KindSecret && v.Secret != nil:
-			opt(v.Secret.SecretName, v.Secret.Optional)
-		case v.Projected != nil:
-			for _, p := range v.Projected.Sources {
-				switch {
-				case kind == KindConfigMap && p.ConfigMap != nil:
-					opt(p.ConfigMap.Name, p.ConfigMap.Optional)
-				case kind == KindSecret && p.Secret != nil:
-					opt(p.Secret.Name, p.Secret.Optional)
-				}
+		if r := v.ConfigMap; r != nil {
+			opt(KindConfigMap, r.Name, r.Optional)
+		}
+		if r := v.Secret; r != nil {
+			opt(KindSecret, r.SecretName, r.Optional)
+		}
+		if v.Projected == nil {
+			continue
+		}
+		for _, p := range v.Projected.Sources {
+			if r := p.ConfigMap; r != nil {
+				opt(KindConfigMap, r.Name, r.Optional)
+			}
+			if r := p.Secret; r != nil {
+				opt(KindSecret, r.Name, r.Optional)
 			}
 		}
 	}
