@@ -135,37 +135,35 @@ func TestChaperonController(t *testing.T) {
 		}
 	}
 
-	t.Run("a batch pod that succeeds runs once", func(t *testing.T) {
-		b := batch(t, "batch-ok", map[string]string{local.AnnotationExitCode: "0", local.AnnotationRunFor: "500ms"})
+	// endsIn creates a batch chaperon whose pod exits with the code
+	// given, waits until the chaperon says the phase, checks that its pod
+	// (kept) says it too, and then that a deleted pod is not made again.
+	endsIn := func(t *testing.T, name, exitCode string, phase corev1.PodPhase) *mcv1alpha1.PodChaperon {
+		t.Helper()
+		b := batch(t, name, map[string]string{local.AnnotationExitCode: exitCode, local.AnnotationRunFor: "500ms"})
 		testenv.WaitFor(t, c, b, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			return ch.Status.Phase == corev1.PodSucceeded
+			return ch.Status.Phase == phase
 		})
-		pod, err := cs.CoreV1().Pods("default").Get(ctx, "batch-ok", metav1.GetOptions{})
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pod.Status.Phase != corev1.PodSucceeded {
-			t.Fatalf("pod is %s, want Succeeded", pod.Status.Phase)
+		if pod.Status.Phase != phase {
+			t.Fatalf("pod is %s, want the %s pod kept", pod.Status.Phase, phase)
 		}
-		neverAgain(t, "batch-ok", pod.UID)
+		neverAgain(t, name, pod.UID)
+		return b
+	}
+
+	t.Run("a batch pod that succeeds runs once", func(t *testing.T) {
+		endsIn(t, "batch-ok", "0", corev1.PodSucceeded)
 	})
 
 	t.Run("a batch pod that fails is not replaced, and says why", func(t *testing.T) {
-		b := batch(t, "batch-fail", map[string]string{local.AnnotationExitCode: "3", local.AnnotationRunFor: "500ms"})
-		testenv.WaitFor(t, c, b, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			return ch.Status.Phase == corev1.PodFailed
-		})
+		b := endsIn(t, "batch-fail", "3", corev1.PodFailed)
 		if want := "container app exited with code 3 (Error)"; b.Status.Message != want {
 			t.Errorf("chaperon's message %q, want %q", b.Status.Message, want)
 		}
-		pod, err := cs.CoreV1().Pods("default").Get(ctx, "batch-fail", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pod.Status.Phase != corev1.PodFailed {
-			t.Fatalf("pod is %s, want the Failed pod kept", pod.Status.Phase)
-		}
-		neverAgain(t, "batch-fail", pod.UID)
 	})
 
 	t.Run("an evicted batch pod is replaced", func(t *testing.T) {
