@@ -30,6 +30,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/internal/chaperontest"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -47,31 +48,14 @@ func (r *recorder) reasons() (out []string) {
 }
 
 // chaperon states, as a member's agent and candidate scheduler leave them.
-type mark func(*mcv1alpha1.PodChaperon)
+// The chaperon states of the handshake, by their short names here.
+type mark = chaperontest.Mark
 
-func reserved(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationIsReserved] = "true" }
-func allowed(ch *mcv1alpha1.PodChaperon)  { ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true" }
-func running(ch *mcv1alpha1.PodChaperon) {
-	ch.Status.Conditions = append(ch.Status.Conditions,
-		corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
-}
-func podScheduledFalse(reason, msg string) mark {
-	return func(ch *mcv1alpha1.PodChaperon) {
-		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
-	}
-}
-func ended(phase corev1.PodPhase, msg string) mark {
-	return func(ch *mcv1alpha1.PodChaperon) {
-		ch.Status.Phase, ch.Status.Message = phase, msg
-		ch.Status.Conditions = append(ch.Status.Conditions,
-			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse})
-	}
-}
-func createdAgo(d time.Duration) mark {
-	return func(ch *mcv1alpha1.PodChaperon) { ch.CreationTimestamp = metav1.NewTime(time.Now().Add(-d)) }
-}
+var (
+	reserved, allowed, running = chaperontest.Reserved, chaperontest.Allowed, chaperontest.Running
+	podScheduledFalse, ended   = chaperontest.PodScheduledFalse, chaperontest.Ended
+	createdAgo                 = chaperontest.CreatedAgo
+)
 
 // candidates returns the Workload's chaperons of replicas 0..n-1 so marked.
 func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
@@ -175,6 +159,9 @@ func TestPropagatorReconcile(t *testing.T) {
 		// wantErr: the (last) reconcile fails, and is retried.
 		wantErr bool
 		passes  int
+		// between changes the world between passes, with the Workload
+		// as the pass before left it.
+		between func(t *testing.T, e env)
 		want    reconcile.Result
 		check   func(t *testing.T, e env)
 	}{
@@ -331,10 +318,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "b", v1alpha1.ReasonUnschedulable, "Insufficient cpu")
-				if n := count(t, e.members[1], e.w, nil); n != 0 {
-					t.Errorf("%d candidates left in the rejected b", n)
-				}
+				wantRejectedAndEmpty(t, e.w, e.members[1], "b", v1alpha1.ReasonUnschedulable, "Insufficient cpu")
 			},
 		},
 		{
@@ -344,10 +328,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."))...))}
 			},
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", v1alpha1.ReasonUnschedulable, "node affinity/selector")
-				if n := count(t, e.members[0], e.w, nil); n != 0 {
-					t.Errorf("%d candidates left in a", n)
-				}
+				wantRejectedAndEmpty(t, e.w, e.members[0], "a", v1alpha1.ReasonUnschedulable, "node affinity/selector")
 				wantReason(t, e.rec, reasonRejected)
 			},
 		},
@@ -479,10 +460,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a")}
 			},
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", "NamespaceNotServed", "does not serve")
-				if n := count(t, e.members[0], e.w, nil); n != 0 {
-					t.Errorf("%d candidates in a", n)
-				}
+				wantRejectedAndEmpty(t, e.w, e.members[0], "a", "NamespaceNotServed", "does not serve")
 			},
 		},
 		{
@@ -703,10 +681,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			}),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", v1alpha1.ReasonInvalidOverride, "spec.overrides[0] (eu-mirror)")
-				if n := count(t, e.members[0], e.w, nil); n != 0 {
-					t.Errorf("%d candidates in a", n)
-				}
+				wantRejectedAndEmpty(t, e.w, e.members[0], "a", v1alpha1.ReasonInvalidOverride, "spec.overrides[0] (eu-mirror)")
 			},
 		},
 		{
@@ -1041,11 +1016,33 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// One reconciler, two passes: the first copies db and records
+			// it; the copy is deleted in the member and a replica added;
+			// the second, which might trust what it did or what the
+			// status says, must make the copy again.
 			name:    "dependencies: a copy gone from the committed cluster is made again before a new replica binds there",
-			w:       web(needs, st.Replicas(3)),
+			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			passes: 2,
+			between: func(t *testing.T, e env) {
+				if d := e.w.Status.Dependencies; len(d) == 0 {
+					t.Fatalf("status.dependencies empty after the first pass: nothing was copied")
+				}
+				c := copyIn(t, e.members[0], propagator.KindSecret, "db")
+				if c == nil {
+					t.Fatal("Secret db was not copied by the first pass")
+				}
+				ctx := context.Background()
+				if err := e.members[0].Client.Delete(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+				e.w.Spec.TargetDeployment.Replicas = ptr.To[int32](3)
+				if err := e.mgmt.Update(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
 			},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 3 {
@@ -1349,7 +1346,14 @@ func TestPropagatorReconcile(t *testing.T) {
 			passes := max(tc.passes, 1)
 			var res reconcile.Result
 			var err error
-			for range passes {
+			for i := range passes {
+				if i > 0 && tc.between != nil {
+					cur := &v1alpha1.Workload{}
+					if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, cur); err != nil {
+						t.Fatal(err)
+					}
+					tc.between(t, env{w: cur, members: members, mgmt: mgmt, rec: rec})
+				}
 				res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
 				if err != nil && !tc.wantErr {
 					t.Fatalf("Reconcile: %v", err)
@@ -1397,6 +1401,16 @@ func wantRejected(t *testing.T, w *v1alpha1.Workload, cluster, reason, msg strin
 		}
 	}
 	t.Errorf("rejectedClusters = %+v, want %s %s with %q", w.Status.RejectedClusters, cluster, reason, msg)
+}
+
+// wantRejectedAndEmpty: the cluster, the member m, is rejected and holds
+// no candidate of the Workload.
+func wantRejectedAndEmpty(t *testing.T, w *v1alpha1.Workload, m *clustertest.Member, cluster, reason, msg string) {
+	t.Helper()
+	wantRejected(t, w, cluster, reason, msg)
+	if n := count(t, m, w, nil); n != 0 {
+		t.Errorf("%d candidates left in the rejected %s", n, cluster)
+	}
 }
 
 func wantReason(t *testing.T, r *recorder, reason event.Reason) {
