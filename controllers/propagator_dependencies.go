@@ -54,6 +54,8 @@ type dependencies struct {
 	problems []string
 	waiting  bool
 	retry    bool
+	// in memoizes problemsIn per cluster, for this reconcile.
+	in map[types.NamespacedName][]string
 }
 
 func coreKey(kind, namespace, name string) objectKey {
@@ -91,7 +93,7 @@ func (r *PropagatorReconciler) watchDependencies(s *scope) {
 	// enqueues the Workload, which watches again. One use with the whole
 	// set, so that no watch stops and starts again within a reconcile.
 	for _, c := range claims {
-		if name, problem := connectionSecret(r.sources, w.Namespace, c); problem == "" && name != "" {
+		if name, err := connectionSecret(r.sources, w.Namespace, c); err == nil && name != "" {
 			keys = append(keys, coreKey(propagator.KindSecret, w.Namespace, name))
 		}
 	}
@@ -104,28 +106,28 @@ func (r *PropagatorReconciler) watchDependencies(s *scope) {
 }
 
 // connectionSecret is the Secret a claim of spec.resources names in
-// spec.writeConnectionSecretToRef: "" while its watch lists, or with a
-// problem that names the claim.
-func connectionSecret(src dependencySources, namespace string, c v1alpha1.ResourceReference) (name, problem string) {
+// spec.writeConnectionSecretToRef: "" while its watch lists, or an error
+// that names the claim (errNotServed, wrapped, for a kind not served yet).
+func connectionSecret(src dependencySources, namespace string, c v1alpha1.ResourceReference) (string, error) {
 	k := claimKey(namespace, c)
 	u, synced, err := src.get(k)
 	switch {
 	case err != nil:
-		return "", fmt.Sprintf("%s (spec.resources) cannot be read: %v", k, err)
+		return "", errors.Wrapf(err, "%s (spec.resources) cannot be read", k)
 	case !synced:
-		return "", ""
+		return "", nil
 	case u == nil:
-		return "", fmt.Sprintf("%s (spec.resources) does not exist", k)
+		return "", errors.Errorf("%s (spec.resources) does not exist", k)
 	}
-	name, _, _ = unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
 	ns, _, _ := unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "namespace")
 	switch {
 	case name == "":
-		return "", fmt.Sprintf("%s (spec.resources) names no connection Secret in spec.writeConnectionSecretToRef", k)
+		return "", errors.Errorf("%s (spec.resources) names no connection Secret in spec.writeConnectionSecretToRef", k)
 	case ns != "" && ns != namespace:
-		return "", fmt.Sprintf("%s (spec.resources) writes its connection Secret to namespace %s: only the Workload's namespace %s can go with the pods", k, ns, namespace)
+		return "", errors.Errorf("%s (spec.resources) writes its connection Secret to namespace %s: only the Workload's namespace %s can go with the pods", k, ns, namespace)
 	}
-	return name, ""
+	return name, nil
 }
 
 // imagePullSecrets are the Secrets a ServiceAccount ref names, if its
@@ -183,11 +185,11 @@ func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependen
 		d.retry = d.retry || errors.Is(err, errNotServed)
 	}
 	for _, c := range claims {
-		name, msg := connectionSecret(r.sources, w.Namespace, c)
+		name, err := connectionSecret(r.sources, w.Namespace, c)
 		switch {
-		case msg != "":
-			d.problems = append(d.problems, msg)
-			d.retry = d.retry || strings.Contains(msg, errNotServed.Error())
+		case err != nil:
+			d.problems = append(d.problems, err.Error())
+			d.retry = d.retry || errors.Is(err, errNotServed)
 		case name == "":
 			d.waiting = true
 		default:
@@ -238,6 +240,9 @@ func isTokenSecret(o client.Object) bool {
 // as before it copied anything (the opt-in is the member's).
 func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload) ([]string, error) {
 	d := r.resolve(s, w)
+	if p, ok := d.in[m.ClusterKey()]; ok {
+		return p, nil
+	}
 	problems := slices.Clone(d.problems)
 	if len(d.missing) == 0 {
 		return problems, nil
@@ -257,6 +262,10 @@ func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m clust
 			return nil, errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, ref.Kind, ns, ref.Name, m.ClusterKey())
 		}
 	}
+	if d.in == nil {
+		d.in = map[types.NamespacedName][]string{}
+	}
+	d.in[m.ClusterKey()] = problems
 	return problems, nil
 }
 
@@ -506,19 +515,18 @@ func releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1al
 	return releaseIn(ctx, cl, m, w, m.TargetNamespace(w), refs)
 }
 
-// releaseLeft lets go of the copies in a cluster the Workload left, once
-// nothing of it remains there, and forgets them.
+// releaseLeft lets go of the copies in a member, once nothing of the
+// Workload remains there (a cluster it left, or one where its first
+// candidate could not be made), and forgets them.
 func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
-	if m != nil {
-		cl, err := m.Tenant(s.w.Namespace)
-		if err != nil {
-			return err
-		}
-		if err := releaseAll(ctx, cl, m, s.w); err != nil {
-			return err
-		}
-		setDependencies(s.w, m.ClusterKey(), nil)
+	cl, err := m.Tenant(s.w.Namespace)
+	if err != nil {
+		return err
 	}
+	if err := releaseAll(ctx, cl, m, s.w); err != nil {
+		return err
+	}
+	setDependencies(s.w, m.ClusterKey(), nil)
 	return nil
 }
 

@@ -272,10 +272,9 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 			if len(chs) == 0 && n == 0 {
 				// Nothing of it is there to bring it back: what was
 				// copied for it goes now.
-				if rerr := releaseAll(ctx, cl, m, s.w); rerr != nil {
+				if rerr := releaseLeft(ctx, s, m); rerr != nil {
 					return st, nil, rerr
 				}
-				setDependencies(s.w, m.ClusterKey(), nil)
 			}
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
