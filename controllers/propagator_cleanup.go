@@ -29,7 +29,8 @@ import (
 // A member registered more than once (say, in two namespaces) is one
 // cluster: its candidates are kept if any of its registrations is. An
 // unreachable member is cleaned up when it answers again.
-func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha1.Workload, keep map[types.NamespacedName]bool) error {
+func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[types.NamespacedName]bool) error {
+	w := s.w
 	members := r.members.Members()
 	keepHosts := map[string]bool{}
 	for _, m := range members {
@@ -48,7 +49,7 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, w *v1alpha
 		if len(chs) == 0 {
 			continue
 		}
-		st, _, err := r.reachOf(ctx, nil, m.ClusterKey())
+		st, _, err := r.reachOf(ctx, s, m.ClusterKey())
 		if err != nil {
 			return err
 		}

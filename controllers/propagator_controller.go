@@ -195,9 +195,9 @@ func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
 }
 
 // cluster reads a KubernetesCluster from the cache, once per reconcile;
-// nil when it does not exist. A nil scope reads it every time.
+// nil when it does not exist.
 func (r *PropagatorReconciler) cluster(ctx context.Context, s *scope, key types.NamespacedName) (*v1alpha1.KubernetesCluster, error) {
-	if kc, ok := s.clusterRead(key); ok {
+	if kc, ok := s.clusters[key]; ok {
 		return kc, nil
 	}
 	kc := &v1alpha1.KubernetesCluster{}
@@ -207,18 +207,8 @@ func (r *PropagatorReconciler) cluster(ctx context.Context, s *scope, key types.
 		}
 		kc = nil
 	}
-	if s != nil {
-		s.clusters[key] = kc
-	}
+	s.clusters[key] = kc
 	return kc, nil
-}
-
-func (s *scope) clusterRead(key types.NamespacedName) (*v1alpha1.KubernetesCluster, bool) {
-	if s == nil {
-		return nil, false
-	}
-	kc, ok := s.clusters[key]
-	return kc, ok
 }
 
 // requeueAfter asks to look again after d at the latest.
@@ -328,7 +318,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	case err != nil:
 		return reconcile.Result{}, err
 	case s.done && written:
-		if err := r.removeElsewhereOf(ctx, s.w, s.keep); err != nil {
+		if err := r.removeElsewhereOf(ctx, s, s.keep); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -391,7 +381,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 			// Candidates come only after the finalizer: there are none.
 			return true, nil
 		}
-		return true, r.removeElsewhereOf(ctx, w, stillServing(w))
+		return true, r.removeElsewhereOf(ctx, s, stillServing(w))
 	}
 	if !meta.FinalizerExists(w, finalizer) {
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
@@ -410,7 +400,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		s.orig = w.DeepCopy()
 		r.written.remember(w)
 		if w.Status.ClusterRef == nil {
-			return true, r.removeElsewhereOf(ctx, w, stillServing(w))
+			return true, r.removeElsewhereOf(ctx, s, stillServing(w))
 		}
 		s.target = w.ClusterKey(w.Status.ClusterRef)
 	}

@@ -205,10 +205,13 @@ func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) 
 	seen := map[types.NamespacedName]bool{}
 	for _, d := range w.Status.Dependencies {
 		key := w.ClusterKey(&d.Cluster)
-		if seen[key] || key == s.target || r.sameHost(key, s.target) || w.Left(key) != nil {
+		if seen[key] {
 			continue
 		}
 		seen[key] = true
+		if key == s.target || r.sameHost(key, s.target) || w.Left(key) != nil {
+			continue
+		}
 		st, m, err := r.reachOf(ctx, s, key)
 		if err != nil {
 			return err
@@ -216,7 +219,7 @@ func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) 
 		switch {
 		case st == gone:
 			setDependencies(w, key, nil)
-		case st == answering && m != nil:
+		case st == answering:
 			chs, err := m.Chaperons(ctx, w.UID)
 			if err != nil {
 				return errors.Wrap(err, errListChaperons)
