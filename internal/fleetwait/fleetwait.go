@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -94,4 +95,19 @@ func Until[T client.Object](ctx context.Context, c client.WithWatch, obj T, list
 		return cond(o), nil
 	})
 	return err
+}
+
+// Gone watches until none of the objects ListWatch selects is left: the
+// one named like obj, or every object of obj's namespace.
+func Gone[T client.Object](ctx context.Context, c client.WithWatch, obj T, list client.ObjectList) error {
+	left := map[types.NamespacedName]bool{}
+	return Each(ctx, c, obj, list,
+		func(o T, deleted bool) {
+			if deleted {
+				delete(left, client.ObjectKeyFromObject(o))
+			} else {
+				left[client.ObjectKeyFromObject(o)] = true
+			}
+		},
+		func() bool { return len(left) == 0 })
 }

@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,12 +31,7 @@ func WaitForDeletion[T client.Object](t testing.TB, wc client.WithWatch, obj T, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	lw := fleetwait.ListWatch(ctx, wc, obj, list)
-	_, err := watchtools.UntilWithSync(ctx, lw, obj, func(s cache.Store) (bool, error) {
-		return len(s.List()) == 0, nil
-	}, func(e watch.Event) (bool, error) {
-		return e.Type == watch.Deleted, nil
-	})
+	err := fleetwait.Gone(ctx, wc, obj, list)
 	if err != nil {
 		t.Fatalf("%s %s/%s was not deleted within %s: %v", kindOf(obj), obj.GetNamespace(), obj.GetName(), timeout, err)
 	}

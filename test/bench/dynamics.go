@@ -154,16 +154,7 @@ func removeAll(ctx context.Context, f *fleet, ns string) error {
 	if err := f.mc.DeleteAllOf(ctx, &v1alpha1.Workload{}, client.InNamespace(ns)); err != nil {
 		return err
 	}
-	left := map[string]bool{}
-	return fleetwait.Each(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
-		func(w *v1alpha1.Workload, deleted bool) {
-			if deleted {
-				delete(left, w.Name)
-			} else {
-				left[w.Name] = true
-			}
-		},
-		func() bool { return len(left) == 0 })
+	return fleetwait.Gone(ctx, f.mc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{})
 }
 
 // fleetReady waits until every member is Ready again, untainted by the
