@@ -165,6 +165,16 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeAddr returns a loopback address (127.0.0.1:port) whose port nobody
+// listens on now, for a server a test or a benchmark starts.
+func FreeAddr() (string, error) {
+	p, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + itoa(p), nil
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // Process is a child process started with Spawn, for components that run

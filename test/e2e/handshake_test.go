@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -101,12 +100,11 @@ type managerPorts struct{ health, metrics string }
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := local.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // runManager runs 'placer manager' as a process against the management
