@@ -4,6 +4,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -225,27 +226,34 @@ func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.P
 // by the scheduler plugin and the propagator). Both are merge patches: the
 // agent is the one writer of a chaperon's status, and annotations merge
 // key by key.
+//
+// The chaperon (its pod spec too) is copied only for a patch that is sent.
 func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
-	orig := ch.DeepCopy()
+	var changed map[string]string
 	for k, v := range pod.Annotations {
 		if strings.HasPrefix(k, mcv1alpha1.AnnotationPrefix) || ch.Annotations[k] == v {
 			continue
 		}
+		if changed == nil {
+			changed = map[string]string{}
+		}
+		changed[k] = v
+	}
+	if len(changed) > 0 {
+		orig := ch.DeepCopy()
 		if ch.Annotations == nil {
 			ch.Annotations = map[string]string{}
 		}
-		ch.Annotations[k] = v
-	}
-	if !equality.Semantic.DeepEqual(orig.Annotations, ch.Annotations) {
+		maps.Copy(ch.Annotations, changed)
 		if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
 			return errors.Wrap(resource.IgnoreNotFound(err), errMirrorMetadata)
 		}
-		orig = ch.DeepCopy()
 	}
 	status := mirrored(pod.Status)
 	if !worthMirroring(ch.Status, status) {
 		return nil
 	}
+	orig := ch.DeepCopy()
 	ch.Status = status
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
 }
