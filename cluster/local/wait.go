@@ -71,3 +71,17 @@ func NodeReady(n *corev1.Node) bool {
 	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
+
+// EvictByKubelet ends a running pod as its kubelet does under node
+// pressure: Failed, with a DisruptionTarget condition (TerminationByKubelet)
+// and its containers killed (exit code 137); the pod object stays.
+func EvictByKubelet(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+	p := pod.DeepCopy()
+	p.Status.Phase, p.Status.Reason = corev1.PodFailed, ""
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
+	for i := range p.Status.ContainerStatuses {
+		p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}
+	}
+	_, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	return err
+}

@@ -183,10 +183,7 @@ func TestChaperonController(t *testing.T) {
 			t.Fatal(err)
 		}
 		// By its kubelet, for node pressure: Failed, with a DisruptionTarget.
-		again.Status.Phase, again.Status.Reason = corev1.PodFailed, ""
-		again.Status.Conditions = append(again.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
-		again.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}
-		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, again, metav1.UpdateOptions{}); err != nil {
+		if err := local.EvictByKubelet(ctx, cs, again); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := local.WaitForPod(ctx, cs, "default", "batch-evicted", func(p *corev1.Pod) bool {

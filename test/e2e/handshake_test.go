@@ -841,12 +841,7 @@ func TestHandshake(t *testing.T) {
 		}
 		// Evicted by its kubelet (node pressure): the pod stays, Failed,
 		// with a DisruptionTarget condition; it did not end on its own.
-		again.Status.Phase = corev1.PodFailed
-		again.Status.Conditions = append(again.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
-		for i := range again.Status.ContainerStatuses {
-			again.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}
-		}
-		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, again, metav1.UpdateOptions{}); err != nil {
+		if err := local.EvictByKubelet(ctx, cs, again); err != nil {
 			t.Fatal(err)
 		}
 		third, err := local.WaitForPod(ctx, cs, "default", name, func(p *corev1.Pod) bool {
