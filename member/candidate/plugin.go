@@ -107,8 +107,15 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 // node for the candidate. The write leaves kube-scheduler's serial
 // scheduling cycle: it is queued and applied by the plugin's writers. The
 // management side acts on the annotation only once it is written.
+//
+// A candidate allowed in advance (allow-when-reserved: a gang of one)
+// gets no mark: Permit lets it bind at once, and its binding, which the
+// agent mirrors onto the chaperon, says what is-reserved would have said
+// (the propagator counts such a candidate committed once it is reserved
+// or bound). A write to the chaperon, which carries a whole pod spec,
+// saved per candidate.
 func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	if name, ok := chaperonOf(pod); ok {
+	if name, ok := heldChaperonOf(pod); ok {
 		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, true)
 	}
 	return nil
@@ -117,9 +124,16 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _
 // Unreserve clears is-reserved: the reservation was given up. Queued as
 // Reserve is; the latest of the two for a chaperon is what is written.
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	if name, ok := chaperonOf(pod); ok {
+	if name, ok := heldChaperonOf(pod); ok {
 		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
 	}
+}
+
+// heldChaperonOf returns the name of the pod's chaperon when the pod is
+// a candidate that waits to be allowed: not one allowed in advance.
+func heldChaperonOf(pod *corev1.Pod) (string, bool) {
+	name, ok := chaperonOf(pod)
+	return name, ok && pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] != "true"
 }
 
 // Permit lets an allowed candidate bind, and one allowed in advance (a

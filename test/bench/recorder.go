@@ -39,8 +39,8 @@ type record struct {
 // phaseCounts are the handshake's costs in one phase.
 type phaseCounts struct {
 	chaperons int // chaperons (candidate pods) created
-	reserved  int // candidates a target scheduler reserved (a cycle reaching Reserve)
-	// reservations counts every is-reserved transition to "true": more
+	reserved  int // candidates a target scheduler reserved (is-reserved) or bound
+	// reservations counts every transition to reserved (or bound): more
 	// than reserved when a candidate is reserved again (a permit timeout).
 	reservations int
 }
@@ -162,7 +162,9 @@ func (r *recorder) chaperon(o any) {
 		r.seen[uid] = true
 		counts.chaperons++
 	}
-	isReserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+	// Reserved: is-reserved, or bound (a candidate allowed in advance
+	// binds at once, with no is-reserved write).
+	isReserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true" || scheduled(ch)
 	if isReserved && !r.seen[uid+"/reserved"] {
 		r.seen[uid+"/reserved"] = true
 		counts.reserved++
@@ -263,4 +265,14 @@ func (r *recorder) phaseCounts(phase string) phaseCounts {
 		return *c
 	}
 	return phaseCounts{}
+}
+
+// scheduled: the chaperon's pod is bound (its mirrored PodScheduled).
+func scheduled(ch *mcv1alpha1.PodChaperon) bool {
+	for _, c := range ch.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
