@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,6 +65,9 @@ type Options struct {
 	NoKwok bool
 	// StartTimeout bounds each component's start; 2 minutes when zero.
 	StartTimeout time.Duration
+	// Profiling serves the API server's /debug/pprof (to its admins), for
+	// benchmarks.
+	Profiling bool
 }
 
 // Cluster is a running local cluster.
@@ -301,7 +305,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
-		"--profiling=false",
+		"--profiling="+strconv.FormatBool(c.opts.Profiling),
 		"--v=0",
 	)
 	if err != nil {

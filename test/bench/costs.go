@@ -8,13 +8,17 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/placer-dev/placer/cluster/local"
 )
 
 // writes counts an API server's mutating requests by resource (with its
@@ -40,37 +44,47 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
 
 // parseWrites sums apiserver_request_total's writes in a /metrics page.
 func parseWrites(b []byte) (writes, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
 	out := writes{}
-	f, ok := families["apiserver_request_total"]
-	if !ok {
-		return out, nil
-	}
-	for _, m := range f.GetMetric() {
-		l := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			l[lp.GetName()] = lp.GetValue()
-		}
+	err := eachSeries(b, func(_ string, l map[string]string, m *dto.Metric) {
 		if !mutating[l["verb"]] {
-			continue
+			return
 		}
 		res := l["resource"]
 		if l["subresource"] != "" {
 			res += "/" + l["subresource"]
 		}
 		out[res+" "+l["verb"]] += m.GetCounter().GetValue()
+	}, "apiserver_request_total")
+	return out, err
+}
+
+// eachSeries calls f with the family, the labels and the sample of every
+// series of the named families in a /metrics page.
+func eachSeries(b []byte, f func(family string, labels map[string]string, m *dto.Metric), families ...string) error {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	all, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return err
 	}
-	return out, nil
+	for _, name := range families {
+		for _, m := range all[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			f(name, l, m)
+		}
+	}
+	return nil
 }
 
 // minus returns w - before.
-func (w writes) minus(before writes) writes {
-	out := writes{}
-	for k, v := range w {
+func (w writes) minus(before writes) writes { return minus(w, before) }
+
+// minus is what each counter grew by, the counters that grew.
+func minus(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			out[k] = d
 		}
@@ -132,38 +146,76 @@ func diffWrites(after, before map[string]writes) phaseWrites {
 // cpuSeconds reads the user and system CPU time of each placer process.
 func (f *fleet) cpuSeconds() map[string]float64 {
 	out := map[string]float64{}
-	for name, b := range f.procFiles("stat") {
-		// Fields after the command (which may hold spaces) in parentheses.
-		_, rest, ok := bytes.Cut(b, []byte(") "))
-		if !ok {
-			continue
+	for name, p := range f.placerProcs() {
+		if s, ok := procCPU(p.PID()); ok {
+			out[name] = s
 		}
-		fields := strings.Fields(string(rest))
-		if len(fields) < 13 {
-			continue
-		}
-		// utime and stime are the 14th and 15th fields of the line, the
-		// 12th and 13th after the command; in clock ticks (100 per second
-		// on Linux, USER_HZ).
-		ut, _ := strconv.ParseFloat(fields[11], 64)
-		st, _ := strconv.ParseFloat(fields[12], 64)
-		out[name] = (ut + st) / 100
 	}
 	return out
 }
 
-// procFiles reads /proc/<pid>/<file> of each placer process still running.
-func (f *fleet) procFiles(file string) map[string][]byte {
-	out := map[string][]byte{}
-	f.mu.Lock()
-	procs := maps.Clone(f.procs)
-	f.mu.Unlock()
-	for name, p := range procs {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.PID(), file)); err == nil {
-			out[name] = b
+// fleetCPU reads the CPU time of every process of the run, summed by
+// component: each cluster component over the management cluster or over
+// the members, placer's components, and the benchmark itself. Beside the
+// phase's length it says whether the machine's cores were the limit.
+func (f *fleet) fleetCPU() map[string]float64 {
+	out := map[string]float64{}
+	for name, s := range f.cpuSeconds() {
+		out[placerComponent(name)] += s
+	}
+	for i, c := range append([]*local.Cluster{f.mgmt}, f.members...) {
+		where := "members"
+		if i == 0 {
+			where = "management"
+		}
+		for component, pid := range c.PIDs() {
+			if s, ok := procCPU(pid); ok {
+				out[component+" ("+where+")"] += s
+			}
 		}
 	}
+	if s, ok := procCPU(os.Getpid()); ok {
+		out["benchmark"] = s
+	}
 	return out
+}
+
+// placerComponent names what a placer process is, whatever its member.
+func placerComponent(process string) string {
+	switch {
+	case strings.HasSuffix(process, "-candidate-scheduler"):
+		return "placer candidate schedulers"
+	case strings.HasSuffix(process, "-agent"):
+		return "placer agents"
+	default:
+		return "placer " + process
+	}
+}
+
+// procCPU reads a process's user and system CPU time, in seconds.
+func procCPU(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command (which may hold spaces) in parentheses.
+	_, rest, ok := bytes.Cut(b, []byte(") "))
+	if !ok {
+		return 0, false
+	}
+	fields := strings.Fields(string(rest))
+	if len(fields) < 13 {
+		return 0, false
+	}
+	// utime and stime are the 14th and 15th fields of the line, the 12th
+	// and 13th after the command; in clock ticks (100 per second on
+	// Linux, USER_HZ).
+	ut, err1 := strconv.ParseFloat(fields[11], 64)
+	st, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return (ut + st) / 100, true
 }
 
 // waits sums the manager's histograms of waiting, by what waited: its
@@ -194,29 +246,20 @@ func scrapeWaits(ctx context.Context, addr string) (waits, error) {
 // parseWaits reads the token-bucket and work-queue histograms of a
 // /metrics page.
 func parseWaits(b []byte) (waits, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	out := waits{}
-	for name, key := range map[string]func(map[string]string) string{
+	key := map[string]func(map[string]string) string{
 		"placer_rest_client_rate_limiter_duration_seconds": func(l map[string]string) string { return "tokens " + l["verb"] + " " + l["path"] },
 		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
-	} {
-		for _, m := range families[name].GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			h := m.GetHistogram()
-			w := out[key(l)]
-			w.sum += h.GetSampleSum()
-			w.count += float64(h.GetSampleCount())
-			out[key(l)] = w
-		}
 	}
-	return out, nil
+	out := waits{}
+	err := eachSeries(b, func(family string, l map[string]string, m *dto.Metric) {
+		k := key[family](l)
+		h := m.GetHistogram()
+		w := out[k]
+		w.sum += h.GetSampleSum()
+		w.count += float64(h.GetSampleCount())
+		out[k] = w
+	}, slices.Collect(maps.Keys(key))...)
+	return out, err
 }
 
 func (w waits) minus(before waits) waits {

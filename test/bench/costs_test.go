@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"testing"
+	"time"
+)
 
 func TestParseWrites(t *testing.T) {
 	page := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests.
@@ -52,5 +56,39 @@ workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"
 	before := waits{"queue propagator": {sum: 5, count: 400}}
 	if d := w.minus(before)["queue propagator"]; d.count != 600 || d.sum != 15 {
 		t.Errorf("queue propagator since before = %+v, want 600 waits, 15 s", d)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	start, ok := procCPU(os.Getpid())
+	if !ok {
+		t.Fatal("cannot read this process's CPU time")
+	}
+	// Spend CPU until the clock-tick counters move (10 ms a tick).
+	deadline := time.Now().Add(10 * time.Second)
+	x := 0
+	for time.Now().Before(deadline) {
+		for i := range 1_000_000 {
+			x ^= i
+		}
+		if now, _ := procCPU(os.Getpid()); now > start {
+			return
+		}
+	}
+	t.Errorf("CPU time stayed at %g s after 10 s of work (%d)", start, x)
+}
+
+func TestPlacerComponent(t *testing.T) {
+	for process, want := range map[string]string{
+		"manager":                      "placer manager",
+		"member-2-agent":               "placer agents",
+		"member-0-candidate-scheduler": "placer candidate schedulers",
+	} {
+		if got := placerComponent(process); got != want {
+			t.Errorf("placerComponent(%q) = %q, want %q", process, got, want)
+		}
+	}
+	if _, ok := procCPU(-1); ok {
+		t.Error("procCPU(-1) read a CPU time")
 	}
 }

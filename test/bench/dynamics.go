@@ -37,21 +37,31 @@ type dynamicsResult struct {
 
 // dynamics measures failover (member-0 stops answering) and drain (a
 // NoExecute taint on member-1) for each size, one after the other.
+// dynamics.md is written again after each measure: a run cut short keeps
+// what it measured.
 func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 	var rs []dynamicsResult
 	for _, n := range sizes {
-		r, err := failover(ctx, o, f, n)
-		if err != nil {
-			return err
+		for _, measure := range []func(context.Context, options, *fleet, int) (dynamicsResult, error){failover, drainMeasure} {
+			r, err := measure(ctx, o, f, n)
+			if err != nil {
+				return err
+			}
+			rs = append(rs, r)
+			if err := writeDynamics(o, f, rs); err != nil {
+				return err
+			}
 		}
-		rs = append(rs, r)
-		if r, err = drainMeasure(ctx, o, f, n); err != nil {
-			return err
-		}
-		rs = append(rs, r)
 	}
+	fmt.Println()
+	b, err := os.ReadFile(filepath.Join(o.out, "dynamics.md"))
+	fmt.Print(string(b))
+	return err
+}
+
+func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 	var b strings.Builder
-	header(&b, o, "-dynamics "+o.dynamics)
+	header(&b, o, f, "-dynamics "+o.dynamics)
 	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded, whole seconds, so up to 1 s more than true, plus the toleration) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction |")
@@ -66,12 +76,7 @@ func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s ms | %s ms | %s ms | %s ms | %s | %s |\n", r.what, r.n, ms(r.per.pct(50)), ms(r.per.pct(90)), ms(r.per.pct(99)), ms(r.total), cleanup, frac)
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "dynamics.md"), []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	fmt.Println()
-	fmt.Print(b.String())
-	return nil
+	return os.WriteFile(filepath.Join(o.out, "dynamics.md"), []byte(b.String()), 0o644)
 }
 
 // createOn makes n Workloads in ns preferring cluster, and waits until each

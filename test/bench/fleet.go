@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,24 +31,34 @@ type fleet struct {
 	mgmt    *local.Cluster
 	members []*local.Cluster
 	mc      client.WithWatch // management, for the benchmark's own client
+	// memberClients are the benchmark's own, one per member.
+	memberClients []client.WithWatch
 	// procs are placer's processes by name; a member component that
 	// exits is started again (supervise), as its Deployment would.
 	mu      sync.Mutex
 	closing bool
 	procs   map[string]*local.Process
-	pprof   string // the manager's pprof address, when profiling
-	metrics string // the manager's /metrics address
+	// restarts counts the member components started again.
+	restarts map[string]int
+	pprof    string // the manager's pprof address, when profiling
+	metrics  string // the manager's /metrics address
 }
 
 // namespaces the phases use, opened to placer in every member.
 var phaseNamespaces = []string{"baseline", "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
 
+// placerProcs are placer's processes running now, by name.
+func (f *fleet) placerProcs() map[string]*local.Process {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.procs)
+}
+
 func (f *fleet) close() {
 	f.mu.Lock()
 	f.closing = true
-	procs := maps.Clone(f.procs)
 	f.mu.Unlock()
-	for _, p := range procs {
+	for _, p := range f.placerProcs() {
 		p.Stop(10 * time.Second)
 	}
 	for _, m := range f.members {
@@ -68,14 +77,14 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	f := &fleet{dir: dir, procs: map[string]*local.Process{}}
+	f := &fleet{dir: dir, procs: map[string]*local.Process{}, restarts: map[string]int{}}
 	names := []string{"management"}
 	for i := range o.members {
 		names = append(names, fmt.Sprintf("member-%d", i))
 	}
 	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute}
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute, Profiling: o.profile}
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {
@@ -108,6 +117,11 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		if err := m.AddNodes(ctx, nodes...); err != nil {
 			return f, err
 		}
+		mc, err := client.NewWithWatch(m.RESTConfig(), client.Options{Scheme: apis.NewScheme()})
+		if err != nil {
+			return f, err
+		}
+		f.memberClients = append(f.memberClients, mc)
 		cs := kubernetes.NewForConfigOrDie(m.RESTConfig())
 		for _, ns := range phaseNamespaces {
 			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -144,7 +158,7 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		pprof = "127.0.0.1:6060"
 	}
 	f.pprof = pprof
-	if f.metrics, err = freeAddr(); err != nil {
+	if f.metrics, err = local.FreeAddr(); err != nil {
 		return f, err
 	}
 	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--allow-loopback-clusters", "--pprof-bind-address="+pprof,
@@ -163,15 +177,35 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	return f, f.waitClustersReady(ctx, o)
 }
 
+// errClosing: the fleet is closing, nothing starts any more.
+var errClosing = errors.New("the fleet is closing")
+
+// spawn starts a placer process, unless the fleet is closing (close
+// stops only the processes it knows of).
 func (f *fleet) spawn(name string, o options, args ...string) error {
 	p, err := local.Spawn(f.dir, name, o.placer, args...)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	f.procs[name] = p
+	closing := f.closing
+	if !closing {
+		f.procs[name] = p
+	}
 	f.mu.Unlock()
+	if closing {
+		p.Stop(10 * time.Second)
+		return errClosing
+	}
 	return nil
+}
+
+// restartCounts are how many times each member component was started
+// again after it exited.
+func (f *fleet) restartCounts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.restarts)
 }
 
 // supervise spawns a member component and starts it again whenever it
@@ -197,9 +231,14 @@ func (f *fleet) supervise(name string, o options, args ...string) error {
 			logf("%s exited (last lines: %s); starting it again, as its Deployment would", name, strings.TrimSpace(p.LogTail(2)))
 			time.Sleep(time.Second)
 			if err := f.spawn(name, o, args...); err != nil {
-				logf("cannot start %s again: %v", name, err)
+				if !errors.Is(err, errClosing) {
+					logf("cannot start %s again: %v", name, err)
+				}
 				return
 			}
+			f.mu.Lock()
+			f.restarts[name]++
+			f.mu.Unlock()
 		}
 	}()
 	return nil
@@ -257,14 +296,4 @@ func (f *fleet) waitClustersReady(ctx context.Context, o options) error {
 
 func logf(format string, args ...any) {
 	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-// freeAddr returns a loopback address with a port free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -31,6 +31,9 @@ type options struct {
 	timeout                                         time.Duration
 	profile                                         bool
 	dynamics                                        string
+	// started: when the run began, and the code it ran (git describe).
+	started time.Time
+	commit  string
 }
 
 func main() {
@@ -49,7 +52,7 @@ func main() {
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
-	flag.BoolVar(&o.profile, "profile", false, "take a CPU profile of the manager during the fanOut 1 phase (manager-cpu.pprof and manager-cpu-top.txt in the results folder)")
+	flag.BoolVar(&o.profile, "profile", false, "take 20 s CPU profiles of the manager and of the management and member-0 kube-apiservers during the fanOut 1 phase (NAME-cpu.pprof and NAME-cpu-top.txt in the results folder)")
 	flag.StringVar(&o.dynamics, "dynamics", "", "instead of the throughput phases, measure failover and drain with these numbers of Workloads, e.g. 100,300 (results in dynamics.md)")
 	flag.Parse()
 

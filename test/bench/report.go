@@ -37,9 +37,13 @@ type phaseResult struct {
 	throughput                          float64 // completed pods per second, first create to last Running
 	counts                              phaseCounts
 	records                             []*record
-	// writes the phase made, and the CPU seconds each placer process spent.
-	writes phaseWrites
-	cpu    map[string]float64
+	// writes the phase made, and the CPU seconds each placer process
+	// spent; fleetCPU: every process of the run, by component, over the
+	// phase's wall time.
+	writes   phaseWrites
+	cpu      map[string]float64
+	fleetCPU map[string]float64
+	wall     time.Duration
 	// waits: the manager's waits for tokens and in work queues.
 	waits waits
 }
@@ -108,23 +112,30 @@ func triple(l latencies) string {
 
 // header says when and where the run was, and the command that repeats
 // it: the fleet's flags, the components' limits, and the measure's own.
-func header(b *strings.Builder, o options, measure string) {
+// It also names the commit the run ran ("-dirty": with changes not
+// committed), and the member components that exited and were started
+// again.
+func header(b *strings.Builder, o options, f *fleet, measure string) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(b, "Run %s on %s (%d cores, %s/%s).\n\n", time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(b, "Run %s to %s on %s (%d cores, %s/%s), at commit %s.\n\n", o.started.UTC().Format(time.RFC3339), time.Now().UTC().Format("15:04:05Z"),
+		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, o.commit)
+	if r := f.restartCounts(); len(r) > 0 {
+		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
+	}
 	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d %s`\n\n",
 		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, measure)
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
-func report(o options, rs []phaseResult, rss map[string]int64) error {
+func report(o options, f *fleet, rs []phaseResult, rss map[string]int64) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), rs); err != nil {
 		return err
 	}
 	var b strings.Builder
-	header(&b, o, fmt.Sprintf("-workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d", o.workloads, o.multi, o.multiReplicas, o.qps, o.burst))
+	header(&b, o, f, fmt.Sprintf("-workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d", o.workloads, o.multi, o.multiReplicas, o.qps, o.burst))
 	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → bound (single) | → Running | throughput (pods/s) | candidates per placed pod | candidates reserved per placed pod | is-reserved transitions per placed pod |")
+	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → bound (single) | → Running | throughput (pods/s) | candidates per placed pod | candidates reserved (or bound) per placed pod | reserved (or bound) transitions per placed pod |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		cand, cyc, trans := "–", "–", "–"
@@ -248,7 +259,11 @@ func chart(rs []phaseResult) string {
 // peakRSS reads the high-water mark of each placer process's resident set.
 func (f *fleet) peakRSS() map[string]int64 {
 	out := map[string]int64{}
-	for name, b := range f.procFiles("status") {
+	for name, p := range f.placerProcs() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+		if err != nil {
+			continue
+		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
@@ -312,7 +327,40 @@ func writeCosts(b *strings.Builder, rs []phaseResult) {
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
 	}
+	writeFleetCPU(b, rs)
 	writeWaits(b, rs)
+}
+
+// writeFleetCPU reports the CPU seconds of every process of the run per
+// phase, by component, the largest first, and how many of the machine's
+// cores they kept busy over the phase (from its first create until every
+// item ran): near the core count, the machine was the limit.
+func writeFleetCPU(b *strings.Builder, rs []phaseResult) {
+	total := map[string]float64{}
+	for _, r := range rs {
+		for k, v := range r.fleetCPU {
+			total[k] += v
+		}
+	}
+	names := slices.SortedFunc(maps.Keys(total), func(x, y string) int { return cmp.Or(cmp.Compare(total[y], total[x]), cmp.Compare(x, y)) })
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "CPU seconds (user + system) of every process of the run per phase, by component, and the cores they kept busy (%d here):\n", runtime.NumCPU())
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "| phase | wall (s) | all | cores busy | %s |\n", strings.Join(names, " | "))
+	fmt.Fprintf(b, "|---|---|---|---|%s\n", strings.Repeat("---|", len(names)))
+	for _, r := range rs {
+		var all float64
+		cells := make([]string, len(names))
+		for i, n := range names {
+			all += r.fleetCPU[n]
+			cells[i] = fmt.Sprintf("%.1f", r.fleetCPU[n])
+		}
+		busy := "–"
+		if r.wall > 0 {
+			busy = fmt.Sprintf("%.2f", all/r.wall.Seconds())
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %s | %s |\n", r.name, r.wall.Seconds(), all, busy, strings.Join(cells, " | "))
+	}
 }
 
 // writeWaits reports where the manager's requests and reconciles waited

@@ -13,15 +13,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
@@ -80,19 +83,22 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	o.started, o.commit = time.Now(), "unknown"
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		o.commit = strings.TrimSpace(string(out))
+	}
 	logf("client QPS %g burst %d; component QPS %g burst %d; %d members × %d nodes; %d single-replica + %d × %d-replica workloads per phase",
 		o.qps, o.burst, o.componentQPS, o.componentBurst, o.members, o.nodes, o.workloads, o.multi, o.multiReplicas)
 	// Checked before a fleet is started for it.
 	var sizes []int
-	for _, s := range strings.Split(o.dynamics, ",") {
-		if o.dynamics == "" {
-			break
+	if o.dynamics != "" {
+		for _, s := range strings.Split(o.dynamics, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-dynamics %q: want positive numbers separated by commas", o.dynamics)
+			}
+			sizes = append(sizes, n)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("-dynamics %q: want positive numbers separated by commas", o.dynamics)
-		}
-		sizes = append(sizes, n)
 	}
 	f, err := startFleet(ctx, o)
 	if f != nil {
@@ -130,34 +136,47 @@ func run(ctx context.Context, o options) error {
 
 	// Each phase's writes and CPU seconds, from the counters before and after.
 	type mark struct {
-		writes map[string]writes
-		cpu    map[string]float64
-		waits  waits
+		at       time.Time
+		writes   map[string]writes
+		cpu      map[string]float64
+		fleetCPU map[string]float64
+		waits    waits
 	}
-	take := func() (mark, error) {
-		w, err := f.fleetWrites(ctx)
-		if err != nil {
+	// Scraping five /metrics pages takes seconds, and CPU, of its own:
+	// the clock and the CPU times are read after the scrapes before a
+	// phase, and before them after it.
+	take := func(first bool) (mark, error) {
+		var m mark
+		clock := func() { m.at, m.cpu, m.fleetCPU = time.Now(), f.cpuSeconds(), f.fleetCPU() }
+		if !first {
+			clock()
+		}
+		var err error
+		if m.writes, err = f.fleetWrites(ctx); err != nil {
 			return mark{}, err
 		}
-		ws, err := scrapeWaits(ctx, f.metrics)
-		return mark{writes: w, cpu: f.cpuSeconds(), waits: ws}, err
+		if m.waits, err = scrapeWaits(ctx, f.metrics); err != nil {
+			return mark{}, err
+		}
+		if first {
+			clock()
+		}
+		return m, nil
 	}
 	costs := func(r *phaseResult, before mark) error {
-		after, err := take()
+		after, err := take(false)
 		if err != nil {
 			return err
 		}
 		r.writes = diffWrites(after.writes, before.writes)
 		r.waits = after.waits.minus(before.waits)
-		r.cpu = map[string]float64{}
-		for n, v := range after.cpu {
-			r.cpu[n] = v - before.cpu[n]
-		}
+		r.cpu, r.fleetCPU = minus(after.cpu, before.cpu), minus(after.fleetCPU, before.fleetCPU)
+		r.wall = after.at.Sub(before.at)
 		return nil
 	}
 
 	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
-	before, err := take()
+	before, err := take(true)
 	if err != nil {
 		return err
 	}
@@ -204,15 +223,15 @@ func run(ctx context.Context, o options) error {
 		{"noreservation", 1, v1alpha1.PlacementModeNoReservation, "placer, NoReservation (no handshake)"},
 		{"fanout-all", int32(o.members), v1alpha1.PlacementModeReserve, fmt.Sprintf("placer, fanOut %d", o.members)},
 	} {
-		before, err := take()
+		before, err := take(true)
 		if err != nil {
 			return err
 		}
 		start := time.Now()
 		var profiled chan error
-		if f.pprof != "" && ph.fanOut == 1 {
+		if f.pprof != "" && ph.ns == "fanout-1" {
 			profiled = make(chan error, 1)
-			go func() { profiled <- profile(o, f.pprof) }()
+			go func() { profiled <- profile(ctx, o, f) }()
 		}
 		err = createAll(ctx, its, func(ctx context.Context, it item) error {
 			rec.add(&record{phase: ph.ns, name: it.name, replicas: it.replicas, created: time.Now()})
@@ -233,14 +252,16 @@ func run(ctx context.Context, o options) error {
 		}
 		got := rec.wait(ctx, ph.ns, len(its), o.timeout)
 		logf("%s: %d of %d workloads Running in %s", ph.ns, got, len(its), time.Since(start).Round(time.Millisecond))
-		if profiled != nil {
-			if err := <-profiled; err != nil {
-				logf("no profile: %v", err)
-			}
-		}
 		res := summarize(ph.ns, ph.what, rec.records(ph.ns), rec.phaseCounts(ph.ns))
 		if err := costs(&res, before); err != nil {
 			return err
+		}
+		if profiled != nil {
+			// After the costs: the phase's wall time ends with it, not
+			// with the profile's 20 s.
+			if err := <-profiled; err != nil {
+				logf("no profile: %v", err)
+			}
 		}
 		results = append(results, res)
 		if err := cleanPhase(ctx, f, baseline, ph.ns); err != nil {
@@ -249,7 +270,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	rss := f.peakRSS()
-	return report(o, results, rss)
+	return report(o, f, results, rss)
 }
 
 // cleanPhase removes what a phase made, and waits until every member
@@ -264,22 +285,8 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 	} else if err := removeAll(ctx, f, ns); err != nil {
 		return err
 	}
-	for _, m := range f.members {
-		c, err := client.NewWithWatch(m.RESTConfig(), client.Options{})
-		if err != nil {
-			return err
-		}
-		left := map[string]bool{}
-		err = fleetwait.Each(ctx, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &corev1.PodList{},
-			func(p *corev1.Pod, deleted bool) {
-				if deleted {
-					delete(left, p.Name)
-				} else {
-					left[p.Name] = true
-				}
-			},
-			func() bool { return len(left) == 0 })
-		if err != nil {
+	for i, m := range f.members {
+		if err := fleetwait.Gone(ctx, f.memberClients[i], &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &corev1.PodList{}); err != nil {
 			return fmt.Errorf("cleaning up %s in %s: %w", ns, m.Name(), err)
 		}
 	}
@@ -287,29 +294,58 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 	return nil
 }
 
-// profile takes a 20-second CPU profile of the manager and writes it, and
-// its top functions, into the results folder.
-func profile(o options, addr string) error {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20")
+// profile takes 20-second CPU profiles, at the same time, of the manager
+// (its pprof address) and of the management's and member-0's
+// kube-apiservers (their /debug/pprof, as the admin), and writes each,
+// with its top functions, into the results folder.
+func profile(ctx context.Context, o options, f *fleet) error {
+	fetch := map[string]func() ([]byte, error){
+		"manager": func() ([]byte, error) {
+			resp, err := http.Get("http://" + f.pprof + "/debug/pprof/profile?seconds=20")
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			return io.ReadAll(resp.Body)
+		},
+	}
+	for name, c := range map[string]*local.Cluster{"management-apiserver": f.mgmt, "member-0-apiserver": f.members[0]} {
+		fetch[name] = func() ([]byte, error) {
+			cs, err := kubernetes.NewForConfig(c.RESTConfig())
+			if err != nil {
+				return nil, err
+			}
+			return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "20").DoRaw(ctx)
+		}
+	}
+	errs := make(chan error, len(fetch))
+	for name, get := range fetch {
+		go func() {
+			b, err := get()
+			if err == nil {
+				err = writeProfile(o.out, name, b)
+			}
+			errs <- errors.Wrapf(err, "%s", name)
+		}()
+	}
+	var all []error
+	for range fetch {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	return kerrors.NewAggregate(all)
+}
+
+// writeProfile writes NAME-cpu.pprof and its top functions, NAME-cpu-top.txt.
+func writeProfile(dir, name string, b []byte) error {
+	path := filepath.Join(dir, name+"-cpu.pprof")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=40", path).CombinedOutput()
 	if err != nil {
-		return err
+		return errors.Wrapf(err, "go tool pprof: %s", top)
 	}
-	defer resp.Body.Close()
-	path := filepath.Join(o.out, "manager-cpu.pprof")
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(fh, resp.Body); err != nil {
-		_ = fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	top, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", o.placer, path).CombinedOutput()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(o.out, "manager-cpu-top.txt"), top, 0o644)
+	return os.WriteFile(filepath.Join(dir, name+"-cpu-top.txt"), top, 0o644)
 }
