@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,11 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/placer-dev/placer/internal/informers"
@@ -137,26 +138,16 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 		w.err, w.failed = fmt.Errorf("%w %s: %w", errNotServed, k.GVK, err), time.Now()
 		return w
 	}
-	ri := o.dyn.Resource(m.Resource).Namespace(k.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", k.Name).String()
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = sel
-			return ri.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-			opts.FieldSelector = sel
-			return ri.Watch(ctx, opts)
-		},
-	}
-	w.inf = toolscache.NewSharedInformer(lw, &unstructured.Unstructured{}, 0)
+	w.inf = dynamicinformer.NewFilteredDynamicInformer(o.dyn, m.Resource, k.Namespace, 0, nil,
+		func(opts *metav1.ListOptions) { opts.FieldSelector = sel }).Informer()
 	w.stop = make(chan struct{})
 	_ = w.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
 		toolscache.DefaultWatchErrorHandler(ctx, r, err)
 		o.mu.Lock()
 		first := w.err == nil
 		w.err = err
-		users := o.usersOf(w)
+		users := usersOf(w)
 		o.mu.Unlock()
 		if first {
 			// Once, so that the users say why they wait; the reflector
@@ -167,7 +158,7 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	_, _ = w.inf.AddEventHandler(informers.OnEvery(func(*unstructured.Unstructured) {
 		o.mu.Lock()
 		w.err = nil
-		users := o.usersOf(w)
+		users := usersOf(w)
 		o.mu.Unlock()
 		o.notify(users)
 	}))
@@ -178,7 +169,7 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 		if toolscache.WaitForCacheSync(w.stop, w.inf.HasSynced) {
 			o.mu.Lock()
 			w.err = nil
-			users := o.usersOf(w)
+			users := usersOf(w)
 			o.mu.Unlock()
 			o.notify(users)
 		}
@@ -186,12 +177,8 @@ func (o *objectWatches) start(k objectKey) *objectWatch {
 	return w
 }
 
-func (o *objectWatches) usersOf(w *objectWatch) []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(w.users))
-	for u := range w.users {
-		out = append(out, u)
-	}
-	return out
+func usersOf(w *objectWatch) []types.NamespacedName {
+	return slices.Collect(maps.Keys(w.users))
 }
 
 func (o *objectWatches) notify(users []types.NamespacedName) {

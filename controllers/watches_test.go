@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,15 +102,22 @@ func TestObjectWatches(t *testing.T) {
 
 	o.use(u2, []objectKey{key})
 	before1, before2 := e.count(u1), e.count(u2)
+	// Another Secret is nobody's business: created first, so that a
+	// watch that saw it would have seen it before the named one.
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "watched"}, StringData: map[string]string{"k": "v"}}
 	if err := env.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	// Another Secret is nobody's business.
-	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}); err != nil {
-		t.Fatal(err)
-	}
 	e.waitFor(t, "both users to learn of the Secret", func() bool { return e.count(u1) > before1 && e.count(u2) > before2 })
+	o.mu.Lock()
+	held := o.watches[key].inf.GetStore().ListKeys()
+	o.mu.Unlock()
+	if !slices.Equal(held, []string{"default/watched"}) {
+		t.Errorf("the watch of Secret watched holds %v, want only default/watched", held)
+	}
 	got := &corev1.Secret{}
 	if found, synced, err := getTyped(o, key, got); !found || !synced || err != nil || string(got.Data["k"]) != "v" {
 		t.Fatalf("getTyped = %v, %v, %v, data %v", found, synced, err, got.Data)
