@@ -54,6 +54,30 @@ func TestTemplateRefs(t *testing.T) {
 			}}}},
 			want: []Ref{{Kind: KindConfigMap, Name: "both"}, {Kind: KindConfigMap, Name: "maybe", Optional: true}},
 		},
+		"optional in every place that can say so": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "a",
+					EnvFrom: []corev1.EnvFromSource{
+						{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}, Optional: ptr.To(true)}},
+						{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "env-secret"}, Optional: ptr.To(true)}},
+					},
+					Env: []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "key-secret"}, Key: "k", Optional: ptr.To(true)}}}},
+				}},
+				Volumes: []corev1.Volume{
+					{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}, Optional: ptr.To(true)}}},
+					{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret", Optional: ptr.To(true)}}},
+					{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+						{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-cm"}, Optional: ptr.To(true)}},
+						{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}, Optional: ptr.To(true)}},
+					}}}},
+				},
+			},
+			want: []Ref{
+				{Kind: KindConfigMap, Name: "env-cm", Optional: true}, {Kind: KindConfigMap, Name: "proj-cm", Optional: true}, {Kind: KindConfigMap, Name: "vol-cm", Optional: true},
+				{Kind: KindSecret, Name: "env-secret", Optional: true}, {Kind: KindSecret, Name: "key-secret", Optional: true},
+				{Kind: KindSecret, Name: "proj-secret", Optional: true}, {Kind: KindSecret, Name: "vol-secret", Optional: true},
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -76,6 +100,9 @@ func TestRefs(t *testing.T) {
 		},
 		Overrides: []v1alpha1.Override{{Name: "eu", Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "eu-key"}, Key: "k"}}}}}},
 	}}
+	if got := TemplateRefs(&w.Spec.TargetDeployment.Template.Spec); len(got) != 1 || !got[0].Optional {
+		t.Fatalf("TemplateRefs = %v, want settings optional (envFrom says so)", got)
+	}
 	refs, claims := Refs(w)
 	// Listed in spec.resources, the optional ConfigMap is required.
 	want := []Ref{{Kind: KindConfigMap, Name: "settings"}, {Kind: KindSecret, Name: "extra"}}
