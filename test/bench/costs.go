@@ -11,14 +11,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/promtext"
 )
 
 // writes counts an API server's mutating requests by resource (with its
@@ -45,7 +45,7 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
 // parseWrites sums apiserver_request_total's writes in a /metrics page.
 func parseWrites(b []byte) (writes, error) {
 	out := writes{}
-	err := eachSeries(b, func(_ string, l map[string]string, m *dto.Metric) {
+	err := promtext.Each(b, func(_ string, l map[string]string, m *dto.Metric) {
 		if !mutating[l["verb"]] {
 			return
 		}
@@ -56,26 +56,6 @@ func parseWrites(b []byte) (writes, error) {
 		out[res+" "+l["verb"]] += m.GetCounter().GetValue()
 	}, "apiserver_request_total")
 	return out, err
-}
-
-// eachSeries calls f with the family, the labels and the sample of every
-// series of the named families in a /metrics page.
-func eachSeries(b []byte, f func(family string, labels map[string]string, m *dto.Metric), families ...string) error {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	all, err := parser.TextToMetricFamilies(bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	for _, name := range families {
-		for _, m := range all[name].GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			f(name, l, m)
-		}
-	}
-	return nil
 }
 
 // minus returns w - before.
@@ -231,7 +211,7 @@ func scrapeWaits(ctx context.Context, addr string) (waits, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +231,7 @@ func parseWaits(b []byte) (waits, error) {
 		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
 	}
 	out := waits{}
-	err := eachSeries(b, func(family string, l map[string]string, m *dto.Metric) {
+	err := promtext.Each(b, func(family string, l map[string]string, m *dto.Metric) {
 		k := key[family](l)
 		h := m.GetHistogram()
 		w := out[k]

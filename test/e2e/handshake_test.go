@@ -16,6 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -34,6 +35,7 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/cordon"
+	"github.com/placer-dev/placer/internal/promtext"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -1511,10 +1513,8 @@ func stopAPIServer(t *testing.T, m *member) (restart func()) {
 	return restart
 }
 
-// reconcileLine is one controller-runtime reconcile counter of /metrics.
-var reconcileLine = regexp.MustCompile(`(?m)^controller_runtime_reconcile_total\{controller="([^"]+)",result="[^"]+"\} ([0-9.e+]+)$`)
-
-// reconciles sums the manager's reconcile counters per controller.
+// reconciles reads the manager's controller_runtime_reconcile_total, by
+// controller.
 func reconciles(t *testing.T, addr, token string) map[string]float64 {
 	t.Helper()
 	code, body := httpsGet(t, "https://"+addr+"/metrics", token)
@@ -1522,12 +1522,11 @@ func reconciles(t *testing.T, addr, token string) map[string]float64 {
 		t.Fatalf("/metrics: %d %s", code, body)
 	}
 	out := map[string]float64{}
-	for _, m := range reconcileLine.FindAllStringSubmatch(body, -1) {
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[m[1]] += v
+	err := promtext.Each([]byte(body), func(_ string, l map[string]string, m *dto.Metric) {
+		out[l["controller"]] += m.GetCounter().GetValue()
+	}, "controller_runtime_reconcile_total")
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(out) == 0 {
 		t.Fatal("/metrics has no controller_runtime_reconcile_total")
