@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,7 +51,20 @@ type ChaperonReconciler struct {
 	client client.Client
 	record event.Recorder
 	log    logging.Logger
+
+	// boundAt: when the agent first saw each pod (by UID) bound and not
+	// started, while it holds that status back (hold).
+	mu      sync.Mutex
+	boundAt map[types.UID]time.Time
+	now     func() time.Time
 }
+
+// settle is how long the status of a pod just bound, not started yet, is
+// held back before it is mirrored: its kubelet usually starts it within
+// that, and one write then says both. Nothing waits on the bound status
+// alone (a candidate that holds is committed by is-reserved; one allowed
+// in advance once bound, which settle delays by at most this much).
+const settle = time.Second
 
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=podchaperons,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=podchaperons/status,verbs=get;update;patch
@@ -62,9 +77,11 @@ func SetupChaperonController(mgr ctrl.Manager, workers int) error {
 		workers = 8
 	}
 	r := &ChaperonReconciler{
-		client: mgr.GetClient(),
-		record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-agent")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
-		log:    logging.NewLogrLogger(mgr.GetLogger().WithName("chaperon")),
+		client:  mgr.GetClient(),
+		record:  event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-agent")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:     logging.NewLogrLogger(mgr.GetLogger().WithName("chaperon")),
+		boundAt: map[types.UID]time.Time{},
+		now:     time.Now,
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("chaperon").
@@ -110,7 +127,7 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod failed ("+pod.Status.Reason+"); replacing it"))
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 	}
-	return reconcile.Result{}, r.mirror(ctx, ch, pod)
+	return r.mirror(ctx, ch, pod)
 }
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers
@@ -227,8 +244,10 @@ func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.P
 // agent is the one writer of a chaperon's status, and annotations merge
 // key by key.
 //
-// The chaperon (its pod spec too) is copied only for a patch that is sent.
-func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
+// The status of a pod just bound is held back a moment (hold), so that
+// it is mirrored with the pod's start in one write. The chaperon (its pod
+// spec too) is copied only for a patch that is sent.
+func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) (reconcile.Result, error) {
 	var changed map[string]string
 	for k, v := range pod.Annotations {
 		if strings.HasPrefix(k, mcv1alpha1.AnnotationPrefix) || ch.Annotations[k] == v {
@@ -246,16 +265,54 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 		}
 		maps.Copy(ch.Annotations, changed)
 		if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
-			return errors.Wrap(resource.IgnoreNotFound(err), errMirrorMetadata)
+			return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errMirrorMetadata)
 		}
 	}
 	status := mirrored(pod.Status)
 	if !worthMirroring(ch.Status, status) {
-		return nil
+		return reconcile.Result{}, nil
+	}
+	if wait := r.hold(pod.UID, ch.Status, status); wait > 0 {
+		// The pod's start (an update of it) or this requeue brings it back.
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	orig := ch.DeepCopy()
 	ch.Status = status
-	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+	return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+}
+
+// hold says how much longer the status next of a pod waits before it is
+// mirrored onto a chaperon that carries cur: only that of a pod just
+// bound and not started (Pending, PodScheduled true, which the chaperon
+// does not say yet) waits, until settle after the agent first saw it.
+func (r *ChaperonReconciler) hold(uid types.UID, cur, next corev1.PodStatus) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	justBound := next.Phase == corev1.PodPending && scheduled(next) && !scheduled(cur)
+	if !justBound {
+		delete(r.boundAt, uid)
+		return 0
+	}
+	now := r.now()
+	at, ok := r.boundAt[uid]
+	if !ok {
+		if len(r.boundAt) > 1000 {
+			// Pods deleted while held leave their entry: let old ones go.
+			maps.DeleteFunc(r.boundAt, func(_ types.UID, t time.Time) bool { return now.Sub(t) > 10*settle })
+		}
+		r.boundAt[uid] = now
+		return settle
+	}
+	if wait := settle - now.Sub(at); wait > 0 {
+		return wait
+	}
+	delete(r.boundAt, uid)
+	return 0
+}
+
+func scheduled(s corev1.PodStatus) bool {
+	_, c := podutil.GetPodConditionFromList(s.Conditions, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // worthMirroring reports whether a chaperon whose status is cur must
