@@ -36,7 +36,6 @@ const (
 	errMirrorStatus   = "cannot mirror the Pod's status onto the PodChaperon"
 	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
 
-	reasonCreatedPod  event.Reason = "CreatedPod"
 	reasonReplacedPod event.Reason = "ReplacedPod"
 	reasonRefusedPod  event.Reason = "RefusedPod"
 )
@@ -205,7 +204,11 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, errCreatePod)
 	}
-	r.record.Event(ch, event.Normal(reasonCreatedPod, "created candidate Pod "+pod.Name))
+	// No Event for a creation: the pod, of the chaperon's name, says it,
+	// and its scheduler's Scheduled Event where it went. An Event per
+	// candidate was a write per pod (one of about eight member writes per
+	// placed pod). What goes wrong still gets one (RefusedPod,
+	// ReplacedPod).
 	return reconcile.Result{}, nil
 }
 
