@@ -103,6 +103,8 @@ func isAllowed(ch *mcv1alpha1.PodChaperon) bool {
 // TestPropagatorReconcile runs Reconcile on in-memory members and a fake
 // management client, one decision of the handshake per case.
 func TestPropagatorReconcile(t *testing.T) {
+	// dbGets counts the member's reads of Secret db in the case that wants them.
+	var dbGets int
 	const timeout = time.Minute
 	web := func(opts ...st.WorkloadOption) *v1alpha1.Workload {
 		return st.Workload("web", append([]st.WorkloadOption{st.Replicas(2), st.PlacedOn("a"), withFinalizer}, opts...)...)
@@ -1089,16 +1091,28 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// And the member is asked once per reconcile, though both the
+			// hold and the candidates' creation want to know.
 			name:    "dependencies: an object missing from the Workload's namespace that the cluster has holds nothing",
 			w:       web(needs),
 			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(*v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(theirs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}})))}
+				dbGets = 0
+				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
+						dbGets++
+					}
+					return c.Get(ctx, key, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(theirs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}})), countGets)}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want 2: the cluster has the Secret", n)
+				}
+				if dbGets != 1 {
+					t.Errorf("Secret db read %d times in the member, want once per reconcile", dbGets)
 				}
 				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason == v1alpha1.ReasonMissingDependency {
 					t.Errorf("held: %s", c.Message)
