@@ -631,7 +631,7 @@ func TestHandshake(t *testing.T) {
 		stopManager = startManager()
 	})
 
-	t.Run("killing the manager during handshakes never binds a replica twice", func(t *testing.T) {
+	t.Run("killing the manager during handshakes, and during a burst, never binds a replica twice", func(t *testing.T) {
 		var ws []*v1alpha1.Workload
 		// Three crashes at different points of the handshakes in flight.
 		for round, delay := range []time.Duration{200 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
@@ -655,6 +655,55 @@ func TestHandshake(t *testing.T) {
 			}
 			if n := len(pods(t, memberNamed(members, on(w)), w)); n != 2 {
 				t.Errorf("%s: %d pods in %s, want 2", w.Name, n, on(w))
+			}
+		}
+
+		// And a burst: 24 Workloads at once, gangs of one (no hold) and
+		// fan-outs of two replicas, the manager (running, the rounds above
+		// done) killed as soon as the first of them is placed, while the
+		// others' decisions are written and their candidates made.
+		var burst []*v1alpha1.Workload
+		for i := range 24 {
+			opts := []st.WorkloadOption{st.Requests("10m", "16Mi")}
+			if i%2 == 0 {
+				opts = append(opts, st.Replicas(1))
+			} else {
+				opts = append(opts, func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = 3 })
+			}
+			burst = append(burst, workload(fmt.Sprintf("burst-%02d", i), opts...))
+		}
+		testenv.WaitFor(t, wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}}, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return strings.HasPrefix(w.Name, "burst-") && w.Status.ClusterRef != nil
+		})
+		stopManager()
+		placedN, ready := 0, 0
+		for _, w := range burst {
+			got := &v1alpha1.Workload{}
+			if err := env.Client.Get(context.Background(), keyOf(w.Name), got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.ClusterRef != nil {
+				placedN++
+			}
+			if got.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+		t.Logf("the manager was killed with %d of %d burst Workloads placed, %d Ready", placedN, len(burst), ready)
+		checkOneBoundPerReplica(t, members...)
+		stopManager = startManager()
+		for _, w := range burst {
+			waitReady(t, w)
+		}
+		checkOneBoundPerReplica(t, members...)
+		for _, w := range burst {
+			for _, m := range members {
+				if m.name != on(w) {
+					waitNoChaperons(t, m, w)
+				}
+			}
+			if n := len(pods(t, memberNamed(members, on(w)), w)); n != int(*w.Spec.TargetDeployment.Replicas) {
+				t.Errorf("%s: %d pods in %s, want %d", w.Name, n, on(w), *w.Spec.TargetDeployment.Replicas)
 			}
 		}
 	})
