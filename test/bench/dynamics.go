@@ -33,6 +33,9 @@ type dynamicsResult struct {
 	total   time.Duration
 	cleanup time.Duration // failover: from the cluster answering again until nothing is left there
 	minFrac float64       // drain: the least readyReplicas/replicas any Workload reported
+	// waits: the manager's, from the measure's start until every
+	// Workload moved.
+	waits waits
 }
 
 // dynamics measures failover (member-0 stops answering) and drain (a
@@ -76,7 +79,21 @@ func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %s ms | %s ms | %s ms | %s ms | %s | %s |\n", r.what, r.n, ms(r.per.pct(50)), ms(r.per.pct(90)), ms(r.per.pct(99)), ms(r.total), cleanup, frac)
 	}
+	named := make([]namedWaits, len(rs))
+	for i, r := range rs {
+		named[i] = namedWaits{fmt.Sprintf("%s, %d", r.what, r.n), r.waits}
+	}
+	writeWaitsOf(&b, "measure", named)
 	return os.WriteFile(filepath.Join(o.out, "dynamics.md"), []byte(b.String()), 0o644)
+}
+
+// waitsSince reads the manager's waits now, less those of before.
+func waitsSince(ctx context.Context, f *fleet, before waits) (waits, error) {
+	now, err := scrapeWaits(ctx, f.metrics)
+	if err != nil {
+		return nil, err
+	}
+	return now.minus(before), nil
 }
 
 // createOn makes n Workloads in ns preferring cluster, and waits until each
@@ -198,6 +215,10 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 		return r, err
 	}
 	logf("failover: %d Workloads run on %s; stopping its API server", n, from)
+	before, err := scrapeWaits(ctx, f.metrics)
+	if err != nil {
+		return r, err
+	}
 	f.members[0].StopAPIServer()
 	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: from}}
 	var added time.Time
@@ -213,10 +234,12 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 		return r, err
 	}
 	expiry := added.Add(tolerate * time.Second)
-	var err error
 	if r.per, err = timeTo(ctx, f, "failover", n, expiry, func(w *v1alpha1.Workload) bool {
 		return on(w) != "" && on(w) != from && ready(w)
 	}); err != nil {
+		return r, err
+	}
+	if r.waits, err = waitsSince(ctx, f, before); err != nil {
 		return r, err
 	}
 	r.total = r.per.pct(100)
@@ -251,15 +274,21 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	}
 	logf("drain: %d Workloads run on %s; tainting it", n, from)
 	key := client.ObjectKey{Namespace: "default", Name: from}
+	before, err := scrapeWaits(ctx, f.metrics)
+	if err != nil {
+		return r, err
+	}
 	start := time.Now()
 	if err := cordon.Drain(ctx, f.mc, key); err != nil {
 		return r, err
 	}
-	var err error
 	if r.per, err = timeTo(ctx, f, "drain", n, start, func(w *v1alpha1.Workload) bool {
 		r.minFrac = min(r.minFrac, float64(w.Status.ReadyReplicas)/float64(w.ReplicaCount()))
 		return on(w) != "" && on(w) != from && ready(w) && len(w.Status.LeftClusters) == 0
 	}); err != nil {
+		return r, err
+	}
+	if r.waits, err = waitsSince(ctx, f, before); err != nil {
 		return r, err
 	}
 	r.total = r.per.pct(100)

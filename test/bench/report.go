@@ -367,10 +367,25 @@ func writeFleetCPU(b *strings.Builder, rs []phaseResult) {
 // in each phase: its clients' token buckets by request, its controllers'
 // work queues.
 func writeWaits(b *strings.Builder, rs []phaseResult) {
+	named := make([]namedWaits, len(rs))
+	for i, r := range rs {
+		named[i] = namedWaits{r.name, r.waits}
+	}
+	writeWaitsOf(b, "phase", named)
+}
+
+// namedWaits are the waits of a phase or a measure.
+type namedWaits struct {
+	name  string
+	waits waits
+}
+
+// writeWaitsOf writes the table of writeWaits for phases or measures.
+func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 	fmt.Fprintln(b)
-	fmt.Fprintln(b, "Where the manager waited per phase: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds):")
+	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds):\n", what)
 	fmt.Fprintln(b)
-	fmt.Fprintln(b, "| phase | what waited | waits | total (s) | mean (ms) |")
+	fmt.Fprintf(b, "| %s | what waited | waits | total (s) | mean (ms) |\n", what)
 	fmt.Fprintln(b, "|---|---|---|---|---|")
 	for _, r := range rs {
 		var tokens, queues []string
