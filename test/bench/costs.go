@@ -29,8 +29,9 @@ type writes map[string]float64
 // with the apply content type counts as APPLY).
 var mutating = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
-// scrapeWrites reads the API server's /metrics.
-func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
+// scrapeWrites reads the API server's /metrics: its writes with the
+// response code given, or all of them for "".
+func scrapeWrites(ctx context.Context, cfg *rest.Config, code string) (writes, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -39,14 +40,15 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseWrites(b)
+	return parseWrites(b, code)
 }
 
-// parseWrites sums apiserver_request_total's writes in a /metrics page.
-func parseWrites(b []byte) (writes, error) {
+// parseWrites sums apiserver_request_total's writes in a /metrics page,
+// those answered with code only unless it is "" (409: the conflicts).
+func parseWrites(b []byte, code string) (writes, error) {
 	out := writes{}
 	err := promtext.Each(b, func(_ string, l map[string]string, m *dto.Metric) {
-		if !mutating[l["verb"]] {
+		if !mutating[l["verb"]] || code != "" && l["code"] != code {
 			return
 		}
 		res := l["resource"]
@@ -88,13 +90,13 @@ func (w writes) of(prefix string) float64 {
 // fleetWrites scrapes the management cluster ("mgmt") and every member.
 func (f *fleet) fleetWrites(ctx context.Context) (map[string]writes, error) {
 	out := map[string]writes{}
-	w, err := scrapeWrites(ctx, f.mgmt.RESTConfig())
+	w, err := scrapeWrites(ctx, f.mgmt.RESTConfig(), "")
 	if err != nil {
 		return nil, fmt.Errorf("management /metrics: %w", err)
 	}
 	out["mgmt"] = w
 	for _, m := range f.members {
-		w, err := scrapeWrites(ctx, m.RESTConfig())
+		w, err := scrapeWrites(ctx, m.RESTConfig(), "")
 		if err != nil {
 			return nil, fmt.Errorf("%s /metrics: %w", m.Name(), err)
 		}

@@ -34,8 +34,10 @@ type dynamicsResult struct {
 	cleanup time.Duration // failover: from the cluster answering again until nothing is left there
 	minFrac float64       // drain: the least readyReplicas/replicas any Workload reported
 	// waits: the manager's, from the measure's start until every
-	// Workload moved.
-	waits waits
+	// Workload moved; writes and conflicts: the management API server's
+	// Workload writes meanwhile, and those refused with 409.
+	waits             waits
+	writes, conflicts float64
 }
 
 // dynamics measures failover (member-0 stops answering) and drain (a
@@ -67,8 +69,8 @@ func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 	header(&b, o, f, "-dynamics "+o.dynamics)
 	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded, whole seconds, so up to 1 s more than true, plus the toleration) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
 	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction | Workload writes (per Workload) | of them 409 Conflict |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		cleanup, frac := "–", "–"
 		if r.cleanup > 0 {
@@ -77,7 +79,8 @@ func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 		if r.minFrac >= 0 {
 			frac = fmt.Sprintf("%.2f", r.minFrac)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s ms | %s ms | %s ms | %s ms | %s | %s |\n", r.what, r.n, ms(r.per.pct(50)), ms(r.per.pct(90)), ms(r.per.pct(99)), ms(r.total), cleanup, frac)
+		fmt.Fprintf(&b, "| %s | %d | %s ms | %s ms | %s ms | %s ms | %s | %s | %.0f (%.1f) | %.0f |\n", r.what, r.n, ms(r.per.pct(50)), ms(r.per.pct(90)), ms(r.per.pct(99)), ms(r.total), cleanup, frac,
+			r.writes, r.writes/float64(r.n), r.conflicts)
 	}
 	named := make([]namedWaits, len(rs))
 	for i, r := range rs {
@@ -87,13 +90,37 @@ func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 	return os.WriteFile(filepath.Join(o.out, "dynamics.md"), []byte(b.String()), 0o644)
 }
 
-// waitsSince reads the manager's waits now, less those of before.
-func waitsSince(ctx context.Context, f *fleet, before waits) (waits, error) {
-	now, err := scrapeWaits(ctx, f.metrics)
-	if err != nil {
-		return nil, err
+// measureMark is what the manager waited for and the management API
+// server's Workload writes (all, and the 409s) at a moment.
+type measureMark struct {
+	waits             waits
+	writes, conflicts writes
+}
+
+func takeMeasure(ctx context.Context, f *fleet) (measureMark, error) {
+	var m measureMark
+	var err error
+	if m.waits, err = scrapeWaits(ctx, f.metrics); err != nil {
+		return m, err
 	}
-	return now.minus(before), nil
+	if m.writes, err = scrapeWrites(ctx, f.mgmt.RESTConfig(), ""); err != nil {
+		return m, err
+	}
+	m.conflicts, err = scrapeWrites(ctx, f.mgmt.RESTConfig(), "409")
+	return m, err
+}
+
+// since records what the manager waited for and the Workload writes
+// since before.
+func (r *dynamicsResult) since(ctx context.Context, f *fleet, before measureMark) error {
+	now, err := takeMeasure(ctx, f)
+	if err != nil {
+		return err
+	}
+	r.waits = now.waits.minus(before.waits)
+	r.writes = now.writes.minus(before.writes).of("workloads")
+	r.conflicts = now.conflicts.minus(before.conflicts).of("workloads")
+	return nil
 }
 
 // createOn makes n Workloads in ns preferring cluster, and waits until each
@@ -215,7 +242,7 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 		return r, err
 	}
 	logf("failover: %d Workloads run on %s; stopping its API server", n, from)
-	before, err := scrapeWaits(ctx, f.metrics)
+	before, err := takeMeasure(ctx, f)
 	if err != nil {
 		return r, err
 	}
@@ -239,7 +266,7 @@ func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, 
 	}); err != nil {
 		return r, err
 	}
-	if r.waits, err = waitsSince(ctx, f, before); err != nil {
+	if err := r.since(ctx, f, before); err != nil {
 		return r, err
 	}
 	r.total = r.per.pct(100)
@@ -274,7 +301,7 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	}
 	logf("drain: %d Workloads run on %s; tainting it", n, from)
 	key := client.ObjectKey{Namespace: "default", Name: from}
-	before, err := scrapeWaits(ctx, f.metrics)
+	before, err := takeMeasure(ctx, f)
 	if err != nil {
 		return r, err
 	}
@@ -288,7 +315,7 @@ func drainMeasure(ctx context.Context, o options, f *fleet, n int) (dynamicsResu
 	}); err != nil {
 		return r, err
 	}
-	if r.waits, err = waitsSince(ctx, f, before); err != nil {
+	if err := r.since(ctx, f, before); err != nil {
 		return r, err
 	}
 	r.total = r.per.pct(100)
