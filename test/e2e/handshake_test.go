@@ -643,20 +643,26 @@ func TestHandshake(t *testing.T) {
 			checkOneBoundPerReplica(t, members...)
 			stopManager = startManager()
 		}
-		for _, w := range ws {
-			waitReady(t, w)
-		}
-		checkOneBoundPerReplica(t, members...)
-		for _, w := range ws {
-			for _, m := range members {
-				if m.name != on(w) {
-					waitNoChaperons(t, m, w)
+		// settled: each Workload runs, every replica bound once across the
+		// fleet, its pods all in its cluster and nothing left elsewhere.
+		settled := func(ws []*v1alpha1.Workload) {
+			t.Helper()
+			for _, w := range ws {
+				waitReady(t, w)
+			}
+			checkOneBoundPerReplica(t, members...)
+			for _, w := range ws {
+				for _, m := range members {
+					if m.name != on(w) {
+						waitNoChaperons(t, m, w)
+					}
+				}
+				if n := len(pods(t, memberNamed(members, on(w)), w)); n != int(*w.Spec.TargetDeployment.Replicas) {
+					t.Errorf("%s: %d pods in %s, want %d", w.Name, n, on(w), *w.Spec.TargetDeployment.Replicas)
 				}
 			}
-			if n := len(pods(t, memberNamed(members, on(w)), w)); n != 2 {
-				t.Errorf("%s: %d pods in %s, want 2", w.Name, n, on(w))
-			}
 		}
+		settled(ws)
 
 		// And a burst: 24 Workloads at once, gangs of one (no hold) and
 		// fan-outs of two replicas, the manager (running, the rounds above
@@ -692,20 +698,7 @@ func TestHandshake(t *testing.T) {
 		t.Logf("the manager was killed with %d of %d burst Workloads placed, %d Ready", placedN, len(burst), ready)
 		checkOneBoundPerReplica(t, members...)
 		stopManager = startManager()
-		for _, w := range burst {
-			waitReady(t, w)
-		}
-		checkOneBoundPerReplica(t, members...)
-		for _, w := range burst {
-			for _, m := range members {
-				if m.name != on(w) {
-					waitNoChaperons(t, m, w)
-				}
-			}
-			if n := len(pods(t, memberNamed(members, on(w)), w)); n != int(*w.Spec.TargetDeployment.Replicas) {
-				t.Errorf("%s: %d pods in %s, want %d", w.Name, n, on(w), *w.Spec.TargetDeployment.Replicas)
-			}
-		}
+		settled(burst)
 	})
 
 	t.Run("the manager serves health, readiness and Prometheus metrics", func(t *testing.T) {
