@@ -33,5 +33,8 @@ until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
 	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	f.DurationVar(&o.PermitTimeout, "permit-timeout", candidate.DefaultPermitTimeout, "how long a reserved candidate waits for is-allowed before it is unreserved and retried")
 	f.IntVar(&o.SecurePort, "secure-port", 10259, "port of /healthz and /metrics; 0 turns them off")
+	f.StringVar(&o.BindAddress, "bind-address", "", "address of /healthz and /metrics (every address when empty)")
+	f.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig of the API server that authenticates requests to /metrics (in a pod: its ServiceAccount)")
+	f.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", "", "kubeconfig of the API server that authorizes requests to /metrics (in a pod: its ServiceAccount)")
 	return cmd
 }

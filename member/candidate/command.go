@@ -3,6 +3,7 @@ package candidate
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -47,8 +48,16 @@ type Options struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	PermitTimeout time.Duration
-	// SecurePort serves /healthz and /metrics; 0 serves nothing.
-	SecurePort int
+	// SecurePort serves /healthz and /metrics, on BindAddress (every
+	// address when empty); 0 serves nothing.
+	SecurePort  int
+	BindAddress string
+	// AuthenticationKubeconfig and AuthorizationKubeconfig reach the API
+	// server that authenticates and authorizes the requests for /metrics
+	// (TokenReview, SubjectAccessReview, its client CA); in a pod, its
+	// ServiceAccount does, as for kube-scheduler.
+	AuthenticationKubeconfig string
+	AuthorizationKubeconfig  string
 }
 
 // Run runs the real kube-scheduler, built with the placer plugin and the
@@ -68,6 +77,15 @@ func Run(ctx context.Context, o Options) error {
 	opts := options.NewOptions()
 	opts.ConfigFile = path
 	opts.SecureServing.BindPort = o.SecurePort
+	if o.BindAddress != "" {
+		ip := net.ParseIP(o.BindAddress)
+		if ip == nil {
+			return fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress)
+		}
+		opts.SecureServing.BindAddress = ip
+	}
+	opts.Authentication.RemoteKubeConfigFile = o.AuthenticationKubeconfig
+	opts.Authorization.RemoteKubeConfigFile = o.AuthorizationKubeconfig
 	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(Name, NewFactory(o.PermitTimeout)))
 	if err != nil {
 		return fmt.Errorf("cannot set up kube-scheduler: %w", err)

@@ -225,12 +225,48 @@ func scrapeWaits(ctx context.Context, addr string) (waits, error) {
 	return parseWaits(b)
 }
 
+// permitWaits reads how long the candidate schedulers held candidates at
+// Permit (scheduler_permit_wait_duration_seconds), summed over the
+// members, by result ("permit RESULT").
+func (f *fleet) permitWaits(ctx context.Context) (waits, error) {
+	f.mu.Lock()
+	cms := slices.Clone(f.candidateMetrics)
+	f.mu.Unlock()
+	out := waits{}
+	for _, cm := range cms {
+		cfg := cm.member.RESTConfig()
+		// Its serving certificate is its own, self-signed.
+		cfg.Host, cfg.CAData, cfg.CAFile, cfg.Insecure = "https://"+cm.addr, nil, "", true
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		b, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s's candidate scheduler: %w", cm.member.Name(), err)
+		}
+		ws, err := parseWaits(b)
+		if err != nil {
+			return nil, err
+		}
+		for k, w := range ws {
+			if strings.HasPrefix(k, "permit ") {
+				sum := out[k]
+				sum.sum, sum.count = sum.sum+w.sum, sum.count+w.count
+				out[k] = sum
+			}
+		}
+	}
+	return out, nil
+}
+
 // parseWaits reads the token-bucket and work-queue histograms of a
-// /metrics page.
+// /metrics page, and the Permit waits of a scheduler's.
 func parseWaits(b []byte) (waits, error) {
 	key := map[string]func(map[string]string) string{
 		"placer_rest_client_rate_limiter_duration_seconds": func(l map[string]string) string { return "tokens " + l["verb"] + " " + l["path"] },
 		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
+		"scheduler_permit_wait_duration_seconds":           func(l map[string]string) string { return "permit " + l["result"] },
 	}
 	out := waits{}
 	err := promtext.Each(b, func(family string, l map[string]string, m *dto.Metric) {

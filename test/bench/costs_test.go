@@ -51,6 +51,11 @@ placer_rest_client_rate_limiter_duration_seconds_count{path="/apis/compute.place
 workqueue_queue_duration_seconds_bucket{controller="propagator",name="propagator",le="+Inf"} 1000
 workqueue_queue_duration_seconds_sum{controller="propagator",name="propagator"} 20
 workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"} 1000
+# HELP scheduler_permit_wait_duration_seconds x
+# TYPE scheduler_permit_wait_duration_seconds histogram
+scheduler_permit_wait_duration_seconds_bucket{result="Success",le="+Inf"} 40
+scheduler_permit_wait_duration_seconds_sum{result="Success"} 12
+scheduler_permit_wait_duration_seconds_count{result="Success"} 40
 `
 	w, err := parseWaits([]byte(page))
 	if err != nil {
@@ -59,6 +64,9 @@ workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"
 	tokens := w["tokens PATCH /apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}"]
 	if tokens.count != 310 || tokens.sum != 6.5 {
 		t.Errorf("tokens = %+v, want 310 waits, 6.5 s", tokens)
+	}
+	if p := w["permit Success"]; p.count != 40 || p.sum != 12 {
+		t.Errorf("permit Success = %+v, want 40 waits, 12 s", p)
 	}
 	before := waits{"queue propagator": {sum: 5, count: 400}}
 	if d := w.minus(before)["queue propagator"]; d.count != 600 || d.sum != 15 {

@@ -38,6 +38,8 @@ type fleet struct {
 	mu      sync.Mutex
 	closing bool
 	procs   map[string]*local.Process
+	// candidateMetrics: each member's candidate scheduler's /metrics.
+	candidateMetrics []candidateMetrics
 	// restarts counts the member components started again.
 	restarts map[string]int
 	pprof    string // the manager's pprof address, when profiling
@@ -255,8 +257,25 @@ func (f *fleet) startMemberComponents(m *local.Cluster, o options) error {
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--candidate-scheduler-lease="}, limits...)...); err != nil {
 		return err
 	}
+	// Its /metrics on loopback, authenticated and authorized by its
+	// member (the bench reads it as the member's admin).
+	addr, err := local.FreeAddr()
+	if err != nil {
+		return err
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	f.mu.Lock()
+	f.candidateMetrics = append(f.candidateMetrics, candidateMetrics{member: m, addr: addr})
+	f.mu.Unlock()
 	return f.supervise(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),
-		"--leader-elect=false", "--secure-port=0"}, limits...)...)
+		"--leader-elect=false", "--bind-address=" + host, "--secure-port=" + port,
+		"--authentication-kubeconfig=" + m.KubeconfigPath(), "--authorization-kubeconfig=" + m.KubeconfigPath()}, limits...)...)
+}
+
+// candidateMetrics is where a member's candidate scheduler serves /metrics.
+type candidateMetrics struct {
+	member *local.Cluster
+	addr   string
 }
 
 func (f *fleet) register(ctx context.Context, m *local.Cluster) error {

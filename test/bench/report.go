@@ -383,7 +383,7 @@ type namedWaits struct {
 // writeWaitsOf writes the table of writeWaits for phases or measures.
 func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds):\n", what)
+	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); and, where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member):\n", what)
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "| %s | what waited | waits | total (s) | mean (ms) |\n", what)
 	fmt.Fprintln(b, "|---|---|---|---|---|")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -158,6 +159,11 @@ func run(ctx context.Context, o options) error {
 		if m.waits, err = scrapeWaits(ctx, f.metrics); err != nil {
 			return mark{}, err
 		}
+		permit, err := f.permitWaits(ctx)
+		if err != nil {
+			return mark{}, err
+		}
+		maps.Copy(m.waits, permit)
 		if first {
 			clock()
 		}
