@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
@@ -108,6 +111,18 @@ func theirs(o client.Object) client.Object { o.SetNamespace("default"); return o
 func runningIn(w *v1alpha1.Workload, opts []clustertest.Option, objs ...client.Object) clustertest.Members {
 	objs = append(candidates(w, 2, reserved, allowed, running), objs...)
 	return clustertest.Members{clustertest.NewMember("a", append([]clustertest.Option{clustertest.WithObjects(objs...)}, opts...)...)}
+}
+
+// reservedIn: member a holds w's two reserved candidates and the copy of
+// its ServiceAccount runner; f intercepts its client.
+func reservedIn(w *v1alpha1.Workload, f interceptor.Funcs) clustertest.Members {
+	objs := append(candidates(w, 2, reserved), propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))
+	return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...), clustertest.WithInterceptor(f))}
+}
+
+// secretForbidden is a member refusing the tenant a Secret.
+func secretForbidden(name string) error {
+	return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, name, errFromMember)
 }
 
 // usedCopy is placer's copy of src in the member namespace default, used

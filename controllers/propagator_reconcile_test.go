@@ -964,14 +964,12 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
-					propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))...),
-					clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-						if _, ok := o.(*corev1.Secret); ok {
-							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, errFromMember)
-						}
-						return c.Get(ctx, key, o, opts...)
-					}}))}
+				return reservedIn(w, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if _, ok := o.(*corev1.Secret); ok {
+						return secretForbidden(key.Name)
+					}
+					return c.Get(ctx, key, o, opts...)
+				}})
 			},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
@@ -1252,14 +1250,12 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
-					propagator.NewCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, "default"))...),
-					clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-						if _, ok := o.(*corev1.Secret); ok {
-							return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, o.GetName(), errFromMember)
-						}
-						return c.Create(ctx, o, opts...)
-					}}))}
+				return reservedIn(w, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, ok := o.(*corev1.Secret); ok {
+						return secretForbidden(o.GetName())
+					}
+					return c.Create(ctx, o, opts...)
+				}})
 			},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
