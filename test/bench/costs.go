@@ -29,9 +29,9 @@ type writes map[string]float64
 // with the apply content type counts as APPLY).
 var mutating = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
-// scrapeWrites reads the API server's /metrics: its writes with the
-// response code given, or all of them for "".
-func scrapeWrites(ctx context.Context, cfg *rest.Config, code string) (writes, error) {
+// scrapeWrites reads the API server's /metrics once: its writes with
+// each response code given ("" for all of them), in that order.
+func scrapeWrites(ctx context.Context, cfg *rest.Config, codes ...string) ([]writes, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,13 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config, code string) (writes, e
 	if err != nil {
 		return nil, err
 	}
-	return parseWrites(b, code)
+	out := make([]writes, len(codes))
+	for i, code := range codes {
+		if out[i], err = parseWrites(b, code); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // parseWrites sums apiserver_request_total's writes in a /metrics page,
@@ -94,13 +100,13 @@ func (f *fleet) fleetWrites(ctx context.Context) (map[string]writes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("management /metrics: %w", err)
 	}
-	out["mgmt"] = w
+	out["mgmt"] = w[0]
 	for _, m := range f.members {
 		w, err := scrapeWrites(ctx, m.RESTConfig(), "")
 		if err != nil {
 			return nil, fmt.Errorf("%s /metrics: %w", m.Name(), err)
 		}
-		out[m.Name()] = w
+		out[m.Name()] = w[0]
 	}
 	return out, nil
 }
@@ -140,9 +146,10 @@ func (f *fleet) cpuSeconds() map[string]float64 {
 // component: each cluster component over the management cluster or over
 // the members, placer's components, and the benchmark itself. Beside the
 // phase's length it says whether the machine's cores were the limit.
-func (f *fleet) fleetCPU() map[string]float64 {
+// placer is cpuSeconds, read at the same moment.
+func (f *fleet) fleetCPU(placer map[string]float64) map[string]float64 {
 	out := map[string]float64{}
-	for name, s := range f.cpuSeconds() {
+	for name, s := range placer {
 		out[placerComponent(name)] += s
 	}
 	for i, c := range append([]*local.Cluster{f.mgmt}, f.members...) {

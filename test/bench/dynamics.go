@@ -103,11 +103,12 @@ func takeMeasure(ctx context.Context, f *fleet) (measureMark, error) {
 	if m.waits, err = scrapeWaits(ctx, f.metrics); err != nil {
 		return m, err
 	}
-	if m.writes, err = scrapeWrites(ctx, f.mgmt.RESTConfig(), ""); err != nil {
+	w, err := scrapeWrites(ctx, f.mgmt.RESTConfig(), "", "409")
+	if err != nil {
 		return m, err
 	}
-	m.conflicts, err = scrapeWrites(ctx, f.mgmt.RESTConfig(), "409")
-	return m, err
+	m.writes, m.conflicts = w[0], w[1]
+	return m, nil
 }
 
 // since records what the manager waited for and the Workload writes

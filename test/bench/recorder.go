@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/placer-dev/placer/apis"
@@ -269,10 +270,6 @@ func (r *recorder) phaseCounts(phase string) phaseCounts {
 
 // scheduled: the chaperon's pod is bound (its mirrored PodScheduled).
 func scheduled(ch *mcv1alpha1.PodChaperon) bool {
-	for _, c := range ch.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue
 }

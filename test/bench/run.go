@@ -148,7 +148,10 @@ func run(ctx context.Context, o options) error {
 	// phase, and before them after it.
 	take := func(first bool) (mark, error) {
 		var m mark
-		clock := func() { m.at, m.cpu, m.fleetCPU = time.Now(), f.cpuSeconds(), f.fleetCPU() }
+		clock := func() {
+			m.at, m.cpu = time.Now(), f.cpuSeconds()
+			m.fleetCPU = f.fleetCPU(m.cpu)
+		}
 		if !first {
 			clock()
 		}
