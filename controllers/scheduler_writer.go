@@ -47,25 +47,22 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 // the old copy until the new one is Ready (StartBeforeStop) keeps it, so
 // it never drops during a drain; the propagator counts both copies next.
 func (d *decision) apply(w *v1alpha1.Workload) {
-	if !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef) {
-		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
-		// The clusters left after this decision: a new entry, or those
-		// of a move still going (its new cluster rejected it, and this
-		// chooses again while the old copy serves).
-		left := d.left
-		if left == nil {
-			left = w.Status.LeftClusters
-		}
-		if d.clusterRef == nil || len(left) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
-			w.Status.ReadyReplicas = 0
-		}
-	}
+	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef)
 	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
 	if d.left != nil {
 		w.Status.LeftClusters = d.left
 	}
 	if d.rejected != nil {
 		w.Status.RejectedClusters = d.rejected
+	}
+	if moved {
+		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
+		// The clusters left after this decision (a new entry, or those of
+		// a move still going: its new cluster rejected it, and this
+		// chooses again while the old copy serves) keep readyReplicas.
+		if d.clusterRef == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+			w.Status.ReadyReplicas = 0
+		}
 	}
 	w.Status.SetConditions(d.cond)
 }
