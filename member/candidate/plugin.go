@@ -141,8 +141,8 @@ func heldChaperonOf(pod *corev1.Pod) (string, bool) {
 // until its chaperon is allowed or the timeout passes (then the pod is
 // unreserved and retried).
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	name, ok := chaperonOf(pod)
-	if !ok || pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" || p.allowed(pod.Namespace, name) {
+	name, held := heldChaperonOf(pod)
+	if !held || p.allowed(pod.Namespace, name) {
 		return nil, 0
 	}
 	return fwk.NewStatus(fwk.Wait, "waiting for the management cluster to allow the candidate"), p.timeout
