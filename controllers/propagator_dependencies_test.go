@@ -125,6 +125,23 @@ func secretForbidden(name string) error {
 	return kerrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, name, errFromMember)
 }
 
+// A member that does not let the tenant read Secrets, and one that lets
+// it read them but not create them.
+var (
+	refuseSecretGets = interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		if _, ok := o.(*corev1.Secret); ok {
+			return secretForbidden(key.Name)
+		}
+		return c.Get(ctx, key, o, opts...)
+	}}
+	refuseSecretCreates = interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+		if _, ok := o.(*corev1.Secret); ok {
+			return secretForbidden(o.GetName())
+		}
+		return c.Create(ctx, o, opts...)
+	}}
+)
+
 // usedCopy is placer's copy of src in the member namespace default, used
 // by the Workloads of the given UIDs.
 func usedCopy(src client.Object, users ...string) client.Object {

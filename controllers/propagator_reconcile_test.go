@@ -964,12 +964,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return reservedIn(w, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-					if _, ok := o.(*corev1.Secret); ok {
-						return secretForbidden(key.Name)
-					}
-					return c.Get(ctx, key, o, opts...)
-				}})
+				return reservedIn(w, refuseSecretGets)
 			},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
@@ -1250,12 +1245,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:       web(needs),
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return reservedIn(w, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-					if _, ok := o.(*corev1.Secret); ok {
-						return secretForbidden(o.GetName())
-					}
-					return c.Create(ctx, o, opts...)
-				}})
+				return reservedIn(w, refuseSecretCreates)
 			},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
