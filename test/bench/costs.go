@@ -40,28 +40,30 @@ func scrapeWrites(ctx context.Context, cfg *rest.Config, codes ...string) ([]wri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]writes, len(codes))
-	for i, code := range codes {
-		if out[i], err = parseWrites(b, code); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return parseWrites(b, codes...)
 }
 
 // parseWrites sums apiserver_request_total's writes in a /metrics page,
-// those answered with code only unless it is "" (409: the conflicts).
-func parseWrites(b []byte, code string) (writes, error) {
-	out := writes{}
+// in one pass: for each code given, those answered with it ("" for all;
+// 409: the conflicts).
+func parseWrites(b []byte, codes ...string) ([]writes, error) {
+	out := make([]writes, len(codes))
+	for i := range out {
+		out[i] = writes{}
+	}
 	err := promtext.Each(b, func(_ string, l map[string]string, m *dto.Metric) {
-		if !mutating[l["verb"]] || code != "" && l["code"] != code {
+		if !mutating[l["verb"]] {
 			return
 		}
 		res := l["resource"]
 		if l["subresource"] != "" {
 			res += "/" + l["subresource"]
 		}
-		out[res+" "+l["verb"]] += m.GetCounter().GetValue()
+		for i, code := range codes {
+			if code == "" || l["code"] == code {
+				out[i][res+" "+l["verb"]] += m.GetCounter().GetValue()
+			}
+		}
 	}, "apiserver_request_total")
 	return out, err
 }
@@ -236,11 +238,8 @@ func scrapeWaits(ctx context.Context, addr string) (waits, error) {
 // Permit (scheduler_permit_wait_duration_seconds), summed over the
 // members, by result ("permit RESULT").
 func (f *fleet) permitWaits(ctx context.Context) (waits, error) {
-	f.mu.Lock()
-	cms := slices.Clone(f.candidateMetrics)
-	f.mu.Unlock()
 	out := waits{}
-	for _, cm := range cms {
+	for _, cm := range f.candidateMetrics {
 		cfg := cm.member.RESTConfig()
 		// Its serving certificate is its own, self-signed.
 		cfg.Host, cfg.CAData, cfg.CAFile, cfg.Insecure = "https://"+cm.addr, nil, "", true

@@ -15,10 +15,11 @@ apiserver_request_total{code="409",component="apiserver",group="compute.placer.d
 apiserver_request_total{code="200",component="apiserver",group="compute.placer.dev",resource="workloads",scope="resource",subresource="",verb="GET",version="v1alpha1"} 99
 apiserver_request_total{code="200",component="apiserver",group="",resource="pods",scope="namespace",subresource="",verb="DELETECOLLECTION",version="v1"} 2
 `
-	w, err := parseWrites([]byte(page), "")
+	both, err := parseWrites([]byte(page), "", "409")
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, conflicts := both[0], both[1]
 	want := writes{"workloads POST": 310, "workloads/status PATCH": 640, "pods DELETECOLLECTION": 2}
 	if len(w) != len(want) {
 		t.Fatalf("writes = %v, want %v", w, want)
@@ -30,10 +31,6 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 	}
 	if got := w.of("workloads"); got != 950 {
 		t.Errorf("of(workloads) = %g, want 950 (workloads and workloads/status)", got)
-	}
-	conflicts, err := parseWrites([]byte(page), "409")
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(conflicts) != 1 || conflicts["workloads/status PATCH"] != 3 {
 		t.Errorf("conflicts = %v, want workloads/status PATCH 3", conflicts)

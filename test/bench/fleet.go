@@ -38,7 +38,8 @@ type fleet struct {
 	mu      sync.Mutex
 	closing bool
 	procs   map[string]*local.Process
-	// candidateMetrics: each member's candidate scheduler's /metrics.
+	// candidateMetrics: each member's candidate scheduler's /metrics
+	// (set while the fleet starts, read after).
 	candidateMetrics []candidateMetrics
 	// restarts counts the member components started again.
 	restarts map[string]int
@@ -264,9 +265,7 @@ func (f *fleet) startMemberComponents(m *local.Cluster, o options) error {
 		return err
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	f.mu.Lock()
 	f.candidateMetrics = append(f.candidateMetrics, candidateMetrics{member: m, addr: addr})
-	f.mu.Unlock()
 	return f.supervise(m.Name()+"-candidate-scheduler", o, append([]string{"candidate-scheduler", "--kubeconfig=" + m.KubeconfigPath(),
 		"--leader-elect=false", "--bind-address=" + host, "--secure-port=" + port,
 		"--authentication-kubeconfig=" + m.KubeconfigPath(), "--authorization-kubeconfig=" + m.KubeconfigPath()}, limits...)...)
