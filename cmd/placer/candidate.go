@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
 	"github.com/placer-dev/placer/member/candidate"
 )
 
 func newCandidateSchedulerCommand() *cobra.Command {
-	o := candidate.Options{}
+	o := candidate.Options{Serving: options.NewOptions()}
 	cmd := &cobra.Command{
 		Use:   "candidate-scheduler",
 		Short: "Run kube-scheduler with placer's candidate plugin in a target cluster",
@@ -32,9 +33,10 @@ until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
 	f.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading")
 	f.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	f.DurationVar(&o.PermitTimeout, "permit-timeout", candidate.DefaultPermitTimeout, "how long a reserved candidate waits for is-allowed before it is unreserved and retried")
-	f.IntVar(&o.SecurePort, "secure-port", 10259, "port of /healthz and /metrics; 0 turns them off")
-	f.StringVar(&o.BindAddress, "bind-address", "", "address of /healthz and /metrics (every address when empty)")
-	f.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig of the API server that authenticates requests to /metrics (in a pod: its ServiceAccount)")
-	f.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", "", "kubeconfig of the API server that authorizes requests to /metrics (in a pod: its ServiceAccount)")
+	// kube-scheduler's own: --secure-port (10259; 0 serves nothing),
+	// --bind-address, the serving certificate, and who may read /metrics.
+	for _, fs := range candidate.ServingFlagSets(o.Serving) {
+		f.AddFlagSet(fs)
+	}
 	return cmd
 }

@@ -3,10 +3,10 @@ package candidate
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 )
@@ -48,16 +48,18 @@ type Options struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	PermitTimeout time.Duration
-	// SecurePort serves /healthz and /metrics, on BindAddress (every
-	// address when empty); 0 serves nothing.
-	SecurePort  int
-	BindAddress string
-	// AuthenticationKubeconfig and AuthorizationKubeconfig reach the API
-	// server that authenticates and authorizes the requests for /metrics
-	// (TokenReview, SubjectAccessReview, its client CA); in a pod, its
-	// ServiceAccount does, as for kube-scheduler.
-	AuthenticationKubeconfig string
-	AuthorizationKubeconfig  string
+	// Serving holds kube-scheduler's own options, of which Run takes the
+	// serving of /healthz and /metrics and its authentication and
+	// authorization (their flags: ServingFlagSets); nil serves nothing.
+	Serving *options.Options
+}
+
+// ServingFlagSets are kube-scheduler's flags for the serving of /healthz
+// and /metrics (--secure-port, --bind-address, certificates) and for its
+// authentication and authorization (--authentication-kubeconfig,
+// --authorization-kubeconfig, …), bound to o.
+func ServingFlagSets(o *options.Options) []*pflag.FlagSet {
+	return []*pflag.FlagSet{o.Flags.FlagSet("secure serving"), o.Flags.FlagSet("authentication"), o.Flags.FlagSet("authorization")}
 }
 
 // Run runs the real kube-scheduler, built with the placer plugin and the
@@ -74,18 +76,12 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("cannot pass the scheduler configuration: %w", err)
 	}
 	defer closeConf()
-	opts := options.NewOptions()
-	opts.ConfigFile = path
-	opts.SecureServing.BindPort = o.SecurePort
-	if o.BindAddress != "" {
-		ip := net.ParseIP(o.BindAddress)
-		if ip == nil {
-			return fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress)
-		}
-		opts.SecureServing.BindAddress = ip
+	opts := o.Serving
+	if opts == nil {
+		opts = options.NewOptions()
+		opts.SecureServing.BindPort = 0
 	}
-	opts.Authentication.RemoteKubeConfigFile = o.AuthenticationKubeconfig
-	opts.Authorization.RemoteKubeConfigFile = o.AuthorizationKubeconfig
+	opts.ConfigFile = path
 	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(Name, NewFactory(o.PermitTimeout)))
 	if err != nil {
 		return fmt.Errorf("cannot set up kube-scheduler: %w", err)
