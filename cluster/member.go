@@ -55,6 +55,9 @@ type Member interface {
 	Synced() bool
 	// Chaperons returns the Workload's chaperons in every namespace.
 	Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error)
+	// HeldRunnerUps counts the runner-up candidates waiting there
+	// (propagator.HeldRunnerUp), of every Workload.
+	HeldRunnerUps(ctx context.Context) (int, error)
 	// Tenant returns a client that writes as the tenant of a management
 	// namespace (mcv1alpha1.TenantUser) and reads chaperons from the watch.
 	Tenant(namespace string) (client.Client, error)
@@ -173,6 +176,15 @@ func (c *Connection) Watch(ctx context.Context) error {
 	// an index, not a walk over every chaperon of the member.
 	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexWorkloadUID, func(o client.Object) []string {
 		return []string{o.GetLabels()[propagator.LabelWorkloadUID]}
+	}); err != nil {
+		return errors.Wrap(err, errWatchMember)
+	}
+	// The fan-out bound counts the runner-ups waiting in the member.
+	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexHeldRunnerUp, func(o client.Object) []string {
+		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok && propagator.HeldRunnerUp(ch) {
+			return []string{"true"}
+		}
+		return nil
 	}); err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
@@ -315,6 +327,25 @@ func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1
 		out[i] = &l.Items[i]
 	}
 	return out, nil
+}
+
+// indexHeldRunnerUp indexes the runner-up candidates still waiting.
+const indexHeldRunnerUp = "heldRunnerUp"
+
+// HeldRunnerUps counts the runner-up candidates waiting in the member,
+// from the watch's index (no copies made).
+func (c *Connection) HeldRunnerUps(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	reader := c.reader
+	c.mu.Unlock()
+	if reader == nil {
+		return 0, errors.New(errWatchMember)
+	}
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := reader.List(ctx, l, client.MatchingFields{indexHeldRunnerUp: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	return len(l.Items), nil
 }
 
 // Tenant returns the client that acts in the member for the Workloads of a

@@ -25,12 +25,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/controllers"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/member/agent"
+	"github.com/placer-dev/placer/propagator"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
 const waitTimeout = 90 * time.Second
@@ -206,6 +209,62 @@ func TestClusterController(t *testing.T) {
 		}
 		if _, ok := kc.Labels[v1alpha1.LabelZone]; ok {
 			t.Errorf("zone label published although the nodes disagree: %v", kc.Labels)
+		}
+	})
+
+	t.Run("the connection counts the runner-up candidates waiting in the member, from its watch", func(t *testing.T) {
+		ctx := context.Background()
+		mc, err := client.New(member.RESTConfig(), client.Options{Scheme: testenv.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := reg.Get(types.NamespacedName{Namespace: "default", Name: "member"})
+		if conn == nil {
+			t.Fatal("no connection for a Ready cluster")
+		}
+		// The watch tells the registry of each chaperon it sees, in order:
+		// once it tells of the last one written, it holds every earlier one.
+		seen := make(chan types.NamespacedName, 16)
+		reg.OnChaperon(func(w types.NamespacedName) { seen <- w })
+		defer reg.OnChaperon(func(types.NamespacedName) {})
+		write := func(f func() error, workload string) {
+			t.Helper()
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				select {
+				case k := <-seen:
+					if k.Name == workload {
+						return
+					}
+				case <-time.After(waitTimeout):
+					t.Fatalf("the connection's watch never saw the chaperon of %s", workload)
+				}
+			}
+		}
+		chaperon := func(name string, role propagator.Role, allowed bool) *mcv1alpha1.PodChaperon {
+			ch := propagator.NewChaperon(st.Workload(name, func(w *v1alpha1.Workload) { w.UID = types.UID(name) }), "default", 0, role)
+			if allowed {
+				ch.Annotations[mcv1alpha1.AnnotationIsAllowed] = "true"
+			}
+			return ch
+		}
+		waiting, allowed, chosen := chaperon("waiting", propagator.RunnerUp, false), chaperon("allowed", propagator.RunnerUp, true), chaperon("chosen", propagator.Held, false)
+		for _, ch := range []*mcv1alpha1.PodChaperon{waiting, allowed, chosen} {
+			write(func() error { return mc.Create(ctx, ch) }, ch.Labels[propagator.LabelWorkloadUID])
+		}
+		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 1 {
+			t.Errorf("HeldRunnerUps() = %d, %v; want 1 (a runner-up allowed since, and a chosen cluster's candidate, do not count)", n, err)
+		}
+		write(func() error { return mc.Delete(ctx, waiting) }, "waiting")
+		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 0 {
+			t.Errorf("HeldRunnerUps() = %d, %v after the runner-up went; want 0", n, err)
+		}
+		for _, ch := range []*mcv1alpha1.PodChaperon{allowed, chosen} {
+			if err := mc.Delete(ctx, ch); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 

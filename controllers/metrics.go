@@ -29,6 +29,10 @@ var (
 		Name: "placer_scheduler_writes_total",
 		Help: "Scheduling decisions written to Workloads, by result: written, conflict (the Workload changed since the decision, which is made again) or error.",
 	}, []string{"result"})
+	runnerUpsDeferred = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "placer_runner_up_candidates_deferred_total",
+		Help: "Times a nominated cluster other than the chosen one got no candidates because it held --max-runner-up-candidates runner-ups already.",
+	})
 	pendingWorkloads = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "placer_pending_workloads",
 		Help: "Workloads served by this manager's scheduler that have no cluster.",
@@ -40,7 +44,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, schedulerWrites, pendingWorkloads, readyClusters)
+	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, schedulerWrites, runnerUpsDeferred, pendingWorkloads, readyClusters)
 }
 
 // readiness counts Ready clusters for the gauge.

@@ -71,6 +71,9 @@ type PropagatorControllerOptions struct {
 	// Workers is how many Workloads are reconciled at once (8 when zero);
 	// one Workload is never reconciled by two workers at a time.
 	Workers int
+	// MaxRunnerUps bounds the runner-up candidates waiting in one member
+	// (fan-out): beyond it, a Workload makes none there (none when zero).
+	MaxRunnerUps int
 }
 
 // PropagatorReconciler runs the management side of the handshake for
@@ -91,6 +94,9 @@ type PropagatorReconciler struct {
 	// sources are the objects that go with the pods (nil: none is read,
 	// as if no Workload needed any).
 	sources dependencySources
+	// maxRunnerUps bounds the runner-up candidates waiting in one member
+	// (none when zero).
+	maxRunnerUps int
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -116,7 +122,7 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 		return errors.Wrap(err, "cannot create a dynamic client")
 	}
 	sources := newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
-	r.sources = sources
+	r.sources, r.maxRunnerUps = sources, o.MaxRunnerUps
 	if err := mgr.Add(closer(sources.close)); err != nil {
 		return errors.Wrap(err, "cannot stop the dependency watches with the manager")
 	}

@@ -93,7 +93,7 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 	}
 	ns := m.TargetNamespace(w)
 	for _, i := range step.Create {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, true)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, propagator.NoHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}

@@ -243,6 +243,14 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	}
 	ns := m.TargetNamespace(w)
 	noHold := chosen && (st.Allowed > 0 || w.ReplicaCount() == 1)
+	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
+		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
+			// Fan-out is a head start, not a need: under a burst the
+			// chosen cluster proves itself alone; a later pass of the
+			// Workload (any change of its candidates) tries again.
+			return st, chs, err
+		}
+	}
 	if len(st.Missing) > 0 {
 		problems, err := r.problemsIn(ctx, s, m, w)
 		if err != nil {
@@ -267,8 +275,15 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 			return st, nil, err
 		}
 	}
+	role := propagator.Held
+	switch {
+	case noHold:
+		role = propagator.NoHold
+	case !chosen:
+		role = propagator.RunnerUp
+	}
 	for n, i := range st.Missing {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, noHold)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, role)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
 				// Nothing of it is there to bring it back: what was
 				// copied for it goes now.
@@ -283,6 +298,24 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
 	}
 	return st, chs, nil
+}
+
+// runnerUpsFull reports whether the member holds as many runner-up
+// candidates as --max-runner-up-candidates allows. The count comes from
+// the watch, so workers creating at once may pass the bound by a few.
+func (r *PropagatorReconciler) runnerUpsFull(ctx context.Context, m cluster.Member) (bool, error) {
+	if r.maxRunnerUps <= 0 {
+		return false, nil
+	}
+	n, err := m.HeldRunnerUps(ctx)
+	if err != nil {
+		return false, errors.Wrap(err, errListChaperons)
+	}
+	if n < r.maxRunnerUps {
+		return false, nil
+	}
+	runnerUpsDeferred.Inc()
+	return true, nil
 }
 
 // admit asks whether the cluster may receive the Workload's pods

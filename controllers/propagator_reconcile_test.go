@@ -57,11 +57,16 @@ var (
 	createdAgo                 = chaperontest.CreatedAgo
 )
 
+// runnerUp marks a candidate made in a runner-up cluster.
+func runnerUp(ch *mcv1alpha1.PodChaperon) {
+	metav1.SetMetaDataAnnotation(&ch.ObjectMeta, mcv1alpha1.AnnotationRunnerUp, "true")
+}
+
 // candidates returns the Workload's chaperons of replicas 0..n-1 so marked.
 func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
 	out := make([]client.Object, n)
 	for i := range n {
-		ch := propagator.NewChaperon(w, w.TargetNamespace(nil), i, false)
+		ch := propagator.NewChaperon(w, w.TargetNamespace(nil), i, propagator.Held)
 		ch.CreationTimestamp = metav1.Now()
 		for _, m := range marks {
 			m(ch)
@@ -158,6 +163,8 @@ func TestPropagatorReconcile(t *testing.T) {
 		mgmt *interceptor.Funcs
 		// sources are the objects that go with the pods.
 		sources *mapSources
+		// maxRunnerUps is --max-runner-up-candidates (none when zero).
+		maxRunnerUps int
 		// wantErr: the (last) reconcile fails, and is retried.
 		wantErr bool
 		passes  int
@@ -219,6 +226,40 @@ func TestPropagatorReconcile(t *testing.T) {
 					if n := count(t, m, e.w, nil); n != 2 {
 						t.Errorf("%d candidates in %s, want 2", n, m.Key.Name)
 					}
+				}
+				if n, r := count(t, e.members[0], e.w, propagator.HeldRunnerUp), count(t, e.members[1], e.w, propagator.HeldRunnerUp); n != 0 || r != 2 {
+					t.Errorf("runner-up candidates: %d in the chosen a, %d in b; want 0 and 2", n, r)
+				}
+			},
+		},
+		{
+			name:         "fan-out bound: a runner-up holding --max-runner-up-candidates gets none, the chosen one its own",
+			w:            web(nominate("a", "b")),
+			maxRunnerUps: 2,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				other := st.Workload("other", st.Replicas(2), func(w *v1alpha1.Workload) { w.UID = "other" })
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if a, b := count(t, e.members[0], e.w, nil), count(t, e.members[1], e.w, nil); a != 2 || b != 0 {
+					t.Errorf("candidates: %d in a, %d in b; want 2 and 0", a, b)
+				}
+			},
+		},
+		{
+			name:         "fan-out bound: a runner-up's gang begun before the bound was reached is finished",
+			w:            web(nominate("a", "b")),
+			maxRunnerUps: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				other := st.Workload("other", st.Replicas(1), func(w *v1alpha1.Workload) { w.UID = "other" })
+				mine := candidates(w, 1, runnerUp)
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(append(mine, candidates(other, 1, runnerUp)...)...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if b := count(t, e.members[1], e.w, nil); b != 2 {
+					t.Errorf("%d candidates in b, want 2: half a gang proves nothing", b)
 				}
 			},
 		},
@@ -1343,6 +1384,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			if tc.sources != nil {
 				r.sources = tc.sources
 			}
+			r.maxRunnerUps = tc.maxRunnerUps
 			passes := max(tc.passes, 1)
 			var res reconcile.Result
 			var err error

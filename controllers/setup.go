@@ -32,6 +32,9 @@ type Options struct {
 	// PropagatorWorkers is how many Workloads the propagator handles at
 	// once (8 when zero).
 	PropagatorWorkers int
+	// MaxRunnerUps bounds the runner-up candidates waiting in one member
+	// (none when zero).
+	MaxRunnerUps int
 	// NotReadyTolerationSeconds and UnreachableTolerationSeconds are how
 	// long every Workload tolerates its cluster's condition taints unless
 	// it says otherwise (negative: not at all, it moves at once).
@@ -73,7 +76,7 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}
-	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers}); err != nil {
+	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers, MaxRunnerUps: o.MaxRunnerUps}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the propagator")
 	}
 	return reg, nil

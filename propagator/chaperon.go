@@ -56,11 +56,27 @@ func TemplateHash(w *v1alpha1.Workload) string {
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
+// Role is what a cluster's candidates are made for.
+type Role int
+
+const (
+	// Held candidates are the chosen cluster's: each waits at Permit for
+	// is-allowed (a gang, proven whole before any binds).
+	Held Role = iota
+	// NoHold candidates are the chosen cluster's that bind as soon as they
+	// are reserved (allow-when-reserved): a gang of one, or a replica
+	// added to a committed cluster.
+	NoHold
+	// RunnerUp candidates are made in a nominated cluster that is not the
+	// chosen one (fan-out): they hold, and the member's candidate
+	// scheduler takes the chosen cluster's candidates first.
+	RunnerUp
+)
+
 // NewChaperon returns the chaperon of one replica: the pod template,
 // scheduled by the candidate scheduler, labelled with the Workload's UID and
-// the replica index. allowWhenReserved lets its pod bind as soon as it is
-// reserved, without the management's is-allowed.
-func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenReserved bool) *mcv1alpha1.PodChaperon {
+// the replica index, annotated as its role says.
+func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role) *mcv1alpha1.PodChaperon {
 	tmpl := w.Spec.TargetDeployment.Template
 	// placer's own keys are never copied from a template (the API refuses
 	// them; an object stored before that rule is not trusted either).
@@ -84,12 +100,22 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, allowWhenR
 	spec := *tmpl.Spec.DeepCopy()
 	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
-		if allowWhenReserved {
+		switch role {
+		case NoHold:
 			annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+		case RunnerUp:
+			annotations[mcv1alpha1.AnnotationRunnerUp] = "true"
 		}
 	}
 	return &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: chaperonName(w, hash, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
 		Spec:       spec,
 	}
+}
+
+// HeldRunnerUp reports whether a chaperon is a runner-up's candidate
+// still waiting: made for a cluster that was not the chosen one, not
+// allowed since (that cluster was chosen and committed), not being deleted.
+func HeldRunnerUp(ch *mcv1alpha1.PodChaperon) bool {
+	return ch.Annotations[mcv1alpha1.AnnotationRunnerUp] == "true" && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil
 }

@@ -32,7 +32,7 @@ func unschedulable(msg string) chaperonOption {
 func chaperons(w *v1alpha1.Workload, opts ...[]chaperonOption) []*mcv1alpha1.PodChaperon {
 	out := make([]*mcv1alpha1.PodChaperon, len(opts))
 	for i, o := range opts {
-		out[i] = NewChaperon(w, w.TargetNamespace(nil), i, false)
+		out[i] = NewChaperon(w, w.TargetNamespace(nil), i, Held)
 		for _, f := range o {
 			f(out[i])
 		}
@@ -138,7 +138,7 @@ func TestNewChaperon(t *testing.T) {
 	})
 	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
 	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
-	ch := NewChaperon(w, w.TargetNamespace(nil), 2, false)
+	ch := NewChaperon(w, w.TargetNamespace(nil), 2, Held)
 	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
 	}
@@ -152,8 +152,14 @@ func TestNewChaperon(t *testing.T) {
 	if ch.Spec.SchedulerName != mcv1alpha1.CandidateSchedulerName || ch.Annotations[AnnotationWorkload] != "default/web" {
 		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
 	}
+	for role, want := range map[Role][2]string{Held: {"", ""}, NoHold: {"true", ""}, RunnerUp: {"", "true"}} {
+		ch := NewChaperon(w, w.TargetNamespace(nil), 0, role)
+		if got := [2]string{ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved], ch.Annotations[mcv1alpha1.AnnotationRunnerUp]}; got != want {
+			t.Errorf("role %d: allow-when-reserved, runner-up = %q, want %q", role, got, want)
+		}
+	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
-	if ch := NewChaperon(w, w.TargetNamespace(nil), 0, false); ch.Spec.SchedulerName != "" {
+	if ch := NewChaperon(w, w.TargetNamespace(nil), 0, RunnerUp); ch.Spec.SchedulerName != "" || ch.Annotations[mcv1alpha1.AnnotationRunnerUp] != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
 	}
 }
@@ -200,7 +206,7 @@ func TestRollout(t *testing.T) {
 	with := func(w *v1alpha1.Workload, oldOpts [][]chaperonOption, fresh map[int][]chaperonOption) []*mcv1alpha1.PodChaperon {
 		out := chaperons(old, oldOpts...)
 		for i, o := range fresh {
-			ch := NewChaperon(w, w.TargetNamespace(nil), i, false)
+			ch := NewChaperon(w, w.TargetNamespace(nil), i, Held)
 			for _, f := range o {
 				f(ch)
 			}
@@ -252,7 +258,7 @@ func TestObserveDuringRollout(t *testing.T) {
 	w := st.Workload("web", st.Replicas(2))
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	chs := chaperons(old, ops(allowed, running), ops(allowed, running))
-	surge := NewChaperon(w, w.TargetNamespace(nil), 0, false)
+	surge := NewChaperon(w, w.TargetNamespace(nil), 0, Held)
 	reserved(surge)
 	chs = append(chs, surge)
 	got := summarize(w, Observe(w, chs))

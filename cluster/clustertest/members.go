@@ -100,6 +100,21 @@ func (m *Member) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alph
 	return out, nil
 }
 
+// HeldRunnerUps counts the runner-up candidates waiting in the member.
+func (m *Member) HeldRunnerUps(ctx context.Context) (int, error) {
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := m.Client.List(ctx, l); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range l.Items {
+		if propagator.HeldRunnerUp(&l.Items[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Tenant returns the member's client, recording the tenant.
 func (m *Member) Tenant(namespace string) (client.Client, error) {
 	m.Tenants = append(m.Tenants, namespace)

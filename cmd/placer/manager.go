@@ -29,6 +29,7 @@ type managerOptions struct {
 	notReadySeconds    int64
 	unreachableSeconds int64
 	maxMoves           int
+	maxRunnerUps       int
 	policy             cluster.KubeconfigPolicy
 }
 
@@ -70,6 +71,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 				SchedulerBurst:    o.schedulerBurst,
 				HandshakeTimeout:  o.handshake,
 				PropagatorWorkers: o.workers,
+				MaxRunnerUps:      o.maxRunnerUps,
 
 				NotReadyTolerationSeconds:    o.notReadySeconds,
 				UnreachableTolerationSeconds: o.unreachableSeconds,
@@ -94,6 +96,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.Int64Var(&o.notReadySeconds, "default-not-ready-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterNotReady+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.Int64Var(&o.unreachableSeconds, "default-unreachable-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterUnreachable+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.IntVar(&o.maxMoves, "max-concurrent-moves", 50, "how many Workloads may leave clusters that still answer (drains: a NoExecute taint, a deletion) at once, fleet-wide; 0 for no bound")
+	f.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 100, "how many runner-up candidates (fan-out: those in nominated clusters other than the chosen one, waiting for a commit elsewhere) may wait in one member at once; beyond it a Workload gets none there until some are gone, and proves its chosen cluster alone; 0 for no bound")
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
 	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")

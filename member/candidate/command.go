@@ -12,7 +12,8 @@ import (
 )
 
 // configTemplate is a KubeSchedulerConfiguration with one profile,
-// placer-candidate: every default plugin plus placer's at Reserve and Permit.
+// placer-candidate: every default plugin plus placer's at Reserve and
+// Permit, and placer's queue order instead of PrioritySort.
 const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
@@ -29,6 +30,9 @@ clientConnection:
 profiles:
 - schedulerName: %s
   plugins:
+    queueSort:
+      enabled: [{name: %s}]
+      disabled: [{name: "*"}]
     reserve:
       enabled: [{name: %s}]
     permit:
@@ -68,7 +72,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.LeaderNS == "" {
 		o.LeaderNS = "kube-system"
 	}
-	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name)
+	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name, Name)
 	// kube-scheduler reads its configuration from a file: a pipe's read
 	// end, so nothing is written and it runs on a read-only root filesystem.
 	path, closeConf, err := inMemoryFile([]byte(conf))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -54,8 +55,9 @@ type Plugin struct {
 }
 
 var (
-	_ fwk.ReservePlugin = &Plugin{}
-	_ fwk.PermitPlugin  = &Plugin{}
+	_ fwk.QueueSortPlugin = &Plugin{}
+	_ fwk.ReservePlugin   = &Plugin{}
+	_ fwk.PermitPlugin    = &Plugin{}
 )
 
 // NewFactory returns the plugin factory with the given permit timeout.
@@ -101,6 +103,27 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 		return "", false
 	}
 	return ref.Name, true
+}
+
+// Less orders the scheduling queue as kube-scheduler's PrioritySort does
+// (higher pod priority first, then the earlier arrival), except that of
+// equal priority the chosen cluster's candidates go before the runner-ups
+// of a fan-out (annotated runner-up): a burst of fanned-out Workloads
+// does not make the Workloads placed here wait behind those proving this
+// cluster only in case another one fails.
+func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
+	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	if qa, qb := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); qa != qb {
+		return qa > qb
+	}
+	if ra, rb := isRunnerUp(pa), isRunnerUp(pb); ra != rb {
+		return rb
+	}
+	return a.GetTimestamp().Before(b.GetTimestamp())
+}
+
+func isRunnerUp(pod *corev1.Pod) bool {
+	return pod.Annotations[mcv1alpha1.AnnotationRunnerUp] == "true"
 }
 
 // Reserve marks the pod's chaperon is-reserved=true: this cluster has a

@@ -16,6 +16,12 @@ const (
 	// committed cluster. Set when the chaperon is created; the agent
 	// copies it onto the pod, where the candidate scheduler reads it.
 	AnnotationAllowWhenReserved = AnnotationPrefix + "allow-when-reserved"
+	// AnnotationRunnerUp marks a candidate made in a nominated cluster
+	// that was not the chosen one when it was made (a runner-up of a
+	// fan-out). Set when the chaperon is created; the agent copies it onto
+	// the pod, and the candidate scheduler schedules the candidates of the
+	// chosen cluster before it (of equal pod priority).
+	AnnotationRunnerUp = AnnotationPrefix + "runner-up"
 
 	// CandidateSchedulerName is the scheduler profile of the candidate
 	// scheduler in every member: chaperons in Reserve mode name it.
