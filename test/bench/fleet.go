@@ -169,7 +169,7 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),
 		fmt.Sprintf("--scheduler-qps=%g", o.componentQPS), fmt.Sprintf("--scheduler-burst=%d", o.componentBurst),
-		fmt.Sprintf("--propagator-workers=%d", o.propagatorWorkers)); err != nil {
+		fmt.Sprintf("--propagator-workers=%d", o.propagatorWorkers), fmt.Sprintf("--max-runner-up-candidates=%d", o.maxRunnerUps)); err != nil {
 		return f, err
 	}
 	for _, m := range f.members {

@@ -122,8 +122,8 @@ func header(b *strings.Builder, o options, f *fleet, measure string) {
 	if r := f.restartCounts(); len(r) > 0 {
 		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
 	}
-	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d %s`\n\n",
-		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, measure)
+	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d -max-runner-up-candidates %d %s`\n\n",
+		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, o.maxRunnerUps, measure)
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
