@@ -49,7 +49,7 @@ func main() {
 	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")
 	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
 	flag.IntVar(&o.propagatorWorkers, "propagator-workers", 8, "the manager's --propagator-workers")
-	flag.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 100, "the manager's --max-runner-up-candidates (0: no bound)")
+	flag.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 30, "the manager's --max-runner-up-candidates (0: no bound)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
