@@ -333,7 +333,7 @@ func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1
 const indexHeldRunnerUp = "heldRunnerUp"
 
 // HeldRunnerUps counts the runner-up candidates waiting in the member,
-// from the watch's index (no copies made).
+// from the watch's index (no deep copies).
 func (c *Connection) HeldRunnerUps(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	reader := c.reader

@@ -250,12 +250,19 @@ func TestClusterController(t *testing.T) {
 			}
 			return ch
 		}
-		waiting, allowed, chosen := chaperon("waiting", propagator.RunnerUp, false), chaperon("allowed", propagator.RunnerUp, true), chaperon("chosen", propagator.Held, false)
+		waiting, allowed, chosen := chaperon("waiting", propagator.RunnerUp, false), chaperon("allowed", propagator.RunnerUp, false), chaperon("chosen", propagator.Held, false)
 		for _, ch := range []*mcv1alpha1.PodChaperon{waiting, allowed, chosen} {
 			write(func() error { return mc.Create(ctx, ch) }, ch.Labels[propagator.LabelWorkloadUID])
 		}
+		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 2 {
+			t.Errorf("HeldRunnerUps() = %d, %v; want 2 (a chosen cluster's candidate does not count)", n, err)
+		}
+		// The runner-up's cluster was chosen and committed: is-allowed.
+		write(func() error {
+			return mc.Patch(ctx, allowed, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`)))
+		}, "allowed")
 		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 1 {
-			t.Errorf("HeldRunnerUps() = %d, %v; want 1 (a runner-up allowed since, and a chosen cluster's candidate, do not count)", n, err)
+			t.Errorf("HeldRunnerUps() = %d, %v; want 1 (a runner-up allowed since does not count)", n, err)
 		}
 		write(func() error { return mc.Delete(ctx, waiting) }, "waiting")
 		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 0 {

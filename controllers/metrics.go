@@ -31,7 +31,7 @@ var (
 	}, []string{"result"})
 	runnerUpsDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "placer_runner_up_candidates_deferred_total",
-		Help: "Times a nominated cluster other than the chosen one got no candidates because it held --max-runner-up-candidates runner-ups already.",
+		Help: "Propagator passes in which a nominated cluster other than the chosen one got no new candidates because it held --max-runner-up-candidates waiting runner-ups already.",
 	})
 	pendingWorkloads = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "placer_pending_workloads",

@@ -245,6 +245,24 @@ func TestPropagatorReconcile(t *testing.T) {
 				if a, b := count(t, e.members[0], e.w, nil), count(t, e.members[1], e.w, nil); a != 2 || b != 0 {
 					t.Errorf("candidates: %d in a, %d in b; want 2 and 0", a, b)
 				}
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v: a runner-up passed over is not rejected", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name:         "fan-out bound: a runner-up holding one fewer than the bound gets its candidates",
+			w:            web(nominate("a", "b")),
+			maxRunnerUps: 3,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				other := st.Workload("other", st.Replicas(2), func(w *v1alpha1.Workload) { w.UID = "other" })
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if b := count(t, e.members[1], e.w, propagator.HeldRunnerUp); b != 2 {
+					t.Errorf("%d runner-up candidates in b, want 2", b)
+				}
 			},
 		},
 		{

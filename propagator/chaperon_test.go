@@ -155,12 +155,12 @@ func TestNewChaperon(t *testing.T) {
 	for role, want := range map[Role][2]string{Held: {"", ""}, NoHold: {"true", ""}, RunnerUp: {"", "true"}} {
 		ch := NewChaperon(w, w.TargetNamespace(nil), 0, role)
 		if got := [2]string{ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved], ch.Annotations[mcv1alpha1.AnnotationRunnerUp]}; got != want {
-			t.Errorf("role %d: allow-when-reserved, runner-up = %q, want %q", role, got, want)
+			t.Errorf("role %d: annotations allow-when-reserved, runner-up = %q, want %q", role, got, want)
 		}
 	}
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
 	if ch := NewChaperon(w, w.TargetNamespace(nil), 0, RunnerUp); ch.Spec.SchedulerName != "" || ch.Annotations[mcv1alpha1.AnnotationRunnerUp] != "" {
-		t.Errorf("NoReservation candidates must go to the member's own scheduler, got %q", ch.Spec.SchedulerName)
+		t.Errorf("NoReservation candidates must go to the member's own scheduler, unannotated: schedulerName %q, runner-up %q", ch.Spec.SchedulerName, ch.Annotations[mcv1alpha1.AnnotationRunnerUp])
 	}
 }
 

@@ -16,10 +16,13 @@ import (
 // before runner-ups, then the earlier arrival.
 func TestLess(t *testing.T) {
 	t0 := time.Now()
-	queued := func(name string, priority int32, runnerUp bool, at time.Duration) *framework.QueuedPodInfo {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Priority: ptr.To(priority)}}
+	queued := func(name string, priority int32, runnerUp bool, at time.Duration, annotations ...string) *framework.QueuedPodInfo {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}, Spec: corev1.PodSpec{Priority: ptr.To(priority)}}
 		if runnerUp {
-			pod.Annotations = map[string]string{mcv1alpha1.AnnotationRunnerUp: "true"}
+			pod.Annotations[mcv1alpha1.AnnotationRunnerUp] = "true"
+		}
+		for _, k := range annotations {
+			pod.Annotations[k] = "true"
 		}
 		pi, err := framework.NewPodInfo(pod)
 		if err != nil {
@@ -36,6 +39,7 @@ func TestLess(t *testing.T) {
 		{"a runner-up after a newer candidate of the chosen cluster", queued("runner-up", 0, true, 0), queued("chosen", 0, false, time.Second), false},
 		{"a runner-up of higher priority first", queued("runner-up", 10, true, time.Second), queued("chosen", 0, false, 0), true},
 		{"of two runner-ups, the older", queued("old", 0, true, 0), queued("new", 0, true, time.Second), true},
+		{"a replacement in a runner-up that committed since is no runner-up", queued("replacement", 0, true, 0, mcv1alpha1.AnnotationIsAllowed), queued("chosen", 0, false, time.Second), true},
 		{"of two chosen ones, the newer goes after", queued("new", 0, false, time.Second), queued("old", 0, false, 0), false},
 	}
 	p := &Plugin{}

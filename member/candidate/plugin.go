@@ -110,7 +110,9 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 // equal priority the chosen cluster's candidates go before the runner-ups
 // of a fan-out (annotated runner-up): a burst of fanned-out Workloads
 // does not make the Workloads placed here wait behind those proving this
-// cluster only in case another one fails.
+// cluster only in case another one fails. A pod made for a chaperon
+// already allowed (a replacement, once the cluster committed) is no
+// runner-up, whatever its annotation says.
 func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
 	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
 	if qa, qb := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); qa != qb {
@@ -123,7 +125,7 @@ func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
 }
 
 func isRunnerUp(pod *corev1.Pod) bool {
-	return pod.Annotations[mcv1alpha1.AnnotationRunnerUp] == "true"
+	return pod.Annotations[mcv1alpha1.AnnotationRunnerUp] == "true" && pod.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true"
 }
 
 // Reserve marks the pod's chaperon is-reserved=true: this cluster has a
