@@ -8,6 +8,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,7 @@ func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, c
 // and the caller decides again soon from what is there. A write also sets
 // the ready/desired column (readyOfDesired) from the counts.
 func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workload) (written bool, err error) {
+	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return true, nil
 	}
@@ -69,6 +71,23 @@ func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workloa
 		return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
 	}
 	return true, nil
+}
+
+// keepTransitionTimes gives every condition of cur that is as orig has it
+// (Condition.Equal: all but the time) orig's transition time. A reconcile
+// that sets a condition on its way to setting it back (delivery's
+// Available, then Unknown for a chosen cluster that does not answer) made
+// no transition: without this its fresh timestamp, finer than the stored
+// whole seconds, would send a write on every pass, each write's event
+// causing the next.
+func keepTransitionTimes(orig, cur *xpv2.ConditionedStatus) {
+	for i, c := range cur.Conditions {
+		for _, o := range orig.Conditions {
+			if o.Type == c.Type && o.Equal(c) {
+				cur.Conditions[i].LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
 }
 
 // writtenWorkloads remembers the Workloads a controller wrote until its

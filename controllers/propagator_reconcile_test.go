@@ -121,6 +121,7 @@ func TestPropagatorReconcile(t *testing.T) {
 	// Workload (the fake client does not bump generation, so the test
 	// watches for the call), and the status a conflicting patch carried.
 	var updated bool
+	var statusPatches int
 	lostStatus := &v1alpha1.WorkloadStatus{}
 	type env struct {
 		w       *v1alpha1.Workload
@@ -637,6 +638,27 @@ func TestPropagatorReconcile(t *testing.T) {
 					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)
 				}
 				wantLeft(t, e.w, 2)
+			},
+		},
+		{
+			name:     "a chosen cluster that does not answer: Ready is Unknown, written once and not again on every pass",
+			w:        web(),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			mgmt: &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				statusPatches++
+				return c.SubResource(sub).Patch(ctx, o, p, opts...)
+			}},
+			passes: 3,
+			check: func(t *testing.T, e env) {
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionUnknown || c.Reason != v1alpha1.ReasonClusterUnreachable {
+					t.Errorf("Ready %s (%s), want Unknown (%s)", c.Status, c.Reason, v1alpha1.ReasonClusterUnreachable)
+				}
+				if statusPatches != 1 {
+					t.Errorf("%d status patches in 3 passes, want 1: nothing changed after the first", statusPatches)
+				}
 			},
 		},
 		{
