@@ -118,8 +118,11 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			if chs, err = m.Chaperons(ctx, w.UID); err != nil {
 				return true, errors.Wrap(err, errListChaperons)
 			}
+			// Without a synced watch the entry keeps what was last seen
+			// there: an empty list is no news, and writing 0 now and the
+			// count again once synced would be two writes for nothing.
+			lc.Remaining = int32(len(chs))
 		}
-		lc.Remaining = int32(len(chs))
 		switch {
 		case st != answering:
 		case len(chs) == 0:

@@ -662,6 +662,23 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a left cluster that answers again but whose watch has not synced keeps its entry as last seen",
+			w:    web(left),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.NotSynced(), clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
+				}
+			},
+			want: reconcile.Result{RequeueAfter: syncRetry},
+			check: func(t *testing.T, e env) {
+				wantLeft(t, e.w, 2)
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want its 2 untouched until its watch syncs", n)
+				}
+			},
+		},
+		{
 			name:     "StopBeforeStart: nothing anywhere while the left cluster has not confirmed",
 			w:        web(left, stopFirst, nominate("b", "c")),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
