@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -308,6 +309,73 @@ func TestSchedulerWriteConflict(t *testing.T) {
 	}
 	if fresh.Status.ClusterRef == nil || fresh.Status.ClusterRef.Name != "a" {
 		t.Fatalf("after deciding again: placed on %v, want a", fresh.Status.ClusterRef)
+	}
+}
+
+// TestSchedulerWriteSuperseded: a decision whose Workload the cache
+// already holds changed (the propagator wrote while the decision waited
+// for a writer) is not sent, since it would meet a conflict: it is
+// forgotten and decided again at once from the newer copy, which keeps
+// what the other writer wrote.
+func TestSchedulerWriteSuperseded(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Workload("w")
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	cache := scheduler.NewCache()
+	cache.UpsertCluster(st.Cluster("a"))
+	r := newTestScheduler(c, cache, profiles)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	r.trigger.q = q
+	ctx := context.Background()
+	key := client.ObjectKeyFromObject(w)
+	fresh := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(fresh)
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	// Another controller writes before the decision's turn comes.
+	other := fresh.DeepCopy()
+	other.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Other", LastTransitionTime: metav1.Now()})
+	if err := c.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	patches = 0
+	r.writer.ApplyNext(ctx)
+	if patches != 0 {
+		t.Errorf("%d status patches sent for a decision older than the cache's copy, want none (it would meet a conflict)", patches)
+	}
+	if cache.Assumed(fresh.UID) {
+		t.Error("the superseded decision is still assumed")
+	}
+	if q.Len() != 1 {
+		t.Fatalf("%d requests queued at once, want the Workload decided again now, not after a backoff", q.Len())
+	}
+	req, _ := q.Get()
+	q.Done(req)
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	r.writer.ApplyNext(ctx)
+	if err := c.Get(ctx, key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 || fresh.Status.ClusterRef == nil || fresh.Status.ClusterRef.Name != "a" {
+		t.Fatalf("after deciding again: %d patches, placed on %v; want one, on a", patches, fresh.Status.ClusterRef)
+	}
+	if fresh.Status.GetCondition(xpv2.TypeReady).Reason != "Other" {
+		t.Errorf("the other writer's Ready condition was lost: %+v", fresh.Status.Conditions)
 	}
 }
 
