@@ -57,8 +57,7 @@ func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, c
 // and the caller decides again soon from what is there. A write also sets
 // the ready/desired column (readyOfDesired) from the counts.
 func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workload) (written bool, err error) {
-	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
-	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
+	if !statusChanged(orig, w) {
 		return true, nil
 	}
 	// Only with a write that happens anyway: never a write of its own.
@@ -71,6 +70,28 @@ func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workloa
 		return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
 	}
 	return true, nil
+}
+
+// newerInCache returns the cache's copy of the Workload when it is newer
+// than w, nil otherwise: a write carrying w's resourceVersion would meet a
+// conflict, and the copy's event brings the Workload back to its
+// controllers anyway.
+func newerInCache(ctx context.Context, reader client.Reader, w *v1alpha1.Workload) *v1alpha1.Workload {
+	cur := &v1alpha1.Workload{}
+	if reader.Get(ctx, client.ObjectKeyFromObject(w), cur) != nil || cur.UID != w.UID {
+		return nil
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, w.ResourceVersion); err != nil || cmp <= 0 {
+		return nil
+	}
+	return cur
+}
+
+// statusChanged reports whether w's status differs from orig's, a
+// condition set again as it was not counting as a change.
+func statusChanged(orig, w *v1alpha1.Workload) bool {
+	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
+	return !equality.Semantic.DeepEqual(orig.Status, w.Status)
 }
 
 // keepTransitionTimes gives every condition of cur that is as orig has it

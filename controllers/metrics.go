@@ -29,6 +29,10 @@ var (
 		Name: "placer_scheduler_writes_total",
 		Help: "Scheduling decisions written to Workloads, by result: written, conflict (the Workload changed since the decision, which is made again), superseded (not sent: the cache already held the Workload changed since the decision, which is made again at once) or error.",
 	}, []string{"result"})
+	propagatorWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "placer_propagator_status_writes_total",
+		Help: "Propagator passes that had a Workload status to write, by result: written (or already so), conflict (the Workload changed since it was read; the pass runs again), superseded (not sent: the cache already held the Workload changed since it was read) or error.",
+	}, []string{"result"})
 	runnerUpsDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "placer_runner_up_candidates_deferred_total",
 		Help: "Propagator passes in which a nominated cluster other than the chosen one got no new candidates because it held --max-runner-up-candidates waiting runner-ups already.",
@@ -44,7 +48,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, schedulerWrites, runnerUpsDeferred, pendingWorkloads, readyClusters)
+	metrics.Registry.MustRegister(schedulingAttempts, schedulingDuration, handshakeDuration, schedulerWrites, propagatorWrites, runnerUpsDeferred, pendingWorkloads, readyClusters)
 }
 
 // readiness counts Ready clusters for the gauge.

@@ -361,7 +361,20 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	written, err = patchStatus(ctx, r.client, s.w, s.orig)
+	switch {
+	case !statusChanged(s.orig, s.w):
+		written = true
+	case newerInCache(ctx, r.client, s.orig) != nil:
+		// Another writer (the scheduler) got there first and the cache
+		// has it: the patch would meet a conflict. Its event reconciles
+		// again, from that copy.
+		propagatorWrites.WithLabelValues("superseded").Inc()
+		s.requeueAfter(conflictRetry)
+		return false, nil
+	default:
+		written, err = patchStatus(ctx, r.client, s.w, s.orig)
+		propagatorWrites.WithLabelValues(writeResult(written, err)).Inc()
+	}
 	if err != nil || !written {
 		s.requeueAfter(conflictRetry)
 		return false, err

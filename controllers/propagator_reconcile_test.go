@@ -121,7 +121,7 @@ func TestPropagatorReconcile(t *testing.T) {
 	// Workload (the fake client does not bump generation, so the test
 	// watches for the call), and the status a conflicting patch carried.
 	var updated bool
-	var statusPatches int
+	var statusPatches, workloadGets int
 	lostStatus := &v1alpha1.WorkloadStatus{}
 	type env struct {
 		w       *v1alpha1.Workload
@@ -569,6 +569,48 @@ func TestPropagatorReconcile(t *testing.T) {
 				}
 				if len(e.rec.events) != 0 {
 					t.Errorf("events %v for a rejection the status does not hold", e.rec.reasons())
+				}
+			},
+		},
+		{
+			name: "a status the scheduler changed meanwhile (the cache has it) is not patched: no 409, the pass runs again soon",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			mgmt: &interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if _, ok := o.(*v1alpha1.Workload); ok {
+						if workloadGets++; workloadGets == 2 {
+							// The scheduler's write reaches the cache
+							// while the pass works in the members.
+							w := &v1alpha1.Workload{}
+							if err := c.Get(ctx, key, w); err != nil {
+								return err
+							}
+							w.Status.NominatedClusters = []v1alpha1.ClusterReference{{Name: "a", Namespace: "default"}, {Name: "b", Namespace: "default"}}
+							if err := c.Status().Update(ctx, w); err != nil {
+								return err
+							}
+						}
+					}
+					return c.Get(ctx, key, o, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					statusPatches++
+					return c.SubResource(sub).Patch(ctx, o, p, opts...)
+				},
+			},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+			check: func(t *testing.T, e env) {
+				if workloadGets < 2 {
+					t.Fatalf("the Workload was read %d time(s): the scheduler's write never happened", workloadGets)
+				}
+				if statusPatches != 0 {
+					t.Errorf("%d status patches sent from a copy older than the cache's, want none", statusPatches)
+				}
+				if len(e.w.Status.NominatedClusters) != 2 {
+					t.Errorf("the scheduler's write was lost: nominated %v", e.w.Status.NominatedClusters)
 				}
 			},
 		},

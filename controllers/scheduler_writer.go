@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,7 +139,7 @@ func (s *statusWriter) Submit(d *decision) {
 // Workload once more now, because the informer already brought the write
 // (a failed write is decided again after a backoff).
 func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *decision) (again bool) {
-	if cur := s.newer(ctx, key, d.w); cur != nil {
+	if cur := newerInCache(ctx, s.reader, d.w); cur != nil {
 		// The cache has the Workload changed since the decision (the
 		// propagator wrote while the decision waited for its turn): the
 		// write would meet a conflict. Decide again from that copy at
@@ -181,19 +180,6 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 		s.log.Info(d.cond.Message, "workload", key.String(), "scheduled", d.cond.Status == corev1.ConditionTrue)
 	}
 	return s.cache.Written(w.UID, w.ResourceVersion)
-}
-
-// newer returns the cache's copy of the Workload when it is newer than
-// the one the decision was made from, nil otherwise.
-func (s *statusWriter) newer(ctx context.Context, key types.NamespacedName, w *v1alpha1.Workload) *v1alpha1.Workload {
-	cur := &v1alpha1.Workload{}
-	if s.reader.Get(ctx, key, cur) != nil || cur.UID != w.UID {
-		return nil
-	}
-	if cmp, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, w.ResourceVersion); err != nil || cmp <= 0 {
-		return nil
-	}
-	return cur
 }
 
 func writeResult(written bool, err error) string {
