@@ -67,7 +67,7 @@ func dynamics(ctx context.Context, o options, f *fleet, sizes []int) error {
 func writeDynamics(o options, f *fleet, rs []dynamicsResult) error {
 	var b strings.Builder
 	header(&b, o, f, "-dynamics "+o.dynamics)
-	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded, whole seconds, so up to 1 s more than true, plus the toleration) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
+	fmt.Fprintln(&b, "Failover: from the toleration's end (the unreachable taint's timeAdded plus the toleration; the API stores timeAdded in whole seconds and placer's scheduler counts from that same value, so this is when the eviction fell due) until each Workload runs Ready elsewhere. Drain: from the taint until each runs Ready elsewhere with nothing left on the drained member; the least ready fraction is the lowest status.readyReplicas/replicas any Workload reported meanwhile.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| measure | Workloads | p50 | p90 | p99 | all moved | cleanup after the cluster answers | least ready fraction | Workload writes (per Workload) | of them 409 Conflict |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
@@ -227,8 +227,10 @@ func fleetReady(ctx context.Context, o options, f *fleet) error {
 
 // failover: n Workloads run on member-0, tolerating its being unreachable
 // for a few seconds; its API server stops. Each Workload's time is from
-// the toleration's end (the taint's timeAdded, whole seconds, plus the
-// toleration) until it runs Ready elsewhere.
+// the toleration's end (the taint's timeAdded plus the toleration: the
+// whole-second timeAdded the API stores is what placer's scheduler counts
+// from too, so this is when the eviction fell due) until it runs Ready
+// elsewhere.
 func failover(ctx context.Context, o options, f *fleet, n int) (dynamicsResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
