@@ -34,6 +34,17 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 	return m
 }
 
+// unanswered reports whether the Workload was placed on its cluster at
+// least the handshake timeout ago and nothing of it was scheduled there:
+// the handshake's patience is counted from the placement (Scheduled moves
+// to True, or to another cluster); a pod of it bound there is waited for
+// (the counts are the chosen cluster's: a rejection sets them to zero).
+func (r *PropagatorReconciler) unanswered(w *v1alpha1.Workload) bool {
+	sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	return sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
+		w.Status.ScheduledReplicas == 0
+}
+
 // proveChosen runs the chosen cluster's side of the handshake: the
 // cluster must admit the Workload, hold a candidate per replica, and its
 // scheduler decides (propagator.Decide). A refusal, an unschedulable
@@ -73,13 +84,8 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if m == nil {
 		// Not connected, or its chaperons not listed yet. One that never
 		// lists them (no agent, a watch its RBAC refuses, a cluster gone)
-		// times out like any handshake, counted from the placement there
-		// (Scheduled moves to True, or to another cluster); one where a
-		// pod of the Workload was bound is waited for (the counts are the
-		// chosen cluster's: a rejection of it sets them to zero).
-		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
-		if sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
-			w.Status.ScheduledReplicas == 0 {
+		// times out like any handshake.
+		if r.unanswered(w) {
 			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
 			return false, nil
 		}
@@ -119,6 +125,13 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		return false, nil
 	}
 	if err != nil {
+		if len(chs) == 0 && r.unanswered(w) {
+			// Not one candidate could be made there since the placement
+			// (its API server does not answer, say): that times out as a
+			// handshake would, and the rejection ends when it is back.
+			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not create its candidates in %s within %s: %s", s.target, r.timeout, cluster.DescribeError(err)))
+			return false, nil
+		}
 		return true, err
 	}
 	age := time.Since(oldest(chs))

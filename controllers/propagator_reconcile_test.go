@@ -117,6 +117,17 @@ func TestPropagatorReconcile(t *testing.T) {
 	forbiddenCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 		return kerrors.NewForbidden(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, o.GetName(), errFromMember)
 	}})
+	// refusedCreate: the member's API server does not answer.
+	refusedCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+		return errorString("dial tcp 127.0.0.1:6443: connect: connection refused")
+	}})
+	placedAgo := func(d time.Duration) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			c := v1alpha1.Scheduled("placed on default/a", w.Generation)
+			c.LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+			w.Status.SetConditions(c)
+		}
+	}
 	// What the cases' management interceptors saw: a full Update of the
 	// Workload (the fake client does not bump generation, so the test
 	// watches for the call), and the status a conflicting patch carried.
@@ -444,6 +455,25 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
+		},
+		{
+			name:    "a chosen member that took no candidate since the placement, the handshake timeout ago, is rejected",
+			w:       web(placedAgo(2 * timeout)),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a", refusedCreate)} },
+			check: func(t *testing.T, e env) {
+				wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not create its candidates in default/a within 1m0s")
+			},
+		},
+		{
+			name:    "a chosen member that took no candidate since a recent placement is asked again, not rejected",
+			w:       web(placedAgo(time.Second)),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a", refusedCreate)} },
+			wantErr: true,
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %v before the handshake timeout", e.w.Status.RejectedClusters)
+				}
+			},
 		},
 		{
 			name: "a member registered twice is one cluster: its candidates stay",

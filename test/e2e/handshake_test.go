@@ -1270,6 +1270,40 @@ func TestHandshake(t *testing.T) {
 		}
 	})
 
+	t.Run("a handshake timed out by a member outage does not leave its Workload Unschedulable once the member is back", func(t *testing.T) {
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		// c's candidate scheduler stops answering: c is still Ready for a
+		// few seconds (its Lease), long enough to be chosen, and its
+		// candidate is never scheduled.
+		thaw, err := c.target.Freeze("candidate-scheduler")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer thaw()
+		w := workload("outage-timeout", st.Replicas(1), st.Requests("100m", "64Mi"), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "c"))))
+		removeLater(t, w)
+		// After the handshake timeout (30 s here) c is rejected and, the
+		// only cluster it may go to, the Workload is Unschedulable.
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			r := w.Rejection(keyOf("c"))
+			return r != nil && r.Reason == propagator.ReasonHandshakeTimeout && r.RetryAfter != nil &&
+				w.Status.GetCondition(v1alpha1.TypeScheduled).Status == corev1.ConditionFalse
+		})
+		retry := w.Rejection(keyOf("c")).RetryAfter.Time
+		thaw()
+		waitReady(t, w)
+		// Placed again when c came back, not when the rejection's backoff
+		// would have ended.
+		if at := w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime.Time; !at.Before(retry) {
+			t.Errorf("placed at %s, not before the backoff's retry at %s", at.Format(time.RFC3339), retry.Format(time.RFC3339))
+		}
+		if on(w) != "c" || w.Rejection(keyOf("c")) != nil {
+			t.Errorf("placed on %s with rejections %v, want c and none", on(w), w.Status.RejectedClusters)
+		}
+	})
+
 	t.Run("a short outage of a member within the toleration leaves its Workload there, Ready Unknown meanwhile, never Unschedulable", func(t *testing.T) {
 		w := placed(t, "outage", st.Replicas(1))
 		removeLater(t, w)
