@@ -457,17 +457,21 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
 		},
 		{
-			name:    "a chosen member that took no candidate since the placement, the handshake timeout ago, is rejected",
-			w:       web(placedAgo(2 * timeout)),
-			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a", refusedCreate)} },
+			name: "a chosen member that took no candidate since the placement, the handshake timeout ago, is rejected",
+			w:    web(placedAgo(2 * timeout)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
+			},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not create its candidates in default/a within 1m0s")
 			},
 		},
 		{
-			name:    "a chosen member that took no candidate since a recent placement is asked again, not rejected",
-			w:       web(placedAgo(time.Second)),
-			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a", refusedCreate)} },
+			name: "a chosen member that took no candidate since a recent placement is asked again, not rejected",
+			w:    web(placedAgo(time.Second)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
+			},
 			wantErr: true,
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
