@@ -446,11 +446,7 @@ func TestPropagatorReconcile(t *testing.T) {
 		},
 		{
 			name: "a chosen member whose chaperons were never listed is rejected after the handshake timeout",
-			w: web(func(w *v1alpha1.Workload) {
-				c := v1alpha1.Scheduled("placed on default/a", w.Generation)
-				c.LastTransitionTime = metav1.NewTime(time.Now().Add(-2 * timeout))
-				w.Status.SetConditions(c)
-			}),
+			w:    web(placedAgo(2 * timeout)),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
