@@ -1421,8 +1421,20 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			return on(w) != "" && on(w) != "a" && w.Left(keyOf("a")) != nil && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
-		if lc := moved.Left(keyOf("a")); lc.Reason != v1alpha1.ReasonUnreachable || lc.Remaining != 2 {
+		lc := moved.Left(keyOf("a"))
+		if lc.Reason != v1alpha1.ReasonUnreachable || lc.Remaining != 2 {
 			t.Errorf("left a with reason %s and %d remaining, want Unreachable and 2", lc.Reason, lc.Remaining)
+		}
+		// Not before its toleration ended: timeAdded and the time it left
+		// are both whole seconds, so the 3 s are whole too.
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := env.Client.Get(context.Background(), keyOf("a"), kc); err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == v1alpha1.TaintClusterUnreachable }); i < 0 || kc.Spec.Taints[i].TimeAdded == nil {
+			t.Errorf("a, cut off, has no %s taint with a timeAdded: %v", v1alpha1.TaintClusterUnreachable, kc.Spec.Taints)
+		} else if added := kc.Spec.Taints[i].TimeAdded.Time; lc.Time == nil || lc.Time.Time.Before(added.Add(3*time.Second)) {
+			t.Errorf("left a at %v, before the 3 s toleration of the taint added at %s ended", lc.Time, added.Format(time.RFC3339))
 		}
 		now := memberNamed(members, on(moved))
 		if n := running(now, moved); n != 2 {
@@ -1526,7 +1538,15 @@ func TestHandshake(t *testing.T) {
 			return on(w) != "" && on(w) != from && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
 		testenv.WaitForDeletion(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout)
-		waitNoChaperons(t, memberNamed(members, from), w)
+		// Nothing of it is left there: no chaperon, no pod.
+		old := memberNamed(members, from)
+		waitNoChaperons(t, old, w)
+		for _, p := range pods(t, old, w) {
+			testenv.WaitForDeletion(t, old.client, &p, &corev1.PodList{}, timeout)
+		}
+		if n := len(pods(t, old, w)); n != 0 {
+			t.Errorf("%d pods of it left in %s", n, from)
+		}
 		if n := running(memberNamed(members, on(w)), w); n != 2 {
 			t.Errorf("%d pods run in %s, want 2", n, on(w))
 		}
