@@ -131,16 +131,6 @@ func (c *writtenWorkloads) remember(w *v1alpha1.Workload) {
 	c.m[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w.DeepCopy()
 }
 
-// own reports whether o is the very copy last written (same UID and
-// resourceVersion): the informer's echo of the controller's own write,
-// which tells it nothing it does not know.
-func (c *writtenWorkloads) own(o client.Object) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.m[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}]
-	return ok && w.UID == o.GetUID() && w.ResourceVersion == o.GetResourceVersion()
-}
-
 // forget drops what was written of a Workload that is gone.
 func (c *writtenWorkloads) forget(key types.NamespacedName) {
 	c.mu.Lock()

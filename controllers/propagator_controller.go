@@ -17,9 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -130,7 +128,7 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("propagator").
-		For(&v1alpha1.Workload{}, builder.WithPredicates(notOwnEcho(&r.written))).
+		For(&v1alpha1.Workload{}).
 		// A cluster that answers again (or stops answering, or goes) is
 		// looked at by the Workloads its status names: what was left
 		// there goes, and Ready tells the truth about it.
@@ -138,14 +136,6 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 		WatchesRawSource(t.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
 		Complete(r)
-}
-
-// notOwnEcho drops the update event of the propagator's own status
-// write: it is no news, and a pass for it would find what it wrote (and
-// take a worker from the Workloads waiting under a burst). Every other
-// event passes, another controller's write right after it too.
-func notOwnEcho(written *writtenWorkloads) predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool { return !written.own(e.ObjectNew) }}
 }
 
 // scope is one reconcile of one Workload: what the phases learned and
