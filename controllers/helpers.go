@@ -87,8 +87,9 @@ func newerInCache(ctx context.Context, reader client.Reader, w *v1alpha1.Workloa
 	return cur
 }
 
-// statusChanged reports whether w's status differs from orig's, a
-// condition set again as it was not counting as a change.
+// statusChanged gives w's conditions that are as orig has them orig's
+// transition times (keepTransitionTimes), then reports whether w's status
+// differs from orig's.
 func statusChanged(orig, w *v1alpha1.Workload) bool {
 	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
 	return !equality.Semantic.DeepEqual(orig.Status, w.Status)
@@ -104,8 +105,9 @@ func statusChanged(orig, w *v1alpha1.Workload) bool {
 func keepTransitionTimes(orig, cur *xpv2.ConditionedStatus) {
 	for i, c := range cur.Conditions {
 		for _, o := range orig.Conditions {
-			if o.Type == c.Type && o.Equal(c) {
+			if o.Equal(c) {
 				cur.Conditions[i].LastTransitionTime = o.LastTransitionTime
+				break
 			}
 		}
 	}

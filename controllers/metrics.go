@@ -31,7 +31,7 @@ var (
 	}, []string{"result"})
 	propagatorWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "placer_propagator_status_writes_total",
-		Help: "Propagator passes that had a Workload status to write, by result: written (or already so), conflict (the Workload changed since it was read; the pass runs again), superseded (not sent: the cache already held the Workload changed since it was read) or error.",
+		Help: "Propagator passes that had a Workload status to write, by result: written, conflict (the Workload changed since it was read, or is gone; the pass runs again), superseded (not sent: the cache already held the Workload changed since it was read) or error.",
 	}, []string{"result"})
 	runnerUpsDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "placer_runner_up_candidates_deferred_total",

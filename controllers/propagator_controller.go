@@ -97,6 +97,9 @@ type PropagatorReconciler struct {
 	// maxRunnerUps bounds the runner-up candidates waiting in one member
 	// (none when zero).
 	maxRunnerUps int
+	// failing: since when the Workloads' candidates cannot be created
+	// in their chosen clusters.
+	failing failingCreates
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -165,6 +168,9 @@ type scope struct {
 	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
 	// cluster left has not confirmed that the pods there are gone).
 	held bool
+	// createFailed: a candidate could not be created in the chosen
+	// cluster (the error ensureCandidates returned).
+	createFailed bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
 	// clusters are the KubernetesClusters read in this reconcile (nil:
@@ -294,6 +300,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.failing.forget(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
 			if r.sources != nil {
 				r.sources.forget(req.NamespacedName)
@@ -367,7 +374,8 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	case newerInCache(ctx, r.client, s.orig) != nil:
 		// Another writer (the scheduler) got there first and the cache
 		// has it: the patch would meet a conflict. Its event reconciles
-		// again, from that copy.
+		// again, from that copy; the requeue is the conflict's own, in
+		// case that pass came before this one ended.
 		propagatorWrites.WithLabelValues("superseded").Inc()
 		s.requeueAfter(conflictRetry)
 		return false, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -32,6 +33,43 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 		return nil
 	}
 	return m
+}
+
+// failingCreates remembers, per Workload, since when its candidates could
+// not be created in its chosen cluster. It is kept in memory: a restart
+// only begins the count again (a later rejection, never a wrong one).
+type failingCreates struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]failingCreate
+}
+
+type failingCreate struct {
+	uid    types.UID
+	target types.NamespacedName
+	since  time.Time
+}
+
+// since returns when creates for the Workload in target began to fail:
+// now, if this is the first failure there.
+func (f *failingCreates) since(w *v1alpha1.Workload, target types.NamespacedName, now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	if fc, ok := f.m[key]; ok && fc.uid == w.UID && fc.target == target {
+		return fc.since
+	}
+	if f.m == nil {
+		f.m = map[types.NamespacedName]failingCreate{}
+	}
+	f.m[key] = failingCreate{uid: w.UID, target: target, since: now}
+	return now
+}
+
+// forget drops the Workload's failures.
+func (f *failingCreates) forget(key types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, key)
 }
 
 // unanswered reports whether the Workload was placed on its cluster at
@@ -124,16 +162,20 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, p.reason, p.msg)
 		return false, nil
 	}
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	if err != nil {
-		if len(chs) == 0 && r.unanswered(w) {
-			// Not one candidate could be made there since the placement
-			// (its API server does not answer, say): that times out as a
-			// handshake would, and the rejection ends when it is back.
-			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not create its candidates in %s within %s: %s", s.target, r.timeout, cluster.DescribeError(err)))
+		if s.createFailed && st.Allowed == 0 && len(st.Missing) == w.ReplicaCount() &&
+			time.Since(r.failing.since(w, s.target, time.Now())) >= r.timeout {
+			// Nothing of it is there, and not one candidate could be made
+			// for as long as a handshake may take (its API server does
+			// not answer, say): that times out as a handshake would.
+			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not create its candidates in %s for %s: %s", s.target, r.timeout, cluster.DescribeError(err)))
+			r.failing.forget(key)
 			return false, nil
 		}
 		return true, err
 	}
+	r.failing.forget(key)
 	age := time.Since(oldest(chs))
 	d := propagator.Decide(w, st, true, age, r.timeout)
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
@@ -304,6 +346,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 					return st, nil, rerr
 				}
 			}
+			s.createFailed = chosen
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}

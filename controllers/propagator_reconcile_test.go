@@ -177,6 +177,8 @@ func TestPropagatorReconcile(t *testing.T) {
 		sources *mapSources
 		// maxRunnerUps is --max-runner-up-candidates (none when zero).
 		maxRunnerUps int
+		// failingFor: creates in the chosen cluster have failed that long.
+		failingFor time.Duration
 		// wantErr: the (last) reconcile fails, and is retried.
 		wantErr bool
 		passes  int
@@ -453,25 +455,40 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
 		},
 		{
-			name: "a chosen member that took no candidate since the placement, the handshake timeout ago, is rejected",
+			name: "a chosen member where not one candidate could be created for the handshake timeout is rejected",
 			w:    web(placedAgo(2 * timeout)),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
 			},
+			failingFor: 2 * timeout,
 			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not create its candidates in default/a within 1m0s")
+				wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not create its candidates in default/a for 1m0s")
 			},
 		},
 		{
-			name: "a chosen member that took no candidate since a recent placement is asked again, not rejected",
-			w:    web(placedAgo(time.Second)),
+			name: "a chosen member's first failed create is tried again, not rejected, however long ago the placement",
+			w:    web(placedAgo(2 * timeout)),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
 			},
 			wantErr: true,
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %v before the handshake timeout", e.w.Status.RejectedClusters)
+					t.Errorf("rejected %v on its first failure", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "a committed member whose new replica cannot be created, for the handshake timeout, is not rejected",
+			w:    web(placedAgo(2 * timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", refusedCreate, clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...))}
+			},
+			failingFor: 2 * timeout,
+			wantErr:    true,
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %v while it runs a replica", e.w.Status.RejectedClusters)
 				}
 			},
 		},
@@ -1514,6 +1531,10 @@ func TestPropagatorReconcile(t *testing.T) {
 				r.sources = tc.sources
 			}
 			r.maxRunnerUps = tc.maxRunnerUps
+			if tc.failingFor > 0 {
+				r.failing.since(w, w.ClusterKey(w.Status.ClusterRef), time.Now().Add(-tc.failingFor))
+			}
+			statusPatches, workloadGets = 0, 0
 			passes := max(tc.passes, 1)
 			var res reconcile.Result
 			var err error
