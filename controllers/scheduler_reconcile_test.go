@@ -252,63 +252,87 @@ func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[stri
 	return r
 }
 
-// TestSchedulerWriteConflict: a decision whose write meets a changed
-// Workload is forgotten (the cache no longer holds it placed) and the
-// Workload goes back to the decision loop after a backoff, which decides
-// and writes again.
-func TestSchedulerWriteConflict(t *testing.T) {
+// writerFixture is an unplaced Workload in a fake management API whose
+// status patches go through patch, a cache with cluster a, and the
+// scheduler over both with a queue of its own; the Workload has been
+// decided once, and the decision waits for a writer.
+type writerFixture struct {
+	c     client.Client
+	cache *scheduler.Cache
+	r     *SchedulerReconciler
+	q     workqueue.TypedRateLimitingInterface[reconcile.Request]
+	key   types.NamespacedName
+	fresh *v1alpha1.Workload
+}
+
+func newWriterFixture(t *testing.T, patch func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error) *writerFixture {
+	t.Helper()
 	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := st.Workload("w")
-	conflicts := 1
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if conflicts > 0 {
-				conflicts--
-				return kerrors.NewConflict(schema.GroupResource{Group: v1alpha1.Group, Resource: "workloads"}, obj.GetName(), errors.New("changed"))
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		}}).Build()
-	cache := scheduler.NewCache()
-	cache.UpsertCluster(st.Cluster("a"))
-	r := newTestScheduler(c, cache, profiles)
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	r.trigger.q = q
+	f := &writerFixture{key: client.ObjectKeyFromObject(w), fresh: &v1alpha1.Workload{}}
+	f.c = fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: patch}).Build()
+	f.cache = scheduler.NewCache()
+	f.cache.UpsertCluster(st.Cluster("a"))
+	f.r = newTestScheduler(f.c, f.cache, profiles)
+	f.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(f.q.ShutDown)
+	f.r.trigger.q = f.q
 	ctx := context.Background()
-	key := client.ObjectKeyFromObject(w)
-	fresh := &v1alpha1.Workload{}
-	if err := c.Get(ctx, key, fresh); err != nil {
+	if err := f.c.Get(ctx, f.key, f.fresh); err != nil {
 		t.Fatal(err)
 	}
-	cache.UpsertWorkload(fresh)
+	f.cache.UpsertWorkload(f.fresh)
+	if _, err := f.r.Reconcile(ctx, reconcile.Request{NamespacedName: f.key}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+// decideAgain takes the Workload from the queue, decides and writes.
+func (f *writerFixture) decideAgain(t *testing.T) {
+	t.Helper()
+	req, _ := f.q.Get()
+	f.q.Done(req)
+	if req.NamespacedName != f.key {
+		t.Fatalf("requeued %v, want %v", req, f.key)
+	}
+	ctx := context.Background()
+	if _, err := f.r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if !cache.Assumed(fresh.UID) {
+	f.r.writer.ApplyNext(ctx)
+	if err := f.c.Get(ctx, f.key, f.fresh); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSchedulerWriteConflict: a decision whose write meets a changed
+// Workload is forgotten (the cache no longer holds it placed) and the
+// Workload goes back to the decision loop after a backoff, which decides
+// and writes again.
+func TestSchedulerWriteConflict(t *testing.T) {
+	conflicts := 1
+	f := newWriterFixture(t, func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		if conflicts > 0 {
+			conflicts--
+			return kerrors.NewConflict(schema.GroupResource{Group: v1alpha1.Group, Resource: "workloads"}, obj.GetName(), errors.New("changed"))
+		}
+		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	})
+	if !f.cache.Assumed(f.fresh.UID) {
 		t.Fatal("the decision was not assumed")
 	}
-	r.writer.ApplyNext(ctx)
-	if cache.Assumed(fresh.UID) || cache.PendingCount(r.served) != 1 {
-		t.Fatalf("after the conflict: assumed %t, %d pending; want the decision forgotten", cache.Assumed(fresh.UID), cache.PendingCount(r.served))
+	f.r.writer.ApplyNext(context.Background())
+	if f.cache.Assumed(f.fresh.UID) || f.cache.PendingCount(f.r.served) != 1 {
+		t.Fatalf("after the conflict: assumed %t, %d pending; want the decision forgotten", f.cache.Assumed(f.fresh.UID), f.cache.PendingCount(f.r.served))
 	}
-	req, _ := q.Get() // after the backoff
-	q.Done(req)
-	if req.NamespacedName != key {
-		t.Fatalf("requeued %v, want %v", req, key)
-	}
-	if _, err := r.Reconcile(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	r.writer.ApplyNext(ctx)
-	if err := c.Get(ctx, key, fresh); err != nil {
-		t.Fatal(err)
-	}
-	if fresh.Status.ClusterRef == nil || fresh.Status.ClusterRef.Name != "a" {
-		t.Fatalf("after deciding again: placed on %v, want a", fresh.Status.ClusterRef)
+	f.decideAgain(t) // after the backoff
+	if f.fresh.Status.ClusterRef == nil || f.fresh.Status.ClusterRef.Name != "a" {
+		t.Fatalf("after deciding again: placed on %v, want a", f.fresh.Status.ClusterRef)
 	}
 }
 
@@ -318,64 +342,35 @@ func TestSchedulerWriteConflict(t *testing.T) {
 // forgotten and decided again at once from the newer copy, which keeps
 // what the other writer wrote.
 func TestSchedulerWriteSuperseded(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := st.Workload("w")
 	patches := 0
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		}}).Build()
-	cache := scheduler.NewCache()
-	cache.UpsertCluster(st.Cluster("a"))
-	r := newTestScheduler(c, cache, profiles)
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	r.trigger.q = q
+	f := newWriterFixture(t, func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+		patches++
+		return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+	})
 	ctx := context.Background()
-	key := client.ObjectKeyFromObject(w)
-	fresh := &v1alpha1.Workload{}
-	if err := c.Get(ctx, key, fresh); err != nil {
-		t.Fatal(err)
-	}
-	cache.UpsertWorkload(fresh)
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
-		t.Fatal(err)
-	}
 	// Another controller writes before the decision's turn comes.
-	other := fresh.DeepCopy()
+	other := f.fresh.DeepCopy()
 	other.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "Other", LastTransitionTime: metav1.Now()})
-	if err := c.Status().Update(ctx, other); err != nil {
+	if err := f.c.Status().Update(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	patches = 0
-	r.writer.ApplyNext(ctx)
+	f.r.writer.ApplyNext(ctx)
 	if patches != 0 {
 		t.Errorf("%d status patches sent for a decision older than the cache's copy, want none (it would meet a conflict)", patches)
 	}
-	if cache.Assumed(fresh.UID) {
+	if f.cache.Assumed(f.fresh.UID) {
 		t.Error("the superseded decision is still assumed")
 	}
-	if q.Len() != 1 {
-		t.Fatalf("%d requests queued at once, want the Workload decided again now, not after a backoff", q.Len())
+	if f.q.Len() != 1 {
+		t.Fatalf("%d requests queued at once, want the Workload decided again now, not after a backoff", f.q.Len())
 	}
-	req, _ := q.Get()
-	q.Done(req)
-	if _, err := r.Reconcile(ctx, req); err != nil {
-		t.Fatal(err)
+	f.decideAgain(t)
+	if patches != 1 || f.fresh.Status.ClusterRef == nil || f.fresh.Status.ClusterRef.Name != "a" {
+		t.Fatalf("after deciding again: %d patches, placed on %v; want one, on a", patches, f.fresh.Status.ClusterRef)
 	}
-	r.writer.ApplyNext(ctx)
-	if err := c.Get(ctx, key, fresh); err != nil {
-		t.Fatal(err)
-	}
-	if patches != 1 || fresh.Status.ClusterRef == nil || fresh.Status.ClusterRef.Name != "a" {
-		t.Fatalf("after deciding again: %d patches, placed on %v; want one, on a", patches, fresh.Status.ClusterRef)
-	}
-	if fresh.Status.GetCondition(xpv2.TypeReady).Reason != "Other" {
-		t.Errorf("the other writer's Ready condition was lost: %+v", fresh.Status.Conditions)
+	if f.fresh.Status.GetCondition(xpv2.TypeReady).Reason != "Other" {
+		t.Errorf("the other writer's Ready condition was lost: %+v", f.fresh.Status.Conditions)
 	}
 }
 
