@@ -828,6 +828,21 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, ok)
 		return kc
 	}
+	clusterReady := func(kc *v1alpha1.KubernetesCluster) bool {
+		return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	}
+	// freeze stops a component of a member (SIGSTOP) once the member is
+	// Ready; thaw, also run when the test ends, lets it go on.
+	freeze := func(t *testing.T, m *member, component string) (thaw func()) {
+		t.Helper()
+		waitCluster(t, m.name, clusterReady)
+		thaw, err := m.target.Freeze(component)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(thaw)
+		return thaw
+	}
 
 	t.Run("batch pods run once: exit 0 completes, exit 1 fails and is not run again, an evicted pod is replaced", func(t *testing.T) {
 		batch := func(name, code, runFor string) *v1alpha1.Workload {
@@ -1151,14 +1166,7 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("a member whose agent stops is not Ready for placement, with a reason naming the agent, and is Ready again once it runs", func(t *testing.T) {
-		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
-			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-		})
-		thaw, err := c.target.Freeze("agent")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer thaw()
+		thaw := freeze(t, c, "agent")
 		kc := waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
 			return kc.Status.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonAgentNotRunning
 		})
@@ -1173,9 +1181,7 @@ func TestHandshake(t *testing.T) {
 			return sc.Status == corev1.ConditionFalse && strings.Contains(sc.Message, "not ready")
 		})
 		thaw()
-		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
-			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-		})
+		waitCluster(t, "c", clusterReady)
 		waitReady(t, w)
 		if on(w) != "c" {
 			t.Errorf("placed on %s, want c", on(w))
@@ -1271,17 +1277,10 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("a handshake timed out by a member outage does not leave its Workload Unschedulable once the member is back", func(t *testing.T) {
-		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
-			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-		})
 		// c's candidate scheduler stops answering: c is still Ready for a
 		// few seconds (its Lease), long enough to be chosen, and its
 		// candidate is never scheduled.
-		thaw, err := c.target.Freeze("candidate-scheduler")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer thaw()
+		thaw := freeze(t, c, "candidate-scheduler")
 		w := workload("outage-timeout", st.Replicas(1), st.Requests("100m", "64Mi"), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "c"))))
 		removeLater(t, w)
 		// After the handshake timeout (30 s here) c is rejected and, the
