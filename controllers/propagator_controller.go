@@ -97,9 +97,6 @@ type PropagatorReconciler struct {
 	// maxRunnerUps bounds the runner-up candidates waiting in one member
 	// (none when zero).
 	maxRunnerUps int
-	// failing: since when the Workloads' candidates cannot be created
-	// in their chosen clusters.
-	failing failingCreates
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -168,9 +165,6 @@ type scope struct {
 	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
 	// cluster left has not confirmed that the pods there are gone).
 	held bool
-	// createFailed: a candidate could not be created in the chosen
-	// cluster (the error ensureCandidates returned).
-	createFailed bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
 	// clusters are the KubernetesClusters read in this reconcile (nil:
@@ -300,7 +294,6 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
-			r.failing.forget(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
 			if r.sources != nil {
 				r.sources.forget(req.NamespacedName)

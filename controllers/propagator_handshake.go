@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -33,54 +32,6 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 		return nil
 	}
 	return m
-}
-
-// failingCreates remembers, per Workload, since when its candidates could
-// not be created in its chosen cluster. It is kept in memory: a restart
-// only begins the count again (a later rejection, never a wrong one).
-type failingCreates struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]failingCreate
-}
-
-type failingCreate struct {
-	uid    types.UID
-	target types.NamespacedName
-	since  time.Time
-}
-
-// since returns when creates for the Workload in target began to fail:
-// now, if this is the first failure there.
-func (f *failingCreates) since(w *v1alpha1.Workload, target types.NamespacedName, now time.Time) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	if fc, ok := f.m[key]; ok && fc.uid == w.UID && fc.target == target {
-		return fc.since
-	}
-	if f.m == nil {
-		f.m = map[types.NamespacedName]failingCreate{}
-	}
-	f.m[key] = failingCreate{uid: w.UID, target: target, since: now}
-	return now
-}
-
-// forget drops the Workload's failures.
-func (f *failingCreates) forget(key types.NamespacedName) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, key)
-}
-
-// unanswered reports whether the Workload was placed on its cluster at
-// least the handshake timeout ago and nothing of it was scheduled there:
-// the handshake's patience is counted from the placement (Scheduled moves
-// to True, or to another cluster); a pod of it bound there is waited for
-// (the counts are the chosen cluster's: a rejection sets them to zero).
-func (r *PropagatorReconciler) unanswered(w *v1alpha1.Workload) bool {
-	sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
-	return sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
-		w.Status.ScheduledReplicas == 0
 }
 
 // proveChosen runs the chosen cluster's side of the handshake: the
@@ -122,8 +73,13 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if m == nil {
 		// Not connected, or its chaperons not listed yet. One that never
 		// lists them (no agent, a watch its RBAC refuses, a cluster gone)
-		// times out like any handshake.
-		if r.unanswered(w) {
+		// times out like any handshake, counted from the placement there
+		// (Scheduled moves to True, or to another cluster); one where a
+		// pod of the Workload was bound is waited for (the counts are the
+		// chosen cluster's: a rejection of it sets them to zero).
+		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+		if sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
+			w.Status.ScheduledReplicas == 0 {
 			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
 			return false, nil
 		}
@@ -162,20 +118,9 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.reject(s.target, p.reason, p.msg)
 		return false, nil
 	}
-	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	if err != nil {
-		if s.createFailed && st.Allowed == 0 && len(st.Missing) == w.ReplicaCount() &&
-			time.Since(r.failing.since(w, s.target, time.Now())) >= r.timeout {
-			// Nothing of it is there, and not one candidate could be made
-			// for as long as a handshake may take (its API server does
-			// not answer, say): that times out as a handshake would.
-			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not create its candidates in %s for %s: %s", s.target, r.timeout, cluster.DescribeError(err)))
-			r.failing.forget(key)
-			return false, nil
-		}
 		return true, err
 	}
-	r.failing.forget(key)
 	age := time.Since(oldest(chs))
 	d := propagator.Decide(w, st, true, age, r.timeout)
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
@@ -346,7 +291,6 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 					return st, nil, rerr
 				}
 			}
-			s.createFailed = chosen
 			return st, nil, errors.Wrap(err, errCreateChaperon)
 		}
 	}

@@ -117,10 +117,6 @@ func TestPropagatorReconcile(t *testing.T) {
 	forbiddenCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 		return kerrors.NewForbidden(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, o.GetName(), errFromMember)
 	}})
-	// refusedCreate: the member's API server does not answer.
-	refusedCreate := clustertest.WithInterceptor(interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-		return errorString("dial tcp 127.0.0.1:6443: connect: connection refused")
-	}})
 	placedAgo := func(d time.Duration) st.WorkloadOption {
 		return func(w *v1alpha1.Workload) {
 			c := v1alpha1.Scheduled("placed on default/a", w.Generation)
@@ -177,8 +173,6 @@ func TestPropagatorReconcile(t *testing.T) {
 		sources *mapSources
 		// maxRunnerUps is --max-runner-up-candidates (none when zero).
 		maxRunnerUps int
-		// failingFor: creates in the chosen cluster have failed that long.
-		failingFor time.Duration
 		// wantErr: the (last) reconcile fails, and is retried.
 		wantErr bool
 		passes  int
@@ -453,44 +447,6 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
-		},
-		{
-			name: "a chosen member where not one candidate could be created for the handshake timeout is rejected",
-			w:    web(placedAgo(2 * timeout)),
-			members: func(*v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
-			},
-			failingFor: 2 * timeout,
-			check: func(t *testing.T, e env) {
-				wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not create its candidates in default/a for 1m0s")
-			},
-		},
-		{
-			name: "a chosen member's first failed create is tried again, not rejected, however long ago the placement",
-			w:    web(placedAgo(2 * timeout)),
-			members: func(*v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", refusedCreate)}
-			},
-			wantErr: true,
-			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %v on its first failure", e.w.Status.RejectedClusters)
-				}
-			},
-		},
-		{
-			name: "a committed member whose new replica cannot be created, for the handshake timeout, is not rejected",
-			w:    web(placedAgo(2 * timeout)),
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", refusedCreate, clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...))}
-			},
-			failingFor: 2 * timeout,
-			wantErr:    true,
-			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %v while it runs a replica", e.w.Status.RejectedClusters)
-				}
-			},
 		},
 		{
 			name: "a member registered twice is one cluster: its candidates stay",
@@ -1531,9 +1487,6 @@ func TestPropagatorReconcile(t *testing.T) {
 				r.sources = tc.sources
 			}
 			r.maxRunnerUps = tc.maxRunnerUps
-			if tc.failingFor > 0 {
-				r.failing.since(w, w.ClusterKey(w.Status.ClusterRef), time.Now().Add(-tc.failingFor))
-			}
 			statusPatches, workloadGets = 0, 0
 			passes := max(tc.passes, 1)
 			var res reconcile.Result
