@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/transport"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -91,6 +92,8 @@ type Connection struct {
 	timeout  time.Duration
 	notify   func()
 	chaperon func(workload types.NamespacedName)
+	// synced is called once the watch has listed the member's chaperons.
+	synced func()
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -227,6 +230,13 @@ func (c *Connection) Watch(ctx context.Context) error {
 		defer close(c.stopped)
 		_ = ca.Start(c.ctx)
 	}()
+	if c.synced != nil {
+		go func() {
+			if toolscache.WaitForCacheSync(c.ctx.Done(), chaperons.HasSynced) {
+				c.synced()
+			}
+		}()
+	}
 	c.cache, c.summary, c.chaperons, c.reader = ca, summary, chaperons, reader
 	c.watching = time.Now()
 	return nil

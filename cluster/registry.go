@@ -39,8 +39,9 @@ type Registry struct {
 
 	mu    sync.RWMutex
 	conns map[types.NamespacedName]*Connection
-	// onChaperon is read by watch handlers, never under mu.
+	// onChaperon and onSynced are read by watch handlers, never under mu.
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
+	onSynced   atomic.Pointer[func(types.NamespacedName)]
 }
 
 var _ Members = &Registry{}
@@ -49,6 +50,15 @@ var _ Members = &Registry{}
 // chaperon in any member was made for, whenever the chaperon changes.
 func (r *Registry) OnChaperon(f func(workload types.NamespacedName)) {
 	r.onChaperon.Store(&f)
+}
+
+// OnSynced sets what is called (it must not block) with a member's key
+// each time a watch of its chaperons has listed them: its first, and the
+// fresh one of each Reconnect. A chaperon deleted while no watch of it ran
+// (between two connections) tells no handler: whoever waits on the member
+// looks again then.
+func (r *Registry) OnSynced(f func(cluster types.NamespacedName)) {
+	r.onSynced.Store(&f)
 }
 
 func (r *Registry) chaperonChanged(workload types.NamespacedName) {
@@ -145,6 +155,11 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }
 	c.chaperon = r.chaperonChanged
+	c.synced = func() {
+		if f := r.onSynced.Load(); f != nil {
+			(*f)(key)
+		}
+	}
 	r.conns[key] = c
 	return c, nil
 }

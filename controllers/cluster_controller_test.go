@@ -212,6 +212,29 @@ func TestClusterController(t *testing.T) {
 		}
 	})
 
+	t.Run("a fresh connection to the member tells the registry once its watch has listed the chaperons", func(t *testing.T) {
+		key := types.NamespacedName{Namespace: "default", Name: "member"}
+		synced := make(chan types.NamespacedName, 4)
+		reg.OnSynced(func(k types.NamespacedName) { synced <- k })
+		defer reg.OnSynced(func(types.NamespacedName) {})
+		// As after an outage: the cluster controller watches with it next.
+		conn, err := reg.Reconnect(key, kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case k := <-synced:
+			if k != key {
+				t.Errorf("told of %s, want %s", k, key)
+			}
+			if !conn.Synced() {
+				t.Error("told before the fresh watch listed the chaperons")
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("never told that the fresh connection's watch listed the member's chaperons")
+		}
+	})
+
 	t.Run("the connection counts the runner-up candidates waiting in the member, from its watch", func(t *testing.T) {
 		ctx := context.Background()
 		mc, err := client.New(member.RESTConfig(), client.Options{Scheme: testenv.Scheme()})

@@ -123,6 +123,15 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	}
 	sources := newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
 	r.sources, r.maxRunnerUps = sources, o.MaxRunnerUps
+	// A fresh watch of a member (its first, or after a Reconnect) saw no
+	// event of what changed there between two connections, a chaperon
+	// deleted say: every Workload that names the cluster looks again.
+	o.Registry.OnSynced(func(key types.NamespacedName) {
+		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		for _, req := range r.workloadsOf(context.Background(), kc) {
+			t.Enqueue(req.NamespacedName)
+		}
+	})
 	if err := mgr.Add(closer(sources.close)); err != nil {
 		return errors.Wrap(err, "cannot stop the dependency watches with the manager")
 	}
