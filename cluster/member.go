@@ -94,9 +94,9 @@ type Connection struct {
 	chaperon func(workload types.NamespacedName)
 	// synced is called once the watch has listed the member's chaperons.
 	synced func()
-	ctx      context.Context
-	cancel   context.CancelFunc
-	done     chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu         sync.Mutex
 	namespaces map[string]v1alpha1.NamespaceName
