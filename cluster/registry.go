@@ -41,7 +41,7 @@ type Registry struct {
 	conns map[types.NamespacedName]*Connection
 	// onChaperon and onSynced are read by watch handlers, never under mu.
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
-	onSynced   atomic.Pointer[func(types.NamespacedName)]
+	onSynced   atomic.Pointer[func(context.Context, types.NamespacedName)]
 }
 
 var _ Members = &Registry{}
@@ -52,12 +52,13 @@ func (r *Registry) OnChaperon(f func(workload types.NamespacedName)) {
 	r.onChaperon.Store(&f)
 }
 
-// OnSynced sets what is called (it must not block) with a member's key
-// each time a watch of its chaperons has listed them: its first, and the
-// fresh one of each Reconnect. A chaperon deleted while no watch of it ran
-// (between two connections) tells no handler: whoever waits on the member
-// looks again then.
-func (r *Registry) OnSynced(f func(cluster types.NamespacedName)) {
+// OnSynced sets what is called with a member's key each time a watch of
+// its chaperons has listed them: its first, and the fresh one of each
+// Reconnect. A chaperon deleted while no watch of it ran (between two
+// connections) tells no handler: whoever waits on the member looks again
+// then. It is called on a goroutine of the connection's, with a context
+// that ends when the connection closes.
+func (r *Registry) OnSynced(f func(ctx context.Context, cluster types.NamespacedName)) {
 	r.onSynced.Store(&f)
 }
 
@@ -156,8 +157,8 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	c.notify = func() { r.notify(key) }
 	c.chaperon = r.chaperonChanged
 	c.synced = func() {
-		if f := r.onSynced.Load(); f != nil {
-			(*f)(key)
+		if f := r.onSynced.Load(); f != nil && ctx.Err() == nil {
+			(*f)(ctx, key)
 		}
 	}
 	r.conns[key] = c

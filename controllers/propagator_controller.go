@@ -125,11 +125,18 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	r.sources, r.maxRunnerUps = sources, o.MaxRunnerUps
 	// A fresh watch of a member (its first, or after a Reconnect) saw no
 	// event of what changed there between two connections, a chaperon
-	// deleted say: every Workload that names the cluster looks again.
-	o.Registry.OnSynced(func(key types.NamespacedName) {
-		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		for _, req := range r.workloadsOf(context.Background(), kc) {
-			t.Enqueue(req.NamespacedName)
+	// deleted say: every Workload that names the cluster, or has copies
+	// there, looks again. The hook runs on a goroutine of its own.
+	o.Registry.OnSynced(func(ctx context.Context, key types.NamespacedName) {
+		for _, index := range []string{indexWorkloadClusters, indexWorkloadDependencyClusters} {
+			wls := &v1alpha1.WorkloadList{}
+			if err := r.client.List(ctx, wls, client.MatchingFields{index: key.String()}); err != nil {
+				r.log.Info("cannot list the Workloads of a cluster", "cluster", key.String(), "error", err)
+				continue
+			}
+			for i := range wls.Items {
+				t.Enqueue(client.ObjectKeyFromObject(&wls.Items[i]))
+			}
 		}
 	})
 	if err := mgr.Add(closer(sources.close)); err != nil {

@@ -45,10 +45,14 @@ type Options struct {
 
 // IndexWorkloads indexes the manager's Workloads by the clusters their
 // status names, which the cluster controller's drain and the propagator
-// both look up: once per manager, before either controller is set up.
+// both look up, and by those their status.dependencies name: once per
+// manager, before either controller is set up.
 func IndexWorkloads(mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters)
-	return errors.Wrap(err, "cannot index Workloads by cluster")
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters); err != nil {
+		return errors.Wrap(err, "cannot index Workloads by cluster")
+	}
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadDependencyClusters, dependencyClusters)
+	return errors.Wrap(err, "cannot index Workloads by the clusters of their dependencies")
 }
 
 // Setup adds every controller built so far to the manager and returns the
