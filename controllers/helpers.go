@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,40 +50,56 @@ func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, c
 	return c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
+// statusWrite is what became of a Workload status write.
+type statusWrite string
+
+const (
+	// statusUnchanged: the status says it already; nothing was sent.
+	statusUnchanged statusWrite = "unchanged"
+	statusWritten   statusWrite = "written"
+	// statusConflict: the Workload changed since orig (or is gone).
+	statusConflict statusWrite = "conflict"
+	// statusSuperseded: the cache already holds the Workload changed
+	// since orig, so the write would meet a conflict; nothing was sent.
+	statusSuperseded statusWrite = "superseded"
+	statusError      statusWrite = "error"
+)
+
 // patchStatus writes a Workload's status, changed from orig, as a merge
-// patch carrying orig's resourceVersion. A conflict (the cache was behind,
-// or another controller wrote first) is not an error: written is false,
-// and the caller decides again soon from what is there. A write also sets
-// the ready/desired column (readyOfDesired) from the counts.
-func patchStatus(ctx context.Context, c client.Client, w, orig *v1alpha1.Workload) (written bool, err error) {
+// patch carrying orig's resourceVersion. A conflict, met or foreseen from
+// the cache (another controller wrote first), is not an error: the caller
+// decides again soon from what is there. A write also sets the
+// ready/desired column (readyOfDesired) from the counts.
+func patchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload) (statusWrite, error) {
 	if !statusChanged(orig, w) {
-		return true, nil
+		return statusUnchanged, nil
+	}
+	if newerInCache(ctx, cache, orig) {
+		return statusSuperseded, nil
 	}
 	// Only with a write that happens anyway: never a write of its own.
 	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
-	err = c.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if kerrors.IsConflict(err) {
-		return false, nil
+	err := c.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		return statusWritten, nil
+	case kerrors.IsConflict(err), kerrors.IsNotFound(err):
+		return statusConflict, nil
+	default:
+		return statusError, errors.Wrap(err, errUpdateWorkload)
 	}
-	if err != nil {
-		return false, errors.Wrap(resource.IgnoreNotFound(err), errUpdateWorkload)
-	}
-	return true, nil
 }
 
-// newerInCache returns the cache's copy of the Workload when it is newer
-// than w, nil otherwise: a write carrying w's resourceVersion would meet a
-// conflict, and the copy's event brings the Workload back to its
-// controllers anyway.
-func newerInCache(ctx context.Context, reader client.Reader, w *v1alpha1.Workload) *v1alpha1.Workload {
+// newerInCache reports whether the cache holds the Workload newer than w:
+// a write carrying w's resourceVersion would meet a conflict, and the
+// copy's event brings the Workload back to its controllers anyway.
+func newerInCache(ctx context.Context, cache client.Reader, w *v1alpha1.Workload) bool {
 	cur := &v1alpha1.Workload{}
-	if reader.Get(ctx, client.ObjectKeyFromObject(w), cur) != nil || cur.UID != w.UID {
-		return nil
+	if cache.Get(ctx, client.ObjectKeyFromObject(w), cur) != nil || cur.UID != w.UID {
+		return false
 	}
-	if cmp, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, w.ResourceVersion); err != nil || cmp <= 0 {
-		return nil
-	}
-	return cur
+	cmp, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, w.ResourceVersion)
+	return err == nil && cmp > 0
 }
 
 // statusChanged gives w's conditions that are as orig has them orig's
@@ -100,8 +115,7 @@ func statusChanged(orig, w *v1alpha1.Workload) bool {
 // that sets a condition on its way to setting it back (delivery's
 // Available, then Unknown for a chosen cluster that does not answer) made
 // no transition: without this its fresh timestamp, finer than the stored
-// whole seconds, would send a write on every pass, each write's event
-// causing the next.
+// whole seconds, would send a write on every pass.
 func keepTransitionTimes(orig, cur *xpv2.ConditionedStatus) {
 	for i, c := range cur.Conditions {
 		for _, o := range orig.Conditions {

@@ -27,7 +27,7 @@ var (
 	}, []string{"result"})
 	schedulerWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "placer_scheduler_writes_total",
-		Help: "Scheduling decisions written to Workloads, by result: written, conflict (the Workload changed since the decision, which is made again), superseded (not sent: the cache already held the Workload changed since the decision, which is made again at once) or error.",
+		Help: "Scheduling decisions written to Workloads, by result: written, conflict (the Workload changed since the decision, or is gone; the decision is made again), superseded (not sent: the cache already held the Workload changed since the decision, which is made again at once) or error.",
 	}, []string{"result"})
 	propagatorWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "placer_propagator_status_writes_total",

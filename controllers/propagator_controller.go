@@ -377,22 +377,13 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	switch {
-	case !statusChanged(s.orig, s.w):
-		written = true
-	case newerInCache(ctx, r.client, s.orig) != nil:
-		// Another writer (the scheduler) got there first and the cache
-		// has it: the patch would meet a conflict. Its event reconciles
-		// again, from that copy; the requeue is the conflict's own, in
-		// case that pass came before this one ended.
-		propagatorWrites.WithLabelValues("superseded").Inc()
-		s.requeueAfter(conflictRetry)
-		return false, nil
-	default:
-		written, err = patchStatus(ctx, r.client, s.w, s.orig)
-		propagatorWrites.WithLabelValues(writeResult(written, err)).Inc()
+	res, err := patchStatus(ctx, r.client, r.client, s.w, s.orig)
+	if res != statusUnchanged {
+		propagatorWrites.WithLabelValues(string(res)).Inc()
 	}
-	if err != nil || !written {
+	if res != statusWritten && res != statusUnchanged {
+		// Lost, or foreseen lost, to another writer (the scheduler): the
+		// next pass, soon, decides again from the newer copy.
 		s.requeueAfter(conflictRetry)
 		return false, err
 	}

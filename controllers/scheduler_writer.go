@@ -139,22 +139,17 @@ func (s *statusWriter) Submit(d *decision) {
 // Workload once more now, because the informer already brought the write
 // (a failed write is decided again after a backoff).
 func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *decision) (again bool) {
-	if cur := newerInCache(ctx, s.reader, d.w); cur != nil {
-		// The cache has the Workload changed since the decision (the
-		// propagator wrote while the decision waited for its turn): the
-		// write would meet a conflict. Decide again from that copy at
-		// once, with no write and no backoff.
-		s.cache.Forget(cur)
-		schedulerWrites.WithLabelValues("superseded").Inc()
-		return true
-	}
 	w := d.w.DeepCopy()
 	d.apply(w)
-	written, err := patchStatus(ctx, s.client, w, d.w)
-	schedulerWrites.WithLabelValues(writeResult(written, err)).Inc()
-	if err != nil || !written {
+	res, err := patchStatus(ctx, s.client, s.reader, w, d.w)
+	if res != statusUnchanged {
+		schedulerWrites.WithLabelValues(string(res)).Inc()
+	}
+	if res != statusWritten && res != statusUnchanged {
 		// The Workload changed (or is gone) since the decision: forget
-		// it; the decision loop decides again from what is there.
+		// it; the decision loop decides again from what is there: at once
+		// when the cache already has it (the propagator wrote while the
+		// decision waited for its turn), after a backoff otherwise.
 		cur := &v1alpha1.Workload{}
 		if s.reader.Get(ctx, key, cur) != nil || cur.UID != d.w.UID {
 			cur = d.w
@@ -162,6 +157,9 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 		s.cache.Forget(cur)
 		if err != nil {
 			s.log.Info("cannot write a scheduling decision", "workload", key.String(), "error", err)
+		}
+		if res == statusSuperseded {
+			return true
 		}
 		s.trigger.EnqueueAfter(key, s.backoff.When(key))
 		return false
@@ -180,15 +178,4 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 		s.log.Info(d.cond.Message, "workload", key.String(), "scheduled", d.cond.Status == corev1.ConditionTrue)
 	}
 	return s.cache.Written(w.UID, w.ResourceVersion)
-}
-
-func writeResult(written bool, err error) string {
-	switch {
-	case err != nil:
-		return "error"
-	case !written:
-		return "conflict"
-	default:
-		return "written"
-	}
 }
