@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,9 +27,6 @@ const (
 	// names (Workload.NamedClusters): placed on, nominated, or left with
 	// objects still there.
 	indexWorkloadClusters = "placer.workloadClusters"
-	// indexWorkloadDependencyClusters indexes Workloads by the clusters
-	// their status.dependencies name (copies placer made there).
-	indexWorkloadDependencyClusters = "placer.workloadDependencyClusters"
 
 	reasonDraining event.Reason = "Draining"
 	reasonLetGo    event.Reason = "LetGoUnreachable"
@@ -46,22 +42,6 @@ func workloadClusters(o client.Object) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
 		out[i] = k.String()
-	}
-	return out
-}
-
-// dependencyClusters is the index function of
-// indexWorkloadDependencyClusters.
-func dependencyClusters(o client.Object) []string {
-	w, ok := o.(*v1alpha1.Workload)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for i := range w.Status.Dependencies {
-		if k := w.ClusterKey(&w.Status.Dependencies[i].Cluster).String(); !slices.Contains(out, k) {
-			out = append(out, k)
-		}
 	}
 	return out
 }

@@ -97,21 +97,3 @@ func TestDrain(t *testing.T) {
 		})
 	}
 }
-
-// TestDependencyClusters: a Workload is indexed once under each cluster
-// its status.dependencies name, in the Workload's namespace when the
-// entry names none.
-func TestDependencyClusters(t *testing.T) {
-	w := st.Workload("w")
-	for _, c := range []v1alpha1.ClusterReference{{Name: "a"}, {Name: "a"}, {Name: "b", Namespace: "fleet"}} {
-		w.Status.Dependencies = append(w.Status.Dependencies, v1alpha1.Dependency{Cluster: c, Kind: "Secret", Name: "db"})
-	}
-	got := dependencyClusters(w)
-	want := []string{"default/a", "fleet/b"}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("dependencyClusters = %v, want %v", got, want)
-	}
-	if got := dependencyClusters(st.Workload("none")); len(got) != 0 {
-		t.Errorf("dependencyClusters of a Workload with no copies = %v, want none", got)
-	}
-}

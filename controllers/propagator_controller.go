@@ -129,13 +129,8 @@ func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) 
 	// there, looks again. The hook runs on a goroutine of its own.
 	o.Registry.OnSynced(func(ctx context.Context, key types.NamespacedName) {
 		for _, index := range []string{indexWorkloadClusters, indexWorkloadDependencyClusters} {
-			wls := &v1alpha1.WorkloadList{}
-			if err := r.client.List(ctx, wls, client.MatchingFields{index: key.String()}); err != nil {
-				r.log.Info("cannot list the Workloads of a cluster", "cluster", key.String(), "error", err)
-				continue
-			}
-			for i := range wls.Items {
-				t.Enqueue(client.ObjectKeyFromObject(&wls.Items[i]))
+			for _, req := range r.workloadsBy(ctx, index, key) {
+				t.Enqueue(req.NamespacedName)
 			}
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/propagator"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
 // mapSources are the management objects the propagator reads, in memory:
@@ -170,5 +171,23 @@ func wantCopy(t *testing.T, m *clustertest.Member, kind, name string) {
 	t.Helper()
 	if copyIn(t, m, kind, name) == nil {
 		t.Errorf("%s %s is not in %s", kind, name, m.Key.Name)
+	}
+}
+
+// TestDependencyClusters: a Workload is indexed once under each cluster
+// its status.dependencies name, in the Workload's namespace when the
+// entry names none.
+func TestDependencyClusters(t *testing.T) {
+	w := st.Workload("w")
+	for _, c := range []v1alpha1.ClusterReference{{Name: "a"}, {Name: "a"}, {Name: "b", Namespace: "fleet"}} {
+		w.Status.Dependencies = append(w.Status.Dependencies, v1alpha1.Dependency{Cluster: c, Kind: "Secret", Name: "db"})
+	}
+	got := dependencyClusters(w)
+	want := []string{"default/a", "fleet/b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("dependencyClusters = %v, want %v", got, want)
+	}
+	if got := dependencyClusters(st.Workload("none")); len(got) != 0 {
+		t.Errorf("dependencyClusters of a Workload with no copies = %v, want none", got)
 	}
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -164,15 +165,41 @@ func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
 
 // workloadsOf maps a cluster to the Workloads whose status names it.
 func (r *PropagatorReconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.workloadsBy(ctx, indexWorkloadClusters, client.ObjectKeyFromObject(o))
+}
+
+// workloadsBy returns the Workloads an index (indexWorkloadClusters,
+// indexWorkloadDependencyClusters) files under a cluster.
+func (r *PropagatorReconciler) workloadsBy(ctx context.Context, index string, cluster types.NamespacedName) []reconcile.Request {
 	wls := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: client.ObjectKeyFromObject(o).String()}); err != nil {
-		// The index is the cluster controller's (Setup adds it first).
-		r.log.Info("cannot list the Workloads of a cluster", "cluster", client.ObjectKeyFromObject(o).String(), "error", err)
+	if err := r.client.List(ctx, wls, client.MatchingFields{index: cluster.String()}); err != nil {
+		// The indexes are added before any controller (IndexWorkloads).
+		r.log.Info("cannot list the Workloads of a cluster", "cluster", cluster.String(), "error", err)
 		return nil
 	}
 	out := make([]reconcile.Request, len(wls.Items))
 	for i := range wls.Items {
 		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])}
+	}
+	return out
+}
+
+// indexWorkloadDependencyClusters indexes Workloads by the clusters their
+// status.dependencies name (copies placer made there).
+const indexWorkloadDependencyClusters = "placer.workloadDependencyClusters"
+
+// dependencyClusters is the index function of
+// indexWorkloadDependencyClusters.
+func dependencyClusters(o client.Object) []string {
+	w, ok := o.(*v1alpha1.Workload)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i := range w.Status.Dependencies {
+		if k := w.ClusterKey(&w.Status.Dependencies[i].Cluster).String(); !slices.Contains(out, k) {
+			out = append(out, k)
+		}
 	}
 	return out
 }
