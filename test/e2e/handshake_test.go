@@ -156,6 +156,14 @@ func waitNoChaperons(t *testing.T, m *member, w *v1alpha1.Workload) {
 	}
 }
 
+// waitNoPods waits until none of the Workload's pods is left in m.
+func waitNoPods(t *testing.T, m *member, w *v1alpha1.Workload) {
+	t.Helper()
+	for _, p := range pods(t, m, w) {
+		testenv.WaitForDeletion(t, m.client, &p, &corev1.PodList{}, timeout)
+	}
+}
+
 // readySampler counts, every 100 ms until stopped, the Ready pods (not
 // being deleted) of Workloads across members, and keeps the lowest count
 // of each: what a user's traffic would have met.
@@ -385,9 +393,7 @@ func TestHandshake(t *testing.T) {
 		// a's candidates go: their chaperons at once, their pods after them
 		// (the agent deletes them), so wait rather than look once.
 		waitNoChaperons(t, a, w)
-		for _, p := range pods(t, a, w) {
-			testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
-		}
+		waitNoPods(t, a, w)
 	})
 
 	t.Run("the Service is delivered with the pods and removed with them", func(t *testing.T) {
@@ -752,9 +758,7 @@ func TestHandshake(t *testing.T) {
 		restart()
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		waitNoChaperons(t, c, w)
-		for _, p := range pods(t, c, w) {
-			testenv.WaitForDeletion(t, c.client, &p, &corev1.PodList{}, timeout)
-		}
+		waitNoPods(t, c, w)
 	})
 
 	t.Run("deleting a workload leaves nothing behind", func(t *testing.T) {
@@ -772,9 +776,7 @@ func TestHandshake(t *testing.T) {
 			if len(l.Items) != 0 {
 				t.Errorf("%d chaperons left in %s after the Workload was gone", len(l.Items), m.name)
 			}
-			for _, p := range pods(t, m, w) {
-				testenv.WaitForDeletion(t, m.client, &p, &corev1.PodList{}, timeout)
-			}
+			waitNoPods(t, m, w)
 		}
 	})
 
@@ -1473,9 +1475,7 @@ func TestHandshake(t *testing.T) {
 		})
 		for _, w := range []*v1alpha1.Workload{moved, single} {
 			waitNoChaperons(t, a, w)
-			for _, p := range pods(t, a, w) {
-				testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
-			}
+			waitNoPods(t, a, w)
 		}
 		checkOneBoundPerReplica(t, members...)
 	})
@@ -1540,9 +1540,7 @@ func TestHandshake(t *testing.T) {
 		// Nothing of it is left there: no chaperon, no pod.
 		old := memberNamed(members, from)
 		waitNoChaperons(t, old, w)
-		for _, p := range pods(t, old, w) {
-			testenv.WaitForDeletion(t, old.client, &p, &corev1.PodList{}, timeout)
-		}
+		waitNoPods(t, old, w)
 		if n := len(pods(t, old, w)); n != 0 {
 			t.Errorf("%d pods of it left in %s", n, from)
 		}
