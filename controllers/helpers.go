@@ -71,7 +71,8 @@ const (
 // decides again soon from what is there. A write also sets the
 // ready/desired column (readyOfDesired) from the counts.
 func patchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload) (statusWrite, error) {
-	if !statusChanged(orig, w) {
+	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
+	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return statusUnchanged, nil
 	}
 	if newerInCache(ctx, cache, orig) {
@@ -100,14 +101,6 @@ func newerInCache(ctx context.Context, cache client.Reader, w *v1alpha1.Workload
 	}
 	cmp, err := resourceversion.CompareResourceVersion(cur.ResourceVersion, w.ResourceVersion)
 	return err == nil && cmp > 0
-}
-
-// statusChanged gives w's conditions that are as orig has them orig's
-// transition times (keepTransitionTimes), then reports whether w's status
-// differs from orig's.
-func statusChanged(orig, w *v1alpha1.Workload) bool {
-	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
-	return !equality.Semantic.DeepEqual(orig.Status, w.Status)
 }
 
 // keepTransitionTimes gives every condition of cur that is as orig has it
