@@ -9,7 +9,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
@@ -75,8 +74,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		return true, err
 	} else if st == silent && s.committed {
 		w.Status.ReadyReplicas = 0
-		w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
-			Message: fmt.Sprintf("cluster %s is not Ready: how many replicas run there is not known", s.target), ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now()})
+		w.Status.SetConditions(v1alpha1.ReadyUnknownOn(s.target.String(), w.Generation))
 	}
 	if err := r.pruneDependencies(ctx, s); err != nil {
 		return true, err

@@ -266,6 +266,10 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 	d.left = append(d.left, v1alpha1.LeftCluster{
 		Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t, Remaining: w.Status.Replicas,
 	})
+	if leave.Reason == v1alpha1.ReasonUnreachable || leave.Reason == v1alpha1.ReasonNotReady {
+		ready := v1alpha1.ReadyUnknownOn(current.String(), w.Generation)
+		d.ready = &ready
+	}
 	d.event = event.Normal(reasonMoved, d.cond.Message)
 	return d.orNil(), reconcile.Result{}
 }

@@ -50,6 +50,10 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		// after, when set, is about when the loop looks again (a few
 		// seconds less pass while the case runs).
 		after time.Duration
+		// readyUnknown: a move off a cluster that is not Ready leaves
+		// Ready Unknown, naming it, and no Ready count; any other
+		// decision leaves Ready as it was.
+		readyUnknown bool
 	}
 	tainted := st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))
 	deleting := st.Deleting(time.Now(), clusterFinalizer)
@@ -57,7 +61,9 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 	// running: two replicas delivered, scheduled and Ready where it is.
 	running := func(w *v1alpha1.Workload) {
 		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
+		w.Status.SetConditions(v1alpha1.Available("2 of 2 replicas ready in "+w.Status.ClusterRef.Name, w.Generation))
 	}
+	unreachable := st.NoExecuteSince(v1alpha1.TaintClusterUnreachable, time.Now().Add(-10*time.Second))
 	draining := st.Workload("other", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
 		w.UID = "other"
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "c"}, Reason: v1alpha1.ReasonTainted}}
@@ -89,6 +95,10 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
 			}),
 			want: want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "a cluster unreachable past the toleration is left; Ready is Unknown, naming it, not the Ready it had there",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", unreachable), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a"), st.TolerateFor(v1alpha1.TaintClusterUnreachable, 5), running),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonUnreachable, readyUnknown: true}},
 		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), tolerate(3600)),
@@ -205,6 +215,13 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			if tc.want.message != "" && cond.Message != tc.want.message {
 				t.Errorf("message:\n got %s\nwant %s", cond.Message, tc.want.message)
 			}
+			wantCond := before.Status.GetCondition(xpv2.TypeReady)
+			if tc.want.readyUnknown {
+				wantCond = v1alpha1.ReadyUnknownOn("default/"+before.Status.ClusterRef.Name, before.Generation)
+			}
+			if got := after.Status.GetCondition(xpv2.TypeReady); !got.Equal(wantCond) {
+				t.Errorf("Ready %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, wantCond.Status, wantCond.Reason, wantCond.Message)
+			}
 			left := ""
 			if n := len(after.Status.LeftClusters); n > 0 {
 				left = after.Status.LeftClusters[n-1].Cluster.Name + "/" + after.Status.LeftClusters[n-1].Reason
@@ -219,7 +236,7 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				// ones are Ready (StartBeforeStop): readyReplicas stays.
 				st := after.Status
 				wantReady := before.Status.ReadyReplicas
-				if after.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+				if after.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || tc.want.readyUnknown {
 					wantReady = 0
 				}
 				if st.Replicas != 0 || st.ScheduledReplicas != 0 || st.ReadyReplicas != wantReady {

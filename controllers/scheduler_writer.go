@@ -30,6 +30,11 @@ type decision struct {
 	// status.rejectedClusters when not nil.
 	left     []v1alpha1.LeftCluster
 	rejected []v1alpha1.RejectedCluster
+	// ready, when set, is the Ready condition a move leaves: Unknown when
+	// the cluster left is not Ready, since what runs there is not known
+	// (its last Ready, written by the propagator, is no longer the truth
+	// whichever writer comes first).
+	ready *xpv2.Condition
 	// event is recorded once the decision is written, if its message is
 	// news (report); none when its reason is empty.
 	event  event.Event
@@ -46,6 +51,9 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 // readyReplicas counts the Ready pods wherever they run: a move that keeps
 // the old copy until the new one is Ready (StartBeforeStop) keeps it, so
 // it never drops during a drain; the propagator counts both copies next.
+// A move off a cluster that is not Ready says so (ready): nothing is
+// known to run there, and Ready is Unknown until the new cluster's pods
+// are.
 func (d *decision) apply(w *v1alpha1.Workload) {
 	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef)
 	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
@@ -60,11 +68,14 @@ func (d *decision) apply(w *v1alpha1.Workload) {
 		// The clusters left after this decision (a new entry, or those of
 		// a move still going: its new cluster rejected it, and this
 		// chooses again while the old copy serves) keep readyReplicas.
-		if d.clusterRef == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart {
+		if d.clusterRef == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || d.ready != nil {
 			w.Status.ReadyReplicas = 0
 		}
 	}
 	w.Status.SetConditions(d.cond)
+	if d.ready != nil {
+		w.Status.SetConditions(*d.ready)
+	}
 }
 
 // assumed is the Workload as the cache assumes it: its status as the

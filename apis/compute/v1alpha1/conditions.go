@@ -56,6 +56,15 @@ func NotScheduled(reason, msg string, generation int64) xpv2.Condition {
 		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
 }
 
+// ReadyUnknownOn is the Ready condition of a Workload whose replicas run,
+// or ran, on a cluster that is not Ready: how many still run there is not
+// known, whichever cluster the Workload is placed on now.
+func ReadyUnknownOn(cluster string, generation int64) xpv2.Condition {
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: ReasonClusterUnreachable,
+		Message:            "cluster " + cluster + " is not Ready: how many replicas run there is not known",
+		ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+}
+
 // Available is the Ready condition of a Workload whose replicas all run.
 func Available(msg string, generation int64) xpv2.Condition {
 	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: ReasonAvailable, Message: msg,
