@@ -26,6 +26,9 @@ type record struct {
 	created     time.Time
 	// scheduled: clusterRef written (placer) or the pod bound (baseline).
 	scheduled time.Time
+	// candidates: every replica has a chaperon in some member; pods:
+	// every replica has a pod there (placer only).
+	candidates, pods time.Time
 	// committed: every replica's chaperon is-allowed, or allowed when
 	// reserved and reserved (placer only).
 	committed time.Time
@@ -34,7 +37,7 @@ type record struct {
 	// running: every replica's pod Running.
 	running time.Time
 
-	allowed, boundReplicas, runningReplicas map[string]bool
+	allowed, boundReplicas, runningReplicas, candidateReplicas, podReplicas map[string]bool
 }
 
 // phaseCounts are the handshake's costs in one phase.
@@ -66,6 +69,7 @@ func (r *recorder) add(rec *record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec.allowed, rec.boundReplicas, rec.runningReplicas = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	rec.candidateReplicas, rec.podReplicas = map[string]bool{}, map[string]bool{}
 	r.recs[rec.phase+"/"+rec.name] = rec
 	if r.counts[rec.phase] == nil {
 		r.counts[rec.phase] = &phaseCounts{}
@@ -175,9 +179,13 @@ func (r *recorder) chaperon(o any) {
 	}
 	r.seen[uid+"/now-reserved"] = isReserved
 	rec := r.recs[ch.Namespace+"/"+workloadName(ch.Annotations)]
+	if rec == nil {
+		return
+	}
+	stampAll(rec.candidateReplicas, ch.Labels[propagator.LabelReplica], rec.replicas, &rec.candidates, now)
 	committed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
 		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && isReserved
-	if rec == nil || !committed {
+	if !committed {
 		return
 	}
 	rec.allowed[ch.Labels[propagator.LabelReplica]] = true
@@ -205,6 +213,9 @@ func (r *recorder) pod(o any) {
 	if p.Namespace == "baseline" && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
 		rec.scheduled = now
 	}
+	if p.Namespace != "baseline" {
+		stampAll(rec.podReplicas, replica, rec.replicas, &rec.pods, now)
+	}
 	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 		rec.boundReplicas[replica] = true
 		if len(rec.boundReplicas) >= rec.replicas && rec.bound.IsZero() {
@@ -219,6 +230,15 @@ func (r *recorder) pod(o any) {
 		rec.running = now
 		r.done[rec.phase]++
 		r.notify()
+	}
+}
+
+// stampAll marks the replica seen and stamps at with now the first time
+// every one of n replicas is.
+func stampAll(seen map[string]bool, replica string, n int, at *time.Time, now time.Time) {
+	seen[replica] = true
+	if len(seen) >= n && at.IsZero() {
+		*at = now
 	}
 }
 

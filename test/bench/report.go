@@ -46,6 +46,24 @@ type phaseResult struct {
 	wall     time.Duration
 	// waits: the manager's waits for tokens and in work queues.
 	waits waits
+	// hops: of single-replica items, each step from create to Running
+	// (hopNames), where both of its ends were seen.
+	hops [len(hopNames)]latencies
+}
+
+// hopNames are the steps of a single-replica item from create to Running,
+// each from the stamp before it: placer's decision, the chaperon, its pod,
+// the binding, the start. The baseline has only the binding (its
+// "Scheduled") and the start.
+var hopNames = [...]string{"create → Scheduled", "→ chaperon", "→ pod", "→ bound", "→ Running"}
+
+// hopsOf are rec's steps (hopNames); ok false where an end is missing.
+func hopsOf(rec *record) (d [len(hopNames)]time.Duration, ok [len(hopNames)]bool) {
+	stamps := [...]time.Time{rec.created, rec.scheduled, rec.candidates, rec.pods, rec.bound, rec.running}
+	for i := range hopNames {
+		d[i], ok[i] = since(stamps[i], stamps[i+1])
+	}
+	return d, ok
 }
 
 func since(from, to time.Time) (time.Duration, bool) {
@@ -72,6 +90,14 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 		if d, ok := since(rec.created, rec.bound); ok && rec.replicas == 1 {
 			r.bound = append(r.bound, d)
 		}
+		if rec.replicas == 1 {
+			d, ok := hopsOf(rec)
+			for i := range d {
+				if ok[i] {
+					r.hops[i] = append(r.hops[i], d[i])
+				}
+			}
+		}
 		// Latency to Running is for single-replica items, so it compares
 		// with the baseline's single pods.
 		if d, ok := since(rec.created, rec.running); ok {
@@ -84,7 +110,7 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 			}
 		}
 	}
-	for _, l := range []latencies{r.scheduled, r.committed, r.bound, r.runing} {
+	for _, l := range append([]latencies{r.scheduled, r.committed, r.bound, r.runing}, r.hops[:]...) {
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
 	}
 	if !last.IsZero() {
@@ -97,6 +123,27 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 		r.throughput = float64(completedPods) / last.Sub(first).Seconds()
 	}
 	return r
+}
+
+// writeHops tells where the time from create to Running goes: the p50
+// of each step of single-replica items (the baseline's bound pod is its
+// Scheduled, so it has no chaperon or pod step).
+func writeHops(b *strings.Builder, rs []phaseResult) {
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "Where the time goes, single-replica items: each step from the one before it, milliseconds, p50 (p90):")
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "| phase | "+strings.Join(hopNames[:], " | ")+" |")
+	fmt.Fprintln(b, "|---"+strings.Repeat("|---", len(hopNames))+"|")
+	for _, r := range rs {
+		cells := make([]string, len(hopNames))
+		for i, l := range r.hops {
+			cells[i] = "–"
+			if len(l) > 0 {
+				cells[i] = fmt.Sprintf("%s (%s)", ms(l.pct(50)), ms(l.pct(90)))
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
+	}
 }
 
 func ms(d time.Duration) string {
@@ -147,6 +194,7 @@ func report(o options, f *fleet, rs []phaseResult, rss map[string]int64) error {
 		fmt.Fprintf(&b, "| %s | %s | %d/%d (%d) | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", r.name, r.what, r.complete, r.n, r.pods,
 			triple(r.scheduled), triple(r.committed), triple(r.bound), triple(r.runing), r.throughput, cand, cyc, trans)
 	}
+	writeHops(&b, rs)
 	writeCosts(&b, rs)
 	base := rs[0]
 	fmt.Fprintln(&b)

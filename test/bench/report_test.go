@@ -1,0 +1,35 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSummarizeHops(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	placed := &record{name: "w", replicas: 1, created: at(0), scheduled: at(30), candidates: at(50), pods: at(65), bound: at(90), running: at(120)}
+	baseline := &record{name: "p", replicas: 1, created: at(0), scheduled: at(20), bound: at(20), running: at(45)}
+	// A multi-replica item is left out of the steps, as of → Running.
+	multi := &record{name: "m", replicas: 3, created: at(0), scheduled: at(1), candidates: at(2), pods: at(3), bound: at(4), running: at(5)}
+
+	r := summarize("fanout-1", "", []*record{placed, multi}, phaseCounts{})
+	want := []time.Duration{30, 20, 15, 25, 30}
+	for i, w := range want {
+		if len(r.hops[i]) != 1 || r.hops[i][0] != w*time.Millisecond {
+			t.Errorf("%s: %v, want [%v]", hopNames[i], r.hops[i], w*time.Millisecond)
+		}
+	}
+
+	b := summarize("baseline", "", []*record{baseline}, phaseCounts{})
+	// The baseline's pod is bound when it is Scheduled: no chaperon, pod
+	// or binding step of its own.
+	for i, w := range []time.Duration{20, -1, -1, -1, 25} {
+		switch {
+		case w < 0 && len(b.hops[i]) != 0:
+			t.Errorf("baseline %s: %v, want none", hopNames[i], b.hops[i])
+		case w >= 0 && (len(b.hops[i]) != 1 || b.hops[i][0] != w*time.Millisecond):
+			t.Errorf("baseline %s: %v, want [%v]", hopNames[i], b.hops[i], w*time.Millisecond)
+		}
+	}
+}
