@@ -266,7 +266,9 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 	d.left = append(d.left, v1alpha1.LeftCluster{
 		Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t, Remaining: w.Status.Replicas,
 	})
-	if leave.Reason == v1alpha1.ReasonUnreachable || leave.Reason == v1alpha1.ReasonNotReady {
+	if ci.Ready.Status != corev1.ConditionTrue {
+		// Whatever the reason to leave (a condition taint, a drain or a
+		// deletion of a dead cluster), what runs there is not known.
 		ready := v1alpha1.ReadyUnknownOn(current.String(), w.Generation)
 		d.ready = &ready
 	}

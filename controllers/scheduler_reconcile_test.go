@@ -63,7 +63,12 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
 		w.Status.SetConditions(v1alpha1.Available("2 of 2 replicas ready in "+w.Status.ClusterRef.Name, w.Generation))
 	}
-	unreachable := st.NoExecuteSince(v1alpha1.TaintClusterUnreachable, time.Now().Add(-10*time.Second))
+	// unreachable: the cluster controller's Ready and condition taint of
+	// a cluster that does not answer.
+	unreachable := func(kc *v1alpha1.KubernetesCluster) {
+		st.NoExecuteSince(v1alpha1.TaintClusterUnreachable, time.Now().Add(-10*time.Second))(kc)
+		kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonUnreachable})
+	}
 	draining := st.Workload("other", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
 		w.UID = "other"
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "c"}, Reason: v1alpha1.ReasonTainted}}
@@ -99,6 +104,10 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", unreachable), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), st.TolerateFor(v1alpha1.TaintClusterUnreachable, 5), running),
 			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonUnreachable, readyUnknown: true}},
+		{name: "a cluster that does not answer, drained or deleted, is left with Ready Unknown too",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", unreachable, deleting), st.Cluster("b")},
+			w:        st.Workload("w", st.PlacedOn("a"), running),
+			want:     want{cluster: "b", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonClusterDeleted, readyUnknown: true}},
 		{name: "a tolerated NoExecute taint keeps it for tolerationSeconds",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w:        st.Workload("w", st.PlacedOn("a"), tolerate(3600)),

@@ -52,8 +52,9 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 // the old copy until the new one is Ready (StartBeforeStop) keeps it, so
 // it never drops during a drain; the propagator counts both copies next.
 // A move off a cluster that is not Ready says so (ready): nothing is
-// known to run there, and Ready is Unknown until the new cluster's pods
-// are.
+// known to run there, and Ready is Unknown until the propagator reports
+// on the new cluster (and counts again what other clusters left still
+// serve, as its leave phase does for a silent cluster).
 func (d *decision) apply(w *v1alpha1.Workload) {
 	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef)
 	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated

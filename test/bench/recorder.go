@@ -213,7 +213,7 @@ func (r *recorder) pod(o any) {
 	if p.Namespace == "baseline" && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
 		rec.scheduled = now
 	}
-	if p.Namespace != "baseline" {
+	if p.Namespace != "baseline" && p.DeletionTimestamp == nil {
 		stampAll(rec.podReplicas, replica, rec.replicas, &rec.pods, now)
 	}
 	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {

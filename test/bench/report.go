@@ -58,10 +58,14 @@ type phaseResult struct {
 var hopNames = [...]string{"create → Scheduled", "→ chaperon", "→ pod", "→ bound", "→ Running"}
 
 // hopsOf are rec's steps (hopNames); ok false where an end is missing.
+// The stamps come from three watches (Workloads, chaperons, pods), whose
+// events may arrive out of order: a step seen backwards took no longer
+// than that jitter, and counts as zero.
 func hopsOf(rec *record) (d [len(hopNames)]time.Duration, ok [len(hopNames)]bool) {
 	stamps := [...]time.Time{rec.created, rec.scheduled, rec.candidates, rec.pods, rec.bound, rec.running}
 	for i := range hopNames {
 		d[i], ok[i] = since(stamps[i], stamps[i+1])
+		d[i] = max(d[i], 0)
 	}
 	return d, ok
 }
@@ -130,7 +134,7 @@ func summarize(name, what string, recs []*record, counts phaseCounts) phaseResul
 // Scheduled, so it has no chaperon or pod step).
 func writeHops(b *strings.Builder, rs []phaseResult) {
 	fmt.Fprintln(b)
-	fmt.Fprintln(b, "Where the time goes, single-replica items: each step from the one before it, milliseconds, p50 (p90):")
+	fmt.Fprintln(b, "Where the time goes, single-replica items: each step from the one before it, milliseconds, p50 (p90); \"→ chaperon\" and \"→ pod\": the first in any member, \"→ bound\" holds the handshake (reserved, allowed), and the steps' p50s need not add up to → Running's:")
 	fmt.Fprintln(b)
 	fmt.Fprintln(b, "| phase | "+strings.Join(hopNames[:], " | ")+" |")
 	fmt.Fprintln(b, "|---"+strings.Repeat("|---", len(hopNames))+"|")

@@ -13,6 +13,12 @@ func TestSummarizeHops(t *testing.T) {
 	// A multi-replica item is left out of the steps, as of → Running.
 	multi := &record{name: "m", replicas: 3, created: at(0), scheduled: at(1), candidates: at(2), pods: at(3), bound: at(4), running: at(5)}
 
+	// Seen out of order (three watches): a step seen backwards is zero.
+	early := &record{name: "e", replicas: 1, created: at(0), scheduled: at(30), candidates: at(50), pods: at(45), bound: at(90), running: at(120)}
+	if d, _ := hopsOf(early); d[2] != 0 || d[3] != 45*time.Millisecond {
+		t.Errorf("out of order: → pod %v, → bound %v, want 0 and 45ms", d[2], d[3])
+	}
+
 	r := summarize("fanout-1", "", []*record{placed, multi}, phaseCounts{})
 	want := []time.Duration{30, 20, 15, 25, 30}
 	for i, w := range want {
