@@ -3,6 +3,13 @@ package main
 import (
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/propagator"
 )
 
 func TestSummarizeHops(t *testing.T) {
@@ -37,5 +44,41 @@ func TestSummarizeHops(t *testing.T) {
 		case w >= 0 && (len(b.hops[i]) != 1 || b.hops[i][0] != w*time.Millisecond):
 			t.Errorf("baseline %s: %v, want [%v]", hopNames[i], b.hops[i], w*time.Millisecond)
 		}
+	}
+}
+
+// TestRecorderStamps feeds the recorder a chaperon and a pod as its
+// watches would: a step is stamped once every replica is seen, a pod
+// being deleted is none.
+func TestRecorderStamps(t *testing.T) {
+	r := newRecorder()
+	r.add(&record{phase: "fanout-1", name: "w", replicas: 2, created: time.Now()})
+	meta := func(name, replica string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "fanout-1", Name: name, UID: types.UID(name),
+			Labels:      map[string]string{propagator.LabelReplica: replica},
+			Annotations: map[string]string{propagator.AnnotationWorkload: "fanout-1/w"}}
+	}
+	rec := func() *record { return r.records("fanout-1")[0] }
+
+	r.chaperon(&mcv1alpha1.PodChaperon{ObjectMeta: meta("w-0", "0")})
+	if !rec().candidates.IsZero() {
+		t.Fatal("candidates stamped with one replica of two seen")
+	}
+	r.chaperon(&mcv1alpha1.PodChaperon{ObjectMeta: meta("w-1", "1")})
+	if rec().candidates.IsZero() {
+		t.Fatal("candidates not stamped with both replicas seen")
+	}
+
+	r.pod(&corev1.Pod{ObjectMeta: meta("w-0", "0")})
+	gone := meta("w-1", "1")
+	now := metav1.Now()
+	gone.DeletionTimestamp = &now
+	r.pod(&corev1.Pod{ObjectMeta: gone})
+	if !rec().pods.IsZero() {
+		t.Fatal("pods stamped with a pod being deleted counted")
+	}
+	r.pod(&corev1.Pod{ObjectMeta: meta("w-1", "1")})
+	if rec().pods.IsZero() {
+		t.Fatal("pods not stamped with both replicas' pods seen")
 	}
 }
