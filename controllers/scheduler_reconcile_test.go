@@ -226,7 +226,9 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 			}
 			wantCond := before.Status.GetCondition(xpv2.TypeReady)
 			if tc.want.readyUnknown {
-				wantCond = v1alpha1.ReadyUnknownOn("default/"+before.Status.ClusterRef.Name, before.Generation)
+				wantCond = xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionUnknown, Reason: v1alpha1.ReasonClusterUnreachable,
+					Message:            "cluster default/" + before.Status.ClusterRef.Name + " is not Ready: how many replicas run there is not known",
+					ObservedGeneration: before.Generation}
 			}
 			if got := after.Status.GetCondition(xpv2.TypeReady); !got.Equal(wantCond) {
 				t.Errorf("Ready %s/%s %q, want %s/%s %q", got.Status, got.Reason, got.Message, wantCond.Status, wantCond.Reason, wantCond.Message)
