@@ -182,16 +182,13 @@ func (r *recorder) chaperon(o any) {
 	if rec == nil {
 		return
 	}
-	stampAll(rec.candidateReplicas, ch.Labels[propagator.LabelReplica], rec.replicas, &rec.candidates, now)
+	rec.stampAll(rec.candidateReplicas, ch.Labels[propagator.LabelReplica], &rec.candidates, now)
 	committed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
 		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && isReserved
 	if !committed {
 		return
 	}
-	rec.allowed[ch.Labels[propagator.LabelReplica]] = true
-	if len(rec.allowed) >= rec.replicas && rec.committed.IsZero() {
-		rec.committed = now
-	}
+	rec.stampAll(rec.allowed, ch.Labels[propagator.LabelReplica], &rec.committed, now)
 }
 
 func (r *recorder) pod(o any) {
@@ -214,32 +211,30 @@ func (r *recorder) pod(o any) {
 		rec.scheduled = now
 	}
 	if p.Namespace != "baseline" && p.DeletionTimestamp == nil {
-		stampAll(rec.podReplicas, replica, rec.replicas, &rec.pods, now)
+		rec.stampAll(rec.podReplicas, replica, &rec.pods, now)
 	}
 	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-		rec.boundReplicas[replica] = true
-		if len(rec.boundReplicas) >= rec.replicas && rec.bound.IsZero() {
-			rec.bound = now
-		}
+		rec.stampAll(rec.boundReplicas, replica, &rec.bound, now)
 	}
 	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 		return
 	}
-	rec.runningReplicas[replica] = true
-	if len(rec.runningReplicas) >= rec.replicas && rec.running.IsZero() {
-		rec.running = now
+	if rec.stampAll(rec.runningReplicas, replica, &rec.running, now) {
 		r.done[rec.phase]++
 		r.notify()
 	}
 }
 
-// stampAll marks the replica seen and stamps at with now the first time
-// every one of n replicas is.
-func stampAll(seen map[string]bool, replica string, n int, at *time.Time, now time.Time) {
+// stampAll marks the replica seen in one of rec's per-replica sets and
+// stamps at with now the first time every replica is; stamped reports
+// that it did.
+func (rec *record) stampAll(seen map[string]bool, replica string, at *time.Time, now time.Time) (stamped bool) {
 	seen[replica] = true
-	if len(seen) >= n && at.IsZero() {
-		*at = now
+	if len(seen) < rec.replicas || !at.IsZero() {
+		return false
 	}
+	*at = now
+	return true
 }
 
 // workloadName is the name part of the chaperon's workload annotation.

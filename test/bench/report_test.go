@@ -81,4 +81,18 @@ func TestRecorderStamps(t *testing.T) {
 	if rec().pods.IsZero() {
 		t.Fatal("pods not stamped with both replicas' pods seen")
 	}
+
+	// Running: the item completes once, when its last replica runs.
+	running := func(name, replica string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: meta(name, replica), Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	r.pod(running("w-0", "0"))
+	if got := r.completed("fanout-1"); got != 0 || !rec().running.IsZero() {
+		t.Fatalf("%d completed with one replica of two running, want 0", got)
+	}
+	r.pod(running("w-1", "1"))
+	r.pod(running("w-1", "1"))
+	if got := r.completed("fanout-1"); got != 1 || rec().running.IsZero() || rec().bound.IsZero() {
+		t.Fatalf("%d completed (running %v, bound %v) with both replicas running, seen twice; want 1, both stamped", got, rec().running, rec().bound)
+	}
 }
