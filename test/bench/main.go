@@ -32,6 +32,8 @@ type options struct {
 	timeout                                         time.Duration
 	profile                                         bool
 	dynamics                                        string
+	writeCosts                                      bool
+	writeCostN, writeCostRounds                     int
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
 	commit  string
@@ -56,6 +58,9 @@ func main() {
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
 	flag.BoolVar(&o.profile, "profile", false, "take 20 s CPU profiles of the manager and of the management and member-0 kube-apiservers during the fanOut 1 phase (NAME-cpu.pprof and NAME-cpu-top.txt in the results folder)")
 	flag.StringVar(&o.dynamics, "dynamics", "", "instead of the throughput phases, measure failover and drain with these numbers of Workloads, e.g. 100,300 (results in dynamics.md)")
+	flag.BoolVar(&o.writeCosts, "write-costs", false, "instead of the throughput phases, measure the API server's and etcd's CPU per write of each kind placer makes, beside the built-in writes, on one local control plane (results in write-costs.md)")
+	flag.IntVar(&o.writeCostN, "write-cost-n", 400, "writes of each kind per round of -write-costs")
+	flag.IntVar(&o.writeCostRounds, "write-cost-rounds", 3, "rounds of -write-costs")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

@@ -167,9 +167,7 @@ func triple(l latencies) string {
 // committed), and the member components that exited and were started
 // again.
 func header(b *strings.Builder, o options, f *fleet, measure string) {
-	host, _ := os.Hostname()
-	fmt.Fprintf(b, "Run %s to %s on %s (%d cores, %s/%s), at commit %s.\n\n", o.started.UTC().Format(time.RFC3339), time.Now().UTC().Format("15:04:05Z"),
-		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, o.commit)
+	fmt.Fprintf(b, "%s\n\n", runLine(o))
 	if r := f.restartCounts(); len(r) > 0 {
 		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
 	}
@@ -474,4 +472,12 @@ func (w writes) String() string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// runLine says when and where the run ran, and at which commit ("-dirty":
+// with changes not committed).
+func runLine(o options) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("Run %s to %s on %s (%d cores, %s/%s), at commit %s.", o.started.UTC().Format(time.RFC3339), time.Now().UTC().Format("15:04:05Z"),
+		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, o.commit)
 }

@@ -88,6 +88,12 @@ func run(ctx context.Context, o options) error {
 	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
 		o.commit = strings.TrimSpace(string(out))
 	}
+	if o.writeCosts {
+		if o.writeCostN <= 0 || o.writeCostRounds <= 0 {
+			return fmt.Errorf("-write-cost-n %d, -write-cost-rounds %d: want positive numbers", o.writeCostN, o.writeCostRounds)
+		}
+		return measureWriteCosts(ctx, o, o.writeCostN, o.writeCostRounds)
+	}
 	logf("client QPS %g burst %d; component QPS %g burst %d; %d members × %d nodes; %d single-replica + %d × %d-replica workloads per phase",
 		o.qps, o.burst, o.componentQPS, o.componentBurst, o.members, o.nodes, o.workloads, o.multi, o.multiReplicas)
 	// Checked before a fleet is started for it.

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kwait "k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
+)
+
+// The write-cost measure: what one write of each kind costs the API server
+// and etcd in CPU, on one local control plane, placer's writes beside the
+// built-in ones they stand for (a Pod's create and status patch, and the
+// ConfigMap and Event). A placed single-replica Workload costs the fleet
+// its Workload's create, status and finalizer writes, a PodChaperon's
+// create and status mirror, on top of the Pod's own: this says what each
+// costs, so the end-to-end CPU per pod can be read against its floor.
+
+// writeKind is one kind of write, made n times per round.
+type writeKind struct {
+	name string
+	// against names the built-in write it is compared with ("" for the
+	// built-in ones).
+	against string
+	// prepare makes the objects the write needs, outside the measure.
+	prepare func(ctx context.Context, ns string, i int) error
+	write   func(ctx context.Context, ns string, i int) error
+}
+
+// writeCostSample is one round of one kind: CPU seconds of the API
+// server and of etcd for n writes.
+type writeCostSample struct{ apiserver, etcd float64 }
+
+// writeCostRow is one kind's figures over the rounds, in milliseconds of
+// CPU per write.
+type writeCostRow struct {
+	name, against       string
+	apiserver, etcd     []float64 // per round
+	medianAPI, medianDB float64
+	min, max            float64 // of apiserver
+}
+
+// summarizeWriteCosts turns each kind's rounds into per-write medians
+// and spreads.
+func summarizeWriteCosts(kinds []writeKind, samples map[string][]writeCostSample, n int) []writeCostRow {
+	var rows []writeCostRow
+	for _, k := range kinds {
+		r := writeCostRow{name: k.name, against: k.against}
+		for _, s := range samples[k.name] {
+			r.apiserver = append(r.apiserver, s.apiserver*1000/float64(n))
+			r.etcd = append(r.etcd, s.etcd*1000/float64(n))
+		}
+		if len(r.apiserver) == 0 {
+			continue
+		}
+		r.medianAPI, r.medianDB = median(r.apiserver), median(r.etcd)
+		r.min, r.max = slices.Min(r.apiserver), slices.Max(r.apiserver)
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// median of a few values (the lower middle one of an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// writeCostReport is the Markdown table of the rows, each placer write
+// with its ratio to the built-in write it is compared with.
+func writeCostReport(rows []writeCostRow, n, rounds int, header string) string {
+	by := map[string]writeCostRow{}
+	for _, r := range rows {
+		by[r.name] = r
+	}
+	b := &strings.Builder{}
+	fmt.Fprintln(b, header)
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "CPU per write, milliseconds: the median of %d rounds of %d writes each (8 at a time), the rounds' least and most in brackets; the ratio is to the built-in write named.\n\n", rounds, n)
+	fmt.Fprintln(b, "| write | kube-apiserver | etcd | against | ratio (kube-apiserver) |")
+	fmt.Fprintln(b, "|---|---|---|---|---|")
+	for _, r := range rows {
+		against, ratio := "–", "–"
+		if base, ok := by[r.against]; ok && base.medianAPI > 0 {
+			against, ratio = r.against, fmt.Sprintf("%.1f", r.medianAPI/base.medianAPI)
+		}
+		fmt.Fprintf(b, "| %s | %.2f (%.2f–%.2f) | %.2f | %s | %s |\n", r.name, r.medianAPI, r.min, r.max, r.medianDB, against, ratio)
+	}
+	return b.String()
+}
+
+// noRulesGroup holds a copy of the Workload CRD without its CEL rules:
+// the difference is what the rules cost.
+const noRulesGroup = "bench.placer.dev"
+
+// withoutRules returns the CRD with its x-kubernetes-validations gone,
+// in group noRulesGroup.
+func withoutRules(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	c := crd.DeepCopy()
+	c.ObjectMeta = metav1.ObjectMeta{Name: c.Spec.Names.Plural + "." + noRulesGroup}
+	c.Spec.Group = noRulesGroup
+	var strip func(p *apiextensionsv1.JSONSchemaProps)
+	strip = func(p *apiextensionsv1.JSONSchemaProps) {
+		if p == nil {
+			return
+		}
+		p.XValidations = nil
+		for k, v := range p.Properties {
+			strip(&v)
+			p.Properties[k] = v
+		}
+		if p.Items != nil {
+			strip(p.Items.Schema)
+		}
+		if p.AdditionalProperties != nil {
+			strip(p.AdditionalProperties.Schema)
+		}
+	}
+	for i := range c.Spec.Versions {
+		if c.Spec.Versions[i].Schema != nil {
+			strip(c.Spec.Versions[i].Schema.OpenAPIV3Schema)
+		}
+	}
+	return c
+}
+
+// measureWriteCosts runs the measure and writes write-costs.md.
+func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
+	c, err := local.Start(ctx, local.Options{Name: "write-costs", Dir: filepath.Join(o.out, "write-costs"), BinDir: o.binDir, NoKwok: true})
+	if c != nil {
+		defer c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	scheme := apis.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	crds, err := config.CRDs()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if crd.Spec.Names.Kind == "Workload" {
+			crds = append(crds, withoutRules(crd))
+			break
+		}
+	}
+	for _, crd := range crds {
+		if err := cl.Create(ctx, crd); err != nil {
+			return fmt.Errorf("cannot install CRD %s: %w", crd.Name, err)
+		}
+	}
+	// Established CRDs serve at once; their REST mappings need a moment.
+	if err := kwait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := cl.Get(ctx, types.NamespacedName{Name: crd.Name}, got); err != nil {
+				return false, nil
+			}
+			established := false
+			for _, cond := range got.Status.Conditions {
+				established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("CRDs not established: %w", err)
+	}
+	// A new client learns the new kinds.
+	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	kinds := writeKinds(cl)
+	pids := c.PIDs()
+	api, db := pids["kube-apiserver"], pids["etcd"]
+	samples := map[string][]writeCostSample{}
+	for r := range rounds {
+		ns := fmt.Sprintf("round-%d", r)
+		if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+		for _, k := range kinds {
+			if k.prepare != nil {
+				if err := fanWrites(ctx, ns, n, k.prepare); err != nil {
+					return fmt.Errorf("%s: prepare: %w", k.name, err)
+				}
+			}
+			// What the last writes left (watch events, the cache) settles
+			// before the clock starts, and what these leave before it stops.
+			time.Sleep(300 * time.Millisecond)
+			a0, _ := procCPU(api)
+			d0, _ := procCPU(db)
+			if err := fanWrites(ctx, ns, n, k.write); err != nil {
+				return fmt.Errorf("%s: %w", k.name, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			a1, ok1 := procCPU(api)
+			d1, ok2 := procCPU(db)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("cannot read the CPU time of the API server (%d) or etcd (%d)", api, db)
+			}
+			samples[k.name] = append(samples[k.name], writeCostSample{apiserver: a1 - a0, etcd: d1 - d0})
+		}
+		logf("write costs: round %d of %d done", r+1, rounds)
+	}
+	header := fmt.Sprintf("%s\n\n`go run ./test/bench -write-costs -write-cost-n %d -write-cost-rounds %d`: one local control plane (etcd, kube-apiserver, kube-controller-manager; no nodes), placer's CRDs installed, nothing else running.",
+		runLine(o), n, rounds)
+	report := writeCostReport(summarizeWriteCosts(kinds, samples, n), n, rounds, header)
+	fmt.Println(report)
+	return os.WriteFile(filepath.Join(o.out, "write-costs.md"), []byte(report), 0o644)
+}
+
+// fanWrites calls write for 0..n-1, eight at a time.
+func fanWrites(ctx context.Context, ns string, n int, write func(context.Context, string, int) error) error {
+	idx := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range idx {
+				if err := write(ctx, ns, i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// writeKinds are the writes measured, each built-in one before the placer
+// writes compared with it.
+func writeKinds(cl client.Client) []writeKind {
+	name := func(i int) string { return fmt.Sprintf("w%05d", i) }
+	merge := func(s string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(s)) }
+	workload := func(ns string, i int) *v1alpha1.Workload {
+		return &v1alpha1.Workload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)},
+			Spec: v1alpha1.WorkloadSpec{TargetDeployment: v1alpha1.TargetDeployment{
+				Replicas: ptr.To(int32(1)), Template: corev1.PodTemplateSpec{Spec: podSpec},
+			}},
+		}
+	}
+	// The scheduler's decision and the propagator's Ready, as they write them.
+	decision := `{"status":{"clusterRef":{"name":"member-0","namespace":"default"},"nominatedClusters":[{"name":"member-0","namespace":"default"}],"conditions":[{"type":"Scheduled","status":"True","reason":"Scheduled","message":"placed on default/member-0 with score 5, best of 3 feasible of 3 clusters","lastTransitionTime":"2026-11-25T00:00:00Z","observedGeneration":1}]}}`
+	ready := `{"status":{"replicas":1,"scheduledReplicas":1,"readyReplicas":1,"readyOfDesired":"1/1","conditions":[{"type":"Scheduled","status":"True","reason":"Scheduled","message":"placed on default/member-0 with score 5, best of 3 feasible of 3 clusters","lastTransitionTime":"2026-11-25T00:00:00Z","observedGeneration":1},{"type":"Ready","status":"True","reason":"Available","message":"1/1 replicas ready in default/member-0","lastTransitionTime":"2026-11-25T00:00:01Z","observedGeneration":1}]}}`
+	finalizer := `{"metadata":{"finalizers":["compute.placer.dev/propagator"]}}`
+	podStatus := `{"status":{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True","lastTransitionTime":"2026-11-25T00:00:00Z"},{"type":"Ready","status":"True","lastTransitionTime":"2026-11-25T00:00:01Z"}]}}`
+	unstructuredWorkload := func(ns string, i int) (*unstructured.Unstructured, error) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(workload(ns, i))
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetAPIVersion(noRulesGroup + "/v1alpha1")
+		u.SetKind("Workload")
+		return u, nil
+	}
+	noRules := func(ns string, i int) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(noRulesGroup + "/v1alpha1")
+		u.SetKind("Workload")
+		u.SetNamespace(ns)
+		u.SetName(name(i))
+		return u
+	}
+	return []writeKind{
+		{name: "Pod create", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: podSpec})
+		}},
+		{name: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Status().Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}}, merge(podStatus))
+		}},
+		{name: "ConfigMap create", against: "Pod create", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Data: map[string]string{"k": "v"}})
+		}},
+		{name: "Event create", against: "Pod create", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Namespace: ns, Name: name(i)},
+				InvolvedObject: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Namespace: ns, Name: name(i)},
+				Reason:         "Scheduled", Message: "placed on default/member-0", Type: corev1.EventTypeNormal,
+				Source: corev1.EventSource{Component: "placer-scheduler"},
+			})
+		}},
+		{name: "Workload create", against: "Pod create", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Create(ctx, workload(ns, i))
+		}},
+		{name: "Workload status patch (decision)", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Status().Patch(ctx, workload(ns, i), merge(decision))
+		}},
+		{name: "Workload finalizer patch", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Patch(ctx, workload(ns, i), merge(finalizer))
+		}},
+		{name: "Workload status patch (Ready)", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Status().Patch(ctx, workload(ns, i), merge(ready))
+		}},
+		{name: "Workload create, no CEL rules", against: "Workload create", write: func(ctx context.Context, ns string, i int) error {
+			u, err := unstructuredWorkload(ns, i)
+			if err != nil {
+				return err
+			}
+			return cl.Create(ctx, u)
+		}},
+		{name: "Workload status patch (decision), no CEL rules", against: "Workload status patch (decision)", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Status().Patch(ctx, noRules(ns, i), merge(decision))
+		}},
+		{name: "PodChaperon create", against: "Pod create", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Create(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: podSpec})
+		}},
+		{name: "PodChaperon status patch (mirror)", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Status().Patch(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}}, merge(podStatus))
+		}},
+		{name: "PodChaperon annotation patch (is-reserved)", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
+			return cl.Patch(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}},
+				merge(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsReserved+`":"true"}}}`))
+		}},
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/placer-dev/placer/config"
+)
+
+func TestSummarizeWriteCosts(t *testing.T) {
+	kinds := []writeKind{{name: "Pod create"}, {name: "Workload create", against: "Pod create"}, {name: "never measured"}}
+	// Three rounds of 100 writes: CPU seconds of the API server and etcd.
+	samples := map[string][]writeCostSample{
+		"Pod create":      {{0.12, 0.02}, {0.10, 0.03}, {0.30, 0.02}},
+		"Workload create": {{0.25, 0.03}, {0.20, 0.04}, {0.21, 0.03}},
+	}
+	rows := summarizeWriteCosts(kinds, samples, 100)
+	if len(rows) != 2 {
+		t.Fatalf("rows = %+v, want the two kinds measured", rows)
+	}
+	pod, wl := rows[0], rows[1]
+	near := func(got, want float64) bool { return got > want-1e-9 && got < want+1e-9 }
+	if !near(pod.medianAPI, 1.2) || !near(pod.min, 1.0) || !near(pod.max, 3.0) || !near(pod.medianDB, 0.2) {
+		t.Errorf("Pod create = median %g (%g–%g), etcd %g; want 1.2 (1–3), etcd 0.2 ms per write", pod.medianAPI, pod.min, pod.max, pod.medianDB)
+	}
+	if !near(wl.medianAPI, 2.1) || !near(wl.medianDB, 0.3) {
+		t.Errorf("Workload create = %g, etcd %g; want 2.1, etcd 0.3", wl.medianAPI, wl.medianDB)
+	}
+
+	report := writeCostReport(rows, 100, 3, "header")
+	for _, want := range []string{
+		"| Pod create | 1.20 (1.00–3.00) | 0.20 | – | – |",
+		"| Workload create | 2.10 (2.00–2.50) | 0.30 | Pod create | 1.8 |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+func TestWithoutRules(t *testing.T) {
+	crds, err := config.CRDs("compute.placer.dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wl *apiextensionsv1.CustomResourceDefinition
+	for _, c := range crds {
+		if c.Spec.Names.Kind == "Workload" {
+			wl = c
+		}
+	}
+	if wl == nil {
+		t.Fatal("no Workload CRD")
+	}
+	rules := func(c *apiextensionsv1.CustomResourceDefinition) int {
+		n := 0
+		var walk func(p *apiextensionsv1.JSONSchemaProps)
+		walk = func(p *apiextensionsv1.JSONSchemaProps) {
+			if p == nil {
+				return
+			}
+			n += len(p.XValidations)
+			for _, v := range p.Properties {
+				walk(&v)
+			}
+			if p.Items != nil {
+				walk(p.Items.Schema)
+			}
+			if p.AdditionalProperties != nil {
+				walk(p.AdditionalProperties.Schema)
+			}
+		}
+		for _, v := range c.Spec.Versions {
+			walk(v.Schema.OpenAPIV3Schema)
+		}
+		return n
+	}
+	before := rules(wl)
+	if before == 0 {
+		t.Fatal("the Workload CRD has no CEL rules to take away: the measure compares nothing")
+	}
+	c := withoutRules(wl)
+	if got := rules(c); got != 0 {
+		t.Errorf("%d rules left", got)
+	}
+	if c.Spec.Group != noRulesGroup || c.Name != "workloads."+noRulesGroup {
+		t.Errorf("copy is %s in group %s, want workloads.%s", c.Name, c.Spec.Group, noRulesGroup)
+	}
+	if got := rules(wl); got != before {
+		t.Errorf("the original lost rules: %d, had %d", got, before)
+	}
+}
