@@ -176,7 +176,7 @@ func header(b *strings.Builder, o options, f *fleet, measure string) {
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
-func report(o options, f *fleet, rs []phaseResult, rss map[string]int64) error {
+func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[string]int64) error {
 	if err := writeCSV(filepath.Join(o.out, "results.csv"), rs); err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func report(o options, f *fleet, rs []phaseResult, rss map[string]int64) error {
 			triple(r.scheduled), triple(r.committed), triple(r.bound), triple(r.runing), r.throughput, cand, cyc, trans)
 	}
 	writeHops(&b, rs)
-	writeCosts(&b, rs)
+	writeCosts(&b, rs, rest)
 	base := rs[0]
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "placer against the baseline (create → Running, single-replica):")
@@ -328,7 +328,7 @@ func (f *fleet) peakRSS() map[string]int64 {
 // apiserver_request_total, so every writer counts: placer, kube-scheduler,
 // kwok, the benchmark's own creates) and the CPU seconds of placer's
 // processes.
-func writeCosts(b *strings.Builder, rs []phaseResult) {
+func writeCosts(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "API writes per phase (%s; every writer), per item and per pod:\n", strings.Join(slices.Sorted(maps.Keys(mutating)), ", "))
 	fmt.Fprintln(b)
@@ -377,39 +377,64 @@ func writeCosts(b *strings.Builder, rs []phaseResult) {
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
 	}
-	writeFleetCPU(b, rs)
+	writeFleetCPU(b, rs, rest)
 	writeWaits(b, rs)
 }
 
 // writeFleetCPU reports the CPU seconds of every process of the run per
 // phase, by component, the largest first, and how many of the machine's
 // cores they kept busy over the phase (from its first create until every
-// item ran): near the core count, the machine was the limit.
-func writeFleetCPU(b *strings.Builder, rs []phaseResult) {
+// item ran): near the core count, the machine was the limit. rest, when
+// measured, is the fleet doing nothing (kwok's node heartbeats, the
+// control planes' own loops): its row comes first, and each phase's work
+// is what it spent beyond the rest's rate over its wall time, per pod.
+func writeFleetCPU(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
+	all := rs
+	if rest != nil {
+		all = append([]phaseResult{*rest}, rs...)
+	}
 	total := map[string]float64{}
-	for _, r := range rs {
+	for _, r := range all {
 		for k, v := range r.fleetCPU {
 			total[k] += v
 		}
 	}
 	names := slices.SortedFunc(maps.Keys(total), func(x, y string) int { return cmp.Or(cmp.Compare(total[y], total[x]), cmp.Compare(x, y)) })
+	var restRate float64
+	if rest != nil && rest.wall > 0 {
+		for _, v := range rest.fleetCPU {
+			restRate += v
+		}
+		restRate /= rest.wall.Seconds()
+	}
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "CPU seconds (user + system) of every process of the run per phase, by component, and the cores they kept busy (%d here):\n", runtime.NumCPU())
+	fmt.Fprintf(b, "CPU seconds (user + system) of every process of the run per phase, by component, and the cores they kept busy (%d here)", runtime.NumCPU())
+	if rest != nil {
+		fmt.Fprintf(b, "; first the fleet at rest (%s), and for each phase its work: all it spent less the rest's %.2f cores over its wall time, in all and per pod", rest.what, restRate)
+	}
+	fmt.Fprintln(b, ":")
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "| phase | wall (s) | all | cores busy | %s |\n", strings.Join(names, " | "))
-	fmt.Fprintf(b, "|---|---|---|---|%s\n", strings.Repeat("---|", len(names)))
-	for _, r := range rs {
-		var all float64
+	fmt.Fprintf(b, "| phase | wall (s) | all | cores busy | work (s) | work per pod (ms) | %s |\n", strings.Join(names, " | "))
+	fmt.Fprintf(b, "|---|---|---|---|---|---|%s\n", strings.Repeat("---|", len(names)))
+	for i, r := range all {
+		var sum float64
 		cells := make([]string, len(names))
 		for i, n := range names {
-			all += r.fleetCPU[n]
+			sum += r.fleetCPU[n]
 			cells[i] = fmt.Sprintf("%.1f", r.fleetCPU[n])
 		}
-		busy := "–"
+		busy, work, perPod := "–", "–", "–"
 		if r.wall > 0 {
-			busy = fmt.Sprintf("%.2f", all/r.wall.Seconds())
+			busy = fmt.Sprintf("%.2f", sum/r.wall.Seconds())
 		}
-		fmt.Fprintf(b, "| %s | %.1f | %.1f | %s | %s |\n", r.name, r.wall.Seconds(), all, busy, strings.Join(cells, " | "))
+		if rest != nil && i > 0 {
+			w := sum - restRate*r.wall.Seconds()
+			work = fmt.Sprintf("%.1f", w)
+			if r.pods > 0 {
+				perPod = fmt.Sprintf("%.0f", w*1000/float64(r.pods))
+			}
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %s | %s | %s | %s |\n", r.name, r.wall.Seconds(), sum, busy, work, perPod, strings.Join(cells, " | "))
 	}
 }
 

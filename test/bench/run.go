@@ -54,6 +54,18 @@ func items(o options) []item {
 	return out
 }
 
+// restWindow is how long the fleet is watched at rest.
+const restWindow = 10 * time.Second
+
+// sumValues adds up a map's values.
+func sumValues(m map[string]float64) float64 {
+	var n float64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 // createAll creates every item through one rate-limited client, with as
 // many requests in flight as the client's limits allow.
 func createAll(ctx context.Context, its []item, create func(context.Context, item) error) error {
@@ -190,8 +202,26 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 
-	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
+	// 0. The fleet at rest, nothing created: what its own upkeep costs
+	// (kwok's node heartbeats, the control planes' loops), against which
+	// each phase's work is read.
 	before, err := take(true)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(restWindow):
+	}
+	rest := &phaseResult{name: "at rest", what: fmt.Sprintf("%s with nothing created, before the baseline", restWindow)}
+	if err := costs(rest, before); err != nil {
+		return err
+	}
+	logf("at rest: %.1f CPU seconds in %s", sumValues(rest.fleetCPU), rest.wall.Round(time.Millisecond))
+
+	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
+	before, err = take(true)
 	if err != nil {
 		return err
 	}
@@ -285,7 +315,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	rss := f.peakRSS()
-	return report(o, f, results, rss)
+	return report(o, f, results, rest, rss)
 }
 
 // cleanPhase removes what a phase made, and waits until every member

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -90,5 +91,29 @@ func TestWithoutRules(t *testing.T) {
 	}
 	if got := rules(wl); got != before {
 		t.Errorf("the original lost rules: %d, had %d", got, before)
+	}
+}
+
+func TestWriteFleetCPUWork(t *testing.T) {
+	rest := &phaseResult{name: "at rest", what: "10s with nothing created", wall: 10 * time.Second, fleetCPU: map[string]float64{"etcd": 1, "kwok": 2}}
+	rs := []phaseResult{{name: "fanout-1", pods: 100, wall: 5 * time.Second, fleetCPU: map[string]float64{"etcd": 2, "kwok": 4}}}
+	b := &strings.Builder{}
+	writeFleetCPU(b, rs, rest)
+	// At rest 0.30 cores; the phase spent 6 s in 5 s: 6 - 1.5 = 4.5 s of
+	// work, 45 ms per pod.
+	for _, want := range []string{
+		"| at rest | 10.0 | 3.0 | 0.30 | – | – | 2.0 | 1.0 |",
+		"| fanout-1 | 5.0 | 6.0 | 1.20 | 4.5 | 45 | 4.0 | 2.0 |",
+		"less the rest's 0.30 cores",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	// Without a rest measure, no work is claimed.
+	b.Reset()
+	writeFleetCPU(b, rs, nil)
+	if !strings.Contains(b.String(), "| fanout-1 | 5.0 | 6.0 | 1.20 | – | – | 4.0 | 2.0 |") {
+		t.Errorf("without rest:\n%s", b.String())
 	}
 }
