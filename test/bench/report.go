@@ -402,10 +402,7 @@ func writeFleetCPU(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
 	names := slices.SortedFunc(maps.Keys(total), func(x, y string) int { return cmp.Or(cmp.Compare(total[y], total[x]), cmp.Compare(x, y)) })
 	var restRate float64
 	if rest != nil && rest.wall > 0 {
-		for _, v := range rest.fleetCPU {
-			restRate += v
-		}
-		restRate /= rest.wall.Seconds()
+		restRate = sumValues(rest.fleetCPU) / rest.wall.Seconds()
 	}
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "CPU seconds (user + system) of every process of the run per phase, by component, and the cores they kept busy (%d here)", runtime.NumCPU())
@@ -416,7 +413,7 @@ func writeFleetCPU(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "| phase | wall (s) | all | cores busy | work (s) | work per pod (ms) | %s |\n", strings.Join(names, " | "))
 	fmt.Fprintf(b, "|---|---|---|---|---|---|%s\n", strings.Repeat("---|", len(names)))
-	for i, r := range all {
+	for row, r := range all {
 		var sum float64
 		cells := make([]string, len(names))
 		for i, n := range names {
@@ -427,7 +424,7 @@ func writeFleetCPU(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
 		if r.wall > 0 {
 			busy = fmt.Sprintf("%.2f", sum/r.wall.Seconds())
 		}
-		if rest != nil && i > 0 {
+		if rest != nil && row > 0 {
 			w := sum - restRate*r.wall.Seconds()
 			work = fmt.Sprintf("%.1f", w)
 			if r.pods > 0 {

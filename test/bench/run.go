@@ -67,21 +67,25 @@ func sumValues(m map[string]float64) float64 {
 }
 
 // createAll creates every item through one rate-limited client, with as
-// many requests in flight as the client's limits allow.
+// many requests in flight as the client's limits allow (16).
 func createAll(ctx context.Context, its []item, create func(context.Context, item) error) error {
-	work := make(chan item)
+	return inParallel(ctx, 16, its, create)
+}
+
+// inParallel calls f for every element of its, with n calls at a time,
+// and returns the first error.
+func inParallel[T any](ctx context.Context, n int, its []T, f func(context.Context, T) error) error {
+	work := make(chan T)
 	errs := make(chan error, len(its))
 	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range n {
+		wg.Go(func() {
 			for it := range work {
-				if err := create(ctx, it); err != nil {
+				if err := f(ctx, it); err != nil {
 					errs <- err
 				}
 			}
-		}()
+		})
 	}
 	for _, it := range its {
 		work <- it
@@ -209,10 +213,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(restWindow):
+	if err := sleep(ctx, restWindow); err != nil {
+		return err
 	}
 	rest := &phaseResult{name: "at rest", what: fmt.Sprintf("%s with nothing created, before the baseline", restWindow)}
 	if err := costs(rest, before); err != nil {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +48,49 @@ type writeKind struct {
 // writeCostSample is one round of one kind: CPU seconds of the API
 // server and of etcd for n writes.
 type writeCostSample struct{ apiserver, etcd float64 }
+
+// writeCostWorkers is how many writes are in flight at once.
+const writeCostWorkers = 8
+
+// settle is how long the control plane is left before and after each
+// batch of writes.
+const settle = 300 * time.Millisecond
+
+// cpuMark is the CPU time of the API server and etcd at a moment.
+type cpuMark struct {
+	at     time.Time
+	sample writeCostSample
+}
+
+// cpuSpan is what they spent between two marks.
+type cpuSpan struct {
+	writeCostSample
+	wall time.Duration
+}
+
+func (m cpuMark) minus(before cpuMark) cpuSpan {
+	return cpuSpan{writeCostSample{m.sample.apiserver - before.sample.apiserver, m.sample.etcd - before.sample.etcd}, m.at.Sub(before.at)}
+}
+
+// lessRest is the span's CPU less what the control plane spends at rest
+// (rest's rate) over as long, never below zero.
+func (s cpuSpan) lessRest(rest cpuSpan) writeCostSample {
+	if rest.wall <= 0 {
+		return s.writeCostSample
+	}
+	f := s.wall.Seconds() / rest.wall.Seconds()
+	return writeCostSample{apiserver: max(0, s.apiserver-rest.apiserver*f), etcd: max(0, s.etcd-rest.etcd*f)}
+}
+
+// sleep waits d, or less if ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
 
 // writeCostRow is one kind's figures over the rounds, in milliseconds of
 // CPU per write.
@@ -96,7 +138,7 @@ func writeCostReport(rows []writeCostRow, n, rounds int, header string) string {
 	b := &strings.Builder{}
 	fmt.Fprintln(b, header)
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "CPU per write, milliseconds: the median of %d rounds of %d writes each (8 at a time), the rounds' least and most in brackets; the ratio is to the built-in write named.\n\n", rounds, n)
+	fmt.Fprintf(b, "CPU per write, milliseconds: the median of %d rounds of %d writes each (%d at a time; the control plane's own rate at rest taken off), the rounds' least and most in brackets; the ratio is to the built-in write named.\n\n", rounds, n, writeCostWorkers)
 	fmt.Fprintln(b, "| write | kube-apiserver | etcd | against | ratio (kube-apiserver) |")
 	fmt.Fprintln(b, "|---|---|---|---|---|")
 	for _, r := range rows {
@@ -204,6 +246,33 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 	kinds := writeKinds(cl)
 	pids := c.PIDs()
 	api, db := pids["kube-apiserver"], pids["etcd"]
+	cpuOf := func() (cpuMark, error) {
+		a, ok1 := procCPU(api)
+		d, ok2 := procCPU(db)
+		if !ok1 || !ok2 {
+			return cpuMark{}, fmt.Errorf("cannot read the CPU time of the API server (%d) or etcd (%d)", api, db)
+		}
+		return cpuMark{at: time.Now(), sample: writeCostSample{apiserver: a, etcd: d}}, nil
+	}
+	// The control plane at rest, writing nothing: its rate is taken off
+	// every sample.
+	r0, err := cpuOf()
+	if err != nil {
+		return err
+	}
+	if err := sleep(ctx, 5*time.Second); err != nil {
+		return err
+	}
+	r1, err := cpuOf()
+	if err != nil {
+		return err
+	}
+	rest := r1.minus(r0)
+	logf("write costs: at rest, the API server %.3f and etcd %.3f cores", rest.apiserver/rest.wall.Seconds(), rest.etcd/rest.wall.Seconds())
+	indices := make([]int, n)
+	for i := range indices {
+		indices[i] = i
+	}
 	samples := map[string][]writeCostSample{}
 	for r := range rounds {
 		ns := fmt.Sprintf("round-%d", r)
@@ -211,26 +280,34 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 			return err
 		}
 		for _, k := range kinds {
+			write := func(ctx context.Context, i int) error { return k.write(ctx, ns, i) }
 			if k.prepare != nil {
-				if err := fanWrites(ctx, ns, n, k.prepare); err != nil {
+				if err := inParallel(ctx, writeCostWorkers, indices, func(ctx context.Context, i int) error { return k.prepare(ctx, ns, i) }); err != nil {
 					return fmt.Errorf("%s: prepare: %w", k.name, err)
 				}
 			}
 			// What the last writes left (watch events, the cache) settles
-			// before the clock starts, and what these leave before it stops.
-			time.Sleep(300 * time.Millisecond)
-			a0, _ := procCPU(api)
-			d0, _ := procCPU(db)
-			if err := fanWrites(ctx, ns, n, k.write); err != nil {
+			// before the clock starts, and what these leave before it
+			// stops; the control plane's own rate over the window is taken
+			// off.
+			if err := sleep(ctx, settle); err != nil {
+				return err
+			}
+			before, err := cpuOf()
+			if err != nil {
+				return err
+			}
+			if err := inParallel(ctx, writeCostWorkers, indices, write); err != nil {
 				return fmt.Errorf("%s: %w", k.name, err)
 			}
-			time.Sleep(300 * time.Millisecond)
-			a1, ok1 := procCPU(api)
-			d1, ok2 := procCPU(db)
-			if !ok1 || !ok2 {
-				return fmt.Errorf("cannot read the CPU time of the API server (%d) or etcd (%d)", api, db)
+			if err := sleep(ctx, settle); err != nil {
+				return err
 			}
-			samples[k.name] = append(samples[k.name], writeCostSample{apiserver: a1 - a0, etcd: d1 - d0})
+			after, err := cpuOf()
+			if err != nil {
+				return err
+			}
+			samples[k.name] = append(samples[k.name], after.minus(before).lessRest(rest))
 		}
 		logf("write costs: round %d of %d done", r+1, rounds)
 	}
@@ -239,29 +316,6 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 	report := writeCostReport(summarizeWriteCosts(kinds, samples, n), n, rounds, header)
 	fmt.Println(report)
 	return os.WriteFile(filepath.Join(o.out, "write-costs.md"), []byte(report), 0o644)
-}
-
-// fanWrites calls write for 0..n-1, eight at a time.
-func fanWrites(ctx context.Context, ns string, n int, write func(context.Context, string, int) error) error {
-	idx := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range idx {
-				if err := write(ctx, ns, i); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		idx <- i
-	}
-	close(idx)
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // writeKinds are the writes measured, each built-in one before the placer

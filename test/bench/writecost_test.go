@@ -117,3 +117,19 @@ func TestWriteFleetCPUWork(t *testing.T) {
 		t.Errorf("without rest:\n%s", b.String())
 	}
 }
+
+func TestLessRest(t *testing.T) {
+	// At rest 0.1 cores of API server and 0.02 of etcd, over 5 s.
+	rest := cpuSpan{writeCostSample{apiserver: 0.5, etcd: 0.1}, 5 * time.Second}
+	// 1.2 s of writes took 1.0 s of API server CPU: 0.12 of it was rest.
+	got := cpuSpan{writeCostSample{apiserver: 1.0, etcd: 0.01}, 1200 * time.Millisecond}.lessRest(rest)
+	if got.apiserver < 0.879 || got.apiserver > 0.881 {
+		t.Errorf("API server = %g, want 0.88", got.apiserver)
+	}
+	if got.etcd != 0 {
+		t.Errorf("etcd = %g, want 0 (never below zero)", got.etcd)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2 {
+		t.Errorf("median of four = %g, want the lower middle one, 2", m)
+	}
+}
