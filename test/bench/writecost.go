@@ -40,9 +40,9 @@ type writeKind struct {
 	// against names the built-in write it is compared with ("" for the
 	// built-in ones).
 	against string
-	// prepare makes the objects the write needs, outside the measure.
-	prepare func(ctx context.Context, ns string, i int) error
-	write   func(ctx context.Context, ns string, i int) error
+	// write makes the i-th write of the kind in namespace ns; a kind that
+	// patches finds what an earlier kind of the round created.
+	write func(ctx context.Context, ns string, i int) error
 }
 
 // writeCostSample is one round of one kind: CPU seconds of the API
@@ -273,6 +273,12 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 	for i := range indices {
 		indices[i] = i
 	}
+	settled := func() (cpuMark, error) {
+		if err := sleep(ctx, settle); err != nil {
+			return cpuMark{}, err
+		}
+		return cpuOf()
+	}
 	samples := map[string][]writeCostSample{}
 	for r := range rounds {
 		ns := fmt.Sprintf("round-%d", r)
@@ -280,30 +286,18 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 			return err
 		}
 		for _, k := range kinds {
-			write := func(ctx context.Context, i int) error { return k.write(ctx, ns, i) }
-			if k.prepare != nil {
-				if err := inParallel(ctx, writeCostWorkers, indices, func(ctx context.Context, i int) error { return k.prepare(ctx, ns, i) }); err != nil {
-					return fmt.Errorf("%s: prepare: %w", k.name, err)
-				}
-			}
 			// What the last writes left (watch events, the cache) settles
 			// before the clock starts, and what these leave before it
 			// stops; the control plane's own rate over the window is taken
 			// off.
-			if err := sleep(ctx, settle); err != nil {
-				return err
-			}
-			before, err := cpuOf()
+			before, err := settled()
 			if err != nil {
 				return err
 			}
-			if err := inParallel(ctx, writeCostWorkers, indices, write); err != nil {
+			if err := inParallel(ctx, writeCostWorkers, indices, func(ctx context.Context, i int) error { return k.write(ctx, ns, i) }); err != nil {
 				return fmt.Errorf("%s: %w", k.name, err)
 			}
-			if err := sleep(ctx, settle); err != nil {
-				return err
-			}
-			after, err := cpuOf()
+			after, err := settled()
 			if err != nil {
 				return err
 			}
