@@ -197,7 +197,9 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 			triple(r.scheduled), triple(r.committed), triple(r.bound), triple(r.runing), r.throughput, cand, cyc, trans)
 	}
 	writeHops(&b, rs)
-	writeCosts(&b, rs, rest)
+	writeCosts(&b, rs)
+	writeFleetCPU(&b, rs, rest)
+	writeWaits(&b, rs)
 	base := rs[0]
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "placer against the baseline (create → Running, single-replica):")
@@ -328,7 +330,7 @@ func (f *fleet) peakRSS() map[string]int64 {
 // apiserver_request_total, so every writer counts: placer, kube-scheduler,
 // kwok, the benchmark's own creates) and the CPU seconds of placer's
 // processes.
-func writeCosts(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
+func writeCosts(b *strings.Builder, rs []phaseResult) {
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "API writes per phase (%s; every writer), per item and per pod:\n", strings.Join(slices.Sorted(maps.Keys(mutating)), ", "))
 	fmt.Fprintln(b)
@@ -377,8 +379,6 @@ func writeCosts(b *strings.Builder, rs []phaseResult, rest *phaseResult) {
 		}
 		fmt.Fprintf(b, "| %s | %s |\n", r.name, strings.Join(cells, " | "))
 	}
-	writeFleetCPU(b, rs, rest)
-	writeWaits(b, rs)
 }
 
 // writeFleetCPU reports the CPU seconds of every process of the run per

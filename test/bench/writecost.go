@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -195,16 +195,6 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 	if err != nil {
 		return err
 	}
-	scheme := apis.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 1000
-	cl, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return err
-	}
 	crds, err := config.CRDs()
 	if err != nil {
 		return err
@@ -215,32 +205,14 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 			break
 		}
 	}
-	for _, crd := range crds {
-		if err := cl.Create(ctx, crd); err != nil {
-			return fmt.Errorf("cannot install CRD %s: %w", crd.Name, err)
-		}
+	cfg := c.RESTConfig()
+	// Installed as the fleet installs them: served before it returns.
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("cannot install CRDs: %w", err)
 	}
-	// Established CRDs serve at once; their REST mappings need a moment.
-	if err := kwait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, crd := range crds {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := cl.Get(ctx, types.NamespacedName{Name: crd.Name}, got); err != nil {
-				return false, nil
-			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return true, nil
-	}); err != nil {
-		return fmt.Errorf("CRDs not established: %w", err)
-	}
-	// A new client learns the new kinds.
-	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cl, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})
+	if err != nil {
 		return err
 	}
 	kinds := writeKinds(cl)
@@ -330,23 +302,16 @@ func writeKinds(cl client.Client) []writeKind {
 	ready := `{"status":{"replicas":1,"scheduledReplicas":1,"readyReplicas":1,"readyOfDesired":"1/1","conditions":[{"type":"Scheduled","status":"True","reason":"Scheduled","message":"placed on default/member-0 with score 5, best of 3 feasible of 3 clusters","lastTransitionTime":"2026-11-25T00:00:00Z","observedGeneration":1},{"type":"Ready","status":"True","reason":"Available","message":"1/1 replicas ready in default/member-0","lastTransitionTime":"2026-11-25T00:00:01Z","observedGeneration":1}]}}`
 	finalizer := `{"metadata":{"finalizers":["compute.placer.dev/propagator"]}}`
 	podStatus := `{"status":{"phase":"Running","conditions":[{"type":"PodScheduled","status":"True","lastTransitionTime":"2026-11-25T00:00:00Z"},{"type":"Ready","status":"True","lastTransitionTime":"2026-11-25T00:00:01Z"}]}}`
-	unstructuredWorkload := func(ns string, i int) (*unstructured.Unstructured, error) {
+	// The Workload in the copy of its CRD without CEL rules.
+	noRules := func(ns string, i int) (*unstructured.Unstructured, error) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(workload(ns, i))
 		if err != nil {
 			return nil, err
 		}
 		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion(noRulesGroup + "/v1alpha1")
+		u.SetAPIVersion(noRulesGroup + "/" + v1alpha1.Version)
 		u.SetKind("Workload")
 		return u, nil
-	}
-	noRules := func(ns string, i int) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(noRulesGroup + "/v1alpha1")
-		u.SetKind("Workload")
-		u.SetNamespace(ns)
-		u.SetName(name(i))
-		return u
 	}
 	return []writeKind{
 		{name: "Pod create", write: func(ctx context.Context, ns string, i int) error {
@@ -379,14 +344,18 @@ func writeKinds(cl client.Client) []writeKind {
 			return cl.Status().Patch(ctx, workload(ns, i), merge(ready))
 		}},
 		{name: "Workload create, no CEL rules", against: "Workload create", write: func(ctx context.Context, ns string, i int) error {
-			u, err := unstructuredWorkload(ns, i)
+			u, err := noRules(ns, i)
 			if err != nil {
 				return err
 			}
 			return cl.Create(ctx, u)
 		}},
 		{name: "Workload status patch (decision), no CEL rules", against: "Workload status patch (decision)", write: func(ctx context.Context, ns string, i int) error {
-			return cl.Status().Patch(ctx, noRules(ns, i), merge(decision))
+			u, err := noRules(ns, i)
+			if err != nil {
+				return err
+			}
+			return cl.Status().Patch(ctx, u, merge(decision))
 		}},
 		{name: "PodChaperon create", against: "Pod create", write: func(ctx context.Context, ns string, i int) error {
 			return cl.Create(ctx, &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: podSpec})
