@@ -94,9 +94,12 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 		w := &wls.Items[i]
 		name := w.Namespace + "/" + w.Name
 		switch {
-		case w.PlacedOn(key) && !w.Finished():
+		case w.PlacedOn(key) && !w.Finished() && w.DeletionTimestamp == nil:
 			placed = append(placed, name)
-		case w.Left(key) != nil:
+		case w.Left(key) != nil, w.DeletionTimestamp != nil:
+			// A Workload being deleted never moves: its cleanup here is
+			// waited for while the cluster answers, and otherwise it is
+			// let go (its own deletion then abandons what it left here).
 			left = append(left, name)
 		case conn != nil && conn.Synced():
 			// Only nominated (a runner-up), or a batch Workload that ended

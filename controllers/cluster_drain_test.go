@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,6 +27,10 @@ func TestDrain(t *testing.T) {
 	deleting := st.Deleting(time.Now(), clusterFinalizer)
 	leftA := func(w *v1alpha1.Workload) {
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted, Remaining: 2}}
+	}
+	// beingDeleted: the Workload was deleted; its finalizer waits for its cleanup.
+	beingDeleted := func(w *v1alpha1.Workload) {
+		w.DeletionTimestamp, w.Finalizers = ptr.To(metav1.Now()), []string{finalizer}
 	}
 	next := reconcile.Result{RequeueAfter: 30 * time.Second}
 	cases := []struct {
@@ -48,6 +54,10 @@ func TestDrain(t *testing.T) {
 			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
 			w.Status.SetConditions(complete, ready)
 		}), there: true, held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted never moves: placed on a cluster that does not answer, it does not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
+			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), reason: string(reasonLetGo)},
+		{name: "a Workload being deleted holds a cluster that answers while it cleans up there", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
+			held: true, reason: string(reasonDraining)},
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
 		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
 			there: true, held: true, reason: string(reasonDraining)},

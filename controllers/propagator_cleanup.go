@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -73,8 +75,10 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, s *scope, 
 // those serving its namespace whose watch shows its chaperons. Another
 // tenant's clusters are never visited, and a member that never answered
 // and that the status does not name holds nothing of it: neither holds
-// its deletion.
-func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) ([]cluster.Member, error) {
+// its deletion. absent are the clusters the status names that have no
+// connection (not registered yet after a restart, or gone): nothing there
+// is confirmed.
+func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) (members []cluster.Member, absent []types.NamespacedName, err error) {
 	touched := map[types.NamespacedName]bool{}
 	for _, k := range w.NamedClusters() {
 		touched[k] = true
@@ -88,10 +92,12 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 		// Gone, it has no labels: only the clusters of its own namespace serve it.
-		return nil, errors.Wrap(err, errGetNamespace)
+		return nil, nil, errors.Wrap(err, errGetNamespace)
 	}
 	var out []cluster.Member
+	registered := map[types.NamespacedName]bool{}
 	for _, m := range r.members.Members() {
+		registered[m.ClusterKey()] = true
 		if touched[m.ClusterKey()] {
 			out = append(out, m)
 			continue
@@ -107,23 +113,44 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	for k := range touched {
+		if !registered[k] {
+			absent = append(absent, k)
+		}
+	}
+	slices.SortFunc(absent, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out, absent, nil
 }
 
 // cleanup deletes the Workload's candidates everywhere before letting it
-// go. A member that may hold them and cannot be reached keeps the
-// finalizer (the Workload stays Terminating, with an Event) until it
-// answers or its KubernetesCluster is deleted: pods are never left behind
-// silently.
+// go (design §4.9). The finalizer goes only once every cluster its status
+// names has confirmed that nothing of it is left, or is gone: a member
+// that cannot be reached, or is not connected yet (a manager just
+// restarted, a Secret missing), keeps it (the Workload stays Terminating,
+// with an Event) until it answers or its KubernetesCluster is deleted;
+// then what it may hold there is abandoned, with an Event naming the
+// cluster. Pods are never left behind silently.
 func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
 	if !meta.FinalizerExists(w, finalizer) {
 		return reconcile.Result{}, nil
 	}
-	members, err := r.membersFor(ctx, w)
+	members, absent, err := r.membersFor(ctx, w)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	pending := []string{}
+	var abandoned []string
+	for _, key := range absent {
+		kc := &v1alpha1.KubernetesCluster{}
+		switch err := r.client.Get(ctx, key, kc); {
+		case kerrors.IsNotFound(err):
+			abandoned = append(abandoned, key.String())
+		case err != nil:
+			return reconcile.Result{}, errors.Wrap(err, errGetCluster)
+		default:
+			pending = append(pending, key.String()+" (not connected)")
+		}
+	}
 	for _, m := range members {
 		key := m.ClusterKey().String()
 		if !m.Synced() {
@@ -146,6 +173,9 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 	if len(pending) > 0 {
 		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
 		return reconcile.Result{RequeueAfter: cleanupRetry}, nil
+	}
+	if len(abandoned) > 0 {
+		r.record.Event(w, event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster of %v is gone: whatever of this Workload may remain in that cluster is abandoned", abandoned)))
 	}
 	return ignoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
 }

@@ -31,9 +31,11 @@ import (
 // rejections are the API's, in apis/compute/v1alpha1).
 const (
 	reasonCommitted  event.Reason = "Committed"
+	reasonFenced     event.Reason = "Fenced"
 	reasonRejected   event.Reason = "Rejected"
 	reasonCandidates event.Reason = "CreatedCandidates"
 	reasonCleanup    event.Reason = "CleanupPending"
+	reasonAbandoned  event.Reason = "Abandoned"
 	reasonReplacing  event.Reason = "Replacing"
 )
 
@@ -43,6 +45,7 @@ const (
 	errListChaperons  = "cannot list PodChaperons"
 	errCreateChaperon = "cannot create PodChaperon"
 	errAllowChaperon  = "cannot allow PodChaperon"
+	errGiveUp         = "cannot ask the member to fence PodChaperon"
 	errDeleteChaperon = "cannot delete PodChaperon"
 	errFinalizer      = "cannot patch the Workload's finalizers"
 	errGetService     = "cannot get the delivered Service"

@@ -121,16 +121,29 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if err != nil {
 		return true, err
 	}
-	age := time.Since(oldest(chs))
+	age := handshakeAge(w, chs)
 	d := propagator.Decide(w, st, true, age, r.timeout)
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
 	case propagator.Wait:
 		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
 		s.requeueAfter(d.After)
+	case propagator.Fence:
+		// Rejected once the member confirms that none of them can bind.
+		s.log.Debug("fencing the candidates before rejecting the cluster", "reason", d.Reason, "windowed", len(st.Windowed))
+		if err := r.giveUp(ctx, m, w, st.Windowed); err != nil {
+			return true, err
+		}
 	case propagator.Reject:
 		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
 		s.reject(s.target, d.Reason, d.Message)
+		if len(st.Fenced) > 0 {
+			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
+		}
+		// What was fenced goes: chosen again later, the cluster gets new candidates.
+		if err := r.deleteChaperons(ctx, m, w, st.Fenced); err != nil {
+			return true, err
+		}
 	case propagator.Commit, propagator.Deliver:
 		s.committed = true
 		// The cluster took the candidates: an earlier rejection by it
@@ -196,7 +209,7 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 	if s.decision.Action != propagator.Commit {
 		return false, nil
 	}
-	age := time.Since(oldest(s.chaperons))
+	age := handshakeAge(s.w, s.chaperons)
 	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
 	// What the pods need is there before the first of them binds.
@@ -283,7 +296,13 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		role = propagator.RunnerUp
 	}
 	for n, i := range st.Missing {
-		if err := cl.Create(ctx, propagator.NewChaperon(w, ns, i, role)); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
+		ch := propagator.NewChaperon(w, ns, i, role)
+		if role == propagator.NoHold && st.Allowed == 0 {
+			// Not committed yet: it may bind without is-allowed only
+			// within the window its member enforces (design §4.9).
+			propagator.SetBindWindow(ch, r.timeout)
+		}
+		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
 				// Nothing of it is there to bring it back: what was
 				// copied for it goes now.
@@ -390,6 +409,58 @@ func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v
 		}
 	}
 	return nil
+}
+
+// giveUpPatch asks the member to fence a candidate (design §4.9).
+var giveUpPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationGiveUp+`":"true"}}}`))
+
+// giveUp asks the member to fence candidates that may bind without
+// is-allowed: its agent deletes their pods unless bound, and marks them
+// fenced.
+func (r *PropagatorReconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, ch := range chs {
+		if ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" {
+			continue
+		}
+		if err := cl.Patch(ctx, ch, giveUpPatch); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrap(err, errGiveUp)
+		}
+	}
+	return nil
+}
+
+// deleteChaperons deletes chaperons in a member, as the Workload's tenant.
+func (r *PropagatorReconciler) deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	if len(chs) == 0 {
+		return nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, ch := range chs {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrap(err, errDeleteChaperon)
+		}
+	}
+	return nil
+}
+
+// handshakeAge is how long the chosen cluster has been proving itself, on
+// this process's clock: since the Workload was placed there (Scheduled's
+// lastTransitionTime, which moves with status.clusterRef), so a runner-up
+// promoted late gets its whole timeout. Only a Workload placed without a
+// Scheduled condition (an external scheduler's) falls back to its
+// candidates' age.
+func handshakeAge(w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) time.Duration {
+	if sc := w.Status.GetCondition(v1alpha1.TypeScheduled); sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() {
+		return time.Since(sc.LastTransitionTime.Time)
+	}
+	return time.Since(oldest(chs))
 }
 
 // forbidden reports a write the member refused to the tenant's identity.

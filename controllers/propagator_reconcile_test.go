@@ -57,6 +57,16 @@ var (
 	createdAgo                 = chaperontest.CreatedAgo
 )
 
+// scheduledAgo: the scheduler placed the Workload on its cluster d ago,
+// by this process's clock.
+func scheduledAgo(d time.Duration) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		c := v1alpha1.Scheduled("placed on a", w.Generation)
+		c.LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+		w.Status.SetConditions(c)
+	}
+}
+
 // runnerUp marks a candidate made in a runner-up cluster.
 func runnerUp(ch *mcv1alpha1.PodChaperon) {
 	metav1.SetMetaDataAnnotation(&ch.ObjectMeta, mcv1alpha1.AnnotationRunnerUp, "true")
@@ -166,6 +176,8 @@ func TestPropagatorReconcile(t *testing.T) {
 		sources *mapSources
 		// maxRunnerUps is --max-runner-up-candidates (none when zero).
 		maxRunnerUps int
+		// unconnected are KubernetesClusters with no connection (yet).
+		unconnected []string
 		// wantErr: the (last) reconcile fails, and is retried.
 		wantErr bool
 		passes  int
@@ -403,6 +415,66 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
 		},
 		{
+			name: "a member whose clock runs ahead: its candidates look old, but the handshake began just now on this clock: wait",
+			w:    web(scheduledAgo(time.Second)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(2*timeout))...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout - time.Second},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v by comparing this clock with the member's timestamps", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "no answer within the handshake timeout, counted on this clock from the placement: rejected",
+			w:    web(scheduledAgo(2 * timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...))}
+			},
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+		},
+		{
+			name: "a gang of one past the timeout on this clock is not rejected: it may still bind, and its member's window decides",
+			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...))}
+			},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v while its candidate may still bind there", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "a gang of one the member fenced when its window ended: rejected, the fenced candidate deleted",
+			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedWindow))...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantRejectedAndEmpty(t, e.w, e.members[0], "a", propagator.ReasonHandshakeTimeout, "bind window")
+				wantReason(t, e.rec, reasonFenced)
+			},
+		},
+		{
+			name: "a gang of one unschedulable: its member is asked to fence it, and the cluster is rejected only once it has",
+			w:    web(st.Replicas(1)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout),
+					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu."))...))}
+			},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v before the member fenced the candidate (room may appear there)", e.w.Status.RejectedClusters)
+				}
+				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
+					t.Errorf("%d candidates asked to be fenced, want 1", n)
+				}
+			},
+		},
+		{
 			name: "the member refused a candidate Pod: rejected at once, in its words",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -628,6 +700,33 @@ func TestPropagatorReconcile(t *testing.T) {
 					t.Errorf("finalizers %v: removed while a member may hold candidates", e.w.Finalizers)
 				}
 				wantReason(t, e.rec, reasonCleanup)
+			},
+		},
+		{
+			name:        "deletion after a restart: a cluster the status names that is not connected yet keeps the finalizer",
+			w:           web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members:     func(*v1alpha1.Workload) clustertest.Members { return nil },
+			unconnected: []string{"a"},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) != 1 {
+					t.Errorf("finalizers %v: removed before the cluster the status names confirmed anything", e.w.Finalizers)
+				}
+				wantReason(t, e.rec, reasonCleanup)
+				if len(e.rec.events) == 0 || !strings.Contains(e.rec.events[0].Message, "default/a (not connected)") {
+					t.Errorf("events %+v, want one naming default/a, not connected", e.rec.events)
+				}
+			},
+		},
+		{
+			name:    "deletion: a cluster the status names whose KubernetesCluster is gone is abandoned, with an Event, and the finalizer goes",
+			w:       web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members: func(*v1alpha1.Workload) clustertest.Members { return nil },
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) != 0 {
+					t.Errorf("finalizers %v: held by a cluster that is gone", e.w.Finalizers)
+				}
+				wantReason(t, e.rec, reasonAbandoned)
 			},
 		},
 		{
@@ -1474,6 +1573,9 @@ func TestPropagatorReconcile(t *testing.T) {
 			objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
 			for _, m := range members {
 				objs = append(objs, st.Cluster(m.Key.Name, append([]st.ClusterOption{st.InNamespace(m.Key.Namespace)}, tc.clusters[m.Key.Name]...)...))
+			}
+			for _, name := range tc.unconnected {
+				objs = append(objs, st.Cluster(name))
 			}
 			b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
 			if tc.mgmt != nil {

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -110,6 +111,15 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 	return &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: chaperonName(w, hash, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
 		Spec:       spec,
+	}
+}
+
+// SetBindWindow gives a candidate allowed in advance a bind window: its
+// member lets it bind without is-allowed only within window of the
+// chaperon's creation, as the member's clock counts, and fences it after.
+func SetBindWindow(ch *mcv1alpha1.PodChaperon, window time.Duration) {
+	if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" {
+		ch.Annotations[mcv1alpha1.AnnotationBindWindow] = window.String()
 	}
 }
 

@@ -22,6 +22,10 @@ const (
 	Deliver
 	// Reject: record the cluster in status.rejectedClusters.
 	Reject
+	// Fence: the cluster is to be rejected, but a candidate there may
+	// still bind without is-allowed: ask the member to fence it
+	// (give-up), and reject once it confirms.
+	Fence
 )
 
 // Reasons of a rejection.
@@ -45,7 +49,13 @@ type Decision struct {
 // chosen is whether the cluster is status.clusterRef; the others are
 // fan-out runner-ups, which prove themselves meanwhile but never commit.
 // age is how long the oldest candidate there has existed.
+//
+// Exactly once does not rest on timing (design §4.9): a cluster where a
+// candidate may still bind without is-allowed (State.Windowed) is never
+// rejected on this process's clock. Its rejection is a Fence until its
+// member confirms, and its timeout is the member's own bind window.
 func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Duration) Decision {
+	var d Decision
 	switch {
 	case st.Allowed > 0:
 		// Once a candidate is allowed the cluster is committed: later
@@ -57,16 +67,29 @@ func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Durat
 	case st.Refused != "":
 		// The member's API server refused a candidate Pod: no waiting
 		// changes that; the cluster rejects at once with its message.
-		return Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
+		d = Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
 	case chosen && st.Proven(w.ReplicaCount()):
 		return Decision{Action: Commit}
 	case st.Unschedulable != "":
-		return Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}
+		d = Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}
+	case len(st.Fenced) > 0:
+		d = Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: "the candidate was not bound within its bind window, as the cluster counts it; the cluster fenced it"}
+		if st.FencedWhy == mcv1alpha1.FencedGivenUp {
+			d.Message = "placer gave up on the candidate and the cluster fenced it"
+		}
 	case !chosen:
 		return Decision{Action: Wait}
+	case age >= timeout && len(st.Windowed) > 0:
+		// The member's window, not this clock, ends it: its fence mark
+		// (or the pod's binding) brings the Workload back.
+		return Decision{Action: Wait}
 	case age >= timeout:
-		return Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: fmt.Sprintf("not every candidate was reserved within %s", timeout)}
+		d = Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: fmt.Sprintf("not every candidate was reserved within %s", timeout)}
 	default:
 		return Decision{Action: Wait, After: timeout - age}
 	}
+	if len(st.Windowed) > 0 {
+		d.Action = Fence
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/internal/chaperontest"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -23,6 +24,10 @@ func TestDecide(t *testing.T) {
 	refused := func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
 	}
+	// A gang of one, allowed in advance within the window its member enforces.
+	solo := st.Workload("solo")
+	windowed := chaperontest.Windowed(timeout)
+	fencedWindow, fencedGivenUp := chaperontest.Fenced(mcv1alpha1.FencedWindow), chaperontest.Fenced(mcv1alpha1.FencedGivenUp)
 	cases := []struct {
 		name   string
 		w      *v1alpha1.Workload
@@ -51,6 +56,18 @@ func TestDecide(t *testing.T) {
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
 		{"fan-out runner-up slow: no timeout, it is not the chosen one", w, chaperons(w, ops(), ops()), false, time.Hour, Decision{Action: Wait}},
 		{"new generation before commit: the old candidates still prove the cluster", w2, chaperons(w, ops(reserved), ops(reserved)), true, time.Second, Decision{Action: Commit}},
+		{"gang of one, not bound past the timeout on this clock: the member's window decides, not this clock", solo, chaperons(solo, ops(windowed)), true, time.Hour, Decision{Action: Wait}},
+		{"gang of one bound inside its window: deliver", solo, chaperons(solo, ops(windowed, running)), true, time.Hour, Decision{Action: Deliver}},
+		{"gang of one fenced by its member when its window ended: reject", solo, chaperons(solo, ops(windowed, fencedWindow)), true, time.Second,
+			Decision{Action: Reject, Reason: ReasonHandshakeTimeout, Message: "the candidate was not bound within its bind window, as the cluster counts it; the cluster fenced it"}},
+		{"gang of one unschedulable: fence it before rejecting, since room may appear", solo, chaperons(solo, ops(windowed, unfit)), true, time.Second,
+			Decision{Action: Fence, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"gang of one unschedulable, give-up asked, not confirmed yet: still fence", solo, chaperons(solo, ops(windowed, unfit, chaperontest.GiveUpAsked)), true, time.Second,
+			Decision{Action: Fence, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"gang of one unschedulable and fenced: reject with the target's message", solo, chaperons(solo, ops(windowed, unfit, fencedGivenUp)), true, time.Second,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"gang of one refused by the member's API server: fence (the agent retries the pod)", solo, chaperons(solo, ops(windowed, refused)), true, time.Second,
+			Decision{Action: Fence, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"}},
 		{"new generation after commit: deliver, which rolls out", w2, chaperons(w, ops(allowed, running), ops(allowed, running)), true, time.Second, Decision{Action: Deliver}},
 	}
 	for _, tc := range cases {

@@ -39,6 +39,15 @@ type State struct {
 	ToAllow []*mcv1alpha1.PodChaperon
 	// Outdated chaperons were made from an older pod template.
 	Outdated []*mcv1alpha1.PodChaperon
+	// Windowed are candidates that may still bind without is-allowed,
+	// inside the bind window their member enforces (design §4.9): not
+	// bound, not fenced. A cluster holding one is given up only once its
+	// member has fenced them.
+	Windowed []*mcv1alpha1.PodChaperon
+	// Fenced are candidates the member fenced (they have no pod and never
+	// will), and FencedWhy the reason it gave (mcv1alpha1.Fenced*).
+	Fenced    []*mcv1alpha1.PodChaperon
+	FencedWhy string
 
 	replicas map[int]*replica
 }
@@ -120,6 +129,11 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 			case mcv1alpha1.ReasonPodRefused:
 				st.Refused = c.Message
 			}
+		}
+		if why := ch.Annotations[mcv1alpha1.AnnotationFenced]; why != "" && !allowed {
+			st.Fenced, st.FencedWhy = append(st.Fenced, ch), why
+		} else if _, ok := ch.BindWindow(); ok && !allowed && ch.DeletionTimestamp == nil {
+			st.Windowed = append(st.Windowed, ch)
 		}
 		r.allowed, r.reserved, r.scheduled = r.allowed || allowed, r.reserved || reserved, r.scheduled || scheduled
 		switch ch.Status.Phase {

@@ -57,3 +57,21 @@ func Ended(phase corev1.PodPhase, msg string) Mark {
 func CreatedAgo(d time.Duration) Mark {
 	return func(ch *mcv1alpha1.PodChaperon) { ch.CreationTimestamp = metav1.NewTime(time.Now().Add(-d)) }
 }
+
+// Windowed: the candidate binds without is-allowed, but only within a
+// bind window of d that its member enforces.
+func Windowed(d time.Duration) Mark {
+	return func(ch *mcv1alpha1.PodChaperon) {
+		NoHold(ch)
+		ch.Annotations[mcv1alpha1.AnnotationBindWindow] = d.String()
+	}
+}
+
+// GiveUpAsked: the propagator asked the member to fence the candidate.
+func GiveUpAsked(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationGiveUp] = "true" }
+
+// Fenced: the member fenced the candidate, for the reason given
+// (mcv1alpha1.Fenced*).
+func Fenced(why string) Mark {
+	return func(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationFenced] = why }
+}

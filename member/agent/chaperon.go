@@ -12,6 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -35,9 +36,11 @@ const (
 	errDeletePod      = "cannot delete candidate Pod"
 	errMirrorStatus   = "cannot mirror the Pod's status onto the PodChaperon"
 	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
+	errFence          = "cannot fence the candidate"
 
 	reasonReplacedPod event.Reason = "ReplacedPod"
 	reasonRefusedPod  event.Reason = "RefusedPod"
+	reasonFenced      event.Reason = "Fenced"
 )
 
 // ChaperonReconciler runs in a target cluster (placer agent): each
@@ -48,6 +51,9 @@ const (
 // management cluster, so it keeps pods running while that is unreachable.
 type ChaperonReconciler struct {
 	client client.Client
+	// reader reads a candidate Pod from the API server itself before it is
+	// fenced: the cache may not show a binding yet.
+	reader client.Reader
 	record event.Recorder
 	log    logging.Logger
 
@@ -77,6 +83,7 @@ func SetupChaperonController(mgr ctrl.Manager, workers int) error {
 	}
 	r := &ChaperonReconciler{
 		client:  mgr.GetClient(),
+		reader:  mgr.GetAPIReader(),
 		record:  event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-agent")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:     logging.NewLogrLogger(mgr.GetLogger().WithName("chaperon")),
 		boundAt: map[types.UID]time.Time{},
@@ -104,6 +111,26 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	pod := &corev1.Pod{}
 	err := r.client.Get(ctx, req.NamespacedName, pod)
+	if err != nil && !kerrors.IsNotFound(err) {
+		return reconcile.Result{}, errors.Wrap(err, errGetPod)
+	}
+	found := err == nil
+	fenced, wait, ferr := r.fenceIfDue(ctx, ch, pod, found)
+	if fenced || ferr != nil {
+		return reconcile.Result{}, ferr
+	}
+	res, err := r.keepPod(ctx, ch, pod, err)
+	if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+		// Back when the bind window ends, to fence the candidate then.
+		res.RequeueAfter = wait
+	}
+	return res, err
+}
+
+// keepPod keeps the chaperon's pod (got is the outcome of reading it) and
+// mirrors it back.
+func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod, got error) (reconcile.Result, error) {
+	err := got
 	switch {
 	case kerrors.IsNotFound(err) && podutil.IsPodPhaseTerminal(ch.Status.Phase):
 		// It ran to completion (or failed) on its own (the agent mirrors
@@ -127,6 +154,68 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 	}
 	return r.mirror(ctx, ch, pod)
+}
+
+// fenceIfDue fences a candidate that may bind without is-allowed once the
+// management side gave up on it or its bind window has passed on this
+// cluster's clock (design §4.9): unless it is bound already, its pod is
+// deleted (only if unchanged since read from the API server, so a binding
+// that lands meanwhile wins) and the chaperon is marked fenced, after
+// which it never gets a pod again. Until its window ends, wait says when
+// to look again. found says whether pod was read.
+func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod, found bool) (fenced bool, wait time.Duration, err error) {
+	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || found && pod.Spec.NodeName != "" && metav1.IsControlledBy(pod, ch) {
+		// Allowed, or bound (inside its window): nothing to fence.
+		return false, 0, nil
+	}
+	why := ch.Annotations[mcv1alpha1.AnnotationFenced]
+	if why == "" && ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" {
+		why = mcv1alpha1.FencedGivenUp
+	}
+	if why == "" {
+		deadline, ok := ch.BindDeadline()
+		if !ok {
+			return false, 0, nil
+		}
+		if wait = deadline.Sub(r.now()); wait > 0 {
+			return false, wait, nil
+		}
+		why = mcv1alpha1.FencedWindow
+	}
+	if ch.Annotations[mcv1alpha1.AnnotationFenced] == "" {
+		// Read live: the cache may not show a binding, or a pod, yet.
+		live := &corev1.Pod{}
+		err := r.reader.Get(ctx, types.NamespacedName{Namespace: ch.Namespace, Name: ch.Name}, live)
+		if resource.IgnoreNotFound(err) != nil {
+			return false, 0, errors.Wrap(err, errGetPod)
+		}
+		pod, found = live, err == nil
+	}
+	if found && metav1.IsControlledBy(pod, ch) {
+		if pod.Spec.NodeName != "" {
+			// It bound inside its window: the management side sees it so.
+			return false, 0, nil
+		}
+		rv := pod.ResourceVersion
+		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &rv}); resource.IgnoreNotFound(err) != nil {
+			// A conflict: the pod changed (bound?) since it was read.
+			return false, 0, errors.Wrap(err, errFence)
+		}
+	}
+	if ch.Annotations[mcv1alpha1.AnnotationFenced] != "" {
+		return true, 0, nil
+	}
+	orig := ch.DeepCopy()
+	meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationFenced: why})
+	if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
+		return false, 0, errors.Wrap(resource.IgnoreNotFound(err), errFence)
+	}
+	msg := "the candidate was not bound when its bind window ended: it will not bind here"
+	if why == mcv1alpha1.FencedGivenUp {
+		msg = "the management cluster gave up on the candidate before it was bound: it will not bind here"
+	}
+	r.record.Event(ch, event.Normal(reasonFenced, msg))
+	return true, 0, nil
 }
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers
@@ -186,6 +275,11 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 			Annotations: ch.Annotations,
 		},
 		Spec: *ch.Spec.DeepCopy(),
+	}
+	if deadline, ok := ch.BindDeadline(); ok {
+		// The candidate scheduler reads the window's end off the pod.
+		pod.Annotations = maps.Clone(ch.Annotations)
+		pod.Annotations[mcv1alpha1.AnnotationBindDeadline] = deadline.UTC().Format(time.RFC3339)
 	}
 	// A replacement must be scheduled anew.
 	pod.Spec.NodeName = ""

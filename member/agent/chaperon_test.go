@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 
@@ -190,6 +191,79 @@ func TestChaperonController(t *testing.T) {
 			return p.UID != again.UID && p.Status.Phase == corev1.PodRunning
 		}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// windowed is a gang of one, allowed in advance within a bind window;
+	// nodeSelector keeps its pod unbound when set.
+	windowed := func(t *testing.T, name string, window time.Duration, nodeSelector map[string]string) *mcv1alpha1.PodChaperon {
+		t.Helper()
+		w := &mcv1alpha1.PodChaperon{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{
+				mcv1alpha1.AnnotationAllowWhenReserved: "true", mcv1alpha1.AnnotationBindWindow: window.String()}},
+			Spec: corev1.PodSpec{NodeSelector: nodeSelector, Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}
+		if err := c.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), w) })
+		return w
+	}
+	fenced := func(t *testing.T, ch *mcv1alpha1.PodChaperon, want string) {
+		t.Helper()
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Annotations[mcv1alpha1.AnnotationFenced] != ""
+		})
+		if got := ch.Annotations[mcv1alpha1.AnnotationFenced]; got != want {
+			t.Errorf("fenced=%q, want %q", got, want)
+		}
+		// Its pod is gone and never made again.
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if p, err := local.WaitForPod(wctx, cs, "default", ch.Name, func(*corev1.Pod) bool { return true }); err == nil {
+			t.Errorf("a fenced candidate has a pod: %s on %q (%s)", p.UID, p.Spec.NodeName, p.Status.Phase)
+		}
+	}
+
+	t.Run("a candidate not bound when its window ends is fenced: its pod goes, and never comes back", func(t *testing.T) {
+		ch := windowed(t, "late", 2*time.Second, map[string]string{"example.com/none": "x"})
+		pod, err := local.WaitForPod(ctx, cs, "default", "late", func(*corev1.Pod) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline, ok := mcv1alpha1.PodBindDeadline(pod.Annotations)
+		if want := ch.CreationTimestamp.Add(2 * time.Second); !ok || !deadline.Equal(want) {
+			t.Errorf("pod's bind deadline %v (%v), want the chaperon's creation plus its window, %v", deadline, ok, want)
+		}
+		fenced(t, ch, mcv1alpha1.FencedWindow)
+	})
+
+	t.Run("a candidate the management side gives up on is fenced before its window ends", func(t *testing.T) {
+		ch := windowed(t, "given-up", time.Hour, map[string]string{"example.com/none": "x"})
+		if _, err := local.WaitForPod(ctx, cs, "default", "given-up", func(*corev1.Pod) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationGiveUp+`":"true"}}}`))
+		if err := c.Patch(ctx, ch, patch); err != nil {
+			t.Fatal(err)
+		}
+		fenced(t, ch, mcv1alpha1.FencedGivenUp)
+	})
+
+	t.Run("a candidate bound inside its window is never fenced", func(t *testing.T) {
+		ch := windowed(t, "in-time", 2*time.Second, nil)
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		time.Sleep(time.Until(ch.CreationTimestamp.Add(4 * time.Second)))
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ch), ch); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := ch.Annotations[mcv1alpha1.AnnotationFenced]; ok {
+			t.Errorf("a bound candidate was fenced (%q) after its window", v)
+		}
+		if p, err := cs.CoreV1().Pods("default").Get(ctx, "in-time", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodRunning {
+			t.Errorf("the bound candidate's pod: %v, %v", p, err)
 		}
 	})
 

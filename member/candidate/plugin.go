@@ -50,6 +50,7 @@ type Plugin struct {
 	client  dynamic.Interface
 	lister  cache.GenericLister
 	timeout time.Duration
+	now     func() time.Time
 	// marks queues the is-reserved writes of Reserve and Unreserve.
 	marks *latest.Queue[types.NamespacedName, bool]
 }
@@ -79,7 +80,7 @@ func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, err
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
 	inf := factory.ForResource(chaperons)
-	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout}
+	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout, now: time.Now}
 	p.marks = latest.New(annotationWriters, p.markReserved)
 	go func() { _ = p.marks.Start(ctx) }()
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -165,21 +166,50 @@ func heldChaperonOf(pod *corev1.Pod) (string, bool) {
 // gang of one: its pod carries allow-when-reserved); it holds any other
 // until its chaperon is allowed or the timeout passes (then the pod is
 // unreserved and retried).
+//
+// A candidate allowed in advance that carries a bind deadline binds only
+// before it, on this cluster's clock, and never once the management side
+// gave up on it or the agent fenced it (design §4.9): the manager counts
+// the cluster as given up only after that, so what it gave up on cannot run.
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	name, held := heldChaperonOf(pod)
-	if !held || p.allowed(pod.Namespace, name) {
+	name, ok := chaperonOf(pod)
+	if !ok {
+		return nil, 0
+	}
+	annotations := p.chaperonAnnotations(pod.Namespace, name)
+	if annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
+		return nil, 0
+	}
+	if pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" {
+		if deadline, ok := mcv1alpha1.PodBindDeadline(pod.Annotations); ok && !p.now().Before(deadline) {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonWindowPassed), 0
+		}
+		if annotations[mcv1alpha1.AnnotationGiveUp] == "true" || annotations[mcv1alpha1.AnnotationFenced] != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonGivenUp), 0
+		}
 		return nil, 0
 	}
 	return fwk.NewStatus(fwk.Wait, "waiting for the management cluster to allow the candidate"), p.timeout
 }
 
-func (p *Plugin) allowed(ns, name string) bool {
+// Reasons Permit gives for a candidate allowed in advance that may not bind.
+const (
+	ErrReasonWindowPassed = "the candidate's window to bind without is-allowed has passed"
+	ErrReasonGivenUp      = "the management cluster gave up on the candidate"
+)
+
+// chaperonAnnotations returns the annotations of a chaperon as the
+// plugin's watch last saw them (none when it is not seen).
+func (p *Plugin) chaperonAnnotations(ns, name string) map[string]string {
 	o, err := p.lister.ByNamespace(ns).Get(name)
 	if err != nil {
-		return false
+		return nil
 	}
 	u, ok := o.(*unstructured.Unstructured)
-	return ok && u.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] == "true"
+	if !ok {
+		return nil
+	}
+	return u.GetAnnotations()
 }
 
 // release lets the waiting pod of an allowed chaperon bind.

@@ -135,6 +135,29 @@ func TestCandidateScheduler(t *testing.T) {
 		}
 	})
 
+	t.Run("a gang of one that found no room within its bind window never binds when room appears", func(t *testing.T) {
+		ch := chaperon("late", "6")
+		ch.Annotations = map[string]string{mcv1alpha1.AnnotationAllowWhenReserved: "true", mcv1alpha1.AnnotationBindWindow: "3s"}
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Annotations[mcv1alpha1.AnnotationFenced] != ""
+		})
+		// Room appears, as an autoscaler's node would bring it.
+		if err := target.AddNodes(ctx, local.Node{Name: "node-big", CPU: "16", Memory: "32Gi"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := local.WaitForNodesReady(ctx, cs, 2); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if p, err := local.WaitForPod(wctx, cs, "default", "late", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); err == nil {
+			t.Errorf("the fenced candidate bound to %s once room appeared", p.Spec.NodeName)
+		}
+	})
+
 	t.Run("a candidate never allowed is unreserved at the permit timeout", func(t *testing.T) {
 		ch := chaperon("slow", "1")
 		if err := c.Create(ctx, ch); err != nil {

@@ -23,6 +23,28 @@ const (
 	// chosen cluster before it (of equal pod priority).
 	AnnotationRunnerUp = AnnotationPrefix + "runner-up"
 
+	// AnnotationBindWindow (a Go duration, set by the propagator when it
+	// creates an allow-when-reserved chaperon for a cluster not yet
+	// committed) bounds, on the member's own clock, how long the candidate
+	// may bind without is-allowed: from the chaperon's creationTimestamp
+	// (the member's API server's clock). The agent writes that deadline
+	// onto the pod (AnnotationBindDeadline); the candidate scheduler binds
+	// no such pod after it, and the agent then fences the candidate.
+	AnnotationBindWindow = AnnotationPrefix + "bind-window"
+	// AnnotationBindDeadline (RFC 3339, on the candidate Pod only) is when
+	// the bind window of its chaperon ends, as the member counts it.
+	AnnotationBindDeadline = AnnotationPrefix + "bind-deadline"
+	// AnnotationGiveUp (set by the propagator) asks the member to fence a
+	// candidate that may bind without is-allowed: the management side has
+	// given up on it (its cluster rejected it, or refused its pod).
+	AnnotationGiveUp = AnnotationPrefix + "give-up"
+	// AnnotationFenced (set by the agent) confirms that the candidate has
+	// no pod and never will: it was not bound when its window passed
+	// (FencedWindow) or when the management side gave up on it
+	// (FencedGivenUp). Only then does the propagator count the cluster as
+	// given up: it never judges a member's timestamps by its own clock.
+	AnnotationFenced = AnnotationPrefix + "fenced"
+
 	// CandidateSchedulerName is the scheduler profile of the candidate
 	// scheduler in every member: chaperons in Reserve mode name it.
 	CandidateSchedulerName = "placer-candidate"
@@ -31,6 +53,12 @@ const (
 	// condition when the member's API server refused to create its Pod;
 	// the message is the API server's.
 	ReasonPodRefused = "PodRefused"
+)
+
+// Values of AnnotationFenced: why the member fenced a candidate.
+const (
+	FencedWindow  = "window"
+	FencedGivenUp = "given-up"
 )
 
 // TenantUserPrefix prefixes the user placer's manager impersonates in a

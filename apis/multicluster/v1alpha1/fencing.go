@@ -1,0 +1,44 @@
+package v1alpha1
+
+import "time"
+
+// BindWindow returns how long after its creation the chaperon's candidate
+// may bind without is-allowed, when it has such a window.
+func (ch *PodChaperon) BindWindow() (time.Duration, bool) {
+	d, err := time.ParseDuration(ch.Annotations[AnnotationBindWindow])
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// BindDeadline is when the chaperon's bind window ends: its
+// creationTimestamp, which the member's API server set, plus the window.
+func (ch *PodChaperon) BindDeadline() (time.Time, bool) {
+	d, ok := ch.BindWindow()
+	if !ok {
+		return time.Time{}, false
+	}
+	return ch.CreationTimestamp.Add(d), true
+}
+
+// PodBindDeadline reads the deadline the agent wrote onto a candidate
+// Pod's annotations. A value that does not parse is a deadline passed:
+// the pod then binds only once allowed.
+func PodBindDeadline(annotations map[string]string) (t time.Time, ok bool) {
+	v, ok := annotations[AnnotationBindDeadline]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, true
+	}
+	return t, true
+}
+
+// GivenUp reports whether the management side gave up on the candidate
+// or the member fenced it: either way it must never bind without is-allowed.
+func (ch *PodChaperon) GivenUp() bool {
+	return ch.Annotations[AnnotationGiveUp] == "true" || ch.Annotations[AnnotationFenced] != ""
+}
