@@ -87,6 +87,9 @@ type Connection struct {
 	// client built from a Config with a dialer of its own, and never free it).
 	HTTPClient *http.Client
 	Client     kubernetes.Interface
+	// requests shares HTTPClient's transport for every request that is
+	// not a watch: each has a deadline, and few are in flight at once.
+	requests *http.Client
 
 	hash     [sha256.Size]byte
 	timeout  time.Duration
@@ -153,7 +156,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}
 	// One REST mapper for the watch and the clients: placer's kinds are
 	// discovered once per attempt, not once per client.
-	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, c.HTTPClient)
+	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, c.requests)
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
@@ -215,7 +218,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 	// Chaperons are read from the watch; the one delivered Service per
 	// Workload is read directly rather than cached fleet-wide, and so is
 	// the summary when its watch is checked (LiveHeartbeat).
-	reader, err := client.New(c.Config, client.Options{HTTPClient: c.HTTPClient, Scheme: memberScheme, Mapper: mapper,
+	reader, err := client.New(c.Config, client.Options{HTTPClient: c.requests, Scheme: memberScheme, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: ca, DisableFor: []client.Object{&corev1.Service{}, &mcv1alpha1.ClusterSummary{}}}})
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
@@ -373,8 +376,8 @@ func (c *Connection) Tenant(namespace string) (client.Client, error) {
 		return nil, errors.New(errWatchMember)
 	}
 	hc := &http.Client{
-		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}, c.HTTPClient.Transport),
-		Timeout:   c.HTTPClient.Timeout,
+		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}, c.requests.Transport),
+		Timeout:   c.requests.Timeout,
 	}
 	cl, err := client.New(c.Config, client.Options{HTTPClient: hc, Scheme: memberScheme, Mapper: c.reader.RESTMapper(),
 		Cache: &client.CacheOptions{Reader: c.cache, DisableFor: []client.Object{&corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.ServiceAccount{}}}})

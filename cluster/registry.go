@@ -27,6 +27,11 @@ type Options struct {
 	Burst int
 	// ProbeTimeout bounds one reachability probe.
 	ProbeTimeout time.Duration
+	// RequestTimeout bounds every other request to a member (its
+	// watches excepted), and MaxInFlight how many may be in flight to
+	// one member at once: one more fails at once (design §4.9).
+	RequestTimeout time.Duration
+	MaxInFlight    int
 	// Policy decides which kubeconfigs are used.
 	Policy KubeconfigPolicy
 }
@@ -98,6 +103,12 @@ func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 	if opts.ProbeTimeout == 0 {
 		opts.ProbeTimeout = 5 * time.Second
 	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 10 * time.Second
+	}
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = 4
+	}
 	if notify == nil {
 		notify = func(types.NamespacedName) {}
 	}
@@ -151,7 +162,8 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	if err != nil {
 		return nil, errors.New(errNewClient)
 	}
-	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{}), namespaces: namespaces}
+	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{}), namespaces: namespaces,
+		requests: requestClient(hc, r.opts.RequestTimeout, r.opts.MaxInFlight)}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }
