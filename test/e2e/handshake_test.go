@@ -64,6 +64,13 @@ func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...loca
 // member with that identity's kubeconfig.
 func register(t *testing.T, c client.Client, m *member, labels map[string]string, namespaces ...string) {
 	t.Helper()
+	registerAt(t, c, m, "", labels, namespaces...)
+}
+
+// registerAt registers the member as register does, reached at server
+// ("" for its API server itself; a fault proxy's address in TestFaults).
+func registerAt(t *testing.T, c client.Client, m *member, server string, labels map[string]string, namespaces ...string) {
+	t.Helper()
 	ctx := context.Background()
 	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager"); err != nil {
 		t.Fatal(err)
@@ -82,6 +89,9 @@ func register(t *testing.T, c client.Client, m *member, labels map[string]string
 	kubeconfig, err := m.target.KubeconfigFor("placer-manager")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if server != "" {
+		kubeconfig = withServer(t, kubeconfig, server)
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
 	if err := c.Create(ctx, s); err != nil {
@@ -240,6 +250,14 @@ func (s *readySampler) lowest() map[types.UID]int {
 // Deployment does — and every bound pod of a workload in one cluster.
 func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 	t.Helper()
+	for _, v := range boundTwice(t, members...) {
+		t.Error(v)
+	}
+}
+
+// boundTwice returns what breaks the fleet invariant now, if anything.
+func boundTwice(t *testing.T, members ...*member) []string {
+	t.Helper()
 	bound := map[string][]string{}
 	clusters := map[string]map[string]bool{}
 	for _, m := range members {
@@ -260,16 +278,19 @@ func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 			clusters[uid][m.name] = true
 		}
 	}
+	var out []string
 	for key, where := range bound {
 		if len(where) > 1 {
-			t.Errorf("replica %s is bound %d times: %v", key, len(where), where)
+			out = append(out, fmt.Sprintf("replica %s is bound %d times: %v", key, len(where), where))
 		}
 	}
 	for uid, in := range clusters {
 		if len(in) > 1 {
-			t.Errorf("workload %s has bound pods in %d clusters: %v", uid, len(in), in)
+			out = append(out, fmt.Sprintf("workload %s has bound pods in %d clusters: %v", uid, len(in), in))
 		}
 	}
+	slices.Sort(out)
+	return out
 }
 
 func memberNamed(ms []*member, name string) *member {

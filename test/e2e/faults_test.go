@@ -1,0 +1,239 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"go.etcd.io/etcd/pkg/v3/proxy"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/testenv"
+	"github.com/placer-dev/placer/propagator"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// link is the manager's way to a member, through a TCP proxy the test
+// controls (etcd's robustness proxy): it can be cut so that nothing
+// crosses it while the member runs on (a blackhole: connections are
+// accepted, and nothing is answered), and healed.
+type link struct {
+	proxy.Server
+	// Addr is the proxy's https address, for the member's kubeconfig.
+	Addr string
+}
+
+// newLink starts a proxy to the member's API server; the test's cleanup
+// closes it.
+func newLink(t *testing.T, m *member) *link {
+	t.Helper()
+	to, err := url.Parse(m.target.Server())
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := url.URL{Scheme: "tcp", Host: freeAddr(t)}
+	p := proxy.NewServer(proxy.ServerConfig{Logger: zap.NewNop(), From: from, To: url.URL{Scheme: "tcp", Host: to.Host}})
+	select {
+	case <-p.Ready():
+	case err := <-p.Error():
+		t.Fatalf("fault proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return &link{Server: p, Addr: "https://" + from.Host}
+}
+
+// cut stops everything crossing the link, both ways, on connections open
+// and new.
+func (l *link) cut() { l.BlackholeTx(); l.BlackholeRx() }
+
+// heal lets traffic cross again.
+func (l *link) heal() { l.UnblackholeTx(); l.UnblackholeRx() }
+
+// withServer points a kubeconfig's clusters at server.
+func withServer(t *testing.T, kubeconfig []byte, server string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = server
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// boundSampler checks the fleet invariant (boundTwice) every 200 ms until
+// stopped, and keeps every sample that broke it, with its time.
+type boundSampler struct {
+	stopc chan struct{}
+	done  chan []string
+}
+
+func sampleBound(t *testing.T, members ...*member) *boundSampler {
+	s := &boundSampler{stopc: make(chan struct{}), done: make(chan []string, 1)}
+	start := time.Now()
+	go func() {
+		var broken []string
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, v := range boundTwice(t, members...) {
+				broken = append(broken, time.Since(start).Round(100*time.Millisecond).String()+": "+v)
+			}
+			select {
+			case <-s.stopc:
+				s.done <- broken
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns what broke the invariant.
+func (s *boundSampler) stop() []string {
+	close(s.stopc)
+	return <-s.done
+}
+
+// TestFaults runs the fleet while it misbehaves between clean failures
+// (issue 27): a member's link cut while the member runs on, the manager
+// killed in the middle of a deletion. Each case fails on f435c1c.
+func TestFaults(t *testing.T) {
+	env := testenv.Start(t)
+	// x is reached only through a link the test cuts; its node has no
+	// room for pods that need pool=burst until the test adds one.
+	x := startMember(t, "x", false, local.Node{Name: "x-0", CPU: "8", Memory: "16Gi"})
+	y := startMember(t, "y", false, local.Node{Name: "y-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "burst"}})
+	members := []*member{x, y}
+	toX := newLink(t, x)
+	mgmt := install(t, env.Config, "management")["placer-manager"]
+	logDir := t.TempDir()
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
+	// A short handshake timeout: it is also the bind window of a gang of one.
+	args := append(managerArgs(mgmt, ports), "--handshake-timeout=10s")
+	kill := runManager(t, args, logDir)
+	wc := testenv.Watcher(t, env.Config)
+	registerAt(t, env.Client, x, toX.Addr, map[string]string{"tier": "x"}, "default")
+	register(t, env.Client, y, map[string]string{"tier": "y"}, "default")
+	xReady := func(t *testing.T) {
+		t.Helper()
+		for _, m := range members {
+			kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name}}
+			testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, func(kc *v1alpha1.KubernetesCluster) bool {
+				return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			})
+		}
+	}
+	xReady(t)
+	workload := func(t *testing.T, name string, opts ...st.WorkloadOption) *v1alpha1.Workload {
+		t.Helper()
+		w := st.Workload(name, append([]st.WorkloadOption{st.Replicas(1), st.Requests("100m", "64Mi"),
+			st.PreferredClusterAffinity(100, st.Term(st.Expr("tier", "In", "x")))}, opts...)...)
+		w.UID, w.Generation = "", 0
+		if err := env.Client.Create(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	readyOn := func(t *testing.T, w *v1alpha1.Workload, cluster string) {
+		t.Helper()
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == cluster
+		})
+	}
+
+	t.Run("a gang of one whose chosen member is cut off runs once, even when room appears there after it was given up", func(t *testing.T) {
+		ctx := context.Background()
+		// Watch x's chaperons directly, to cut the link as soon as the
+		// Workload's candidate is there: before the manager learns
+		// anything of it.
+		watch, err := x.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{propagator.LabelWorkloadUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watch.Stop()
+		w := workload(t, "solo", func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "burst"}
+		},
+			// It leaves a cluster that stops answering at once.
+			st.TolerateFor(v1alpha1.TaintClusterUnreachable, 0), st.TolerateFor(v1alpha1.TaintClusterNotReady, 0))
+		var created time.Time
+		for ev := range watch.ResultChan() {
+			if ch, ok := ev.Object.(*mcv1alpha1.PodChaperon); ok && strings.HasPrefix(ch.Name, "solo-") {
+				toX.cut()
+				created = ch.CreationTimestamp.Time
+				break
+			}
+		}
+		defer toX.heal()
+		sampler := sampleBound(t, members...)
+		readyOn(t, w, "y")
+		// Room appears in x once the manager has moved on, after the
+		// candidate's window (the handshake timeout, on x's clock).
+		time.Sleep(time.Until(created.Add(12 * time.Second)))
+		if err := x.target.AddNodes(ctx, local.Node{Name: "x-burst", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "burst"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Second)
+		toX.heal()
+		// x answers again: what was given up there goes.
+		waitNoChaperons(t, x, w)
+		if broken := sampler.stop(); len(broken) > 0 {
+			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
+		}
+		readyOn(t, w, "y")
+		checkOneBoundPerReplica(t, members...)
+		if err := env.Client.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+	})
+
+	t.Run("a Workload deleted while its member is cut off keeps its finalizer across a manager restart, and nothing of it is left once the member answers", func(t *testing.T) {
+		ctx := context.Background()
+		xReady(t)
+		w := workload(t, "doomed")
+		readyOn(t, w, "x")
+		toX.cut()
+		defer toX.heal()
+		if err := env.Client.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		kill()
+		kill = runManager(t, args, logDir)
+		// The restarted manager has not connected x yet, and then cannot
+		// reach it: nothing there is confirmed.
+		time.Sleep(15 * time.Second)
+		got := &v1alpha1.Workload{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			if kerrors.IsNotFound(err) {
+				t.Fatal("the Workload's finalizer went while its member was cut off: its pods there run on, with nothing to remove them")
+			}
+			t.Fatal(err)
+		}
+		if len(pods(t, x, w)) == 0 {
+			t.Fatal("x lost the Workload's pods while cut off; the case proves nothing")
+		}
+		toX.heal()
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		waitNoChaperons(t, x, w)
+		waitNoPods(t, x, w)
+	})
+}
