@@ -94,6 +94,14 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 				w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Reason: propagator.ReasonHandshakeTimeout, Generation: w.Generation, RetryAfter: &retry, Attempts: 1}}
 			}),
 			want: want{cluster: "c", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
+		{name: "a drain whose new cluster rejected it, with nowhere else to go, comes back to the old cluster once it is uncordoned",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a"), st.Cluster("b")},
+			w: st.Workload("w", st.PlacedOn("b"), running, func(w *v1alpha1.Workload) {
+				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
+				retry := metav1.NewTime(time.Now().Add(time.Minute))
+				w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Reason: v1alpha1.ReasonUnschedulable, Generation: w.Generation, RetryAfter: &retry, Attempts: 1}}
+			}),
+			want: want{cluster: "a", status: corev1.ConditionTrue, reason: v1alpha1.ReasonScheduled, left: "a/" + v1alpha1.ReasonTainted}},
 		{name: "StopBeforeStart: the Ready count goes with the cluster left",
 			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", tainted), st.Cluster("b")},
 			w: st.Workload("w", st.PlacedOn("a"), running, func(w *v1alpha1.Workload) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -35,9 +37,10 @@ func (p *HandshakeRejected) Name() string { return HandshakeRejectedName }
 
 // Filter fails a cluster rejected for the Workload's current generation
 // until the rejection expires (RejectionExpired), and a cluster the
-// Workload left that may still hold its pods.
+// Workload left that may still hold its pods, until what made it leave is
+// over (LeaveOver): then its copy there is the chosen cluster's again.
 func (p *HandshakeRejected) Filter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
-	if lc := w.Left(c.Key); lc != nil {
+	if lc := w.Left(c.Key); lc != nil && !LeaveOver(c) {
 		return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonLeft, lc.Reason))
 	}
 	if r := w.Rejection(c.Key); r != nil && !RejectionExpired(r, c, time.Now()) {
@@ -48,6 +51,23 @@ func (p *HandshakeRejected) Filter(_ context.Context, _ *scheduler.CycleState, w
 		return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonRejected, why))
 	}
 	return nil
+}
+
+// LeaveOver reports whether nothing that makes a Workload leave a cluster
+// holds any more: it is Ready, not being deleted, and has no NoExecute
+// taint (uncordoned after a drain, or answering again with its condition
+// taints gone). A Workload that left it and found no other cluster (the
+// new one rejected it) may come back to it.
+func LeaveOver(c *scheduler.ClusterInfo) bool {
+	if c.Ready.Status != corev1.ConditionTrue || c.Cluster.DeletionTimestamp != nil {
+		return false
+	}
+	for i := range c.Taints {
+		if c.Taints[i].Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	return true
 }
 
 // RejectionExpired reports whether a rejection may be tried again: its

@@ -43,8 +43,13 @@ func TestHandshakeRejectedExpires(t *testing.T) {
 			want: map[string]string{"a": "cluster(s) rejected the candidate pods (full)", "b": ""}},
 		{name: "its backoff is over", clusters: clusters, w: st.Workload("w", rejected(at(-time.Second))),
 			want: map[string]string{"a": "", "b": ""}},
-		{name: "a cluster the Workload left, which may hold its pods, is not chosen again", clusters: clusters, w: st.Workload("w", left),
+		{name: "a cluster the Workload left, which may hold its pods, is not chosen again while it is tainted NoExecute",
+			clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a"), st.Cluster("b", st.Taint(v1alpha1.TaintClusterUnreachable, "", v1alpha1.TaintEffectNoExecute))}, w: st.Workload("w", left),
 			want: map[string]string{"a": "", "b": "cluster(s) were left (Unreachable) and may still hold the Workload's pods"}},
+		{name: "nor while it is not Ready", clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a"), st.Cluster("b", st.NotReady(v1alpha1.ReasonUnreachable))}, w: st.Workload("w", left),
+			want: map[string]string{"a": "", "b": "cluster(s) were left (Unreachable) and may still hold the Workload's pods"}},
+		{name: "a cluster left whose reason to leave is over (uncordoned, Ready again) may be chosen again", clusters: clusters, w: st.Workload("w", left),
+			want: map[string]string{"a": "", "b": ""}},
 	})
 
 	// A cluster that opened up after the rejection (ClusterInfo.OpenedAt)
