@@ -253,8 +253,14 @@ func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m clust
 	}
 	ns := m.TargetNamespace(w)
 	for _, ref := range d.missing {
-		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, propagator.NewObject(ref.Kind))
+		obj := propagator.NewObject(ref.Kind)
+		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
 		switch {
+		case err == nil && propagator.IsCopy(obj) && !propagator.CopiedFrom(obj, propagator.Source(w.Namespace, ref.Name)):
+			// What placer copied there for another source, maybe another
+			// tenant's, is never read in place of the Workload's own.
+			problems = append(problems, fmt.Sprintf("%s does not exist, and %s/%s in %s is placer's copy of %s, which the pods may not read",
+				coreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey(), obj.GetAnnotations()[propagator.AnnotationSource]))
 		case err == nil, kerrors.IsForbidden(err):
 		case kerrors.IsNotFound(err):
 			problems = append(problems, fmt.Sprintf("%s does not exist (nor does %s/%s in %s)", coreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey()))

@@ -1325,6 +1325,24 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name:    "dependencies: a Secret missing from the Workload's namespace that the cluster has only as placer's copy of another tenant's holds the pods",
+			w:       web(needs),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(other))}
+			},
+			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates: their pods would read team-b's Secret", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonMissingDependency || !strings.Contains(c.Message, "team-b/db") {
+					t.Errorf("Ready %s %q, want MissingDependency naming team-b/db", c.Reason, c.Message)
+				}
+			},
+		},
+		{
 			// And the member is asked once per reconcile, though both the
 			// hold and the candidates' creation want to know.
 			name:    "dependencies: an object missing from the Workload's namespace that the cluster has holds nothing",

@@ -199,9 +199,12 @@ func NewCopy(src client.Object, namespace string) client.Object {
 	return nil
 }
 
+// IsCopy reports whether obj in a member is a copy placer made, of any source.
+func IsCopy(obj client.Object) bool { return obj.GetLabels()[LabelDependency] == "true" }
+
 // CopiedFrom reports whether obj in a member is placer's copy of source.
 func CopiedFrom(obj client.Object, source string) bool {
-	return obj.GetLabels()[LabelDependency] == "true" && obj.GetAnnotations()[AnnotationSource] == source
+	return IsCopy(obj) && obj.GetAnnotations()[AnnotationSource] == source
 }
 
 // Sync makes a copy's data that of want (a NewCopy); it reports whether
