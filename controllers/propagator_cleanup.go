@@ -94,6 +94,10 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 		// Gone, it has no labels: only the clusters of its own namespace serve it.
 		return nil, nil, errors.Wrap(err, errGetNamespace)
 	}
+	bound, err := r.boundBy(ctx, w.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []cluster.Member
 	registered := map[types.NamespacedName]bool{}
 	for _, m := range r.members.Members() {
@@ -109,7 +113,7 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 			continue
 		}
 		kc := &v1alpha1.KubernetesCluster{}
-		if err := r.client.Get(ctx, m.ClusterKey(), kc); err == nil && validation.Serves(kc, w.Namespace, ns.Labels) {
+		if err := r.client.Get(ctx, m.ClusterKey(), kc); err == nil && validation.Serves(kc, w.Namespace, ns.Labels, bound) {
 			out = append(out, m)
 		}
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -46,6 +47,7 @@ const (
 	errCreateChaperon = "cannot create PodChaperon"
 	errAllowChaperon  = "cannot allow PodChaperon"
 	errGiveUp         = "cannot ask the member to fence PodChaperon"
+	errListBindings   = "cannot list ClusterBindings"
 	errDeleteChaperon = "cannot delete PodChaperon"
 	errFinalizer      = "cannot patch the Workload's finalizers"
 	errGetService     = "cannot get the delivered Service"
@@ -187,6 +189,8 @@ type scope struct {
 	// verdict on the template and the namespace's labels, for admission.
 	verdict         *validation.Verdict
 	namespaceLabels map[string]string
+	// bound: the cluster namespaces the Workload's namespace binds.
+	bound sets.Set[string]
 	// deps are what each delivered Workload's pods need (resolve);
 	// watched: the sources were pointed at them.
 	deps    map[*v1alpha1.Workload]*dependencies

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"slices"
 	"strconv"
 	"time"
@@ -367,7 +368,11 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 		if err := r.client.Get(ctx, types.NamespacedName{Name: s.w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 			return nil, "", "", errors.Wrap(err, errGetNamespace)
 		}
-		s.verdict, s.namespaceLabels = r.verdicts.For(s.w), ns.Labels
+		bound, err := r.boundBy(ctx, s.w.Namespace)
+		if err != nil {
+			return nil, "", "", err
+		}
+		s.verdict, s.namespaceLabels, s.bound = r.verdicts.For(s.w), ns.Labels, bound
 	}
 	verdict := s.verdict
 	if delivered != s.w {
@@ -376,8 +381,18 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 		// template passes), once per generation and set of rules.
 		verdict = r.verdicts.ForOverridden(delivered, applied)
 	}
-	reason, msg = verdict.Admit(kc, s.namespaceLabels)
+	reason, msg = verdict.Admit(kc, s.namespaceLabels, s.bound)
 	return delivered, reason, msg, nil
+}
+
+// boundBy returns the cluster namespaces a management namespace's
+// ClusterBindings bind, from the manager's cache.
+func (r *PropagatorReconciler) boundBy(ctx context.Context, namespace string) (sets.Set[string], error) {
+	cbs := &v1alpha1.ClusterBindingList{}
+	if err := r.client.List(ctx, cbs, client.InNamespace(namespace)); err != nil {
+		return nil, errors.Wrap(err, errListBindings)
+	}
+	return v1alpha1.BoundNamespaces(cbs.Items), nil
 }
 
 // refuseChange records that the committed cluster refuses the Workload's

@@ -83,6 +83,7 @@ type SchedulerReconciler struct {
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=clusterbindings,verbs=get;list;watch
 
 // SetupSchedulerController adds the scheduler controller to the manager.
 func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) error {

@@ -26,7 +26,22 @@ func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) e
 	if err := watch(ctx, mgr, &v1alpha1.Workload{}, r.addWorkload, r.updateWorkload, r.deleteWorkload); err != nil {
 		return err
 	}
-	return watch(ctx, mgr, &corev1.Namespace{}, r.addNamespace, r.updateNamespace, r.deleteNamespace)
+	if err := watch(ctx, mgr, &corev1.Namespace{}, r.addNamespace, r.updateNamespace, r.deleteNamespace); err != nil {
+		return err
+	}
+	return watch(ctx, mgr, &v1alpha1.ClusterBinding{}, r.addBinding, func(_, cb *v1alpha1.ClusterBinding) { r.addBinding(cb) }, r.deleteBinding)
+}
+
+// addBinding records a ClusterBinding; a new one may let pending Workloads
+// of its namespace fit.
+func (r *SchedulerReconciler) addBinding(cb *v1alpha1.ClusterBinding) {
+	if r.cache.UpsertBinding(client.ObjectKeyFromObject(cb), cb.Spec.ClusterNamespace) {
+		r.requeuePending(false)
+	}
+}
+
+func (r *SchedulerReconciler) deleteBinding(cb *v1alpha1.ClusterBinding) {
+	r.cache.DeleteBinding(client.ObjectKeyFromObject(cb))
 }
 
 // watch calls typed functions on the events of the manager's informer of a kind.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"k8s.io/apimachinery/pkg/util/sets"
 	"reflect"
 	"slices"
 	"sync"
@@ -40,6 +41,8 @@ type Cache struct {
 	slots      map[types.NamespacedName]int
 	pending    map[types.NamespacedName]pendingWorkload
 	namespaces map[string]labels.Set
+	// bindings: each ClusterBinding's cluster namespace.
+	bindings map[types.NamespacedName]string
 	// assumed decisions not yet confirmed by the informer, by UID.
 	assumed map[types.UID]*assumption
 	// unbound is, per cluster, the requests of the replicas of the
@@ -79,6 +82,7 @@ func NewCache() *Cache {
 		slots:      map[types.NamespacedName]int{},
 		pending:    map[types.NamespacedName]pendingWorkload{},
 		namespaces: map[string]labels.Set{},
+		bindings:   map[types.NamespacedName]string{},
 		assumed:    map[types.UID]*assumption{},
 		unbound:    map[types.NamespacedName]corev1.ResourceList{},
 		views:      map[types.NamespacedName]*ClusterInfo{},
@@ -486,6 +490,27 @@ func (c *Cache) DeleteNamespace(name string) {
 	c.snap = nil
 }
 
+// UpsertBinding records a ClusterBinding: its namespace binds the
+// clusters of clusterNamespace. It reports whether that changed anything.
+func (c *Cache) UpsertBinding(key types.NamespacedName, clusterNamespace string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.bindings[key]; ok && cur == clusterNamespace {
+		return false
+	}
+	c.bindings[key] = clusterNamespace
+	c.snap = nil
+	return true
+}
+
+// DeleteBinding forgets a ClusterBinding.
+func (c *Cache) DeleteBinding(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.bindings, key)
+	c.snap = nil
+}
+
 // Snapshot returns the fleet as it is now, assumptions included. It is
 // built again only after a change.
 func (c *Cache) Snapshot() *Snapshot {
@@ -513,5 +538,12 @@ func (c *Cache) Snapshot() *Snapshot {
 		ns[k] = v
 	}
 	c.snap = newSnapshot(clusters, slices.Clone(c.placed), ns, bySlot)
+	c.snap.Bound = map[string]sets.Set[string]{}
+	for k, clusterNamespace := range c.bindings {
+		if c.snap.Bound[k.Namespace] == nil {
+			c.snap.Bound[k.Namespace] = sets.New[string]()
+		}
+		c.snap.Bound[k.Namespace].Insert(clusterNamespace)
+	}
 	return c.snap
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sort"
 	"time"
 
@@ -114,6 +115,9 @@ type Snapshot struct {
 	// snapshot; resolved once so affinity terms need no lookups.
 	placedOn   []*ClusterInfo
 	Namespaces map[string]labels.Set
+	// Bound holds, per management namespace, the cluster namespaces its
+	// ClusterBindings bind (v1alpha1.Serves).
+	Bound map[string]sets.Set[string]
 }
 
 // NewSnapshot builds a snapshot; clusters are sorted by namespace and name.

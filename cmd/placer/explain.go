@@ -215,6 +215,14 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 	for _, ns := range nss.Items {
 		cache.UpsertNamespace(ns.Name, ns.Labels)
 	}
+	// The Workload's namespace's own: what its tenant may read.
+	cbs := &v1alpha1.ClusterBindingList{}
+	if err := c.List(ctx, cbs, client.InNamespace(w.Namespace)); err != nil {
+		return nil, errors.Wrap(err, "cannot list ClusterBindings")
+	}
+	for i := range cbs.Items {
+		cache.UpsertBinding(client.ObjectKeyFromObject(&cbs.Items[i]), cbs.Items[i].Spec.ClusterNamespace)
+	}
 	return cache.Snapshot(), nil
 }
 

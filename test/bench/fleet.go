@@ -110,6 +110,11 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		if err := f.mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return f, err
 		}
+		// Each phase's namespace accepts the platform's clusters (default).
+		cb := &v1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}, Spec: v1alpha1.ClusterBindingSpec{ClusterNamespace: "default"}}
+		if err := f.mc.Create(ctx, cb); err != nil {
+			return f, err
+		}
 	}
 
 	for i, m := range f.members {

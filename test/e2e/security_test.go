@@ -43,7 +43,7 @@ func TestSecurity(t *testing.T) {
 	if err := config.GrantManager(ctx, m.target.Clientset, "placer-manager"); err != nil {
 		t.Fatal(err)
 	}
-	for _, open := range [][2]string{{"default", "default"}, {"default", "shared"}, {"default", "strict"}, {"team-b", "shared"}, {"team-d", "shared"}} {
+	for _, open := range [][2]string{{"default", "default"}, {"default", "shared"}, {"default", "strict"}, {"team-b", "shared"}, {"team-d", "shared"}, {"team-e", "shared"}} {
 		if err := config.OpenNamespace(ctx, m.target.Clientset, "placer-manager", open[0], open[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -54,6 +54,7 @@ func TestSecurity(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"placer.dev/tenant": "true"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-d", Labels: map[string]string{"placer.dev/tenant": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-e", Labels: map[string]string{"placer.dev/tenant": "true"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "rogue"}},
 	} {
 		if err := env.Client.Create(ctx, ns); err != nil {
@@ -79,8 +80,20 @@ func TestSecurity(t *testing.T) {
 	}
 	// The platform's cluster maps team-d's Workloads into shared.
 	registerIn("default", "m", &metav1.LabelSelector{MatchLabels: map[string]string{"placer.dev/tenant": "true"}}, map[string]v1alpha1.NamespaceName{"team-d": "shared"})
-	// The same member, registered by another tenant in its own namespace.
-	registerIn("rogue", "rogue", nil, nil)
+	// The same member, registered by another tenant in its own namespace
+	// and offered to every namespace.
+	registerIn("rogue", "rogue", &metav1.LabelSelector{}, nil)
+	// team-b and team-d accept what the platform (namespace default)
+	// offers them; team-e, offered too, has not accepted yet.
+	bind := func(t *testing.T, ns, clusterNamespace string) {
+		t.Helper()
+		cb := &v1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterNamespace}, Spec: v1alpha1.ClusterBindingSpec{ClusterNamespace: clusterNamespace}}
+		if err := env.Client.Create(ctx, cb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind(t, "team-b", "default")
+	bind(t, "team-d", "default")
 	wc := testenv.Watcher(t, env.Config)
 	for _, key := range [][2]string{{"default", "m"}, {"rogue", "rogue"}} {
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key[0], Name: key[1]}}
@@ -150,6 +163,20 @@ func TestSecurity(t *testing.T) {
 		c := scheduled(t, named, corev1.ConditionFalse)
 		if !strings.Contains(c.Message, "did not serve the Workload's namespace") {
 			t.Errorf("Scheduled message %q does not say rogue/rogue does not serve default", c.Message)
+		}
+	})
+
+	t.Run("a cluster offered to a namespace attracts nothing of it until the namespace binds it", func(t *testing.T) {
+		w := create(t, "team-e", "waits", func(w *v1alpha1.Workload) { w.Spec.TargetNamespace = "shared" })
+		c := scheduled(t, w, corev1.ConditionFalse)
+		if !strings.Contains(c.Message, "2 cluster(s) did not serve the Workload's namespace") {
+			t.Errorf("Scheduled message %q does not say neither cluster serves team-e", c.Message)
+		}
+		wantNoCandidates(t, w)
+		bind(t, "team-e", "default")
+		ready(t, w)
+		if w.Status.ClusterRef.Namespace != "default" || w.Status.ClusterRef.Name != "m" {
+			t.Errorf("placed on %s/%s, want default/m, the one it bound", w.Status.ClusterRef.Namespace, w.Status.ClusterRef.Name)
 		}
 	})
 

@@ -37,4 +37,5 @@ var (
 func init() {
 	SchemeBuilder.Register(&KubernetesCluster{}, &KubernetesClusterList{})
 	SchemeBuilder.Register(&Workload{}, &WorkloadList{})
+	SchemeBuilder.Register(&ClusterBinding{}, &ClusterBindingList{})
 }

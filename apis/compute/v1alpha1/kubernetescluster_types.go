@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // SecretKeySelector names a key of a Secret in the same namespace.
@@ -95,10 +96,13 @@ type KubernetesClusterSpec struct {
 	Provider string `json:"provider,omitempty"`
 
 	// NamespaceSelector selects the management namespaces, besides the
-	// cluster's own, whose Workloads may be placed on this cluster. When
-	// unset the cluster serves its own namespace only; an empty selector
-	// ({}) serves every namespace. A KubernetesCluster is a tenant's
-	// registration: nothing of another tenant lands on it unless it says so.
+	// cluster's own, to which this cluster is offered: their Workloads may
+	// be placed on it once the namespace accepts the offer with a
+	// ClusterBinding naming this cluster's namespace (consent on both
+	// sides). When unset the cluster serves its own namespace only; an
+	// empty selector ({}) offers it to every namespace. A KubernetesCluster
+	// is a tenant's registration: nothing of another tenant lands on it
+	// unless both say so.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
@@ -217,7 +221,18 @@ func (kc *KubernetesCluster) Tenants() labels.Selector {
 
 // Serves reports whether a cluster of namespace clusterNamespace, with
 // tenants (from Tenants), serves the Workloads of a management namespace
-// with these labels.
-func Serves(clusterNamespace string, tenants labels.Selector, namespace string, namespaceLabels labels.Set) bool {
-	return clusterNamespace == namespace || tenants != nil && tenants.Matches(namespaceLabels)
+// with these labels whose ClusterBindings bind the clusters of the
+// namespaces in bound: its own namespace's, or one it is offered to and
+// that has bound it (consent on both sides).
+func Serves(clusterNamespace string, tenants labels.Selector, namespace string, namespaceLabels labels.Set, bound sets.Set[string]) bool {
+	return clusterNamespace == namespace || tenants != nil && tenants.Matches(namespaceLabels) && bound.Has(clusterNamespace)
+}
+
+// BoundNamespaces are the cluster namespaces a namespace's ClusterBindings bind.
+func BoundNamespaces(bindings []ClusterBinding) sets.Set[string] {
+	out := sets.New[string]()
+	for i := range bindings {
+		out.Insert(bindings[i].Spec.ClusterNamespace)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ package validation
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"strings"
 	"sync"
 
@@ -117,10 +118,11 @@ func psaLevel(l v1alpha1.PodSecurityLevel) psaapi.Level {
 }
 
 // Serves reports whether a cluster serves the Workloads of a management
-// namespace: its own, and those its spec.namespaceSelector selects (design
+// namespace: its own, and those its spec.namespaceSelector offers it to
+// that have bound its namespace (bound, from their ClusterBindings: design
 // §5). A selector that does not parse serves no other namespace.
-func Serves(kc *v1alpha1.KubernetesCluster, namespace string, namespaceLabels map[string]string) bool {
-	return v1alpha1.Serves(kc.Namespace, kc.Tenants(), namespace, namespaceLabels)
+func Serves(kc *v1alpha1.KubernetesCluster, namespace string, namespaceLabels map[string]string, bound sets.Set[string]) bool {
+	return v1alpha1.Serves(kc.Namespace, kc.Tenants(), namespace, namespaceLabels, bound)
 }
 
 // Level is the Pod Security level a Workload of a namespace must meet on a
@@ -234,10 +236,10 @@ func (c *Verdicts) Forget(key types.NamespacedName) {
 // scheduler's predicates decide the same before placing; the propagator
 // asks again before any pod of a new template, or of an external
 // scheduler's choice, reaches the cluster.
-func (v *Verdict) Admit(kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string) (reason, message string) {
+func (v *Verdict) Admit(kc *v1alpha1.KubernetesCluster, namespaceLabels map[string]string, bound sets.Set[string]) (reason, message string) {
 	w := v.w
-	if !Serves(kc, w.Namespace, namespaceLabels) {
-		return ReasonNamespaceNotServed, fmt.Sprintf("KubernetesCluster %s/%s does not serve the Workloads of namespace %s", kc.Namespace, kc.Name, w.Namespace)
+	if !Serves(kc, w.Namespace, namespaceLabels, bound) {
+		return ReasonNamespaceNotServed, fmt.Sprintf("KubernetesCluster %s/%s does not serve the Workloads of namespace %s (offered by its namespaceSelector and bound by a ClusterBinding there, or of its own namespace)", kc.Namespace, kc.Name, w.Namespace)
 	}
 	if errs := v.Errors(); len(errs) > 0 {
 		return v1alpha1.ReasonInvalidTemplate, "invalid pod template: " + errs.ToAggregate().Error()
