@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
 // KubeconfigPolicy decides what a kubeconfig read from a tenant's Secret
@@ -43,7 +45,17 @@ type KubeconfigPolicy struct {
 	// AllowLinkLocal accepts link-local addresses (169.254.0.0/16, fe80::/10),
 	// where cloud metadata services answer.
 	AllowLinkLocal bool
+	// AllowPrivate accepts private and shared addresses (10.0.0.0/8,
+	// 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7), where
+	// members usually live, and so does the management network: only for
+	// the KubernetesClusters of a namespace labelled
+	// v1alpha1.LabelPrivateClusters (Registry.Ensure's AllowPrivate).
+	AllowPrivate bool
 }
+
+// shared is the shared address space of carrier-grade NAT, 100.64.0.0/10
+// (RFC 6598), which clouds use for internal networks too.
+var shared = &net.IPNet{IP: net.ParseIP("100.64.0.0").To4(), Mask: net.CIDRMask(10, 32)}
 
 // ErrKubeconfigRefused marks a kubeconfig the policy refuses.
 type ErrKubeconfigRefused struct{ field.ErrorList }
@@ -147,6 +159,8 @@ func (p KubeconfigPolicy) refuseIP(ip net.IP) string {
 		return fmt.Sprintf("%s is a link-local address, where cloud metadata services answer", ip)
 	case ip.IsUnspecified() || ip.IsMulticast():
 		return fmt.Sprintf("%s is not a unicast address", ip)
+	case (ip.IsPrivate() || shared.Contains(ip)) && !p.AllowPrivate:
+		return fmt.Sprintf("%s is a private address; the KubernetesClusters of a namespace reach private addresses only when the namespace is labelled %s=true", ip, v1alpha1.LabelPrivateClusters)
 	}
 	return ""
 }

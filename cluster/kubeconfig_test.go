@@ -104,6 +104,14 @@ func TestKubeconfigPolicy(t *testing.T) {
 		"loopback behind the flag": {server: "https://127.0.0.1:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
 		"unspecified address":      {field: `clusters[member].server`, server: "https://0.0.0.0:6443", policy: KubeconfigPolicy{AllowLoopback: true}},
 		"no scheme":                {field: `clusters[member].server`, server: "member.example.com:6443"},
+		// The management network: only a namespace labelled for it.
+		"private address":                    {field: `clusters[member].server`, server: "https://10.0.0.1:6443"},
+		"private address, 192.168/16":        {field: `clusters[member].server`, server: "https://192.168.1.10:6443"},
+		"shared address (100.64/10)":         {field: `clusters[member].server`, server: "https://100.100.0.1:6443"},
+		"IPv6 unique local":                  {field: `clusters[member].server`, server: "https://[fd00::1]:6443"},
+		"private address as IPv4-mapped":     {field: `clusters[member].server`, server: "https://[::ffff:10.0.0.1]:6443"},
+		"private address when allowed":       {server: "https://10.0.0.1:6443", policy: KubeconfigPolicy{AllowPrivate: true}},
+		"a public address next to a private": {server: "https://100.128.0.1:6443"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

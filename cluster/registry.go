@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,23 +116,40 @@ func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
 	return &Registry{opts: opts, notify: notify, conns: map[types.NamespacedName]*Connection{}}
 }
 
+// EnsureOption changes what Ensure and Reconnect accept of one cluster.
+type EnsureOption func(*KubeconfigPolicy)
+
+// AllowPrivate lets the cluster's server be at a private address
+// (KubeconfigPolicy.AllowPrivate).
+func AllowPrivate(p *KubeconfigPolicy) { p.AllowPrivate = true }
+
 // Ensure returns the cluster's connection, creating it, or replacing it
-// when the kubeconfig changed. The kubeconfig's contents never appear in
-// the errors it returns.
-func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte) (*Connection, error) {
-	return r.ensure(key, kubeconfig, false)
+// when the kubeconfig (or what the options allow) changed. The
+// kubeconfig's contents never appear in the errors it returns.
+func (r *Registry) Ensure(key types.NamespacedName, kubeconfig []byte, opts ...EnsureOption) (*Connection, error) {
+	return r.ensure(key, kubeconfig, false, opts)
 }
 
 // Reconnect replaces the cluster's connection with a fresh one, in one
 // step (the cluster is never without one): its watches list at once. For a
 // member that answers again after an outage: a reflector that failed for a
 // while waits out its backoff, up to a minute, before it lists again.
-func (r *Registry) Reconnect(key types.NamespacedName, kubeconfig []byte) (*Connection, error) {
-	return r.ensure(key, kubeconfig, true)
+func (r *Registry) Reconnect(key types.NamespacedName, kubeconfig []byte, opts ...EnsureOption) (*Connection, error) {
+	return r.ensure(key, kubeconfig, true, opts)
 }
 
-func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh bool) (*Connection, error) {
-	hash := sha256.Sum256(kubeconfig)
+func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh bool, opts []EnsureOption) (*Connection, error) {
+	policy := r.opts.Policy
+	for _, o := range opts {
+		o(&policy)
+	}
+	// What the policy allows is part of the connection: a change of it
+	// makes a new one.
+	h := sha256.New()
+	_, _ = h.Write(kubeconfig)
+	_, _ = fmt.Fprintf(h, "%+v", policy)
+	var hash [sha256.Size]byte
+	copy(hash[:], h.Sum(nil))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var namespaces map[string]v1alpha1.NamespaceName
@@ -149,7 +167,7 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 		// Closed without the lock: its watch's handlers may be waiting for it.
 		go c.close()
 	}
-	cfg, err := r.opts.Policy.RESTConfig(kubeconfig)
+	cfg, err := policy.RESTConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

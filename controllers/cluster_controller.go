@@ -19,8 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -112,6 +115,9 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 		Named("cluster").
 		For(&v1alpha1.KubernetesCluster{}).
 		Watches(&v1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.deletingClustersOf)).
+		// Labelling a namespace for private clusters (or not) changes what
+		// its clusters may reach.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersIn), builder.WithPredicates(privateLabelChanged())).
 		WatchesRawSource(t.Source()).
 		Complete(r)
 	return reg, err
@@ -146,6 +152,48 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	return r.drain(ctx, kc, res)
 }
 
+// clustersIn maps a namespace to its KubernetesClusters.
+func (r *ClusterReconciler) clustersIn(ctx context.Context, o client.Object) []reconcile.Request {
+	kcs := &v1alpha1.KubernetesClusterList{}
+	if err := r.client.List(ctx, kcs, client.InNamespace(o.GetName())); err != nil {
+		r.log.Info("cannot list the KubernetesClusters of a namespace", "namespace", o.GetName(), "error", err)
+		return nil
+	}
+	out := make([]reconcile.Request, len(kcs.Items))
+	for i := range kcs.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kcs.Items[i])}
+	}
+	return out
+}
+
+// privateLabelChanged passes a namespace whose v1alpha1.LabelPrivateClusters changed.
+func privateLabelChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectOld.GetLabels()[v1alpha1.LabelPrivateClusters] != e.ObjectNew.GetLabels()[v1alpha1.LabelPrivateClusters]
+		},
+	}
+}
+
+// access says what the cluster's kubeconfig may reach beyond the
+// manager's policy: private addresses, when the cluster's namespace is
+// labelled v1alpha1.LabelPrivateClusters=true (read at every probe). A
+// tenant, who cannot label its namespace, cannot make the manager dial
+// the management network.
+func (r *ClusterReconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]cluster.EnsureOption, error) {
+	ns := &corev1.Namespace{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: kc.Namespace}, ns); err != nil {
+		return nil, errors.Wrap(resource.IgnoreNotFound(err), errGetNamespace)
+	}
+	if ns.Labels[v1alpha1.LabelPrivateClusters] == "true" {
+		return []cluster.EnsureOption{cluster.AllowPrivate}, nil
+	}
+	return nil, nil
+}
+
 // connect keeps the cluster's connection, probes it and publishes its
 // status, also while it is being deleted (drained).
 func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
@@ -157,7 +205,11 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 		r.registry.Remove(req.NamespacedName)
 		return ignoreConflict(r.writeStatus(ctx, kc, status, *notReady, nil))
 	}
-	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig)
+	access, err := r.access(ctx, kc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig, access...)
 	if err != nil {
 		reason := v1alpha1.ReasonBadKubeconfig
 		if cluster.IsKubeconfigRefused(err) {
@@ -186,7 +238,7 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 			// It answers again: fresh watches list it now, rather than
 			// after their reflectors' backoff (up to a minute), and until
 			// they have, nothing is read from the stale ones.
-			if conn, err = r.registry.Reconnect(req.NamespacedName, kubeconfig); err != nil {
+			if conn, err = r.registry.Reconnect(req.NamespacedName, kubeconfig, access...); err != nil {
 				// Ensure accepted this kubeconfig a moment ago.
 				return reconcile.Result{}, errors.Wrap(err, errReconnect)
 			}
@@ -206,7 +258,7 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 			// out its reflector's backoff after a blip. The member says.
 			if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) {
 				log.Debug("the summary's watch is behind; reconnecting")
-				if _, err := r.registry.Reconnect(req.NamespacedName, kubeconfig); err != nil {
+				if _, err := r.registry.Reconnect(req.NamespacedName, kubeconfig, access...); err != nil {
 					return reconcile.Result{}, errors.Wrap(err, errReconnect)
 				}
 				return reconcile.Result{RequeueAfter: time.Second}, nil

@@ -40,7 +40,7 @@ const waitTimeout = 90 * time.Second
 
 // secretNames are the connection Secrets the tests register; the manager
 // may read these and no other.
-var secretNames = []string{"member-kubeconfig", "impostor-kubeconfig", "malformed-kubeconfig", "nocontext-kubeconfig", "late-kubeconfig", "exec-kubeconfig", "metadata-kubeconfig"}
+var secretNames = []string{"member-kubeconfig", "impostor-kubeconfig", "malformed-kubeconfig", "nocontext-kubeconfig", "late-kubeconfig", "exec-kubeconfig", "metadata-kubeconfig", "private-kubeconfig"}
 
 // startManager runs the cluster controller against the management API
 // server until the test ends, as an identity holding the manager's
@@ -424,6 +424,38 @@ func TestClusterController(t *testing.T) {
 		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "].server") || !strings.Contains(msg, "link-local") {
 			t.Errorf("message %q does not name the server as link-local", msg)
 		}
+	})
+
+	t.Run("a private address is refused unless the cluster's namespace is labelled for private clusters", func(t *testing.T) {
+		register(t, env, "private", edit(t, kubeconfig, func(cfg *clientcmdapi.Config) {
+			for _, c := range cfg.Clusters {
+				c.Server = "https://10.255.255.1:6443"
+			}
+		}))
+		kc := waitReady(t, wc, "private", v1alpha1.ReasonKubeconfigRefused, nil)
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "].server") || !strings.Contains(msg, v1alpha1.LabelPrivateClusters) {
+			t.Errorf("message %q does not name the server and the label that allows it", msg)
+		}
+		ns := &corev1.Namespace{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "default"}, ns); err != nil {
+			t.Fatal(err)
+		}
+		metav1.SetMetaDataLabel(&ns.ObjectMeta, v1alpha1.LabelPrivateClusters, "true")
+		if err := env.Client.Update(context.Background(), ns); err != nil {
+			t.Fatal(err)
+		}
+		// Allowed, the address is dialled (and nothing answers there).
+		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, waitTimeout, func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Reason != v1alpha1.ReasonKubeconfigRefused
+		})
+		if c := kc.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonUnreachable {
+			t.Errorf("Ready %s %q once allowed, want Unreachable: dialled, nothing answers there", c.Reason, c.Message)
+		}
+		delete(ns.Labels, v1alpha1.LabelPrivateClusters)
+		if err := env.Client.Update(context.Background(), ns); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, wc, "private", v1alpha1.ReasonKubeconfigRefused, nil)
 	})
 
 	t.Run("a missing Secret is reported, then picked up when created", func(t *testing.T) {

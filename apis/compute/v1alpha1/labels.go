@@ -91,3 +91,9 @@ func IsReservedKey(k string) bool {
 	}
 	return false
 }
+
+// LabelPrivateClusters, "true" on a management namespace, lets its
+// KubernetesClusters reach servers at private and shared addresses (where
+// members usually live, and so does the management network). Only whoever
+// may label namespaces (a cluster admin, not a tenant) sets it.
+const LabelPrivateClusters = "compute.placer.dev/private-clusters"
