@@ -58,10 +58,6 @@ const (
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
 	cleanupRetry = 5 * time.Second
-
-	// syncRetry is how soon a handshake waiting for a member's chaperon
-	// watch (or connection) is looked at again; it never blocks a worker.
-	syncRetry = 500 * time.Millisecond
 )
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;patch
@@ -179,7 +175,8 @@ type scope struct {
 	// Failed): nothing is delivered again, and the status stays.
 	finished bool
 	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
-	// cluster left has not confirmed that the pods there are gone).
+	// cluster left has not confirmed that the pods there are gone; or
+	// its chaperons are not listed yet), and no runner-up either.
 	held bool
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool

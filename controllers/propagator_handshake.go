@@ -72,19 +72,30 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	}
 	m := r.member(s.target)
 	if m == nil {
-		// Not connected, or its chaperons not listed yet. One that never
-		// lists them (no agent, a watch its RBAC refuses, a cluster gone)
-		// times out like any handshake, counted from the placement there
-		// (Scheduled moves to True, or to another cluster); one where a
-		// pod of the Workload was bound is waited for (the counts are the
-		// chosen cluster's: a rejection of it sets them to zero).
-		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
-		if sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() && time.Since(sc.LastTransitionTime.Time) >= r.timeout &&
-			w.Status.ScheduledReplicas == 0 {
-			s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
+		// Not connected, or its chaperons not listed yet: nothing is
+		// known of the chosen cluster, so nothing is started anywhere (no
+		// runner-up either) until its watch lists them, which brings the
+		// Workload back (OnSynced). One that never lists them (no agent, a
+		// watch its RBAC refuses, a cluster gone) times out like any
+		// handshake, counted from the placement there (Scheduled moves to
+		// True, or to another cluster); one the Workload was delivered to
+		// (the counts are the chosen cluster's: a rejection of it sets them
+		// to zero) is waited for: whether it is left is its Ready
+		// condition's and the Workload's tolerations' business.
+		s.held = true
+		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 {
 			return false, nil
 		}
-		s.requeueAfter(syncRetry)
+		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+		if sc.Status != corev1.ConditionTrue || sc.LastTransitionTime.IsZero() {
+			s.requeueAfter(r.timeout)
+			return false, nil
+		}
+		if age := time.Since(sc.LastTransitionTime.Time); age < r.timeout {
+			s.requeueAfter(r.timeout - age)
+			return false, nil
+		}
+		s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
 		return false, nil
 	}
 	delivered, reason, msg, err := r.admit(ctx, s, s.target)
@@ -411,19 +422,7 @@ var allowPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ann
 
 // allow marks reserved candidates is-allowed=true: their pods bind.
 func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
-	if len(chs) == 0 {
-		return nil
-	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return err
-	}
-	for _, ch := range chs {
-		if err := cl.Patch(ctx, ch, allowPatch); err != nil {
-			return errors.Wrap(resource.IgnoreNotFound(err), errAllowChaperon)
-		}
-	}
-	return nil
+	return patchChaperons(ctx, m, w, chs, allowPatch, errAllowChaperon)
 }
 
 // giveUpPatch asks the member to fence a candidate (design §4.9).
@@ -433,16 +432,23 @@ var giveUpPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"an
 // is-allowed: its agent deletes their pods unless bound, and marks them
 // fenced.
 func (r *PropagatorReconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	asked := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" })
+	return patchChaperons(ctx, m, w, asked, giveUpPatch, errGiveUp)
+}
+
+// patchChaperons patches chaperons in a member, as the Workload's tenant;
+// one gone meanwhile is no error.
+func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, patch client.Patch, errPatch string) error {
+	if len(chs) == 0 {
+		return nil
+	}
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
 	}
 	for _, ch := range chs {
-		if ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" {
-			continue
-		}
-		if err := cl.Patch(ctx, ch, giveUpPatch); resource.IgnoreNotFound(err) != nil {
-			return errors.Wrap(err, errGiveUp)
+		if err := cl.Patch(ctx, ch, patch); err != nil {
+			return errors.Wrap(resource.IgnoreNotFound(err), errPatch)
 		}
 	}
 	return nil

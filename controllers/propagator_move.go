@@ -105,9 +105,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
 			continue
 		}
-		if st == syncing {
-			s.requeueAfter(syncRetry)
-		}
+		// syncing: its watch's first list brings the Workload back (OnSynced).
 		// Whatever happens below, removeElsewhereOf leaves this cluster
 		// to this phase: a copy not yet replaced stays, even if the
 		// cluster answers between here and there.

@@ -493,15 +493,36 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "forbidden") },
 		},
 		{
-			name: "the chosen member is not synced: wait, look again soon",
-			w:    web(),
+			// Its watch's first list brings the Workload back (OnSynced);
+			// the timeout is the only look it needs besides.
+			name: "the chosen member is not synced: wait for its watch to list, not polling, at most the handshake timeout",
+			w:    web(scheduledAgo(10 * time.Second)),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
-			want: reconcile.Result{RequeueAfter: syncRetry},
+			want: reconcile.Result{RequeueAfter: timeout - 10*time.Second},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %v while not synced", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "a committed Workload whose chosen member is not listed yet: not rejected, no runner-up elsewhere, no polling",
+			w: web(nominate("a", "b"), scheduledAgo(2*timeout), func(w *v1alpha1.Workload) {
+				// Delivered there, its pods not bound at this moment.
+				w.Status.Replicas = 2
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %v: a committed cluster whose watch has not listed yet", e.w.Status.RejectedClusters)
+				}
+				if n := count(t, e.members[1], e.w, nil); n != 0 {
+					t.Errorf("%d runner-up candidates in b for a Workload committed in a", n)
 				}
 			},
 		},
@@ -813,7 +834,7 @@ func TestPropagatorReconcile(t *testing.T) {
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
 				}
 			},
-			want: reconcile.Result{RequeueAfter: syncRetry},
+			want: reconcile.Result{},
 			check: func(t *testing.T, e env) {
 				wantLeft(t, e.w, 2)
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
