@@ -72,7 +72,12 @@ func LeaveOver(c *scheduler.ClusterInfo) bool {
 
 // RejectionExpired reports whether a rejection may be tried again: its
 // backoff is over, or the cluster changed since in a way that can undo it
-// (ClusterInfo.OpenedAt).
+// (ClusterInfo.OpenedAt). The API keeps a rejection's time to the whole
+// second: a cluster that opened up within that second may have done so
+// before the rejection, and counting it would send the same cluster one
+// handshake after another until the second is over (TestFaults saw 8 in
+// one second); only an opening in a later second counts, and one missed
+// so waits out the backoff or the next change.
 func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now time.Time) bool {
-	return r.Expired(now) || r.Time != nil && !c.OpenedAt.IsZero() && r.Time.Time.Before(c.OpenedAt)
+	return r.Expired(now) || r.Time != nil && !c.OpenedAt.IsZero() && r.Time.Time.Before(c.OpenedAt.Truncate(time.Second))
 }

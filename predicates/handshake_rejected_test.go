@@ -69,14 +69,18 @@ func TestHandshakeRejectedExpires(t *testing.T) {
 		t.Error("RejectionExpired() = true for a cluster that opened up before the rejection")
 	}
 
-	// A rejection stamped (to the whole second, as the API keeps it) just
-	// before the cluster opened up, in the same second, has expired.
-	c := scheduler.NewCache()
-	c.UpsertCluster(st.Cluster("a", st.Capacity("8", "32Gi", "8", "32Gi", "0", "0")))
-	stamped := metav1.NewTime(time.Now().Truncate(time.Second))
+	// A rejection is stamped to the whole second, as the API keeps it: an
+	// opening within that second may have come before it, and does not
+	// end it (else the cluster is sent handshake after handshake for the
+	// rest of the second); one in a later second does.
+	stamped := metav1.NewTime(now.Truncate(time.Second))
 	rc.Time = &stamped
-	c.UpsertCluster(st.Cluster("a", st.Capacity("16", "64Gi", "8", "32Gi", "8", "32Gi")))
-	if !RejectionExpired(rc, c.Cluster(types.NamespacedName{Namespace: "default", Name: "a"}), time.Now()) {
-		t.Error("RejectionExpired() = false for a cluster that opened up in the second of the rejection, after it")
+	ci.OpenedAt = stamped.Add(300 * time.Millisecond)
+	if RejectionExpired(rc, ci, now) {
+		t.Error("RejectionExpired() = true for a cluster that opened up within the second of the rejection, maybe before it")
+	}
+	ci.OpenedAt = stamped.Add(1300 * time.Millisecond)
+	if !RejectionExpired(rc, ci, now) {
+		t.Error("RejectionExpired() = false for a cluster that opened up in a second after the rejection's")
 	}
 }

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -204,6 +209,115 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+	})
+
+	t.Run("a rejection holds for its backoff: no cluster is sent a handshake again while nothing changed there", func(t *testing.T) {
+		ctx := context.Background()
+		xReady(t)
+		// Count the candidates each member is sent, from its own watch.
+		created := map[string]int{}
+		var mu sync.Mutex
+		for _, m := range members {
+			watch, err := m.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{propagator.LabelWorkloadUID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Stop()
+			go func() {
+				for ev := range watch.ResultChan() {
+					if ch, ok := ev.Object.(*mcv1alpha1.PodChaperon); ok && ev.Type == apiwatch.Added && strings.HasPrefix(ch.Name, "nowhere-") {
+						mu.Lock()
+						created[m.name]++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		// Its pods fit no node anywhere: each cluster rejects it once.
+		w := workload(t, "nowhere", st.Replicas(2), func(w *v1alpha1.Workload) {
+			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "none"}
+		})
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.RejectedClusters) == 2 })
+		// Within the first backoff (30 s), nothing changes in either cluster.
+		time.Sleep(15 * time.Second)
+		mu.Lock()
+		got := map[string]int{"x": created["x"], "y": created["y"]}
+		mu.Unlock()
+		if got["x"] != 2 || got["y"] != 2 {
+			t.Errorf("candidates created: %v; want one handshake (2 candidates) per cluster within the backoff", got)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range w.Status.RejectedClusters {
+			if rc.Attempts != 1 {
+				t.Errorf("%s rejected %d times within its first backoff", rc.Cluster.Name, rc.Attempts)
+			}
+		}
+		if err := env.Client.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+	})
+
+	t.Run("healthy members keep placing while another member is blackholed", func(t *testing.T) {
+		ctx := context.Background()
+		xReady(t)
+		// readyAfter creates n Workloads named prefix-i with opts and
+		// returns how long each took from its creation to Ready, as the
+		// test's own watch saw it; with wait false it does not wait.
+		readyAfter := func(t *testing.T, prefix string, n int, wait bool, opts ...st.WorkloadOption) ([]time.Duration, []*v1alpha1.Workload) {
+			t.Helper()
+			watch, err := wc.Watch(ctx, &v1alpha1.WorkloadList{}, client.InNamespace("default"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer watch.Stop()
+			start := map[string]time.Time{}
+			var ws []*v1alpha1.Workload
+			for i := range n {
+				name := fmt.Sprintf("%s-%d", prefix, i)
+				start[name] = time.Now()
+				ws = append(ws, workload(t, name, opts...))
+			}
+			if !wait {
+				return nil, ws
+			}
+			var took []time.Duration
+			deadline := time.After(timeout)
+			for len(took) < n {
+				select {
+				case ev := <-watch.ResultChan():
+					w, ok := ev.Object.(*v1alpha1.Workload)
+					if t0, mine := start[w.GetName()]; ok && mine && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+						took = append(took, time.Since(t0))
+						delete(start, w.Name)
+					}
+				case <-deadline:
+					t.Fatalf("%d of %d Workloads not Ready within %s: %v", len(start), n, timeout, slices.Collect(maps.Keys(start)))
+				}
+			}
+			slices.Sort(took)
+			return took, ws
+		}
+		onY := st.Target("y", "default")
+		calm, calmWs := readyAfter(t, "calm", 6, true, onY)
+		// x stops answering, with handshakes of its own under way.
+		toX.cut()
+		defer toX.heal()
+		_, stuckWs := readyAfter(t, "stuck", 8, false, st.Target("x", "default"))
+		busy, busyWs := readyAfter(t, "busy", 6, true, onY)
+		t.Logf("create to Ready on y, 6 Workloads: with no fault p50 %s max %s; with x blackholed and 8 Workloads handshaking there p50 %s max %s",
+			calm[len(calm)/2].Round(time.Millisecond), calm[len(calm)-1].Round(time.Millisecond), busy[len(busy)/2].Round(time.Millisecond), busy[len(busy)-1].Round(time.Millisecond))
+		toX.heal()
+		for _, w := range slices.Concat(calmWs, stuckWs, busyWs) {
+			if err := env.Client.Delete(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range slices.Concat(calmWs, stuckWs, busyWs) {
+			testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+		}
 	})
 
 	t.Run("a Workload deleted while its member is cut off keeps its finalizer across a manager restart, and nothing of it is left once the member answers", func(t *testing.T) {
