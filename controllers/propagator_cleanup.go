@@ -196,15 +196,21 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 		return err
 	}
 	// First, while its chaperons still bring the Workload back here if
-	// this fails.
-	if err := releaseAll(ctx, cl, m, w); err != nil {
-		return err
-	}
-	namespaces := map[string]bool{}
+	// this fails: in the target namespace and wherever its chaperons are
+	// (the target namespace may have changed).
+	namespaces := map[string]bool{m.TargetNamespace(w): true}
 	for _, ch := range chs {
 		namespaces[ch.Namespace] = true
 	}
 	for ns := range namespaces {
+		if err := leaveNamespace(ctx, cl, m, w, ns); err != nil {
+			return err
+		}
+	}
+	for ns := range namespaces {
+		if !slices.ContainsFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
+			continue
+		}
 		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}}
 		if foreground {
 			opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationForeground))
@@ -214,8 +220,19 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}
+	return nil
+}
+
+// leaveNamespace lets go, in one member namespace, of what went with the
+// Workload's pods there: the copies of its dependencies it uses and its
+// Service. What the member's API server forbids the tenant to read there,
+// placer cannot have made.
+func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns string) error {
+	if err := releaseAll(ctx, cl, m, w, ns); err != nil {
+		return err
+	}
 	svc := &corev1.Service{}
-	err = cl.Get(ctx, types.NamespacedName{Namespace: m.TargetNamespace(w), Name: w.Name}, svc)
+	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.Name}, svc)
 	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
 		return nil
 	}
@@ -223,6 +240,25 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
 	}
 	return errors.Wrap(resource.IgnoreNotFound(cl.Delete(ctx, svc)), errDeleteService)
+}
+
+// emptied returns the namespaces other than ns that hold chaperons (of
+// all) and none once those in deleted are gone.
+func emptied(all, deleted []*mcv1alpha1.PodChaperon, ns string) []string {
+	left := map[string]int{}
+	for _, ch := range all {
+		left[ch.Namespace]++
+	}
+	for _, ch := range deleted {
+		left[ch.Namespace]--
+	}
+	var out []string
+	for _, ch := range deleted {
+		if ch.Namespace != ns && left[ch.Namespace] == 0 && !slices.Contains(out, ch.Namespace) {
+			out = append(out, ch.Namespace)
+		}
+	}
+	return out
 }
 
 // patchFinalizers adds or removes the propagator's finalizer with a patch of

@@ -97,6 +97,14 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
+	// A namespace the pods left (the target namespace changed) loses the
+	// Service and the copies there with its last chaperons: first, while
+	// those chaperons still bring the Workload back if this fails.
+	for _, left := range emptied(s.chaperons, step.Delete, ns) {
+		if err := leaveNamespace(ctx, cl, m, s.w, left); err != nil {
+			return err
+		}
+	}
 	for _, ch := range step.Delete {
 		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
 			return errors.Wrap(err, errDeleteChaperon)

@@ -508,9 +508,9 @@ func releaseIn(ctx context.Context, cl client.Client, m cluster.Member, w *v1alp
 	return nil
 }
 
-// releaseAll lets go of every copy the Workload may use in a member: what
+// releaseAll lets go of every copy the Workload may use in namespace ns of a member: what
 // its status says was delivered there, and what its pods reference now.
-func releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload) error {
+func releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns string) error {
 	refs, _ := propagator.WatchedRefs(w)
 	for _, d := range dependenciesOf(w.Status.Dependencies, m.ClusterKey()) {
 		refs = propagator.AddRef(refs, propagator.Ref{Kind: d.Kind, Name: d.Name})
@@ -518,7 +518,7 @@ func releaseAll(ctx context.Context, cl client.Client, m cluster.Member, w *v1al
 	if len(refs) == 0 {
 		return nil
 	}
-	return releaseIn(ctx, cl, m, w, m.TargetNamespace(w), refs)
+	return releaseIn(ctx, cl, m, w, ns, refs)
 }
 
 // releaseLeft lets go of the copies in a member, once nothing of the
@@ -529,7 +529,7 @@ func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
 	if err != nil {
 		return err
 	}
-	if err := releaseAll(ctx, cl, m, s.w); err != nil {
+	if err := releaseAll(ctx, cl, m, s.w, m.TargetNamespace(s.w)); err != nil {
 		return err
 	}
 	setDependencies(s.w, m.ClusterKey(), nil)

@@ -253,7 +253,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	if err != nil {
 		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
 	}
-	st := propagator.Observe(w, chs)
+	st := propagator.ObserveIn(w, chs, m.TargetNamespace(w))
 	if len(st.Extra) == 0 && len(st.Missing) == 0 {
 		return st, chs, nil
 	}

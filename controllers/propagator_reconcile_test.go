@@ -589,6 +589,62 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a targetNamespace change rolls the pods into the new namespace, as a template change does",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetNamespace = ""
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				inApps := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "apps" }
+				if n, all := count(t, e.members[0], e.w, inApps), count(t, e.members[0], e.w, nil); n != 1 || all != 3 {
+					t.Errorf("%d candidates in apps of %d in a, want 1 (the surge) of 3", n, all)
+				}
+				wantReason(t, e.rec, reasonReplacing)
+			},
+		},
+		{
+			name:    "a targetNamespace change: once the new pods are Ready, the old namespace loses the chaperons, the Service and the copies",
+			sources: theSources(),
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetNamespace = ""
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{propagator.LabelWorkloadUID: string(w.UID)}}}
+				objs := append(candidates(old, 2, reserved, allowed, running), candidates(w, 2, reserved, allowed, running)...)
+				objs = append(objs, svc)
+				for _, src := range []client.Object{&corev1.Secret{ObjectMeta: objectMeta("db")}, &corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}} {
+					c := propagator.NewCopy(src, "default")
+					propagator.SetUser(c, string(w.UID), true)
+					objs = append(objs, c)
+				}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
+			},
+			check: func(t *testing.T, e env) {
+				inDefault := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "default" }
+				if n := count(t, e.members[0], e.w, inDefault); n != 0 {
+					t.Errorf("%d chaperons left in the old namespace", n)
+				}
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, &corev1.Service{}); !kerrors.IsNotFound(err) {
+					t.Errorf("the Service in the old namespace: %v, want it gone", err)
+				}
+				for _, kind := range []string{propagator.KindSecret, propagator.KindConfigMap, propagator.KindServiceAccount} {
+					name := map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings", propagator.KindServiceAccount: "runner"}[kind]
+					if o := copyIn(t, e.members[0], kind, name); o != nil {
+						t.Errorf("the %s copy %s is left in the old namespace", kind, name)
+					}
+				}
+			},
+		},
+		{
 			name: "a template the committed cluster's Pod Security refuses is not rolled out",
 			w: web(st.Pod(func(p *corev1.PodSpec) {
 				p.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}

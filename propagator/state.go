@@ -84,8 +84,17 @@ func conditionTrue(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// Observe reads the chaperons of one Workload in one cluster.
+// Observe reads the chaperons of one Workload in one cluster, wherever
+// they are there.
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
+	return ObserveIn(w, chaperons, "")
+}
+
+// ObserveIn reads the chaperons of one Workload in one cluster whose pods
+// belong in member namespace ns: one elsewhere (the target namespace
+// changed) is outdated, as one of an older pod template is, and is
+// replaced by a rolling update.
+func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns string) State {
 	n := w.ReplicaCount()
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
@@ -102,7 +111,7 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 			st.replicas[i] = r
 		}
 		ready := conditionTrue(ch, corev1.PodReady)
-		if ch.Labels[LabelTemplateHash] == hash {
+		if ch.Labels[LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
 			r.current, r.currentReady = ch, ready
 		} else {
 			r.outdated = append(r.outdated, ch)
