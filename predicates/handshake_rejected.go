@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -25,7 +26,18 @@ const (
 // failed (status.rejectedClusters), so the scheduler chooses again.
 type HandshakeRejected struct{}
 
-var _ scheduler.FilterPlugin = &HandshakeRejected{}
+var (
+	_ scheduler.PreFilterPlugin = &HandshakeRejected{}
+	_ scheduler.FilterPlugin    = &HandshakeRejected{}
+)
+
+const rejectionSeenKey = "PreFilter/" + HandshakeRejectedName
+
+// PreFilter keeps the snapshot's clock of rejections for Filter.
+func (p *HandshakeRejected) PreFilter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, snap *scheduler.Snapshot) *scheduler.Status {
+	s.Write(rejectionSeenKey, snap.RejectionSeen)
+	return nil
+}
 
 // NewHandshakeRejected returns the plugin.
 func NewHandshakeRejected(scheduler.Handle) (scheduler.Plugin, error) {
@@ -39,11 +51,21 @@ func (p *HandshakeRejected) Name() string { return HandshakeRejectedName }
 // until the rejection expires (RejectionExpired), and a cluster the
 // Workload left that may still hold its pods, until what made it leave is
 // over (LeaveOver): then its copy there is the chosen cluster's again.
-func (p *HandshakeRejected) Filter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
+func (p *HandshakeRejected) Filter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	if lc := w.Left(c.Key); lc != nil && !LeaveOver(c) {
 		return scheduler.NewStatus(scheduler.Unschedulable, fmt.Sprintf(ErrReasonLeft, lc.Reason))
 	}
-	if r := w.Rejection(c.Key); r != nil && !RejectionExpired(r, c, time.Now()) {
+	r := w.Rejection(c.Key)
+	if r == nil {
+		return nil
+	}
+	var seen time.Time
+	if f, ok := s.Read(rejectionSeenKey); ok {
+		if clock, _ := f.(func(types.UID, types.NamespacedName, int32) (time.Time, bool)); clock != nil {
+			seen, _ = clock(w.UID, c.Key, r.Attempts)
+		}
+	}
+	if !RejectionExpired(r, c, time.Now(), seen) {
 		why := r.Message
 		if why == "" {
 			why = r.Reason
@@ -72,12 +94,23 @@ func LeaveOver(c *scheduler.ClusterInfo) bool {
 
 // RejectionExpired reports whether a rejection may be tried again: its
 // backoff is over, or the cluster changed since in a way that can undo it
-// (ClusterInfo.OpenedAt). The API keeps a rejection's time to the whole
-// second: a cluster that opened up within that second may have done so
-// before the rejection, and counting it would send the same cluster one
-// handshake after another until the second is over (TestFaults saw 8 in
-// one second); only an opening in a later second counts, and one missed
-// so waits out the backoff or the next change.
-func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now time.Time) bool {
-	return r.Expired(now) || r.Time != nil && !c.OpenedAt.IsZero() && r.Time.Time.Before(c.OpenedAt.Truncate(time.Second))
+// (ClusterInfo.OpenedAt). seen is when this process first saw the
+// rejection, on the clock OpenedAt is read on; zero when it did not (it
+// started since). The API keeps a rejection's time to the whole second,
+// and a cluster that opened up within that second may have done so before
+// the rejection: counting it sent the same cluster one handshake after
+// another until the second was over (TestFaults saw 8 in one second). So
+// an opening counts when it comes after the rejection was seen, or, with
+// nothing seen, in a later second than the rejection's.
+func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now, seen time.Time) bool {
+	switch {
+	case r.Expired(now):
+		return true
+	case c.OpenedAt.IsZero():
+		return false
+	case !seen.IsZero():
+		return c.OpenedAt.After(seen)
+	default:
+		return r.Time != nil && r.Time.Time.Before(c.OpenedAt.Truncate(time.Second))
+	}
 }

@@ -57,30 +57,74 @@ func TestHandshakeRejectedExpires(t *testing.T) {
 	w := st.Workload("w", rejected(at(time.Hour)))
 	rc := w.Rejection(types.NamespacedName{Namespace: "default", Name: "a"})
 	ci := scheduler.NewClusterInfo(st.Cluster("a"))
-	if RejectionExpired(rc, ci, now) {
+	if RejectionExpired(rc, ci, now, time.Time{}) {
 		t.Error("RejectionExpired() = true for a cluster that did not change, within the backoff")
 	}
 	ci.OpenedAt = now.Add(-time.Second)
-	if !RejectionExpired(rc, ci, now) {
+	if !RejectionExpired(rc, ci, now, time.Time{}) {
 		t.Error("RejectionExpired() = false for a cluster that opened up after the rejection")
 	}
 	ci.OpenedAt = now.Add(-2 * time.Minute)
-	if RejectionExpired(rc, ci, now) {
+	if RejectionExpired(rc, ci, now, time.Time{}) {
 		t.Error("RejectionExpired() = true for a cluster that opened up before the rejection")
 	}
 
-	// A rejection is stamped to the whole second, as the API keeps it: an
-	// opening within that second may have come before it, and does not
-	// end it (else the cluster is sent handshake after handshake for the
-	// rest of the second); one in a later second does.
+	// A rejection is stamped to the whole second, as the API keeps it.
+	// With no record of when this process saw it, an opening within that
+	// second may have come before it, and does not end it (else the
+	// cluster is sent handshake after handshake for the rest of the
+	// second); one in a later second does.
 	stamped := metav1.NewTime(now.Truncate(time.Second))
 	rc.Time = &stamped
 	ci.OpenedAt = stamped.Add(300 * time.Millisecond)
-	if RejectionExpired(rc, ci, now) {
+	if RejectionExpired(rc, ci, now, time.Time{}) {
 		t.Error("RejectionExpired() = true for a cluster that opened up within the second of the rejection, maybe before it")
 	}
 	ci.OpenedAt = stamped.Add(1300 * time.Millisecond)
-	if !RejectionExpired(rc, ci, now) {
+	if !RejectionExpired(rc, ci, now, time.Time{}) {
 		t.Error("RejectionExpired() = false for a cluster that opened up in a second after the rejection's")
+	}
+	// Seen by this process (its own clock, as OpenedAt's): an opening
+	// after that ends it, within the same second too; one before does not.
+	seen := stamped.Add(500 * time.Millisecond)
+	ci.OpenedAt = seen.Add(200 * time.Millisecond)
+	if !RejectionExpired(rc, ci, now, seen) {
+		t.Error("RejectionExpired() = false for a cluster that opened up after the rejection was seen, in the same second")
+	}
+	ci.OpenedAt = seen.Add(-200 * time.Millisecond)
+	if RejectionExpired(rc, ci, now, seen) {
+		t.Error("RejectionExpired() = true for a cluster that opened up before the rejection was seen")
+	}
+}
+
+// TestCacheRejectionSeen: the cache keeps when it first saw each
+// rejection, at its attempt count, and forgets it with the rejection.
+func TestCacheRejectionSeen(t *testing.T) {
+	c := scheduler.NewCache()
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	w := st.Workload("w", st.Rejected("a", 0, "full"))
+	w.Status.RejectedClusters[0].Attempts = 1
+	before := time.Now()
+	c.UpsertWorkload(w)
+	first, ok := c.RejectionSeen(w.UID, key, 1)
+	if !ok || first.Before(before) {
+		t.Fatalf("RejectionSeen() = %v, %v; want a time after %v", first, ok, before)
+	}
+	c.UpsertWorkload(w)
+	if again, _ := c.RejectionSeen(w.UID, key, 1); !again.Equal(first) {
+		t.Errorf("the same rejection seen again moved from %v to %v", first, again)
+	}
+	w.Status.RejectedClusters[0].Attempts = 2
+	c.UpsertWorkload(w)
+	if _, ok := c.RejectionSeen(w.UID, key, 1); ok {
+		t.Error("the first attempt is still known after the second")
+	}
+	if second, ok := c.RejectionSeen(w.UID, key, 2); !ok || second.Before(first) {
+		t.Errorf("the second attempt: %v, %v", second, ok)
+	}
+	w.Status.RejectedClusters = nil
+	c.UpsertWorkload(w)
+	if _, ok := c.RejectionSeen(w.UID, key, 2); ok {
+		t.Error("a rejection gone from the status is still known")
 	}
 }

@@ -43,6 +43,10 @@ type Cache struct {
 	namespaces map[string]labels.Set
 	// bindings: each ClusterBinding's cluster namespace.
 	bindings map[types.NamespacedName]string
+	// rejectionsSeen: when this process first saw each rejection of a
+	// Workload (by cluster), on its own clock, as OpenedAt is: the API
+	// keeps a rejection's time to the whole second only.
+	rejectionsSeen map[types.UID]map[types.NamespacedName]seenRejection
 	// assumed decisions not yet confirmed by the informer, by UID.
 	assumed map[types.UID]*assumption
 	// unbound is, per cluster, the requests of the replicas of the
@@ -56,6 +60,12 @@ type Cache struct {
 	draining int
 	// snap is the last snapshot, reused until something changes.
 	snap *Snapshot
+}
+
+// seenRejection is when a rejection (its attempt count) was first seen.
+type seenRejection struct {
+	attempts int32
+	at       time.Time
 }
 
 // pendingWorkload is a workload waiting for a cluster.
@@ -83,9 +93,11 @@ func NewCache() *Cache {
 		pending:    map[types.NamespacedName]pendingWorkload{},
 		namespaces: map[string]labels.Set{},
 		bindings:   map[types.NamespacedName]string{},
-		assumed:    map[types.UID]*assumption{},
-		unbound:    map[types.NamespacedName]corev1.ResourceList{},
-		views:      map[types.NamespacedName]*ClusterInfo{},
+
+		rejectionsSeen: map[types.UID]map[types.NamespacedName]seenRejection{},
+		assumed:        map[types.UID]*assumption{},
+		unbound:        map[types.NamespacedName]corev1.ResourceList{},
+		views:          map[types.NamespacedName]*ClusterInfo{},
 	}
 }
 
@@ -193,6 +205,7 @@ func (c *Cache) DeleteCluster(key types.NamespacedName) {
 func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.noteRejections(w)
 	if a, ok := c.assumed[w.UID]; ok {
 		if w.DeletionTimestamp == nil && !newerOrEqual(w.ResourceVersion, a.written) {
 			a.last = w
@@ -203,6 +216,41 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	}
 	c.upsert(w, w.Status.ClusterRef)
 	return confirmed
+}
+
+// noteRejections records when each of the Workload's rejections was first
+// seen; those gone from its status are forgotten.
+func (c *Cache) noteRejections(w *v1alpha1.Workload) {
+	if len(w.Status.RejectedClusters) == 0 {
+		delete(c.rejectionsSeen, w.UID)
+		return
+	}
+	prev := c.rejectionsSeen[w.UID]
+	seen := make(map[types.NamespacedName]seenRejection, len(w.Status.RejectedClusters))
+	now := time.Now()
+	for i := range w.Status.RejectedClusters {
+		rc := &w.Status.RejectedClusters[i]
+		key := w.ClusterKey(&rc.Cluster)
+		if p, ok := prev[key]; ok && p.attempts == rc.Attempts {
+			seen[key] = p
+			continue
+		}
+		seen[key] = seenRejection{attempts: rc.Attempts, at: now}
+	}
+	c.rejectionsSeen[w.UID] = seen
+}
+
+// RejectionSeen returns when this process first saw the Workload's
+// rejection by the cluster, at that attempt count; false when it did not
+// (it started after, say).
+func (c *Cache) RejectionSeen(uid types.UID, cluster types.NamespacedName, attempts int32) (time.Time, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.rejectionsSeen[uid][cluster]
+	if !ok || s.attempts != attempts {
+		return time.Time{}, false
+	}
+	return s.at, true
 }
 
 // newerOrEqual reports whether resourceVersion rv is at least written; an
@@ -470,6 +518,7 @@ func (c *Cache) DeleteWorkload(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.assumed, w.UID)
+	delete(c.rejectionsSeen, w.UID)
 	c.removePlaced(w.UID)
 	delete(c.pending, types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 }
@@ -538,6 +587,7 @@ func (c *Cache) Snapshot() *Snapshot {
 		ns[k] = v
 	}
 	c.snap = newSnapshot(clusters, slices.Clone(c.placed), ns, bySlot)
+	c.snap.RejectionSeen = c.RejectionSeen
 	c.snap.Bound = map[string]sets.Set[string]{}
 	for k, clusterNamespace := range c.bindings {
 		if c.snap.Bound[k.Namespace] == nil {

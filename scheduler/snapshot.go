@@ -118,6 +118,9 @@ type Snapshot struct {
 	// Bound holds, per management namespace, the cluster namespaces its
 	// ClusterBindings bind (v1alpha1.Serves).
 	Bound map[string]sets.Set[string]
+	// RejectionSeen, when set, says when the process first saw a
+	// Workload's rejection by a cluster (Cache.RejectionSeen).
+	RejectionSeen func(uid types.UID, cluster types.NamespacedName, attempts int32) (time.Time, bool)
 }
 
 // NewSnapshot builds a snapshot; clusters are sorted by namespace and name.
