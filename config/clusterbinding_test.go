@@ -105,4 +105,17 @@ func TestClusterBindingNeedsBind(t *testing.T) {
 	if err := alice.Update(ctx, cb); err == nil || !strings.Contains(err.Error(), "bind verb") {
 		t.Errorf("a binding changed to a namespace not given: %v", err)
 	}
+	// A binding whose namespace does not change is not judged again: its
+	// labels, or the garbage collector's finalizers, after bind is taken back.
+	pb := &v1alpha1.ClusterBinding{}
+	if err := alice.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "platform"}, pb); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "offer-to-team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	pb.Labels = map[string]string{"example.com/reviewed": "yes"}
+	if err := alice.Update(ctx, pb); err != nil {
+		t.Errorf("relabelling a binding whose namespace did not change: %v", err)
+	}
 }

@@ -93,15 +93,27 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 	for i := range wls.Items {
 		w := &wls.Items[i]
 		name := w.Namespace + "/" + w.Name
+		synced := conn != nil && conn.Synced()
 		switch {
-		case w.PlacedOn(key) && !w.Finished() && w.DeletionTimestamp == nil:
+		case w.DeletionTimestamp != nil && !synced:
+			// Being deleted, it never moves: while what it holds here is
+			// not known, its cleanup here is waited for while the cluster
+			// answers, and otherwise it is let go (its own deletion then
+			// abandons what it left here).
+			if w.PlacedOn(key) || w.Left(key) != nil {
+				left = append(left, name)
+			}
+		case w.DeletionTimestamp != nil:
+			// Only while its chaperons are here: another cluster holding
+			// its deletion does not hold this drain.
+			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
+				left = append(left, name)
+			}
+		case w.PlacedOn(key) && !w.Finished():
 			placed = append(placed, name)
-		case w.Left(key) != nil, w.DeletionTimestamp != nil:
-			// A Workload being deleted never moves: its cleanup here is
-			// waited for while the cluster answers, and otherwise it is
-			// let go (its own deletion then abandons what it left here).
+		case w.Left(key) != nil:
 			left = append(left, name)
-		case conn != nil && conn.Synced():
+		case synced:
 			// Only nominated (a runner-up), or a batch Workload that ended
 			// there and is not moved: what it may still hold there goes.
 			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {

@@ -55,9 +55,11 @@ func TestDrain(t *testing.T) {
 			w.Status.SetConditions(complete, ready)
 		}), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted never moves: placed on a cluster that does not answer, it does not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
-			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), reason: string(reasonLetGo)},
+			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), there: true, reason: string(reasonLetGo)},
 		{name: "a Workload being deleted holds a cluster that answers while it cleans up there", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
-			held: true, reason: string(reasonDraining)},
+			there: true, held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted with nothing left here does not hold it, whatever holds its own deletion elsewhere", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("a"), beingDeleted)},
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
 		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
 			there: true, held: true, reason: string(reasonDraining)},

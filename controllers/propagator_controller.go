@@ -98,6 +98,9 @@ type PropagatorReconciler struct {
 	// maxRunnerUps bounds the runner-up candidates waiting in one member
 	// (none when zero).
 	maxRunnerUps int
+	// started: when this process made a handshake's first candidates in
+	// a chosen cluster, by Workload UID and cluster (handshakeAge).
+	started handshakeStarts
 }
 
 // NewPropagatorReconciler returns a propagator over the given members.
@@ -309,6 +312,7 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.started.forgetWorkload(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
 			if r.sources != nil {
 				r.sources.forget(req.NamespacedName)

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -83,7 +84,14 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		// to zero) is waited for: whether it is left is its Ready
 		// condition's and the Workload's tolerations' business.
 		s.held = true
-		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 {
+		for i := range w.Status.NominatedClusters {
+			// Runner-ups already proving themselves stay.
+			s.keep[w.ClusterKey(&w.Status.NominatedClusters[i])] = true
+		}
+		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || mayBindUnheld(w) {
+			// Delivered there, or a gang of one whose candidate there may
+			// bind within its member's window: never given up on this
+			// clock (design §4.9).
 			return false, nil
 		}
 		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
@@ -133,7 +141,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if err != nil {
 		return true, err
 	}
-	age := handshakeAge(w, chs)
+	age := r.started.age(w, s.target, chs)
 	d := propagator.Decide(w, st, true, age, r.timeout)
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
@@ -147,14 +155,14 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 			return true, err
 		}
 	case propagator.Reject:
+		r.started.forget(w, s.target)
 		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
 		s.reject(s.target, d.Reason, d.Message)
 		if len(st.Fenced) > 0 {
+			// What was fenced goes once the status holds the rejection
+			// (removeElsewhereOf): chosen again later, the cluster gets
+			// new candidates.
 			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
-		}
-		// What was fenced goes: chosen again later, the cluster gets new candidates.
-		if err := r.deleteChaperons(ctx, m, w, st.Fenced); err != nil {
-			return true, err
 		}
 	case propagator.Commit, propagator.Deliver:
 		s.committed = true
@@ -221,7 +229,8 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 	if s.decision.Action != propagator.Commit {
 		return false, nil
 	}
-	age := handshakeAge(s.w, s.chaperons)
+	age := r.started.age(s.w, s.target, s.chaperons)
+	r.started.forget(s.w, s.target)
 	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
 	// What the pods need is there before the first of them binds.
@@ -308,6 +317,10 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		role = propagator.RunnerUp
 	}
 	for n, i := range st.Missing {
+		if chosen && len(chs) == 0 && n == 0 {
+			// The handshake starts now, on this clock.
+			r.started.start(w, m.ClusterKey())
+		}
 		ch := propagator.NewChaperon(w, ns, i, role)
 		if role == propagator.NoHold && st.Allowed == 0 {
 			// Not committed yet: it may bind without is-allowed only
@@ -454,31 +467,73 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 	return nil
 }
 
-// deleteChaperons deletes chaperons in a member, as the Workload's tenant.
-func (r *PropagatorReconciler) deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
-	if len(chs) == 0 {
-		return nil
-	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return err
-	}
-	for _, ch := range chs {
-		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
-			return errors.Wrap(err, errDeleteChaperon)
-		}
-	}
-	return nil
+// mayBindUnheld reports whether the Workload's candidate in a cluster not
+// committed yet may bind without is-allowed (a gang of one: its chaperon
+// carries a bind window), so that only its member can tell it did not.
+func mayBindUnheld(w *v1alpha1.Workload) bool {
+	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
 }
 
-// handshakeAge is how long the chosen cluster has been proving itself, on
-// this process's clock: since the Workload was placed there (Scheduled's
-// lastTransitionTime, which moves with status.clusterRef), so a runner-up
-// promoted late gets its whole timeout. Only a Workload placed without a
-// Scheduled condition (an external scheduler's) falls back to its
-// candidates' age.
-func handshakeAge(w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) time.Duration {
-	if sc := w.Status.GetCondition(v1alpha1.TypeScheduled); sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero() {
+// handshakeStarts keeps when this process began each handshake in a
+// chosen cluster (made its first candidates there), so that a handshake is
+// timed on this process's clock alone, and a cluster chosen again gets its
+// whole timeout.
+type handshakeStarts struct {
+	mu sync.Mutex
+	at map[handshakeKey]time.Time
+}
+
+type handshakeKey struct {
+	workload types.NamespacedName
+	uid      types.UID
+	cluster  types.NamespacedName
+}
+
+func keyOf(w *v1alpha1.Workload, cluster types.NamespacedName) handshakeKey {
+	return handshakeKey{workload: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, uid: w.UID, cluster: cluster}
+}
+
+func (h *handshakeStarts) start(w *v1alpha1.Workload, cluster types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = map[handshakeKey]time.Time{}
+	}
+	h.at[keyOf(w, cluster)] = time.Now()
+}
+
+func (h *handshakeStarts) forget(w *v1alpha1.Workload, cluster types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.at, keyOf(w, cluster))
+}
+
+// forgetWorkload forgets every handshake of a Workload that is gone.
+func (h *handshakeStarts) forgetWorkload(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.at {
+		if k.workload == key {
+			delete(h.at, k)
+		}
+	}
+}
+
+// age is how long the chosen cluster has been proving itself, on this
+// process's clock: since it made the first candidates there; for a
+// handshake begun before this process started, since the Workload was
+// placed there (Scheduled's lastTransitionTime, which moves with
+// status.clusterRef), so a runner-up promoted late gets its whole
+// timeout. Only a Workload placed without a Scheduled condition (an
+// external scheduler's) falls back to its candidates' age.
+func (h *handshakeStarts) age(w *v1alpha1.Workload, cluster types.NamespacedName, chs []*mcv1alpha1.PodChaperon) time.Duration {
+	h.mu.Lock()
+	at, ok := h.at[keyOf(w, cluster)]
+	h.mu.Unlock()
+	switch sc := w.Status.GetCondition(v1alpha1.TypeScheduled); {
+	case ok:
+		return time.Since(at)
+	case sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero():
 		return time.Since(sc.LastTransitionTime.Time)
 	}
 	return time.Since(oldest(chs))

@@ -436,6 +436,25 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
 		},
 		{
+			// Its Scheduled condition did not change (the same cluster,
+			// chosen again once its rejection ended): the handshake is
+			// timed from its new candidates, made by this process.
+			name:   "a cluster chosen again on an unchanged placement gets its whole handshake timeout",
+			w:      web(scheduledAgo(2 * timeout)),
+			passes: 2,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v as soon as its new candidates were there", e.w.Status.RejectedClusters)
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2", n)
+				}
+			},
+		},
+		{
 			name: "a gang of one past the timeout on this clock is not rejected: it may still bind, and its member's window decides",
 			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -537,6 +556,18 @@ func TestPropagatorReconcile(t *testing.T) {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
 			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
+		},
+		{
+			name: "a gang of one whose chosen member's chaperons were never listed is not given up on this clock: its candidate may bind there within its window",
+			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
+			},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v while its candidate there may bind", e.w.Status.RejectedClusters)
+				}
+			},
 		},
 		{
 			name: "a member registered twice is one cluster: its candidates stay",

@@ -164,8 +164,9 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 // which it never gets a pod again. Until its window ends, wait says when
 // to look again. found says whether pod was read.
 func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod, found bool) (fenced bool, wait time.Duration, err error) {
-	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || found && pod.Spec.NodeName != "" && metav1.IsControlledBy(pod, ch) {
-		// Allowed, or bound (inside its window): nothing to fence.
+	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || boundOnce(ch) || found && pod.Spec.NodeName != "" && metav1.IsControlledBy(pod, ch) {
+		// Allowed, or bound (inside its window): nothing to fence, and a
+		// pod that goes later is replaced as any other.
 		return false, 0, nil
 	}
 	why := ch.Annotations[mcv1alpha1.AnnotationFenced]
@@ -216,6 +217,14 @@ func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodC
 	}
 	r.record.Event(ch, event.Normal(reasonFenced, msg))
 	return true, 0, nil
+}
+
+// boundOnce reports whether the chaperon's status, which the agent alone
+// writes, says a pod of it was bound: inside its bind window, since a
+// pod binds no later (the propagator counts such a candidate committed).
+func boundOnce(ch *mcv1alpha1.PodChaperon) bool {
+	_, c := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers
@@ -276,8 +285,9 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 		},
 		Spec: *ch.Spec.DeepCopy(),
 	}
-	if deadline, ok := ch.BindDeadline(); ok {
-		// The candidate scheduler reads the window's end off the pod.
+	if deadline, ok := ch.BindDeadline(); ok && !boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+		// The candidate scheduler reads the window's end off the pod; a
+		// replacement of one that bound inside it has none.
 		pod.Annotations = maps.Clone(ch.Annotations)
 		pod.Annotations[mcv1alpha1.AnnotationBindDeadline] = deadline.UTC().Format(time.RFC3339)
 	}

@@ -262,8 +262,25 @@ func TestChaperonController(t *testing.T) {
 		if v, ok := ch.Annotations[mcv1alpha1.AnnotationFenced]; ok {
 			t.Errorf("a bound candidate was fenced (%q) after its window", v)
 		}
-		if p, err := cs.CoreV1().Pods("default").Get(ctx, "in-time", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodRunning {
-			t.Errorf("the bound candidate's pod: %v, %v", p, err)
+		old, err := cs.CoreV1().Pods("default").Get(ctx, "in-time", metav1.GetOptions{})
+		if err != nil || old.Status.Phase != corev1.PodRunning {
+			t.Fatalf("the bound candidate's pod: %v, %v", old, err)
+		}
+		// Lost after its window (evicted, its node gone): replaced as any
+		// committed pod is, and the replacement binds.
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "in-time", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := local.WaitForPod(ctx, cs, "default", "in-time", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatalf("no replacement of a pod that bound inside its window: %v", err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ch), ch); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := ch.Annotations[mcv1alpha1.AnnotationFenced]; ok {
+			t.Errorf("fenced (%q) when its pod, bound inside the window, was replaced", v)
 		}
 	})
 
