@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	watchtools "k8s.io/client-go/tools/watch"
 )
 
@@ -76,12 +77,21 @@ func NodeReady(n *corev1.Node) bool {
 // pressure: Failed, with a DisruptionTarget condition (TerminationByKubelet)
 // and its containers killed (exit code 137); the pod object stays.
 func EvictByKubelet(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
-	p := pod.DeepCopy()
-	p.Status.Phase, p.Status.Reason = corev1.PodFailed, ""
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
-	for i := range p.Status.ContainerStatuses {
-		p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}
-	}
-	_, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-	return err
+	// kwok may still be writing the pod's status: each conflict reads it again.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.UID != pod.UID {
+			return errors.Errorf("pod %s/%s was replaced before it could be evicted", pod.Namespace, pod.Name)
+		}
+		p.Status.Phase, p.Status.Reason = corev1.PodFailed, ""
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "TerminationByKubelet"})
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}
+		}
+		_, err = cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 }
