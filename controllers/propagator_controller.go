@@ -181,6 +181,10 @@ type scope struct {
 	// cluster left has not confirmed that the pods there are gone; or
 	// its chaperons are not listed yet), and no runner-up either.
 	held bool
+	// fenced are the fenced candidates of a cluster rejected in this
+	// reconcile, in member, deleted once the status holds the rejection.
+	fenced       []*mcv1alpha1.PodChaperon
+	fencedMember cluster.Member
 	// keep are the clusters whose candidates stay.
 	keep map[types.NamespacedName]bool
 	// clusters are the KubernetesClusters read in this reconcile (nil:
@@ -344,6 +348,15 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	case s.done && written:
 		if err := r.removeElsewhereOf(ctx, s, s.keep); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if written && s.fenced != nil {
+		// The rejection they explain is written: the fenced candidates
+		// go now, through the member's API server even while the cluster
+		// is not Ready (its scheduler stopped, say), so that the cluster,
+		// chosen again, gets new ones.
+		if err := r.deleteFenced(ctx, s); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

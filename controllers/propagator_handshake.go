@@ -159,9 +159,9 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
 		s.reject(s.target, d.Reason, d.Message)
 		if len(st.Fenced) > 0 {
-			// What was fenced goes once the status holds the rejection
-			// (removeElsewhereOf): chosen again later, the cluster gets
-			// new candidates.
+			// What was fenced goes once the status holds the rejection:
+			// chosen again later, the cluster gets new candidates.
+			s.fenced, s.fencedMember = st.Fenced, m
 			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
 		}
 	case propagator.Commit, propagator.Deliver:
@@ -462,6 +462,21 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 	for _, ch := range chs {
 		if err := cl.Patch(ctx, ch, patch); err != nil {
 			return errors.Wrap(resource.IgnoreNotFound(err), errPatch)
+		}
+	}
+	return nil
+}
+
+// deleteFenced deletes the fenced candidates of a cluster this reconcile
+// rejected, as the Workload's tenant.
+func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error {
+	cl, err := s.fencedMember.Tenant(s.w.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, ch := range s.fenced {
+		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}
 	return nil
