@@ -341,6 +341,15 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 	}
 	written, err := r.writeStatus(ctx, s)
+	if err == nil && written && s.fenced != nil {
+		// The rejection they explain is written: the fenced candidates
+		// go now, through the member's API server even while the cluster
+		// is not Ready (its scheduler stopped, say), so that the cluster,
+		// chosen again, gets new ones.
+		if err := r.deleteFenced(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	switch {
 	case perr != nil:
 		return reconcile.Result{}, perr
@@ -348,15 +357,6 @@ func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, err
 	case s.done && written:
 		if err := r.removeElsewhereOf(ctx, s, s.keep); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if written && s.fenced != nil {
-		// The rejection they explain is written: the fenced candidates
-		// go now, through the member's API server even while the cluster
-		// is not Ready (its scheduler stopped, say), so that the cluster,
-		// chosen again, gets new ones.
-		if err := r.deleteFenced(ctx, s); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -86,7 +86,9 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		s.held = true
 		for i := range w.Status.NominatedClusters {
 			// Runner-ups already proving themselves stay.
-			s.keep[w.ClusterKey(&w.Status.NominatedClusters[i])] = true
+			if key := w.ClusterKey(&w.Status.NominatedClusters[i]); !w.RejectedBy(key) {
+				s.keep[key] = true
+			}
 		}
 		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || mayBindUnheld(w) {
 			// Delivered there, or a gang of one whose candidate there may
@@ -99,7 +101,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 			s.requeueAfter(r.timeout)
 			return false, nil
 		}
-		if age := time.Since(sc.LastTransitionTime.Time); age < r.timeout {
+		if age := r.started.age(w, s.target, nil); age < r.timeout {
 			s.requeueAfter(r.timeout - age)
 			return false, nil
 		}
@@ -545,10 +547,16 @@ func (h *handshakeStarts) age(w *v1alpha1.Workload, cluster types.NamespacedName
 	h.mu.Lock()
 	at, ok := h.at[keyOf(w, cluster)]
 	h.mu.Unlock()
-	switch sc := w.Status.GetCondition(v1alpha1.TypeScheduled); {
+	sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	placed := sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero()
+	switch {
+	case ok && placed:
+		// A placement after the candidates were made (the cluster chosen
+		// again) starts it anew too.
+		return min(time.Since(at), time.Since(sc.LastTransitionTime.Time))
 	case ok:
 		return time.Since(at)
-	case sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero():
+	case placed:
 		return time.Since(sc.LastTransitionTime.Time)
 	}
 	return time.Since(oldest(chs))

@@ -467,6 +467,18 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a gang of one bound inside its window is marked allowed, so that a pod it loses later is replaced, not fenced",
+			w:    web(st.Replicas(1)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 1 {
+					t.Errorf("%d candidates marked is-allowed, want the bound one", n)
+				}
+			},
+		},
+		{
 			name: "a gang of one the member fenced when its window ended: rejected, the fenced candidate deleted",
 			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

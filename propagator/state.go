@@ -130,6 +130,12 @@ func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns str
 		}
 		if reserved && !allowed {
 			st.ToAllow = append(st.ToAllow, ch)
+		} else if allowed && !noReservation && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil {
+			// Bound inside its window (allowed in advance): is-allowed
+			// makes that last, so that a pod that goes later is replaced
+			// and binds, and the member never fences it (one write, off
+			// the binding's path).
+			st.ToAllow = append(st.ToAllow, ch)
 		}
 		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
 			switch c.Reason {
