@@ -491,49 +491,60 @@ func mayBindUnheld(w *v1alpha1.Workload) bool {
 	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
 }
 
-// handshakeStarts keeps when this process began each handshake in a
-// chosen cluster (made its first candidates there), so that a handshake is
-// timed on this process's clock alone, and a cluster chosen again gets its
-// whole timeout.
+// handshakeStarts keeps when this process began each Workload's
+// handshake in its chosen cluster (made its first candidates there), so
+// that a handshake is timed on this process's clock alone, and a cluster
+// chosen again gets its whole timeout. One entry per Workload: a new
+// handshake replaces the last.
 type handshakeStarts struct {
 	mu sync.Mutex
-	at map[handshakeKey]time.Time
+	at map[types.NamespacedName]handshakeStart
 }
 
-type handshakeKey struct {
-	workload types.NamespacedName
-	uid      types.UID
-	cluster  types.NamespacedName
+type handshakeStart struct {
+	uid     types.UID
+	cluster types.NamespacedName
+	at      time.Time
 }
 
-func keyOf(w *v1alpha1.Workload, cluster types.NamespacedName) handshakeKey {
-	return handshakeKey{workload: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, uid: w.UID, cluster: cluster}
+func workloadKey(w *v1alpha1.Workload) types.NamespacedName {
+	return types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 }
 
 func (h *handshakeStarts) start(w *v1alpha1.Workload, cluster types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.at == nil {
-		h.at = map[handshakeKey]time.Time{}
+		h.at = map[types.NamespacedName]handshakeStart{}
 	}
-	h.at[keyOf(w, cluster)] = time.Now()
+	h.at[workloadKey(w)] = handshakeStart{uid: w.UID, cluster: cluster, at: time.Now()}
+}
+
+// started returns when the Workload's handshake in the cluster began, if
+// this process began it.
+func (h *handshakeStarts) started(w *v1alpha1.Workload, cluster types.NamespacedName) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.at[workloadKey(w)]
+	if !ok || e.uid != w.UID || e.cluster != cluster {
+		return time.Time{}, false
+	}
+	return e.at, true
 }
 
 func (h *handshakeStarts) forget(w *v1alpha1.Workload, cluster types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.at, keyOf(w, cluster))
+	if e, ok := h.at[workloadKey(w)]; ok && e.cluster == cluster {
+		delete(h.at, workloadKey(w))
+	}
 }
 
-// forgetWorkload forgets every handshake of a Workload that is gone.
+// forgetWorkload forgets the handshake of a Workload that is gone.
 func (h *handshakeStarts) forgetWorkload(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for k := range h.at {
-		if k.workload == key {
-			delete(h.at, k)
-		}
-	}
+	delete(h.at, key)
 }
 
 // age is how long the chosen cluster has been proving itself, on this
@@ -544,9 +555,7 @@ func (h *handshakeStarts) forgetWorkload(key types.NamespacedName) {
 // timeout. Only a Workload placed without a Scheduled condition (an
 // external scheduler's) falls back to its candidates' age.
 func (h *handshakeStarts) age(w *v1alpha1.Workload, cluster types.NamespacedName, chs []*mcv1alpha1.PodChaperon) time.Duration {
-	h.mu.Lock()
-	at, ok := h.at[keyOf(w, cluster)]
-	h.mu.Unlock()
+	at, ok := h.started(w, cluster)
 	sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	placed := sc.Status == corev1.ConditionTrue && !sc.LastTransitionTime.IsZero()
 	switch {
