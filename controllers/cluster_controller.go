@@ -159,11 +159,7 @@ func (r *ClusterReconciler) clustersIn(ctx context.Context, o client.Object) []r
 		r.log.Info("cannot list the KubernetesClusters of a namespace", "namespace", o.GetName(), "error", err)
 		return nil
 	}
-	out := make([]reconcile.Request, len(kcs.Items))
-	for i := range kcs.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kcs.Items[i])}
-	}
-	return out
+	return requestsFor(kcs.Items)
 }
 
 // privateLabelChanged passes a namespace whose v1alpha1.LabelPrivateClusters changed.

@@ -166,3 +166,15 @@ func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Wor
 	}
 	return w.DeepCopy()
 }
+
+// requestsFor are the reconcile requests of a list's items.
+func requestsFor[T any, P interface {
+	*T
+	client.Object
+}](items []T) []reconcile.Request {
+	out := make([]reconcile.Request, len(items))
+	for i := range items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(P(&items[i]))}
+	}
+	return out
+}

@@ -90,7 +90,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 				s.keep[key] = true
 			}
 		}
-		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || mayBindUnheld(w) {
+		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || propagator.BindsUnheld(w) {
 			// Delivered there, or a gang of one whose candidate there may
 			// bind within its member's window: never given up on this
 			// clock (design §4.9).
@@ -278,7 +278,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		}
 	}
 	ns := m.TargetNamespace(w)
-	noHold := chosen && (st.Allowed > 0 || w.ReplicaCount() == 1)
+	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w))
 	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
 		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
 			// Fan-out is a head start, not a need: under a burst the
@@ -482,13 +482,6 @@ func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error
 		}
 	}
 	return nil
-}
-
-// mayBindUnheld reports whether the Workload's candidate in a cluster not
-// committed yet may bind without is-allowed (a gang of one: its chaperon
-// carries a bind window), so that only its member can tell it did not.
-func mayBindUnheld(w *v1alpha1.Workload) bool {
-	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
 }
 
 // handshakeStarts keeps when this process began each Workload's

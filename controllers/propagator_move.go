@@ -173,11 +173,7 @@ func (r *PropagatorReconciler) workloadsBy(ctx context.Context, index string, cl
 		r.log.Info("cannot list the Workloads of a cluster", "cluster", cluster.String(), "error", err)
 		return nil
 	}
-	out := make([]reconcile.Request, len(wls.Items))
-	for i := range wls.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&wls.Items[i])}
-	}
-	return out
+	return requestsFor(wls.Items)
 }
 
 // indexWorkloadDependencyClusters indexes Workloads by the clusters their

@@ -114,6 +114,15 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 	}
 }
 
+// BindsUnheld reports whether the Workload's candidate in its chosen
+// cluster binds without a hold before that cluster is committed: a gang
+// of one (a single replica) in Reserve mode. Such a candidate carries a
+// bind window (SetBindWindow), and only its member can tell that it did
+// not bind.
+func BindsUnheld(w *v1alpha1.Workload) bool {
+	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
+}
+
 // SetBindWindow gives a candidate allowed in advance a bind window: its
 // member lets it bind without is-allowed only within window of the
 // chaperon's creation, as the member's clock counts, and fences it after.

@@ -36,9 +36,3 @@ func PodBindDeadline(annotations map[string]string) (t time.Time, ok bool) {
 	}
 	return t, true
 }
-
-// GivenUp reports whether the management side gave up on the candidate
-// or the member fenced it: either way it must never bind without is-allowed.
-func (ch *PodChaperon) GivenUp() bool {
-	return ch.Annotations[AnnotationGiveUp] == "true" || ch.Annotations[AnnotationFenced] != ""
-}
