@@ -93,7 +93,9 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || propagator.BindsUnheld(w) {
 			// Delivered there, or a gang of one whose candidate there may
 			// bind within its member's window: never given up on this
-			// clock (design §4.9).
+			// clock (design §4.9). The watch's first list brings it back;
+			// a look at the handshake timeout is the safety net, not a poll.
+			s.requeueAfter(r.timeout)
 			return false, nil
 		}
 		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)

@@ -539,7 +539,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "a committed Workload whose chosen member is not listed yet: not rejected, no runner-up elsewhere, no polling",
+			name: "a committed Workload whose chosen member is not listed yet: not rejected, no runner-up elsewhere, no polling (one look at the timeout)",
 			w: web(nominate("a", "b"), scheduledAgo(2*timeout), func(w *v1alpha1.Workload) {
 				// Delivered there, its pods not bound at this moment.
 				w.Status.Replicas = 2
@@ -547,7 +547,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{},
+			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %v: a committed cluster whose watch has not listed yet", e.w.Status.RejectedClusters)
@@ -572,6 +572,7 @@ func TestPropagatorReconcile(t *testing.T) {
 		{
 			name: "a gang of one whose chosen member's chaperons were never listed is not given up on this clock: its candidate may bind there within its window",
 			w:    web(st.Replicas(1), scheduledAgo(2*timeout)),
+			want: reconcile.Result{RequeueAfter: timeout},
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
