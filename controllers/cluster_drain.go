@@ -89,6 +89,13 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
 	conn := r.members.Member(key)
+	// holds reports whether the Workload may still hold candidates here:
+	// a list that fails knows nothing, and nothing known is not nothing
+	// there (the cluster answers, so the next probe looks again).
+	holds := func(w *v1alpha1.Workload) bool {
+		chs, err := conn.Chaperons(ctx, w.UID)
+		return err != nil || len(chs) > 0
+	}
 	var placed, left []string
 	for i := range wls.Items {
 		w := &wls.Items[i]
@@ -106,7 +113,7 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 		case w.DeletionTimestamp != nil:
 			// Only while its chaperons are here: another cluster holding
 			// its deletion does not hold this drain.
-			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
+			if holds(w) {
 				left = append(left, name)
 			}
 		case w.PlacedOn(key) && !w.Finished():
@@ -116,7 +123,7 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 		case synced:
 			// Only nominated (a runner-up), or a batch Workload that ended
 			// there and is not moved: what it may still hold there goes.
-			if chs, err := conn.Chaperons(ctx, w.UID); err == nil && len(chs) > 0 {
+			if holds(w) {
 				left = append(left, name)
 			}
 		}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
@@ -39,6 +41,8 @@ func TestDrain(t *testing.T) {
 		w       *v1alpha1.Workload
 		// there: the member a holds a candidate of the Workload.
 		there bool
+		// unlisted: a's chaperons cannot be listed.
+		unlisted bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -63,6 +67,10 @@ func TestDrain(t *testing.T) {
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
 		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
 			there: true, held: true, reason: string(reasonDraining)},
+		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
+			unlisted: true, held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted whose candidates cannot be listed holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
+			unlisted: true, held: true, reason: string(reasonDraining)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,6 +80,11 @@ func TestDrain(t *testing.T) {
 			a := clustertest.NewMember("a")
 			if tc.there {
 				a = clustertest.NewMember("a", clustertest.WithObjects(candidates(tc.w, 1)...))
+			}
+			if tc.unlisted {
+				a = clustertest.NewMember("a", clustertest.WithInterceptor(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					return errors.New("the watch's cache is gone")
+				}}))
 			}
 			r := &ClusterReconciler{client: c, members: clustertest.Members{a}, record: rec}
 			kc := &v1alpha1.KubernetesCluster{}
