@@ -105,10 +105,8 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 			return err
 		}
 	}
-	for _, ch := range step.Delete {
-		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
-			return errors.Wrap(err, errDeleteChaperon)
-		}
+	if err := deleteChaperons(ctx, cl, step.Delete); err != nil {
+		return err
 	}
 	s.log.Info("rolling update step", "started", len(step.Create), "removed", len(step.Delete))
 	s.event(event.Normal(reasonReplacing, fmt.Sprintf("rolling update in %s: %d new pod(s) started, %d old pod(s) removed", s.target, len(step.Create), len(step.Delete))))

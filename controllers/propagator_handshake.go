@@ -266,6 +266,9 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	if err != nil {
 		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
 	}
+	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
+		return propagator.State{}, nil, err
+	}
 	st := propagator.ObserveIn(w, chs, m.TargetNamespace(w))
 	if len(st.Extra) == 0 && len(st.Missing) == 0 {
 		return st, chs, nil
@@ -274,10 +277,8 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	if err != nil {
 		return st, nil, err
 	}
-	for _, ch := range st.Extra {
-		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
-			return st, nil, errors.Wrap(err, errDeleteChaperon)
-		}
+	if err := deleteChaperons(ctx, cl, st.Extra); err != nil {
+		return st, nil, err
 	}
 	ns := m.TargetNamespace(w)
 	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w))
@@ -329,7 +330,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		if role == propagator.NoHold && st.Allowed == 0 {
 			// Not committed yet: it may bind without is-allowed only
 			// within the window its member enforces (design §4.9).
-			propagator.SetBindWindow(ch, r.timeout)
+			propagator.SetBindWindow(ch, w, m.ClusterKey(), r.timeout)
 		}
 		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
@@ -471,6 +472,24 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 	return nil
 }
 
+// replaceFencedBefore deletes the candidates fenced before a rejection
+// the status holds already (propagator.FencedBefore), and returns the
+// others: the replicas they stood for are made anew, with a whole window.
+func (r *PropagatorReconciler) replaceFencedBefore(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) ([]*mcv1alpha1.PodChaperon, error) {
+	before := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool { return !propagator.FencedBefore(ch, w, m.ClusterKey()) })
+	if len(before) == 0 {
+		return chs, nil
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := deleteChaperons(ctx, cl, before); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return slices.Contains(before, ch) }), nil
+}
+
 // deleteFenced deletes the fenced candidates of a cluster this reconcile
 // rejected, as the Workload's tenant.
 func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error {
@@ -478,7 +497,12 @@ func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error
 	if err != nil {
 		return err
 	}
-	for _, ch := range s.fenced {
+	return deleteChaperons(ctx, cl, s.fenced)
+}
+
+// deleteChaperons deletes chaperons with cl; one gone already is no error.
+func deleteChaperons(ctx context.Context, cl client.Client, chs []*mcv1alpha1.PodChaperon) error {
+	for _, ch := range chs {
 		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}

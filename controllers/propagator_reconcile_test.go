@@ -490,6 +490,32 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// Its deletion after that rejection failed (the member did not
+			// answer), and the cluster was chosen again once the
+			// rejection's backoff ended.
+			name: "a gang of one whose fenced candidate is left from a rejection the status holds: a new candidate, not a second rejection",
+			w: web(st.Replicas(1), st.Rejected("a", 1, "placer gave up on the candidate and the cluster fenced it"), func(w *v1alpha1.Workload) {
+				rc := &w.Status.RejectedClusters[0]
+				rc.Reason, rc.Attempts, rc.RetryAfter = propagator.ReasonHandshakeTimeout, 1, ptr.To(metav1.NewTime(time.Now().Add(-time.Second)))
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout),
+					chaperontest.Fenced(mcv1alpha1.FencedGivenUp), chaperontest.RejectionsSeen("1/0"))...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if rc := e.w.Rejection(types.NamespacedName{Namespace: "default", Name: "a"}); rc == nil || rc.Attempts != 1 {
+					t.Errorf("rejection %+v, want the one recorded before (1 attempt)", rc)
+				}
+				fresh := func(ch *mcv1alpha1.PodChaperon) bool {
+					return ch.Annotations[mcv1alpha1.AnnotationFenced] == "" && ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen] == "1/1"
+				}
+				if n, all := count(t, e.members[0], e.w, fresh), count(t, e.members[0], e.w, nil); n != 1 || all != 1 {
+					t.Errorf("%d fresh candidates of %d in a, want the fenced one replaced by one that saw the rejection", n, all)
+				}
+			},
+		},
+		{
 			name: "a gang of one unschedulable: its member is asked to fence it, and the cluster is rejected only once it has",
 			w:    web(st.Replicas(1)),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

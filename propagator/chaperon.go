@@ -3,12 +3,14 @@
 package propagator
 
 import (
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	hashutil "k8s.io/kubernetes/pkg/util/hash"
@@ -123,13 +125,37 @@ func BindsUnheld(w *v1alpha1.Workload) bool {
 	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
 }
 
-// SetBindWindow gives a candidate allowed in advance a bind window: its
-// member lets it bind without is-allowed only within window of the
-// chaperon's creation, as the member's clock counts, and fences it after.
-func SetBindWindow(ch *mcv1alpha1.PodChaperon, window time.Duration) {
+// SetBindWindow gives a candidate allowed in advance, made for the
+// Workload w in the cluster key, a bind window: its member lets it bind
+// without is-allowed only within window of the chaperon's creation, as
+// the member's clock counts, and fences it after. It also records the
+// rejections by that cluster the status holds now (FencedBefore).
+func SetBindWindow(ch *mcv1alpha1.PodChaperon, w *v1alpha1.Workload, key types.NamespacedName, window time.Duration) {
 	if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" {
 		ch.Annotations[mcv1alpha1.AnnotationBindWindow] = window.String()
+		ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen] = rejectionsSeen(w, key)
 	}
+}
+
+// rejectionsSeen is "<generation>/<count>" of the Workload's rejections by
+// the cluster its status holds now: every rejection recorded changes it.
+func rejectionsSeen(w *v1alpha1.Workload, key types.NamespacedName) string {
+	n := int32(0)
+	if rc := w.Rejection(key); rc != nil {
+		n = rc.Attempts
+	}
+	return fmt.Sprintf("%d/%d", w.Generation, n)
+}
+
+// FencedBefore reports whether a candidate of w in the cluster key was
+// fenced before a rejection the status holds already: the status has
+// recorded a rejection by that cluster since it was made. Such a leftover
+// (its deletion after that rejection failed, or the manager restarted)
+// says nothing of the handshake under way, and is replaced. A candidate
+// made before its mark existed is read as current.
+func FencedBefore(ch *mcv1alpha1.PodChaperon, w *v1alpha1.Workload, key types.NamespacedName) bool {
+	seen, ok := ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen]
+	return ok && ch.Annotations[mcv1alpha1.AnnotationFenced] != "" && seen != rejectionsSeen(w, key)
 }
 
 // HeldRunnerUp reports whether a chaperon is a runner-up's candidate

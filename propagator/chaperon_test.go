@@ -4,10 +4,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -271,5 +273,43 @@ func TestObserveDuringRollout(t *testing.T) {
 	want := summary{Proven: true, Committed: true, ToAllow: 1, Ready: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Observe() (-want,+got):\n%s", diff)
+	}
+}
+
+// TestFencedBefore: a fenced candidate is a leftover only when the status
+// recorded a rejection by its cluster after it was made.
+func TestFencedBefore(t *testing.T) {
+	a := types.NamespacedName{Namespace: "default", Name: "a"}
+	w := st.Workload("w", st.Replicas(1), st.Rejected("a", 1, "fenced"), func(w *v1alpha1.Workload) { w.Status.RejectedClusters[0].Attempts = 2 })
+	made := func(seen string, fenced bool) *mcv1alpha1.PodChaperon {
+		ch := NewChaperon(w, "default", 0, NoHold)
+		if seen != "" {
+			ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen] = seen
+		}
+		if fenced {
+			ch.Annotations[mcv1alpha1.AnnotationFenced] = mcv1alpha1.FencedWindow
+		}
+		return ch
+	}
+	cases := []struct {
+		name string
+		ch   *mcv1alpha1.PodChaperon
+		want bool
+	}{
+		{name: "fenced before the second rejection", ch: made("1/1", true), want: true},
+		{name: "fenced in an earlier generation", ch: made("0/2", true), want: true},
+		{name: "fenced in the handshake under way", ch: made("1/2", true)},
+		{name: "not fenced", ch: made("1/1", false)},
+		{name: "made before the mark existed", ch: made("", true)},
+	}
+	for _, tc := range cases {
+		if got := FencedBefore(tc.ch, w, a); got != tc.want {
+			t.Errorf("%s: FencedBefore = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	ch := NewChaperon(w, "default", 0, NoHold)
+	SetBindWindow(ch, w, a, time.Minute)
+	if got := ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen]; got != "1/2" {
+		t.Errorf("a candidate made now records %q, want the status's 1/2", got)
 	}
 }

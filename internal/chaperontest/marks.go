@@ -75,3 +75,9 @@ func GiveUpAsked(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.Annotat
 func Fenced(why string) Mark {
 	return func(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationFenced] = why }
 }
+
+// RejectionsSeen: the candidate was made when the Workload's status held
+// the rejections of its cluster given ("<generation>/<count>").
+func RejectionsSeen(v string) Mark {
+	return func(ch *mcv1alpha1.PodChaperon) { ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen] = v }
+}

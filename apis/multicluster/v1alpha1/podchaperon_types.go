@@ -44,6 +44,14 @@ const (
 	// (FencedGivenUp). Only then does the propagator count the cluster as
 	// given up: it never judges a member's timestamps by its own clock.
 	AnnotationFenced = AnnotationPrefix + "fenced"
+	// AnnotationRejectionsSeen (set by the propagator with the bind
+	// window) is how many rejections of the Workload by this cluster its
+	// status held when the candidate was made, as "<generation>/<count>".
+	// A fenced candidate whose count the status has passed since was
+	// fenced before a rejection already recorded (its deletion failed
+	// then, or the manager restarted): it is replaced, and never rejects
+	// its cluster a second time.
+	AnnotationRejectionsSeen = AnnotationPrefix + "rejections-seen"
 
 	// CandidateSchedulerName is the scheduler profile of the candidate
 	// scheduler in every member: chaperons in Reserve mode name it.
