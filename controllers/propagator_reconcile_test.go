@@ -428,6 +428,16 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// On f435c1c the age was read from the candidates' timestamps:
+			// from the future, they never timed out.
+			name: "a member whose clock runs behind: its candidates look made in the future, but the handshake's timeout on this clock has passed: rejected",
+			w:    web(scheduledAgo(2 * timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(-10*time.Minute))...))}
+			},
+			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+		},
+		{
 			name: "no answer within the handshake timeout, counted on this clock from the placement: rejected",
 			w:    web(scheduledAgo(2 * timeout)),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

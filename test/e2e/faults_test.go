@@ -127,7 +127,9 @@ func TestFaults(t *testing.T) {
 	// room for pods that need pool=burst until the test adds one.
 	x := startMember(t, "x", false, local.Node{Name: "x-0", CPU: "8", Memory: "16Gi"})
 	y := startMember(t, "y", false, local.Node{Name: "y-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "burst"}})
-	members := []*member{x, y}
+	// z is a third cluster for fan-outs of three.
+	z := startMember(t, "z", false, local.Node{Name: "z-0", CPU: "8", Memory: "16Gi"})
+	members := []*member{x, y, z}
 	toX := newLink(t, x)
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
@@ -138,6 +140,7 @@ func TestFaults(t *testing.T) {
 	wc := testenv.Watcher(t, env.Config)
 	registerAt(t, env.Client, x, toX.Addr, map[string]string{"tier": "x"}, "default")
 	register(t, env.Client, y, map[string]string{"tier": "y"}, "default")
+	register(t, env.Client, z, map[string]string{"tier": "z"}, "default")
 	xReady := func(t *testing.T) {
 		t.Helper()
 		for _, m := range members {
@@ -254,13 +257,13 @@ func TestFaults(t *testing.T) {
 		w := workload(t, "nowhere", st.Replicas(2), func(w *v1alpha1.Workload) {
 			w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "none"}
 		})
-		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.RejectedClusters) == 2 })
-		// Within the first backoff (30 s), nothing changes in either cluster.
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.RejectedClusters) == len(members) })
+		// Within the first backoff (30 s), nothing changes in any cluster.
 		time.Sleep(15 * time.Second)
 		mu.Lock()
-		got := map[string]int{"x": created["x"], "y": created["y"]}
+		got := maps.Clone(created)
 		mu.Unlock()
-		if got["x"] != 2 || got["y"] != 2 {
+		if got["x"] != 2 || got["y"] != 2 || got["z"] != 2 {
 			t.Errorf("candidates created: %v; want one handshake (2 candidates) per cluster within the backoff", got)
 		}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
@@ -371,5 +374,135 @@ func TestFaults(t *testing.T) {
 		testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
 		waitNoChaperons(t, x, w)
 		waitNoPods(t, x, w)
+	})
+
+	// settled waits until every replica of w is Ready in one cluster and
+	// nothing of it is left in the others; it returns that cluster.
+	settled := func(t *testing.T, w *v1alpha1.Workload) string {
+		t.Helper()
+		want := int32(w.ReplicaCount())
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, 2*timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && w.Status.ClusterRef != nil && w.Status.ReadyReplicas == want
+		})
+		for _, m := range members {
+			if m.name != w.Status.ClusterRef.Name {
+				waitNoChaperons(t, m, w)
+				waitNoPods(t, m, w)
+			}
+		}
+		return w.Status.ClusterRef.Name
+	}
+	cleanup := func(t *testing.T, ws ...*v1alpha1.Workload) {
+		t.Helper()
+		for _, w := range ws {
+			if err := env.Client.Delete(context.Background(), w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, w := range ws {
+			testenv.WaitForDeletion(t, wc, w, &v1alpha1.WorkloadList{}, timeout)
+			for _, m := range members {
+				waitNoChaperons(t, m, w)
+			}
+		}
+	}
+	fanOut := func(n int32) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = n }
+	}
+	// Each shape the invariants name: a gang of one and a held gang of
+	// two, with fanOut 1 and 3.
+	shapes := func(t *testing.T, prefix string, opts ...st.WorkloadOption) []*v1alpha1.Workload {
+		return []*v1alpha1.Workload{
+			workload(t, prefix+"-one", opts...),
+			workload(t, prefix+"-two", append([]st.WorkloadOption{st.Replicas(2)}, opts...)...),
+			workload(t, prefix+"-one-fan", append([]st.WorkloadOption{fanOut(3)}, opts...)...),
+			workload(t, prefix+"-two-fan", append([]st.WorkloadOption{st.Replicas(2), fanOut(3)}, opts...)...),
+		}
+	}
+
+	t.Run("a slow link (300 ms each way): every shape handshaking through it runs once", func(t *testing.T) {
+		xReady(t)
+		toX.DelayTx(300*time.Millisecond, 100*time.Millisecond)
+		toX.DelayRx(300*time.Millisecond, 100*time.Millisecond)
+		defer func() { toX.UndelayTx(); toX.UndelayRx() }()
+		sampler := sampleBound(t, members...)
+		ws := shapes(t, "slow")
+		for _, w := range ws {
+			t.Logf("%s runs in %s", w.Name, settled(t, w))
+		}
+		if broken := sampler.stop(); len(broken) > 0 {
+			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
+		}
+		cleanup(t, ws...)
+	})
+
+	t.Run("a flapping link (cut 2 s, healed 2 s) through handshakes and after commit: every shape runs once, and settles", func(t *testing.T) {
+		xReady(t)
+		sampler := sampleBound(t, members...)
+		stopFlap := make(chan struct{})
+		flapped := make(chan struct{})
+		go func() {
+			defer close(flapped)
+			defer toX.heal()
+			for {
+				toX.cut()
+				select {
+				case <-stopFlap:
+					return
+				case <-time.After(2 * time.Second):
+				}
+				toX.heal()
+				select {
+				case <-stopFlap:
+					return
+				case <-time.After(2 * time.Second):
+				}
+			}
+		}()
+		// They leave a cluster that stops answering at once, so that
+		// the flapping moves them too.
+		ws := shapes(t, "flap", st.TolerateFor(v1alpha1.TaintClusterUnreachable, 0), st.TolerateFor(v1alpha1.TaintClusterNotReady, 0))
+		time.Sleep(30 * time.Second)
+		close(stopFlap)
+		<-flapped
+		for _, w := range ws {
+			t.Logf("%s runs in %s", w.Name, settled(t, w))
+		}
+		if broken := sampler.stop(); len(broken) > 0 {
+			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
+		}
+		checkOneBoundPerReplica(t, members...)
+		cleanup(t, ws...)
+	})
+
+	t.Run("committed Workloads that must never run twice (StopBeforeStart) leave a cut-off cluster only once it confirms", func(t *testing.T) {
+		xReady(t)
+		stopFirst := func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }
+		ws := shapes(t, "cut", stopFirst, st.TolerateFor(v1alpha1.TaintClusterUnreachable, 0), st.TolerateFor(v1alpha1.TaintClusterNotReady, 0))
+		for _, w := range ws {
+			readyOn(t, w, "x")
+		}
+		sampler := sampleBound(t, members...)
+		toX.cut()
+		defer toX.heal()
+		// The manager sees x unreachable and moves them: none may start
+		// elsewhere while x, which it cannot reach, may still run them.
+		for _, w := range ws {
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Left(types.NamespacedName{Namespace: "default", Name: "x"}) != nil })
+		}
+		time.Sleep(10 * time.Second)
+		for _, w := range ws {
+			if n := len(pods(t, x, w)); n != w.ReplicaCount() {
+				t.Fatalf("%s has %d pods in x, want %d: x lost them while cut off, and the case proves nothing", w.Name, n, w.ReplicaCount())
+			}
+		}
+		toX.heal()
+		for _, w := range ws {
+			t.Logf("%s runs in %s", w.Name, settled(t, w))
+		}
+		if broken := sampler.stop(); len(broken) > 0 {
+			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
+		}
+		cleanup(t, ws...)
 	})
 }
