@@ -67,6 +67,10 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 	} else if f := s.w.Status.GetCondition(v1alpha1.TypeFailed); f.Status == corev1.ConditionTrue {
 		s.statusEvent(event.Warning(v1alpha1.ReasonReplicasFailed, errors.New(f.Message)))
 	}
+	if d.Action == propagator.Wait && d.Message != "" {
+		// Waiting for what the counts do not show.
+		ready = v1alpha1.NotReady(v1alpha1.ReasonPending, d.Message, s.w.Generation)
+	}
 	if problem != nil {
 		// One condition per reconcile: its transition time moves only
 		// when it changes.

@@ -132,6 +132,11 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if held, done, err := r.holdForDependencies(ctx, s, m, delivered); held {
 		return done, err
 	}
+	open, err := r.settleBindWindows(ctx, s)
+	if err != nil {
+		return true, err
+	}
+	s.windowsElsewhere = open
 	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
@@ -147,6 +152,17 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	}
 	age := r.started.age(w, s.target, chs)
 	d := propagator.Decide(w, st, true, age, r.timeout)
+	if d.Action == propagator.Commit && len(open) > 0 {
+		// Proven, but a candidate elsewhere may still bind: the pods here
+		// wait for that cluster's word (design §4.9).
+		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
+			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, open)}
+	}
+	if d.Action != propagator.Wait && d.Action != propagator.Fence {
+		// Committed, or rejected (only once nothing there can bind
+		// unheld): the chosen cluster's window is settled.
+		dropBindWindow(w, s.target)
+	}
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
 	case propagator.Wait:
@@ -281,7 +297,9 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		return st, nil, err
 	}
 	ns := m.TargetNamespace(w)
-	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w))
+	// A gang of one binds unheld only while no other cluster may still
+	// bind its candidate (settleBindWindows).
+	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w) && len(s.windowsElsewhere) == 0)
 	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
 		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
 			// Fan-out is a head start, not a need: under a burst the
@@ -329,8 +347,10 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		ch := propagator.NewChaperon(w, ns, i, role)
 		if role == propagator.NoHold && st.Allowed == 0 {
 			// Not committed yet: it may bind without is-allowed only
-			// within the window its member enforces (design §4.9).
+			// within the window its member enforces (design §4.9), and
+			// the status says so until that member has confirmed.
 			propagator.SetBindWindow(ch, w, m.ClusterKey(), r.timeout)
+			addBindWindow(s.w, m.ClusterKey())
 		}
 		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
@@ -470,6 +490,104 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 		}
 	}
 	return nil
+}
+
+// settleBindWindows follows the clusters other than the chosen one where
+// a candidate of the Workload may bind without placer's word
+// (status.bindWindows), and returns those where one still may. A cluster
+// that answers is asked to fence such candidates (give-up), and leaves
+// the list once none is left there: fenced (deleted now), bound (a copy
+// that runs there, which the move policy follows), or none at all. One
+// that does not answer, or is not listed yet, stays; one deleted leaves.
+// Each stays in keep meanwhile: its candidates are not deleted from under
+// the fence.
+func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope) ([]types.NamespacedName, error) {
+	w := s.w
+	var open []types.NamespacedName
+	for _, ref := range slices.Clone(w.Status.BindWindows) {
+		key := w.ClusterKey(&ref)
+		if key == s.target {
+			// The chosen cluster's own handshake settles it.
+			continue
+		}
+		reach, m, err := r.reachOf(ctx, s, key)
+		if err != nil {
+			return nil, err
+		}
+		if reach == gone {
+			dropBindWindow(w, key)
+			continue
+		}
+		s.keep[key] = true
+		if reach != answering {
+			open = append(open, key)
+			continue
+		}
+		chs, err := windowCandidates(ctx, m, w)
+		if err != nil {
+			return nil, err
+		}
+		st := propagator.Observe(w, chs)
+		if len(st.Windowed) > 0 {
+			if err := r.giveUp(ctx, m, w, st.Windowed); err != nil {
+				return nil, err
+			}
+			open = append(open, key)
+			continue
+		}
+		if len(st.Fenced) > 0 {
+			cl, err := m.Tenant(w.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			if err := deleteChaperons(ctx, cl, st.Fenced); err != nil {
+				return nil, err
+			}
+			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", key, len(st.Fenced), st.FencedWhy)))
+		}
+		dropBindWindow(w, key)
+	}
+	return open, nil
+}
+
+// windowCandidates returns the Workload's candidates in a member that
+// answers: from its watch, or, when the watch shows none, from the
+// member's API server (a candidate made a moment ago may not be in the
+// watch yet, and none there is what lets the window go).
+func windowCandidates(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
+	chs, err := m.Chaperons(ctx, w.UID)
+	if err != nil || len(chs) > 0 {
+		return chs, errors.Wrap(err, errListChaperons)
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := cl.List(ctx, l, client.InNamespace(m.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+		return nil, errors.Wrap(err, errListChaperons)
+	}
+	for i := range l.Items {
+		chs = append(chs, &l.Items[i])
+	}
+	return chs, nil
+}
+
+// addBindWindow records that a candidate in the cluster may bind without
+// placer's word (status.bindWindows).
+func addBindWindow(w *v1alpha1.Workload, key types.NamespacedName) {
+	if !slices.ContainsFunc(w.Status.BindWindows, func(ref v1alpha1.ClusterReference) bool { return w.ClusterKey(&ref) == key }) {
+		w.Status.BindWindows = append(w.Status.BindWindows, v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace})
+	}
+}
+
+// dropBindWindow records that nothing in the cluster can bind without
+// placer's word any more.
+func dropBindWindow(w *v1alpha1.Workload, key types.NamespacedName) {
+	w.Status.BindWindows = slices.DeleteFunc(w.Status.BindWindows, func(ref v1alpha1.ClusterReference) bool { return w.ClusterKey(&ref) == key })
+	if len(w.Status.BindWindows) == 0 {
+		w.Status.BindWindows = nil
+	}
 }
 
 // replaceFencedBefore deletes the candidates fenced before a rejection

@@ -67,6 +67,14 @@ func scheduledAgo(d time.Duration) st.WorkloadOption {
 	}
 }
 
+// windowIn: a candidate of the Workload may bind in the cluster without
+// placer's word (status.bindWindows).
+func windowIn(cluster string) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		w.Status.BindWindows = append(w.Status.BindWindows, v1alpha1.ClusterReference{Name: cluster, Namespace: "default"})
+	}
+}
+
 // runnerUp marks a candidate made in a runner-up cluster.
 func runnerUp(ch *mcv1alpha1.PodChaperon) {
 	metav1.SetMetaDataAnnotation(&ch.ObjectMeta, mcv1alpha1.AnnotationRunnerUp, "true")
@@ -975,6 +983,105 @@ func TestPropagatorReconcile(t *testing.T) {
 				wantLeft(t, e.w, 2)
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want its 2 untouched until its watch syncs", n)
+				}
+			},
+		},
+		{
+			name: "a gang of one's first candidate records its bind window in status",
+			w:    web(st.Replicas(1)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if got := e.w.Status.BindWindows; len(got) != 1 || got[0].Name != "a" {
+					t.Errorf("bindWindows %+v, want a", got)
+				}
+			},
+		},
+		{
+			name: "a gang of one bound inside its window: the window is settled",
+			w:    web(st.Replicas(1), windowIn("a")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), reserved, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if got := e.w.Status.BindWindows; len(got) != 0 {
+					t.Errorf("bindWindows %+v, want none once the candidate bound", got)
+				}
+			},
+		},
+		{
+			// On 8e684f7 the candidate in b bound at once: both ran (the
+			// fault harness's flapping link saw it).
+			name:     "a gang of one moved off a cluster that does not answer, where its candidate may still bind: the new cluster's candidate is held",
+			w:        web(st.Replicas(1), left, windowIn("a")),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
+					return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
+				}
+				if n, all := count(t, e.members[1], e.w, noHold), count(t, e.members[1], e.w, nil); n != 0 || all != 1 {
+					t.Errorf("%d of %d candidates in b bind unheld, want one held", n, all)
+				}
+				if got := e.w.Status.BindWindows; len(got) != 1 || got[0].Name != "a" {
+					t.Errorf("bindWindows %+v, want a, which has not confirmed", got)
+				}
+			},
+		},
+		{
+			name:     "the new cluster's held candidate is reserved while the old cluster does not answer: it is not allowed, and Ready says why",
+			w:        web(st.Replicas(1), left, windowIn("a")),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[1], e.w, isAllowed); n != 0 {
+					t.Errorf("%d candidates allowed in b while a's may still bind", n)
+				}
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); !strings.Contains(c.Message, "default/a") {
+					t.Errorf("Ready says %q, want it to name a, which has not confirmed", c.Message)
+				}
+			},
+		},
+		{
+			name: "the old cluster answers with the candidate still in its window: it is asked to fence it, and the new cluster waits",
+			w:    web(st.Replicas(1), left, windowIn("a")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
+					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
+				}
+				if n := count(t, e.members[1], e.w, isAllowed); n != 0 {
+					t.Errorf("%d candidates allowed in b before a confirmed", n)
+				}
+			},
+		},
+		{
+			name: "the old cluster fenced it: the fenced candidate goes, the window is settled, and the new cluster's candidate is allowed",
+			w:    web(st.Replicas(1), left, windowIn("a")),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedGivenUp))...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
+			},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a", n)
+				}
+				if got := e.w.Status.BindWindows; len(got) != 0 {
+					t.Errorf("bindWindows %+v, want none", got)
+				}
+				if n := count(t, e.members[1], e.w, isAllowed); n != 1 {
+					t.Errorf("%d candidates allowed in b, want 1", n)
 				}
 			},
 		},

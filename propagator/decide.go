@@ -36,7 +36,8 @@ const (
 // Decision is the next step for one cluster.
 type Decision struct {
 	Action Action
-	// Reason and Message of a rejection.
+	// Reason and Message of a rejection; Message also says what a Wait
+	// waits for when the counts do not show it.
 	Reason, Message string
 	// After is when to look again while waiting; zero waits for an event.
 	After time.Duration

@@ -258,12 +258,21 @@ func checkOneBoundPerReplica(t *testing.T, members ...*member) {
 // boundTwice returns what breaks the fleet invariant now, if anything.
 func boundTwice(t *testing.T, members ...*member) []string {
 	t.Helper()
+	out, err := listBoundTwice(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// listBoundTwice is boundTwice, for callers off the test's goroutine.
+func listBoundTwice(members ...*member) ([]string, error) {
 	bound := map[string][]string{}
 	clusters := map[string]map[string]bool{}
 	for _, m := range members {
 		l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for _, p := range l.Items {
 			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
@@ -290,7 +299,7 @@ func boundTwice(t *testing.T, members ...*member) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 func memberNamed(ms []*member, name string) *member {
