@@ -78,6 +78,8 @@ type SchedulerReconciler struct {
 
 	defaultTolerations []corev1.Toleration
 	maxMoves           int
+	// waiters wait for a place under maxMoves.
+	waiters moveWaiters
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
@@ -129,6 +131,8 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 // Reconcile decides about one Workload and hands the decision to the
 // writers; it never waits for a write.
 func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// Woken for a place or not, it has been looked at.
+	defer r.waiters.looked(req.NamespacedName)
 	w := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
@@ -229,6 +233,21 @@ func nextRetry(w *v1alpha1.Workload, now time.Time) time.Duration {
 // drains at once, waits (Scheduled stays True, reason MovePending); a
 // cluster changing, or a move ending, looks again.
 func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
+	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	// waits: it waits for a place under --max-concurrent-moves; moves:
+	// it takes one (the cache counts it once the decision is written).
+	waits, moves := false, false
+	defer func() {
+		if waits {
+			return
+		}
+		r.waiters.done(key)
+		if !moves {
+			// A place it was woken for, or one a drain left, goes to
+			// the next waiter.
+			r.wakeWaiters()
+		}
+	}()
 	current := w.ClusterKey(w.Status.ClusterRef)
 	ci := r.cache.Cluster(current)
 	if ci == nil {
@@ -243,6 +262,9 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 	}
 	drain := v1alpha1.IsDrain(leave.Reason)
 	if moving := r.cache.Draining(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
+		// Woken only when a place is free (wakeWaiters), in turn.
+		waits = true
+		r.waiters.wait(key)
 		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", moving)), reconcile.Result{}
 	}
 	start := time.Now()
@@ -256,6 +278,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 		return r.movePending(w, leave, "no other cluster can take it: "+res.Message()), reconcile.Result{}
 	}
 	schedulingAttempts.WithLabelValues("moved").Inc()
+	moves = drain
 	d := r.placeOn(w, res, v1alpha1.Scheduled(fmt.Sprintf("moved from %s: %s; %s", current, leave.Message, placedMessage(res)), w.Generation))
 	t := metav1.NewTime(now)
 	d.left = []v1alpha1.LeftCluster{}
