@@ -158,10 +158,15 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
 			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, open)}
 	}
-	if d.Action != propagator.Wait && d.Action != propagator.Fence {
+	switch {
+	case d.Action != propagator.Wait && d.Action != propagator.Fence:
 		// Committed, or rejected (only once nothing there can bind
 		// unheld): the chosen cluster's window is settled.
 		dropBindWindow(w, s.target)
+	case len(st.Windowed) > 0:
+		// Also when this process did not make them (it restarted before
+		// the status said so).
+		addBindWindow(w, s.target)
 	}
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
@@ -494,13 +499,15 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 
 // settleBindWindows follows the clusters other than the chosen one where
 // a candidate of the Workload may bind without placer's word
-// (status.bindWindows), and returns those where one still may. A cluster
-// that answers is asked to fence such candidates (give-up), and leaves
-// the list once none is left there: fenced (deleted now), bound (a copy
-// that runs there, which the move policy follows), or none at all. One
-// that does not answer, or is not listed yet, stays; one deleted leaves.
-// Each stays in keep meanwhile: its candidates are not deleted from under
-// the fence.
+// (status.bindWindows), and returns those that answer where one still
+// may: the chosen cluster's candidates wait for them. Such a cluster is
+// asked to fence its candidates (give-up), and leaves the list once none
+// is left there: fenced (deleted now), bound (a copy that runs there,
+// which the move policy follows), or none at all. One that does not
+// answer, or is not listed yet, stays in the list without holding the
+// chosen cluster (the move policy decides); one deleted leaves. Each
+// stays in keep meanwhile: its candidates are not deleted from under the
+// fence.
 func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope) ([]types.NamespacedName, error) {
 	w := s.w
 	var open []types.NamespacedName
@@ -520,7 +527,11 @@ func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope) 
 		}
 		s.keep[key] = true
 		if reach != answering {
-			open = append(open, key)
+			// Nothing can be asked of it. StopBeforeStart waits for its
+			// word (proveChosen holds every cluster left meanwhile);
+			// with StartBeforeStop, a candidate there that binds inside
+			// its window is a copy behind the partition, as a running
+			// one is: it goes once the cluster answers (design §4.7).
 			continue
 		}
 		chs, err := windowCandidates(ctx, m, w)
