@@ -1033,7 +1033,9 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
-				noHold := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" }
+				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
+					return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
+				}
 				if n := count(t, e.members[1], e.w, noHold); n != 1 {
 					t.Errorf("%d candidates in b bind unheld, want 1: a copy behind the partition does not hold the move", n)
 				}
