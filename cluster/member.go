@@ -39,6 +39,7 @@ import (
 const (
 	errWatchMember  = "cannot watch the member cluster"
 	errTenantClient = "cannot create a client acting for the tenant in the member cluster"
+	errLiveClient   = "cannot create a client reading the member cluster"
 )
 
 // Member is what the propagator needs of one member cluster: the
@@ -56,6 +57,10 @@ type Member interface {
 	Synced() bool
 	// Chaperons returns the Workload's chaperons in every namespace.
 	Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error)
+	// ChaperonsLive returns them as the member's API server has them now,
+	// not as the watch saw them: for the few decisions a chaperon made a
+	// moment ago must not miss.
+	ChaperonsLive(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error)
 	// HeldRunnerUps counts the runner-up candidates waiting there
 	// (propagator.HeldRunnerUp), of every Workload.
 	HeldRunnerUps(ctx context.Context) (int, error)
@@ -116,8 +121,10 @@ type Connection struct {
 	beatSeen  time.Time
 	watching  time.Time
 	reader    client.Client
-	tenants   map[string]client.Client
-	stopped   chan struct{}
+	// live reads without the watch (ChaperonsLive).
+	live    client.Client
+	tenants map[string]client.Client
+	stopped chan struct{}
 }
 
 // memberScheme knows the kinds placer reads and writes in a member.
@@ -333,6 +340,36 @@ func (c *Connection) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1
 	}
 	l := &mcv1alpha1.PodChaperonList{}
 	if err := reader.List(ctx, l, client.MatchingFields{indexWorkloadUID: string(workload)}); err != nil {
+		return nil, err
+	}
+	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+// ChaperonsLive lists the Workload's chaperons from the member's API
+// server, as the manager's identity (which watches them), with the
+// deadline of every request.
+func (c *Connection) ChaperonsLive(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+	c.mu.Lock()
+	if c.reader == nil {
+		c.mu.Unlock()
+		return nil, errors.New(errWatchMember)
+	}
+	if c.live == nil {
+		cl, err := client.New(c.Config, client.Options{HTTPClient: c.requests, Scheme: memberScheme, Mapper: c.reader.RESTMapper()})
+		if err != nil {
+			c.mu.Unlock()
+			return nil, errors.Wrap(err, errLiveClient)
+		}
+		c.live = cl
+	}
+	live := c.live
+	c.mu.Unlock()
+	l := &mcv1alpha1.PodChaperonList{}
+	if err := live.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
 		return nil, err
 	}
 	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))

@@ -132,11 +132,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if held, done, err := r.holdForDependencies(ctx, s, m, delivered); held {
 		return done, err
 	}
-	open, err := r.settleBindWindows(ctx, s)
-	if err != nil {
-		return true, err
-	}
-	s.windowsElsewhere = open
+	s.windowsElsewhere = r.settleBindWindows(ctx, s, m)
 	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
@@ -152,21 +148,11 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	}
 	age := r.started.age(w, s.target, chs)
 	d := propagator.Decide(w, st, true, age, r.timeout)
-	if d.Action == propagator.Commit && len(open) > 0 {
+	if d.Action == propagator.Commit && len(s.windowsElsewhere) > 0 {
 		// Proven, but a candidate elsewhere may still bind: the pods here
 		// wait for that cluster's word (design §4.9).
 		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
-			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, open)}
-	}
-	switch {
-	case d.Action != propagator.Wait && d.Action != propagator.Fence:
-		// Committed, or rejected (only once nothing there can bind
-		// unheld): the chosen cluster's window is settled.
-		dropBindWindow(w, s.target)
-	case len(st.Windowed) > 0:
-		// Also when this process did not make them (it restarted before
-		// the status said so).
-		addBindWindow(w, s.target)
+			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, s.windowsElsewhere)}
 	}
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
@@ -352,10 +338,8 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 		ch := propagator.NewChaperon(w, ns, i, role)
 		if role == propagator.NoHold && st.Allowed == 0 {
 			// Not committed yet: it may bind without is-allowed only
-			// within the window its member enforces (design §4.9), and
-			// the status says so until that member has confirmed.
+			// within the window its member enforces (design §4.9).
 			propagator.SetBindWindow(ch, w, m.ClusterKey(), r.timeout)
-			addBindWindow(s.w, m.ClusterKey())
 		}
 		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
@@ -497,108 +481,80 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 	return nil
 }
 
-// settleBindWindows follows the clusters other than the chosen one where
-// a candidate of the Workload may bind without placer's word
-// (status.bindWindows), and returns those that answer where one still
-// may: the chosen cluster's candidates wait for them. Such a cluster is
-// asked to fence its candidates (give-up), and leaves the list once none
-// is left there: fenced (deleted now), bound (a copy that runs there,
-// which the move policy follows), or none at all. One that does not
-// answer, or is not listed yet, stays in the list without holding the
-// chosen cluster (the move policy decides); one deleted leaves. Each
-// stays in keep meanwhile: its candidates are not deleted from under the
-// fence.
-func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope) ([]types.NamespacedName, error) {
+// settleBindWindows looks, for a gang of one not yet committed in the
+// chosen cluster, at the other clusters its status names (left, rejected,
+// nominated) where a candidate of it may still bind without placer's word
+// (inside its bind window), and returns those: the chosen cluster's
+// candidates wait for them. A cluster that answers is read live (a
+// candidate made a moment ago may not be in its watch yet), asked to fence
+// such candidates (give-up), and rid of those fenced. One that does not
+// answer cannot say: StopBeforeStart waits for every cluster left anyway
+// (proveChosen), and with StartBeforeStop a candidate there that binds
+// inside its window is a copy behind the partition, as a running one is
+// (design §4.7), which goes once the cluster answers. A cluster that
+// fails to answer here is waited for, and looked at again.
+func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
 	w := s.w
+	if !propagator.BindsUnheld(w) {
+		return nil
+	}
+	if chs, err := chosen.Chaperons(ctx, w.UID); err != nil || propagator.Observe(w, chs).Allowed > 0 {
+		// Committed there (or not known: ensureCandidates says why).
+		return nil
+	}
+	others := w.NamedClusters()
+	for i := range w.Status.RejectedClusters {
+		others = append(others, w.ClusterKey(&w.Status.RejectedClusters[i].Cluster))
+	}
 	var open []types.NamespacedName
-	for _, ref := range slices.Clone(w.Status.BindWindows) {
-		key := w.ClusterKey(&ref)
-		if key == s.target {
-			// The chosen cluster's own handshake settles it.
+	for _, key := range others {
+		if key == s.target || slices.Contains(open, key) {
 			continue
 		}
 		reach, m, err := r.reachOf(ctx, s, key)
-		if err != nil {
-			return nil, err
-		}
-		if reach == gone {
-			dropBindWindow(w, key)
+		if err != nil || reach != answering {
 			continue
 		}
-		s.keep[key] = true
-		if reach != answering {
-			// Nothing can be asked of it. StopBeforeStart waits for its
-			// word (proveChosen holds every cluster left meanwhile);
-			// with StartBeforeStop, a candidate there that binds inside
-			// its window is a copy behind the partition, as a running
-			// one is: it goes once the cluster answers (design §4.7).
-			continue
-		}
-		chs, err := windowCandidates(ctx, m, w)
+		may, err := r.settleIn(ctx, s, m)
 		if err != nil {
-			return nil, err
+			s.log.Info("cannot settle a bind window; the chosen cluster waits", "cluster", key.String(), "error", err)
+			s.requeueAfter(rejectionBackoffBase)
 		}
-		st := propagator.Observe(w, chs)
-		if len(st.Windowed) > 0 {
-			if err := r.giveUp(ctx, m, w, st.Windowed); err != nil {
-				return nil, err
-			}
+		if may || err != nil {
 			open = append(open, key)
-			continue
 		}
-		if len(st.Fenced) > 0 {
-			cl, err := m.Tenant(w.Namespace)
-			if err != nil {
-				return nil, err
-			}
-			if err := deleteChaperons(ctx, cl, st.Fenced); err != nil {
-				return nil, err
-			}
-			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", key, len(st.Fenced), st.FencedWhy)))
-		}
-		dropBindWindow(w, key)
 	}
-	return open, nil
+	return open
 }
 
-// windowCandidates returns the Workload's candidates in a member that
-// answers: from its watch, or, when the watch shows none, from the
-// member's API server (a candidate made a moment ago may not be in the
-// watch yet, and none there is what lets the window go).
-func windowCandidates(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
-	chs, err := m.Chaperons(ctx, w.UID)
-	if err != nil || len(chs) > 0 {
-		return chs, errors.Wrap(err, errListChaperons)
+// settleIn reads the Workload's candidates in a member that answers, asks
+// it to fence those that may still bind without placer's word, and
+// deletes those it fenced; it reports whether some may still bind, and
+// keeps the member (s.keep) meanwhile, so that nothing deletes them from
+// under the fence.
+func (r *PropagatorReconciler) settleIn(ctx context.Context, s *scope, m cluster.Member) (bool, error) {
+	w := s.w
+	chs, err := m.ChaperonsLive(ctx, w.UID)
+	if err != nil {
+		return true, errors.Wrap(err, errListChaperons)
+	}
+	st := propagator.Observe(w, chs)
+	if len(st.Windowed) > 0 {
+		s.keep[m.ClusterKey()] = true
+		return true, r.giveUp(ctx, m, w, st.Windowed)
+	}
+	if len(st.Fenced) == 0 {
+		return false, nil
 	}
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	l := &mcv1alpha1.PodChaperonList{}
-	if err := cl.List(ctx, l, client.InNamespace(m.TargetNamespace(w)), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
-		return nil, errors.Wrap(err, errListChaperons)
+	if err := deleteChaperons(ctx, cl, st.Fenced); err != nil {
+		return false, err
 	}
-	for i := range l.Items {
-		chs = append(chs, &l.Items[i])
-	}
-	return chs, nil
-}
-
-// addBindWindow records that a candidate in the cluster may bind without
-// placer's word (status.bindWindows).
-func addBindWindow(w *v1alpha1.Workload, key types.NamespacedName) {
-	if !slices.ContainsFunc(w.Status.BindWindows, func(ref v1alpha1.ClusterReference) bool { return w.ClusterKey(&ref) == key }) {
-		w.Status.BindWindows = append(w.Status.BindWindows, v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace})
-	}
-}
-
-// dropBindWindow records that nothing in the cluster can bind without
-// placer's word any more.
-func dropBindWindow(w *v1alpha1.Workload, key types.NamespacedName) {
-	w.Status.BindWindows = slices.DeleteFunc(w.Status.BindWindows, func(ref v1alpha1.ClusterReference) bool { return w.ClusterKey(&ref) == key })
-	if len(w.Status.BindWindows) == 0 {
-		w.Status.BindWindows = nil
-	}
+	s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", m.ClusterKey(), len(st.Fenced), st.FencedWhy)))
+	return false, nil
 }
 
 // replaceFencedBefore deletes the candidates fenced before a rejection
@@ -629,10 +585,13 @@ func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error
 	return deleteChaperons(ctx, cl, s.fenced)
 }
 
-// deleteChaperons deletes chaperons with cl; one gone already is no error.
+// deleteChaperons deletes chaperons with cl, each only if it is still the
+// one read (a chaperon of the same name made since is another candidate);
+// one gone already is no error.
 func deleteChaperons(ctx context.Context, cl client.Client, chs []*mcv1alpha1.PodChaperon) error {
 	for _, ch := range chs {
-		if err := cl.Delete(ctx, ch); resource.IgnoreNotFound(err) != nil {
+		err := cl.Delete(ctx, ch, client.Preconditions{UID: &ch.UID})
+		if err := resource.Ignore(kerrors.IsConflict, resource.IgnoreNotFound(err)); err != nil {
 			return errors.Wrap(err, errDeleteChaperon)
 		}
 	}

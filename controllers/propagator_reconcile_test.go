@@ -67,12 +67,9 @@ func scheduledAgo(d time.Duration) st.WorkloadOption {
 	}
 }
 
-// windowIn: a candidate of the Workload may bind in the cluster without
-// placer's word (status.bindWindows).
-func windowIn(cluster string) st.WorkloadOption {
-	return func(w *v1alpha1.Workload) {
-		w.Status.BindWindows = append(w.Status.BindWindows, v1alpha1.ClusterReference{Name: cluster, Namespace: "default"})
-	}
+// noHold: the candidate binds as soon as it is reserved.
+func noHold(ch *mcv1alpha1.PodChaperon) bool {
+	return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
 }
 
 // runnerUp marks a candidate made in a runner-up cluster.
@@ -106,7 +103,7 @@ func nominate(names ...string) st.WorkloadOption {
 
 func count(t *testing.T, m *clustertest.Member, w *v1alpha1.Workload, want func(*mcv1alpha1.PodChaperon) bool) int {
 	t.Helper()
-	chs, err := m.Chaperons(context.Background(), w.UID)
+	chs, err := m.ChaperonsLive(context.Background(), w.UID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -987,66 +984,56 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "a gang of one's first candidate records its bind window in status",
-			w:    web(st.Replicas(1)),
-			members: func(*v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a")}
-			},
-			want: reconcile.Result{RequeueAfter: timeout},
-			check: func(t *testing.T, e env) {
-				if got := e.w.Status.BindWindows; len(got) != 1 || got[0].Name != "a" {
-					t.Errorf("bindWindows %+v, want a", got)
-				}
-			},
-		},
-		{
-			name: "a gang of one's candidate in its window, made before a restart, is recorded in status when seen",
-			w:    web(st.Replicas(1)),
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...))}
-			},
-			want: reconcile.Result{RequeueAfter: timeout},
-			check: func(t *testing.T, e env) {
-				if got := e.w.Status.BindWindows; len(got) != 1 || got[0].Name != "a" {
-					t.Errorf("bindWindows %+v, want a", got)
-				}
-			},
-		},
-		{
-			name: "a gang of one bound inside its window: the window is settled",
-			w:    web(st.Replicas(1), windowIn("a")),
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), reserved, running)...))}
-			},
-			check: func(t *testing.T, e env) {
-				if got := e.w.Status.BindWindows; len(got) != 0 {
-					t.Errorf("bindWindows %+v, want none once the candidate bound", got)
-				}
-			},
-		},
-		{
-			name:     "a gang of one moved off a cluster that does not answer (StartBeforeStop): the new cluster is not held, and the old window is kept until that cluster answers",
-			w:        web(st.Replicas(1), left, windowIn("a")),
+			name:     "a gang of one moved off a cluster that does not answer (StartBeforeStop): the new cluster is not held",
+			w:        web(st.Replicas(1), left),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
-				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
-					return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
-				}
 				if n := count(t, e.members[1], e.w, noHold); n != 1 {
 					t.Errorf("%d candidates in b bind unheld, want 1: a copy behind the partition does not hold the move", n)
 				}
-				if got := e.w.Status.BindWindows; len(got) != 2 || got[0].Name != "a" {
-					t.Errorf("bindWindows %+v, want a, which has not confirmed, and b", got)
+			},
+		},
+		{
+			name: "a gang of one moved off a cluster that answers, where its candidate may still bind (not yet in the watch): that one is asked to fence, and the new cluster's candidate is held",
+			w:    web(st.Replicas(1), left),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
+					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
+				}
+				if n, all := count(t, e.members[1], e.w, noHold), count(t, e.members[1], e.w, nil); n != 0 || all != 1 {
+					t.Errorf("%d of %d candidates in b bind unheld, want one held", n, all)
+				}
+			},
+		},
+		{
+			name: "a gang of one rejected by a cluster that refused it at admission, its candidate there still in its window: that one is asked to fence",
+			w: web(st.Replicas(1), st.PlacedOn("b"), st.Rejected("a", 1, "refused"), func(w *v1alpha1.Workload) {
+				w.Status.RejectedClusters[0].Reason = v1alpha1.ReasonForbidden
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
+					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
+				}
+				if n := count(t, e.members[1], e.w, noHold); n != 0 {
+					t.Errorf("%d candidates in b bind unheld while a's may still bind", n)
 				}
 			},
 		},
 		{
 			name: "the old cluster answers with the candidate still in its window: it is asked to fence it, and the new cluster waits",
-			w:    web(st.Replicas(1), left, windowIn("a")),
+			w:    web(st.Replicas(1), left),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
@@ -1064,8 +1051,8 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "the old cluster fenced it: the fenced candidate goes, the window is settled, and the new cluster's candidate is allowed",
-			w:    web(st.Replicas(1), left, windowIn("a")),
+			name: "the old cluster fenced it: the fenced candidate goes, and the new cluster's candidate is allowed",
+			w:    web(st.Replicas(1), left),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedGivenUp))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
@@ -1073,9 +1060,6 @@ func TestPropagatorReconcile(t *testing.T) {
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
-				}
-				if got := e.w.Status.BindWindows; len(got) != 0 {
-					t.Errorf("bindWindows %+v, want none", got)
 				}
 				if n := count(t, e.members[1], e.w, isAllowed); n != 1 {
 					t.Errorf("%d candidates allowed in b, want 1", n)

@@ -131,8 +131,14 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 // Reconcile decides about one Workload and hands the decision to the
 // writers; it never waits for a write.
 func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	// Woken for a place or not, it has been looked at.
-	defer r.waiters.looked(req.NamespacedName)
+	defer func() {
+		if r.waiters.looked(req.NamespacedName) {
+			// Woken for a place, it never got to its move (an invalid
+			// template, say): the place goes to the next waiter.
+			r.waiters.done(req.NamespacedName)
+			r.wakeWaiters()
+		}
+	}()
 	w := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)

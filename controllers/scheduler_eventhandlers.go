@@ -228,11 +228,15 @@ func (m *moveWaiters) done(key types.NamespacedName) {
 	}
 }
 
-// looked forgets that the Workload was woken: the loop has seen it.
-func (m *moveWaiters) looked(key types.NamespacedName) {
+// looked forgets that the Workload was woken, and reports whether it was
+// still: the loop saw it without deciding about its move (which takes it
+// out of line or puts it back).
+func (m *moveWaiters) looked(key types.NamespacedName) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	woken := m.woken[key]
 	delete(m.woken, key)
+	return woken
 }
 
 func (m *moveWaiters) waiting(key types.NamespacedName) bool {

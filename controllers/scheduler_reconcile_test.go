@@ -602,4 +602,9 @@ func TestMoveWaiters(t *testing.T) {
 	if m.waiting(k("a")) || !m.waiting(k("e")) {
 		t.Errorf("waiting: a %v, e %v; want false, true", m.waiting(k("a")), m.waiting(k("e")))
 	}
+	// e is woken, and the loop sees it without deciding about its move.
+	m.wake(1)
+	if !m.looked(k("e")) || m.looked(k("e")) {
+		t.Error("looked: want true once for a woken Workload the loop saw without deciding, then false")
+	}
 }

@@ -6,6 +6,7 @@ package clustertest
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ type Member struct {
 	Client client.WithWatch
 	// Tenants are the tenants it was written for, in order.
 	Tenants []string
+	// unwatched are chaperons its API server has that its watch has not
+	// delivered yet (by name).
+	unwatched map[string]bool
 }
 
 var _ cluster.Member = &Member{}
@@ -58,6 +62,20 @@ func WithObjects(objs ...client.Object) Option {
 // WithInterceptor makes the member answer some requests its own way.
 func WithInterceptor(f interceptor.Funcs) Option {
 	return func(_ *Member, b *fake.ClientBuilder) { b.WithInterceptorFuncs(f) }
+}
+
+// NotWatchedYet puts chaperons in the member that its watch has not
+// delivered yet: only ChaperonsLive sees them.
+func NotWatchedYet(chs ...client.Object) Option {
+	return func(m *Member, b *fake.ClientBuilder) {
+		b.WithObjects(chs...)
+		if m.unwatched == nil {
+			m.unwatched = map[string]bool{}
+		}
+		for _, ch := range chs {
+			m.unwatched[ch.GetName()] = true
+		}
+	}
 }
 
 // NotSynced makes the member one whose watch has not synced.
@@ -86,8 +104,15 @@ func (m *Member) Host() string { return m.HostName }
 // Synced reports whether the member's chaperons are listed.
 func (m *Member) Synced() bool { return !m.NotSynced }
 
-// Chaperons returns the Workload's chaperons, sorted by name.
+// Chaperons returns the Workload's chaperons the watch has seen, sorted
+// by name.
 func (m *Member) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+	chs, err := m.ChaperonsLive(ctx, workload)
+	return slices.DeleteFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return m.unwatched[ch.Name] }), err
+}
+
+// ChaperonsLive returns the Workload's chaperons, sorted by name.
+func (m *Member) ChaperonsLive(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
 	l := &mcv1alpha1.PodChaperonList{}
 	if err := m.Client.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
 		return nil, err

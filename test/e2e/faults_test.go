@@ -89,8 +89,9 @@ type boundSampler struct {
 	t     *testing.T
 	stopc chan struct{}
 	done  chan []string
-	// failed counts the samples a member did not answer.
-	failed int
+	// samples counts the samples taken, failed those a member did not
+	// answer.
+	samples, failed int
 }
 
 func sampleBound(t *testing.T, members ...*member) *boundSampler {
@@ -102,6 +103,7 @@ func sampleBound(t *testing.T, members ...*member) *boundSampler {
 		defer tick.Stop()
 		for {
 			out, err := listBoundTwice(members...)
+			s.samples++
 			if err != nil {
 				s.failed++
 			}
@@ -131,8 +133,11 @@ func sampleBound(t *testing.T, members ...*member) *boundSampler {
 func (s *boundSampler) stop() []string {
 	close(s.stopc)
 	broken := <-s.done
-	if s.failed > 0 {
-		s.t.Logf("%d samples of the fleet failed (a member did not answer)", s.failed)
+	switch {
+	case s.failed > s.samples/2:
+		s.t.Errorf("%d of %d samples of the fleet failed (a member did not answer): the invariant was not watched", s.failed, s.samples)
+	case s.failed > 0:
+		s.t.Logf("%d of %d samples of the fleet failed (a member did not answer)", s.failed, s.samples)
 	}
 	return broken
 }
@@ -463,6 +468,23 @@ func TestFaults(t *testing.T) {
 
 	t.Run("a flapping link (cut 2 s, healed 2 s) through handshakes and after commit: every shape runs once, and settles", func(t *testing.T) {
 		xReady(t)
+		// Which Workloads the flapping moved off x.
+		watch, err := wc.Watch(context.Background(), &v1alpha1.WorkloadList{}, client.InNamespace("default"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer watch.Stop()
+		var movedMu sync.Mutex
+		moved := map[string]bool{}
+		go func() {
+			for ev := range watch.ResultChan() {
+				if w, ok := ev.Object.(*v1alpha1.Workload); ok && w.Left(types.NamespacedName{Namespace: "default", Name: "x"}) != nil {
+					movedMu.Lock()
+					moved[w.Name] = true
+					movedMu.Unlock()
+				}
+			}
+		}()
 		sampler := sampleBound(t, members...)
 		stopFlap := make(chan struct{})
 		flapped := make(chan struct{})
@@ -504,6 +526,12 @@ func TestFaults(t *testing.T) {
 			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
 		}
 		checkOneBoundPerReplica(t, members...)
+		movedMu.Lock()
+		t.Logf("moved off x while flapping: %v", slices.Sorted(maps.Keys(moved)))
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(moved)), func(n string) bool { return strings.HasPrefix(n, "flap-move-") }) {
+			t.Error("no flap-move Workload left x: the flapping moved nothing, and the case proves less than it says")
+		}
+		movedMu.Unlock()
 		cleanup(t, ws...)
 	})
 

@@ -81,8 +81,8 @@ func (w *Workload) TargetNamespace(mapping map[string]NamespaceName) string {
 	return w.Namespace
 }
 
-// NamedClusters are the clusters the Workload's status places, nominates,
-// left it on, or holds a bind window in, each once.
+// NamedClusters are the clusters the Workload's status places, nominates or
+// left it on, each once.
 func (w *Workload) NamedClusters() []types.NamespacedName {
 	var out []types.NamespacedName
 	add := func(ref *ClusterReference) {
@@ -102,9 +102,6 @@ func (w *Workload) NamedClusters() []types.NamespacedName {
 	}
 	for i := range w.Status.LeftClusters {
 		add(&w.Status.LeftClusters[i].Cluster)
-	}
-	for i := range w.Status.BindWindows {
-		add(&w.Status.BindWindows[i])
 	}
 	return out
 }

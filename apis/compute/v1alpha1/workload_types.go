@@ -686,16 +686,6 @@ type WorkloadStatus struct {
 	// +optional
 	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
 
-	// BindWindows are the clusters where a candidate of this Workload may
-	// bind without placer's word (a single replica's, within the bind
-	// window its member enforces) and the member has not yet confirmed
-	// that it bound or was fenced. Until it has, no other cluster binds a
-	// pod of the Workload: a move away from such a cluster, or its link
-	// cut, never runs the replica twice.
-	// +listType=atomic
-	// +optional
-	BindWindows []ClusterReference `json:"bindWindows,omitempty"`
-
 	// Dependencies are the ConfigMaps, Secrets and ServiceAccount the pods
 	// use in the cluster they run in (and in a cluster left, until they
 	// are let go there): names, never contents.

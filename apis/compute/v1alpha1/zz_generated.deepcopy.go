@@ -950,11 +950,6 @@ func (in *WorkloadStatus) DeepCopyInto(out *WorkloadStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.BindWindows != nil {
-		in, out := &in.BindWindows, &out.BindWindows
-		*out = make([]ClusterReference, len(*in))
-		copy(*out, *in)
-	}
 	if in.Dependencies != nil {
 		in, out := &in.Dependencies, &out.Dependencies
 		*out = make([]Dependency, len(*in))
