@@ -482,8 +482,8 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 }
 
 // settleBindWindows looks, for a gang of one not yet committed in the
-// chosen cluster, at the other clusters its status names (left, rejected,
-// nominated) where a candidate of it may still bind without placer's word
+// chosen cluster, at the clusters its status says it left or was
+// rejected by, where a candidate of it may still bind without placer's word
 // (inside its bind window), and returns those: the chosen cluster's
 // candidates wait for them. A cluster that answers is read live (a
 // candidate made a moment ago may not be in its watch yet), asked to fence
@@ -498,13 +498,21 @@ func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, 
 	if !propagator.BindsUnheld(w) {
 		return nil
 	}
+	// A chosen cluster that stops being chosen is left or rejected
+	// (runner-ups never bind unheld).
+	var others []types.NamespacedName
+	for i := range w.Status.LeftClusters {
+		others = append(others, w.ClusterKey(&w.Status.LeftClusters[i].Cluster))
+	}
+	for i := range w.Status.RejectedClusters {
+		others = append(others, w.ClusterKey(&w.Status.RejectedClusters[i].Cluster))
+	}
+	if len(others) == 0 {
+		return nil
+	}
 	if chs, err := chosen.Chaperons(ctx, w.UID); err != nil || propagator.Observe(w, chs).Allowed > 0 {
 		// Committed there (or not known: ensureCandidates says why).
 		return nil
-	}
-	others := w.NamedClusters()
-	for i := range w.Status.RejectedClusters {
-		others = append(others, w.ClusterKey(&w.Status.RejectedClusters[i].Cluster))
 	}
 	var open []types.NamespacedName
 	for _, key := range others {
