@@ -161,9 +161,9 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, key+" (unreachable)")
 			continue
 		}
-		chs, err := m.Chaperons(ctx, w.UID)
+		chs, err := chaperonsConfirmed(ctx, m, w.UID)
 		if err != nil {
-			pending = append(pending, key)
+			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
 		if err := r.deleteIn(ctx, m, w, chs, false); err != nil {
@@ -182,6 +182,20 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 		r.record.Event(w, event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster of %v is gone: whatever of this Workload may remain in that cluster is abandoned", abandoned)))
 	}
 	return ignoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+}
+
+// chaperonsConfirmed returns the Workload's chaperons in a member, from
+// its watch and, when the watch shows none, from its API server: nothing
+// there lets a cluster go (a move's end, a deletion's), and a chaperon
+// made a moment ago, or one a watch broken by a flapping link has not
+// listed again, may not be in the watch yet (a copy that would run on,
+// named nowhere).
+func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+	chs, err := m.Chaperons(ctx, workload)
+	if err != nil || len(chs) > 0 {
+		return chs, err
+	}
+	return m.ChaperonsLive(ctx, workload)
 }
 
 // deleteIn deletes the Workload's chaperons (chs, in whatever namespaces

@@ -112,7 +112,12 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		s.keep[key] = true
 		var chs []*mcv1alpha1.PodChaperon
 		if m != nil {
-			if chs, err = m.Chaperons(ctx, w.UID); err != nil {
+			list := m.Chaperons
+			if st == answering {
+				// "Nothing remains" lets the cluster go: confirmed.
+				list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) { return chaperonsConfirmed(ctx, m, uid) }
+			}
+			if chs, err = list(ctx, w.UID); err != nil {
 				return true, errors.Wrap(err, errListChaperons)
 			}
 			// Without a synced watch the entry keeps what was last seen
@@ -242,7 +247,7 @@ func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) 
 		case st == gone:
 			setDependencies(w, key, nil)
 		case st == answering:
-			chs, err := m.Chaperons(ctx, w.UID)
+			chs, err := chaperonsConfirmed(ctx, m, w.UID)
 			if err != nil {
 				return errors.Wrap(err, errListChaperons)
 			}

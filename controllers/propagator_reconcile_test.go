@@ -1111,6 +1111,41 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// On 0ed6f67 the finalizer went: the watch showed nothing.
+			name: "deletion: a candidate not in the member's watch yet (made a moment ago, or missed by a broken watch) keeps the finalizer until it is deleted",
+			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, reserved, allowed, running)...))}
+			},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			check: func(t *testing.T, e env) {
+				if e.w == nil || len(e.w.Finalizers) == 0 {
+					t.Fatal("the finalizer went while a candidate was there")
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a, want it deleted", n)
+				}
+			},
+		},
+		{
+			// On 0ed6f67 a was let go ("nothing remains") and its copy ran
+			// on, named nowhere (the fault harness's flapping link).
+			name: "a left cluster whose candidate is not in its watch yet is not let go: StopBeforeStart deletes it first",
+			w:    web(left, stopFirst),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 2, reserved, allowed, running)...)), clustertest.NewMember("b")}
+			},
+			check: func(t *testing.T, e env) {
+				wantLeft(t, e.w, 2)
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a, want them deleted", n)
+				}
+				if n := count(t, e.members[1], e.w, nil); n != 0 {
+					t.Errorf("%d candidates in b before a confirmed", n)
+				}
+			},
+		},
+		{
 			name: "deletion: candidates deleted, then the finalizer goes; another tenant's dead cluster holds nothing",
 			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
