@@ -115,7 +115,9 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 			list := m.Chaperons
 			if st == answering {
 				// "Nothing remains" lets the cluster go: confirmed.
-				list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) { return chaperonsConfirmed(ctx, m, uid) }
+				list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+					return chaperonsConfirmed(ctx, m, uid)
+				}
 			}
 			if chs, err = list(ctx, w.UID); err != nil {
 				return true, errors.Wrap(err, errListChaperons)
