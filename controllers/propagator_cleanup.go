@@ -10,6 +10,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,7 +162,14 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, key+" (unreachable)")
 			continue
 		}
-		chs, err := chaperonsConfirmed(ctx, m, w.UID)
+		list := m.Chaperons
+		if kc := (&v1alpha1.KubernetesCluster{}); r.client.Get(ctx, m.ClusterKey(), kc) == nil && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+			// It answers: nothing there is confirmed by its API server.
+			list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+				return chaperonsConfirmed(ctx, m, uid)
+			}
+		}
+		chs, err := list(ctx, w.UID)
 		if err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue

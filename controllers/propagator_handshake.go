@@ -15,6 +15,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -499,13 +500,23 @@ func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, 
 		return nil
 	}
 	// A chosen cluster that stops being chosen is left or rejected
-	// (runner-ups never bind unheld).
+	// (runner-ups never bind unheld); only lately: a candidate made there
+	// before that has had its whole window since (twice the handshake
+	// timeout, on this clock, which wrote both times), and the member has
+	// fenced it on its own.
 	var others []types.NamespacedName
+	lately := func(key types.NamespacedName, at *metav1.Time) {
+		if (at == nil || time.Since(at.Time) < 2*r.timeout) && !slices.Contains(others, key) {
+			others = append(others, key)
+		}
+	}
 	for i := range w.Status.LeftClusters {
-		others = append(others, w.ClusterKey(&w.Status.LeftClusters[i].Cluster))
+		lc := &w.Status.LeftClusters[i]
+		lately(w.ClusterKey(&lc.Cluster), lc.Time)
 	}
 	for i := range w.Status.RejectedClusters {
-		others = append(others, w.ClusterKey(&w.Status.RejectedClusters[i].Cluster))
+		rc := &w.Status.RejectedClusters[i]
+		lately(w.ClusterKey(&rc.Cluster), rc.Time)
 	}
 	if len(others) == 0 {
 		return nil
@@ -516,7 +527,7 @@ func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, 
 	}
 	var open []types.NamespacedName
 	for _, key := range others {
-		if key == s.target || slices.Contains(open, key) {
+		if key == s.target {
 			continue
 		}
 		reach, m, err := r.reachOf(ctx, s, key)
@@ -525,11 +536,14 @@ func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, 
 		}
 		may, err := r.settleIn(ctx, s, m)
 		if err != nil {
-			s.log.Info("cannot settle a bind window; the chosen cluster waits", "cluster", key.String(), "error", err)
-			s.requeueAfter(rejectionBackoffBase)
+			s.log.Info("cannot settle a bind window", "cluster", key.String(), "error", err)
 		}
-		if may || err != nil {
+		if may {
+			// Its fence mark (or its answer, once it answers again)
+			// brings the Workload back; a look later is the net under a
+			// broken watch.
 			open = append(open, key)
+			s.requeueAfter(cleanupRetry)
 		}
 	}
 	return open
@@ -544,6 +558,7 @@ func (r *PropagatorReconciler) settleIn(ctx context.Context, s *scope, m cluster
 	w := s.w
 	chs, err := m.ChaperonsLive(ctx, w.UID)
 	if err != nil {
+		// Not known: held.
 		return true, errors.Wrap(err, errListChaperons)
 	}
 	st := propagator.Observe(w, chs)
@@ -551,6 +566,8 @@ func (r *PropagatorReconciler) settleIn(ctx context.Context, s *scope, m cluster
 		s.keep[m.ClusterKey()] = true
 		return true, r.giveUp(ctx, m, w, st.Windowed)
 	}
+	// What is fenced cannot bind: whether it goes now or later (a
+	// member that refuses the deletion) holds nothing.
 	if len(st.Fenced) == 0 {
 		return false, nil
 	}

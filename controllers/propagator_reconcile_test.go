@@ -1003,7 +1003,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
 					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
@@ -1021,7 +1021,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
 					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
@@ -1032,8 +1032,27 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a rejection older than twice the handshake timeout is not read live: any candidate made before it has had its whole window",
+			w: web(st.Replicas(1), st.PlacedOn("b"), st.Rejected("a", 1, "refused"), func(w *v1alpha1.Workload) {
+				w.Status.RejectedClusters[0].Time = ptr.To(metav1.NewTime(time.Now().Add(-3 * timeout)))
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 0 {
+					t.Errorf("%d candidates in a asked to be fenced, want none: a was not read", n)
+				}
+				if n := count(t, e.members[1], e.w, noHold); n != 1 {
+					t.Errorf("%d candidates in b bind unheld, want 1", n)
+				}
+			},
+		},
+		{
 			name: "the old cluster answers with the candidate still in its window: it is asked to fence it, and the new cluster waits",
 			w:    web(st.Replicas(1), left),
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
