@@ -90,6 +90,9 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 	for i := range w.Status.Dependencies {
 		touched[w.ClusterKey(&w.Status.Dependencies[i].Cluster)] = true
 	}
+	for i := range w.Status.PlacedNamespaces {
+		touched[w.ClusterKey(&w.Status.PlacedNamespaces[i].Cluster)] = true
+	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {
 		// Gone, it has no labels: only the clusters of its own namespace serve it.
@@ -208,7 +211,9 @@ func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UI
 
 // deleteIn deletes the Workload's chaperons (chs, in whatever namespaces
 // they are), its Service and its use of the copies of its dependencies in
-// one member, as the Workload's tenant. What
+// one member (in the target namespace, wherever its chaperons are, and
+// wherever status.placedNamespaces says placer put something), as the
+// Workload's tenant. What
 // the member's API server forbids the tenant to read there, placer cannot
 // have made. With foreground, a chaperon stays (being deleted) until its
 // pod is gone, so that its absence confirms the pod's.
@@ -223,6 +228,9 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 	namespaces := map[string]bool{m.TargetNamespace(w): true}
 	for _, ch := range chs {
 		namespaces[ch.Namespace] = true
+	}
+	for _, ns := range w.PlacedIn(m.ClusterKey()) {
+		namespaces[ns] = true
 	}
 	for ns := range namespaces {
 		if err := leaveNamespace(ctx, cl, m, w, ns); err != nil {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/propagator"
 )
@@ -58,6 +60,12 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 	if s.committed {
 		err := r.ensureService(ctx, s.member, s.delivered)
 		if !errors.As(err, &problem) && err != nil {
+			return true, err
+		}
+		if err == nil && s.delivered.Spec.TargetService != nil {
+			s.w.SetPlaced(s.target, s.member.TargetNamespace(s.delivered), true)
+		}
+		if err := r.leavePlaced(ctx, s); err != nil {
 			return true, err
 		}
 	}
@@ -108,6 +116,7 @@ func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propaga
 		if err := leaveNamespace(ctx, cl, m, s.w, left); err != nil {
 			return err
 		}
+		s.w.SetPlaced(s.target, left, false)
 	}
 	if err := deleteChaperons(ctx, cl, step.Delete); err != nil {
 		return err
@@ -148,6 +157,28 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Con
 		msg += "; a replica is pending: " + truncate(st.Refused)
 	}
 	return v1alpha1.NotReady(v1alpha1.ReasonPending, msg, w.Generation)
+}
+
+// leavePlaced cleans, in the committed cluster, the namespaces where the
+// status says placer put something and where the pods no longer are (the
+// target namespace changed, and the cleanup when the last of them left
+// failed, or they went some other way), and forgets them.
+func (r *PropagatorReconciler) leavePlaced(ctx context.Context, s *scope) error {
+	target := s.member.TargetNamespace(s.delivered)
+	for _, ns := range s.w.PlacedIn(s.target) {
+		if ns == target || slices.ContainsFunc(s.chaperons, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
+			continue
+		}
+		cl, err := s.member.Tenant(s.w.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := leaveNamespace(ctx, cl, s.member, s.w, ns); err != nil {
+			return err
+		}
+		s.w.SetPlaced(s.target, ns, false)
+	}
+	return nil
 }
 
 // ensureService delivers spec.targetService to the committed cluster as a

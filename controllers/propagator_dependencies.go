@@ -351,6 +351,9 @@ func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope
 		}
 		dep.Cluster = ref
 		delivered = append(delivered, dep)
+		if dep.Copied {
+			s.w.SetPlaced(key, ns, true)
+		}
 		if dep.Message != "" && !slices.Contains(had, dep) {
 			reason := v1alpha1.ReasonNameConflict
 			if strings.Contains(dep.Message, "placer-member-dependencies") {
@@ -532,6 +535,14 @@ func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
 	if err := releaseAll(ctx, cl, m, s.w, m.TargetNamespace(s.w)); err != nil {
 		return err
 	}
+	// And wherever the status says placer put something (the target
+	// namespace may have changed since): its Service too.
+	for _, ns := range s.w.PlacedIn(m.ClusterKey()) {
+		if err := leaveNamespace(ctx, cl, m, s.w, ns); err != nil {
+			return err
+		}
+	}
+	s.w.SetPlaced(m.ClusterKey(), "", false)
 	setDependencies(s.w, m.ClusterKey(), nil)
 	return nil
 }

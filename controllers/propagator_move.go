@@ -102,6 +102,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		}
 		if st == gone {
 			setDependencies(w, key, nil)
+			w.SetPlaced(key, "", false)
 			s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
 			continue
 		}
@@ -248,6 +249,7 @@ func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) 
 		switch {
 		case st == gone:
 			setDependencies(w, key, nil)
+			w.SetPlaced(key, "", false)
 		case st == answering:
 			chs, err := chaperonsConfirmed(ctx, m, w.UID)
 			if err != nil {

@@ -730,6 +730,42 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 		{
+			// On 2f04a54 nothing visited default any more: its Service and
+			// copies stayed.
+			name:    "a namespace the pods left without its cleanup (no chaperon there any more) is cleaned, as status.placedNamespaces names it",
+			sources: theSources(),
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(leftBehind(w)...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantLeftBehindGone(t, e.members[0])
+				if got := e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "a"}); !slices.Equal(got, []string{"apps"}) {
+					t.Errorf("placedNamespaces in a: %v, want only apps, where the pods are", got)
+				}
+			},
+		},
+		{
+			name:    "deletion cleans every namespace status.placedNamespaces names, also with no chaperon there",
+			sources: theSources(),
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+				w.DeletionTimestamp = ptr.To(metav1.Now())
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(leftBehind(w)...))}
+			},
+			check: func(t *testing.T, e env) {
+				wantLeftBehindGone(t, e.members[0])
+			},
+		},
+		{
 			name: "a template the committed cluster's Pod Security refuses is not rolled out",
 			w: web(st.Pod(func(p *corev1.PodSpec) {
 				p.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
@@ -1991,6 +2027,35 @@ func TestRejectionBackoff(t *testing.T) {
 	for i, w := range want {
 		if got := rejectionBackoff(int32(i + 1)); got != w {
 			t.Errorf("rejectionBackoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+}
+
+// leftBehind: the Workload's Service and copies in member namespace
+// default, which its pods left (they run in apps).
+func leftBehind(w *v1alpha1.Workload) []client.Object {
+	objs := []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{propagator.LabelWorkloadUID: string(w.UID)}}}}
+	if w.DeletionTimestamp == nil {
+		objs = append(objs, candidates(w, 2, reserved, allowed, running)...)
+	}
+	for _, src := range []client.Object{&corev1.Secret{ObjectMeta: objectMeta("db")}, &corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}} {
+		c := propagator.NewCopy(src, "default")
+		propagator.SetUser(c, string(w.UID), true)
+		objs = append(objs, c)
+	}
+	return objs
+}
+
+// wantLeftBehindGone: nothing of leftBehind is left in member namespace
+// default.
+func wantLeftBehindGone(t *testing.T, m *clustertest.Member) {
+	t.Helper()
+	if err := m.Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, &corev1.Service{}); !kerrors.IsNotFound(err) {
+		t.Errorf("the Service in default: %v, want it gone", err)
+	}
+	for kind, name := range map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings", propagator.KindServiceAccount: "runner"} {
+		if o := copyIn(t, m, kind, name); o != nil {
+			t.Errorf("the %s copy %s is left in default", kind, name)
 		}
 	}
 }

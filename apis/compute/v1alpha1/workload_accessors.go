@@ -125,3 +125,33 @@ func (w *Workload) Finished() bool {
 	return w.Status.GetCondition(TypeComplete).Status == corev1.ConditionTrue ||
 		w.Status.GetCondition(TypeFailed).Status == corev1.ConditionTrue
 }
+
+// PlacedIn returns the namespaces status.placedNamespaces records in the
+// cluster.
+func (w *Workload) PlacedIn(key types.NamespacedName) []string {
+	var out []string
+	for i := range w.Status.PlacedNamespaces {
+		if p := &w.Status.PlacedNamespaces[i]; w.ClusterKey(&p.Cluster) == key {
+			out = append(out, p.Namespace)
+		}
+	}
+	return out
+}
+
+// SetPlaced records (placed) or forgets that placer put objects of the
+// Workload in a member namespace; an empty namespace forgets every one of
+// the cluster.
+func (w *Workload) SetPlaced(key types.NamespacedName, namespace string, placed bool) {
+	if placed {
+		if !slices.Contains(w.PlacedIn(key), namespace) {
+			w.Status.PlacedNamespaces = append(w.Status.PlacedNamespaces, PlacedNamespace{Cluster: ClusterReference{Name: key.Name, Namespace: key.Namespace}, Namespace: namespace})
+		}
+		return
+	}
+	w.Status.PlacedNamespaces = slices.DeleteFunc(w.Status.PlacedNamespaces, func(p PlacedNamespace) bool {
+		return w.ClusterKey(&p.Cluster) == key && (namespace == "" || p.Namespace == namespace)
+	})
+	if len(w.Status.PlacedNamespaces) == 0 {
+		w.Status.PlacedNamespaces = nil
+	}
+}

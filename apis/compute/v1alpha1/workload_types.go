@@ -686,6 +686,15 @@ type WorkloadStatus struct {
 	// +optional
 	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
 
+	// PlacedNamespaces are the member namespaces where placer put the
+	// Workload's Service or copies of its dependencies (its candidates are
+	// found by their label): a change of target namespace or cluster, and
+	// the Workload's deletion, clean each of them, even once no candidate
+	// is left there.
+	// +listType=atomic
+	// +optional
+	PlacedNamespaces []PlacedNamespace `json:"placedNamespaces,omitempty"`
+
 	// Dependencies are the ConfigMaps, Secrets and ServiceAccount the pods
 	// use in the cluster they run in (and in a cluster left, until they
 	// are let go there): names, never contents.
@@ -725,6 +734,15 @@ type WorkloadStatus struct {
 	// ObservedGeneration is the generation this status is for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// PlacedNamespace is a namespace of a member cluster.
+type PlacedNamespace struct {
+	// Cluster is the member cluster.
+	Cluster ClusterReference `json:"cluster"`
+
+	// Namespace in that cluster.
+	Namespace string `json:"namespace"`
 }
 
 // Dependency is an object the Workload's pods use in a cluster: copied
