@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,12 +94,19 @@ func TestChaperonController(t *testing.T) {
 	})
 
 	t.Run("a failed (evicted) pod is replaced", func(t *testing.T) {
-		old, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		old.Status.Phase, old.Status.Reason = corev1.PodFailed, "Evicted"
-		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, old, metav1.UpdateOptions{}); err != nil {
+		// kwok finishes the previous case's deletion by the pod's name: the
+		// replacement it met may be replaced once more meanwhile (a kubelet
+		// deletes by UID), so the eviction is written on whichever is there.
+		var old *corev1.Pod
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var err error
+			if old, err = cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{}); err != nil {
+				return err
+			}
+			old.Status.Phase, old.Status.Reason = corev1.PodFailed, "Evicted"
+			_, err = cs.CoreV1().Pods("default").UpdateStatus(ctx, old, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := local.WaitForPod(ctx, cs, "default", "web-0", func(p *corev1.Pod) bool {
