@@ -24,6 +24,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/propagator"
@@ -565,5 +566,80 @@ func TestFaults(t *testing.T) {
 			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
 		}
 		cleanup(t, ws...)
+	})
+
+	t.Run("a member whose clock is 10 minutes off, as the manager reads it, is placed on as any other: its handshakes are timed on the manager's clock", func(t *testing.T) {
+		ctx := context.Background()
+		xReady(t)
+		kubeconfig, err := x.target.KubeconfigFor("placer-manager")
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock := newClockLink(t, x, kubeconfig)
+		point := func(server string) {
+			s := &corev1.Secret{}
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "x"}, s); err != nil {
+				t.Fatal(err)
+			}
+			s.Data["kubeconfig"] = withServer(t, kubeconfig, server)
+			if err := env.Client.Update(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.offset.Store(int64(-10 * time.Minute))
+		point(clock.Addr)
+		defer point(toX.Addr)
+		// The manager connects to x again, through the link.
+		select {
+		case <-clock.used:
+		case <-time.After(timeout):
+			t.Fatal("the manager did not connect to x through the clock link")
+		}
+		for _, off := range []time.Duration{-10 * time.Minute, 10 * time.Minute} {
+			clock.offset.Store(int64(off))
+			xReady(t)
+			onX := st.Target("x", "default")
+			name := "behind"
+			if off > 0 {
+				name = "ahead"
+			}
+			start := time.Now()
+			ws := []*v1alpha1.Workload{workload(t, name+"-one", onX), workload(t, name+"-two", onX, st.Replicas(2))}
+			for _, w := range ws {
+				readyOn(t, w, "x")
+			}
+			// The manager reads x's timestamps off by the offset.
+			cfg, err := clientcmd.RESTConfigFromKubeConfig(withServer(t, kubeconfig, clock.Addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			through, err := client.New(cfg, client.Options{Scheme: clustertest.Scheme()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := &mcv1alpha1.PodChaperonList{}
+			if err := through.List(ctx, seen, client.MatchingLabels{propagator.LabelWorkloadUID: string(ws[0].UID)}); err != nil || len(seen.Items) == 0 {
+				t.Fatalf("x's chaperons of %s through the link: %v (%d)", ws[0].Name, err, len(seen.Items))
+			}
+			if skew := time.Until(seen.Items[0].CreationTimestamp.Time) - off; skew < -time.Since(start)-time.Minute || skew > time.Minute {
+				t.Fatalf("through the link, %s's chaperon was made %s from now, want about %s: the link does not move x's clock", ws[0].Name, time.Until(seen.Items[0].CreationTimestamp.Time).Round(time.Second), off)
+			}
+			// Two replicas that no node of x fits: x holds them for the
+			// handshake timeout (10 s), on the manager's clock. On f435c1c
+			// the candidates' own timestamps timed them: 10 minutes old at
+			// once, or never old enough.
+			never := workload(t, name+"-never", onX, st.Replicas(2), func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "none"}
+			})
+			created := time.Now()
+			testenv.WaitFor(t, wc, never, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.RejectedClusters) > 0 })
+			// Its candidates are found unschedulable: rejected at once as
+			// such, not as a timeout, whatever the clock.
+			if rc := never.Status.RejectedClusters[0]; rc.Reason != v1alpha1.ReasonUnschedulable {
+				t.Errorf("%s: rejected after %s for %s (%s), want Unschedulable", never.Name, time.Since(created).Round(time.Second), rc.Reason, rc.Message)
+			}
+			cleanup(t, append(ws, never)...)
+		}
+		xReady(t)
 	})
 }
