@@ -130,6 +130,15 @@ func sampleBound(t *testing.T, members ...*member) *boundSampler {
 	return s
 }
 
+// check ends the sampling and fails the test with every sample that
+// broke the invariant.
+func (s *boundSampler) check(t *testing.T) {
+	t.Helper()
+	if broken := s.stop(); len(broken) > 0 {
+		t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
+	}
+}
+
 // stop ends the sampling and returns what broke the invariant.
 func (s *boundSampler) stop() []string {
 	close(s.stopc)
@@ -230,9 +239,7 @@ func TestFaults(t *testing.T) {
 		toX.heal()
 		// x answers again: what was given up there goes.
 		waitNoChaperons(t, x, w)
-		if broken := sampler.stop(); len(broken) > 0 {
-			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
-		}
+		sampler.check(t)
 		readyOn(t, w, "y")
 		checkOneBoundPerReplica(t, members...)
 		if err := env.Client.Delete(ctx, w); err != nil {
@@ -461,9 +468,7 @@ func TestFaults(t *testing.T) {
 		for _, w := range ws {
 			t.Logf("%s runs in %s", w.Name, settled(t, w))
 		}
-		if broken := sampler.stop(); len(broken) > 0 {
-			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
-		}
+		sampler.check(t)
 		cleanup(t, ws...)
 	})
 
@@ -523,9 +528,7 @@ func TestFaults(t *testing.T) {
 		for _, w := range ws {
 			t.Logf("%s runs in %s", w.Name, settled(t, w))
 		}
-		if broken := sampler.stop(); len(broken) > 0 {
-			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
-		}
+		sampler.check(t)
 		checkOneBoundPerReplica(t, members...)
 		movedMu.Lock()
 		t.Logf("moved off x while flapping: %v", slices.Sorted(maps.Keys(moved)))
@@ -562,9 +565,7 @@ func TestFaults(t *testing.T) {
 		for _, w := range ws {
 			t.Logf("%s runs in %s", w.Name, settled(t, w))
 		}
-		if broken := sampler.stop(); len(broken) > 0 {
-			t.Errorf("the fleet ran a replica twice (%d samples):\n%s", len(broken), strings.Join(broken, "\n"))
-		}
+		sampler.check(t)
 		cleanup(t, ws...)
 	})
 
