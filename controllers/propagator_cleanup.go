@@ -165,14 +165,9 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 			pending = append(pending, key+" (unreachable)")
 			continue
 		}
-		list := m.Chaperons
-		if kc := (&v1alpha1.KubernetesCluster{}); r.client.Get(ctx, m.ClusterKey(), kc) == nil && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
-			// It answers: nothing there is confirmed by its API server.
-			list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) {
-				return chaperonsConfirmed(ctx, m, uid)
-			}
-		}
-		chs, err := list(ctx, w.UID)
+		kc := &v1alpha1.KubernetesCluster{}
+		answers := r.client.Get(ctx, m.ClusterKey(), kc) == nil && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		chs, err := chaperonsConfirmed(ctx, m, w.UID, answers)
 		if err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
@@ -196,14 +191,15 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 }
 
 // chaperonsConfirmed returns the Workload's chaperons in a member, from
-// its watch and, when the watch shows none, from its API server: nothing
-// there lets a cluster go (a move's end, a deletion's), and a chaperon
-// made a moment ago, or one a watch broken by a flapping link has not
-// listed again, may not be in the watch yet (a copy that would run on,
-// named nowhere).
-func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
+// its watch and, when the member answers and the watch shows none, from
+// its API server: nothing there lets a cluster go (a move's end, a
+// deletion's), and a chaperon made a moment ago, or one a watch broken by
+// a flapping link has not listed again, may not be in the watch yet (a
+// copy that would run on, named nowhere). A member that does not answer
+// is sent nothing: what its watch last saw is all there is.
+func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UID, answers bool) ([]*mcv1alpha1.PodChaperon, error) {
 	chs, err := m.Chaperons(ctx, workload)
-	if err != nil || len(chs) > 0 {
+	if err != nil || len(chs) > 0 || !answers {
 		return chs, err
 	}
 	return m.ChaperonsLive(ctx, workload)

@@ -181,11 +181,11 @@ type scope struct {
 	// cluster left has not confirmed that the pods there are gone; or
 	// its chaperons are not listed yet), and no runner-up either.
 	held bool
-	// windowsElsewhere are the clusters other than the chosen one, that
+	// openElsewhere are the clusters other than the chosen one, that
 	// answer, where a candidate of the Workload may still bind without
 	// placer's word: the chosen cluster's candidates wait for them
-	// (settleBindWindows).
-	windowsElsewhere []types.NamespacedName
+	// (settleLeftWindows).
+	openElsewhere []types.NamespacedName
 	// fenced are the fenced candidates of a cluster rejected in this
 	// reconcile, in member, deleted once the status holds the rejection.
 	fenced       []*mcv1alpha1.PodChaperon

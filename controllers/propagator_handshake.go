@@ -133,7 +133,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	if held, done, err := r.holdForDependencies(ctx, s, m, delivered); held {
 		return done, err
 	}
-	s.windowsElsewhere = r.settleBindWindows(ctx, s, m)
+	s.openElsewhere = r.settleLeftWindows(ctx, s, m)
 	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
 	if forbidden(err) && st.Allowed == 0 {
 		// The member does not open the target namespace to this tenant.
@@ -149,11 +149,11 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 	}
 	age := r.started.age(w, s.target, chs)
 	d := propagator.Decide(w, st, true, age, r.timeout)
-	if d.Action == propagator.Commit && len(s.windowsElsewhere) > 0 {
+	if d.Action == propagator.Commit && len(s.openElsewhere) > 0 {
 		// Proven, but a candidate elsewhere may still bind: the pods here
 		// wait for that cluster's word (design §4.9).
 		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
-			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, s.windowsElsewhere)}
+			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, s.openElsewhere)}
 	}
 	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
 	switch d.Action {
@@ -290,8 +290,8 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 	}
 	ns := m.TargetNamespace(w)
 	// A gang of one binds unheld only while no other cluster may still
-	// bind its candidate (settleBindWindows).
-	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w) && len(s.windowsElsewhere) == 0)
+	// bind its candidate (settleLeftWindows).
+	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w) && len(s.openElsewhere) == 0)
 	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
 		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
 			// Fan-out is a head start, not a need: under a burst the
@@ -482,7 +482,7 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 	return nil
 }
 
-// settleBindWindows looks, for a gang of one not yet committed in the
+// settleLeftWindows looks, for a gang of one not yet committed in the
 // chosen cluster, at the clusters its status says it left or was
 // rejected by, where a candidate of it may still bind without placer's word
 // (inside its bind window), and returns those: the chosen cluster's
@@ -494,7 +494,7 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 // inside its window is a copy behind the partition, as a running one is
 // (design §4.7), which goes once the cluster answers. A cluster that
 // fails to answer here is waited for, and looked at again.
-func (r *PropagatorReconciler) settleBindWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
+func (r *PropagatorReconciler) settleLeftWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
 	w := s.w
 	if !propagator.BindsUnheld(w) {
 		return nil

@@ -113,14 +113,7 @@ func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error
 		s.keep[key] = true
 		var chs []*mcv1alpha1.PodChaperon
 		if m != nil {
-			list := m.Chaperons
-			if st == answering {
-				// "Nothing remains" lets the cluster go: confirmed.
-				list = func(ctx context.Context, uid types.UID) ([]*mcv1alpha1.PodChaperon, error) {
-					return chaperonsConfirmed(ctx, m, uid)
-				}
-			}
-			if chs, err = list(ctx, w.UID); err != nil {
+			if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
 				return true, errors.Wrap(err, errListChaperons)
 			}
 			// Without a synced watch the entry keeps what was last seen
@@ -251,7 +244,7 @@ func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) 
 			setDependencies(w, key, nil)
 			w.SetPlaced(key, "", false)
 		case st == answering:
-			chs, err := chaperonsConfirmed(ctx, m, w.UID)
+			chs, err := chaperonsConfirmed(ctx, m, w.UID, true)
 			if err != nil {
 				return errors.Wrap(err, errListChaperons)
 			}
