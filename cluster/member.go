@@ -33,7 +33,6 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/propagator"
 )
 
 const (
@@ -157,7 +156,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 		return nil
 	}
 	c.mu.Unlock()
-	hasWorkload, err := labels.NewRequirement(propagator.LabelWorkloadUID, selection.Exists, nil)
+	hasWorkload, err := labels.NewRequirement(mcv1alpha1.LabelWorkloadUID, selection.Exists, nil)
 	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
@@ -188,13 +187,13 @@ func (c *Connection) Watch(ctx context.Context) error {
 	// A Workload's chaperons are looked up by its UID on every reconcile:
 	// an index, not a walk over every chaperon of the member.
 	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexWorkloadUID, func(o client.Object) []string {
-		return []string{o.GetLabels()[propagator.LabelWorkloadUID]}
+		return []string{o.GetLabels()[mcv1alpha1.LabelWorkloadUID]}
 	}); err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
 	// The fan-out bound counts the runner-ups waiting in the member.
 	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexHeldRunnerUp, func(o client.Object) []string {
-		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok && propagator.HeldRunnerUp(ch) {
+		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok && ch.HeldRunnerUp() {
 			return []string{"true"}
 		}
 		return nil
@@ -295,7 +294,7 @@ func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
 
 // WorkloadOf returns the Workload a chaperon was made for.
 func WorkloadOf(ch *mcv1alpha1.PodChaperon) (types.NamespacedName, bool) {
-	ns, name, ok := strings.Cut(ch.Annotations[propagator.AnnotationWorkload], "/")
+	ns, name, ok := strings.Cut(ch.Annotations[mcv1alpha1.AnnotationWorkload], "/")
 	return types.NamespacedName{Namespace: ns, Name: name}, ok
 }
 
@@ -369,7 +368,7 @@ func (c *Connection) ChaperonsLive(ctx context.Context, workload types.UID) ([]*
 	live := c.live
 	c.mu.Unlock()
 	l := &mcv1alpha1.PodChaperonList{}
-	if err := live.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
+	if err := live.List(ctx, l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(workload)}); err != nil {
 		return nil, err
 	}
 	out := make([]*mcv1alpha1.PodChaperon, len(l.Items))

@@ -275,7 +275,7 @@ func TestClusterController(t *testing.T) {
 		}
 		waiting, allowed, chosen := chaperon("waiting", propagator.RunnerUp, false), chaperon("allowed", propagator.RunnerUp, false), chaperon("chosen", propagator.Held, false)
 		for _, ch := range []*mcv1alpha1.PodChaperon{waiting, allowed, chosen} {
-			write(func() error { return mc.Create(ctx, ch) }, ch.Labels[propagator.LabelWorkloadUID])
+			write(func() error { return mc.Create(ctx, ch) }, ch.Labels[mcv1alpha1.LabelWorkloadUID])
 		}
 		if n, err := conn.HeldRunnerUps(ctx); err != nil || n != 2 {
 			t.Errorf("HeldRunnerUps() = %d, %v; want 2 (a chosen cluster's candidate does not count)", n, err)

@@ -22,7 +22,6 @@ import (
 	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
-	"github.com/placer-dev/placer/propagator"
 )
 
 // removeElsewhereOf deletes the Workload's candidates in the members that
@@ -237,7 +236,7 @@ func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w
 		if !slices.ContainsFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
 			continue
 		}
-		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}}
+		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}
 		if foreground {
 			opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		}
@@ -259,7 +258,7 @@ func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *
 	}
 	svc := &corev1.Service{}
 	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.Name}, svc)
-	if kerrors.IsForbidden(err) || err == nil && svc.Labels[propagator.LabelWorkloadUID] != string(w.UID) {
+	if kerrors.IsForbidden(err) || err == nil && svc.Labels[mcv1alpha1.LabelWorkloadUID] != string(w.UID) {
 		return nil
 	}
 	if err != nil {

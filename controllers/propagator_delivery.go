@@ -193,13 +193,13 @@ func (r *PropagatorReconciler) ensureService(ctx context.Context, m cluster.Memb
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.Name}}
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
-		if uid := svc.Labels[propagator.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
+		if uid := svc.Labels[mcv1alpha1.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.
 			return &deliveryProblem{reason: v1alpha1.ReasonNameConflict,
 				msg: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
 		}
-		meta.AddLabels(svc, map[string]string{propagator.LabelWorkloadUID: string(w.UID)})
-		meta.AddAnnotations(svc, map[string]string{propagator.AnnotationWorkload: w.Namespace + "/" + w.Name})
+		meta.AddLabels(svc, map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)})
+		meta.AddAnnotations(svc, map[string]string{mcv1alpha1.AnnotationWorkload: w.Namespace + "/" + w.Name})
 		want := w.Spec.TargetService.DeepCopy()
 		if len(want.Selector) == 0 {
 			want.Selector = w.Spec.TargetDeployment.Template.Labels

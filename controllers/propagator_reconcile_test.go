@@ -245,7 +245,7 @@ func TestPropagatorReconcile(t *testing.T) {
 						t.Errorf("%d candidates in %s, want 2", n, m.Key.Name)
 					}
 				}
-				if n, r := count(t, e.members[0], e.w, propagator.HeldRunnerUp), count(t, e.members[1], e.w, propagator.HeldRunnerUp); n != 0 || r != 2 {
+				if n, r := count(t, e.members[0], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp), count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); n != 0 || r != 2 {
 					t.Errorf("runner-up candidates: %d in the chosen a, %d in b; want 0 and 2", n, r)
 				}
 			},
@@ -278,7 +278,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			check: func(t *testing.T, e env) {
-				if b := count(t, e.members[1], e.w, propagator.HeldRunnerUp); b != 2 {
+				if b := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); b != 2 {
 					t.Errorf("%d runner-up candidates in b, want 2", b)
 				}
 			},
@@ -331,7 +331,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				}
 				added := 0
 				for _, ch := range chs {
-					if ch.Labels[propagator.LabelReplica] == "2" {
+					if ch.Labels[mcv1alpha1.LabelReplica] == "2" {
 						added++
 						if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] != "true" {
 							t.Error("the added replica's candidate waits for is-allowed in a committed cluster")
@@ -703,7 +703,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				old := w.DeepCopy()
 				old.Spec.TargetNamespace = ""
-				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{propagator.LabelWorkloadUID: string(w.UID)}}}
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}
 				objs := append(candidates(old, 2, reserved, allowed, running), candidates(w, 2, reserved, allowed, running)...)
 				objs = append(objs, svc)
 				for _, src := range []client.Object{&corev1.Secret{ObjectMeta: objectMeta("db")}, &corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}} {
@@ -2034,7 +2034,7 @@ func TestRejectionBackoff(t *testing.T) {
 // leftBehind: the Workload's Service and copies in member namespace
 // default, which its pods left (they run in apps).
 func leftBehind(w *v1alpha1.Workload) []client.Object {
-	objs := []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{propagator.LabelWorkloadUID: string(w.UID)}}}}
+	objs := []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}}
 	if w.DeletionTimestamp == nil {
 		objs = append(objs, candidates(w, 2, reserved, allowed, running)...)
 	}

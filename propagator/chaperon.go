@@ -19,14 +19,6 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
-// Labels and annotations linking a chaperon to its Workload.
-const (
-	LabelWorkloadUID   = mcv1alpha1.AnnotationPrefix + "workload-uid"
-	LabelReplica       = mcv1alpha1.AnnotationPrefix + "replica"
-	LabelTemplateHash  = mcv1alpha1.AnnotationPrefix + "template-hash"
-	AnnotationWorkload = mcv1alpha1.AnnotationPrefix + "workload"
-)
-
 // ChaperonName is the name of a replica's chaperon (and pod) under the
 // current pod template: workload-hash-replica, as a Deployment names its
 // pods after their ReplicaSet, so that during a rolling update the new
@@ -89,17 +81,17 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 			labels[k] = v
 		}
 	}
-	labels[LabelWorkloadUID] = string(w.UID)
-	labels[LabelReplica] = strconv.Itoa(replica)
+	labels[mcv1alpha1.LabelWorkloadUID] = string(w.UID)
+	labels[mcv1alpha1.LabelReplica] = strconv.Itoa(replica)
 	hash := TemplateHash(w)
-	labels[LabelTemplateHash] = hash
+	labels[mcv1alpha1.LabelTemplateHash] = hash
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
 		if !v1alpha1.IsReservedKey(k) {
 			annotations[k] = v
 		}
 	}
-	annotations[AnnotationWorkload] = w.Namespace + "/" + w.Name
+	annotations[mcv1alpha1.AnnotationWorkload] = w.Namespace + "/" + w.Name
 	spec := *tmpl.Spec.DeepCopy()
 	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
@@ -156,11 +148,4 @@ func rejectionsSeen(w *v1alpha1.Workload, key types.NamespacedName) string {
 func FencedBefore(ch *mcv1alpha1.PodChaperon, w *v1alpha1.Workload, key types.NamespacedName) bool {
 	seen, ok := ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen]
 	return ok && ch.Annotations[mcv1alpha1.AnnotationFenced] != "" && seen != rejectionsSeen(w, key)
-}
-
-// HeldRunnerUp reports whether a chaperon is a runner-up's candidate
-// still waiting: made for a cluster that was not the chosen one, not
-// allowed since (that cluster was chosen and committed), not being deleted.
-func HeldRunnerUp(ch *mcv1alpha1.PodChaperon) bool {
-	return ch.Annotations[mcv1alpha1.AnnotationRunnerUp] == "true" && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil
 }

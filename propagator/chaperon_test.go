@@ -143,7 +143,7 @@ func TestNewChaperon(t *testing.T) {
 		w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": "web"}
 	})
 	w.Spec.TargetDeployment.Template.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true", "note": "kept"}
-	w.Spec.TargetDeployment.Template.Labels[LabelWorkloadUID] = "someone-else"
+	w.Spec.TargetDeployment.Template.Labels[mcv1alpha1.LabelWorkloadUID] = "someone-else"
 	ch := NewChaperon(w, w.TargetNamespace(nil), 2, Held)
 	if !regexp.MustCompile(`^web-[a-z0-9]+-2$`).MatchString(ch.Name) || ch.Namespace != "prod" {
 		t.Errorf("name %s/%s, want prod/web-HASH-2", ch.Namespace, ch.Name)
@@ -151,12 +151,12 @@ func TestNewChaperon(t *testing.T) {
 	if _, ok := ch.Annotations[mcv1alpha1.AnnotationIsAllowed]; ok || ch.Annotations["note"] != "kept" {
 		t.Errorf("annotations %v: placer's own copied from the template, or the user's lost", ch.Annotations)
 	}
-	want := map[string]string{"app": "web", LabelWorkloadUID: "uid-1", LabelReplica: "2", LabelTemplateHash: TemplateHash(w)}
+	want := map[string]string{"app": "web", mcv1alpha1.LabelWorkloadUID: "uid-1", mcv1alpha1.LabelReplica: "2", mcv1alpha1.LabelTemplateHash: TemplateHash(w)}
 	if diff := cmp.Diff(want, ch.Labels); diff != "" {
 		t.Errorf("labels (-want,+got):\n%s", diff)
 	}
-	if ch.Spec.SchedulerName != mcv1alpha1.CandidateSchedulerName || ch.Annotations[AnnotationWorkload] != "default/web" {
-		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[AnnotationWorkload])
+	if ch.Spec.SchedulerName != mcv1alpha1.CandidateSchedulerName || ch.Annotations[mcv1alpha1.AnnotationWorkload] != "default/web" {
+		t.Errorf("schedulerName %q, workload annotation %q", ch.Spec.SchedulerName, ch.Annotations[mcv1alpha1.AnnotationWorkload])
 	}
 	for role, want := range map[Role][2]string{Held: {"", ""}, NoHold: {"true", ""}, RunnerUp: {"", "true"}} {
 		ch := NewChaperon(w, w.TargetNamespace(nil), 0, role)

@@ -100,8 +100,8 @@ func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns str
 	hash := TemplateHash(w)
 	st := State{replicas: map[int]*replica{}}
 	for _, ch := range chaperons {
-		i, err := strconv.Atoi(ch.Labels[LabelReplica])
-		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[LabelTemplateHash], i) {
+		i, err := strconv.Atoi(ch.Labels[mcv1alpha1.LabelReplica])
+		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[mcv1alpha1.LabelTemplateHash], i) {
 			st.Extra = append(st.Extra, ch)
 			continue
 		}
@@ -111,7 +111,7 @@ func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns str
 			st.replicas[i] = r
 		}
 		ready := conditionTrue(ch, corev1.PodReady)
-		if ch.Labels[LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
+		if ch.Labels[mcv1alpha1.LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
 			r.current, r.currentReady = ch, ready
 		} else {
 			r.outdated = append(r.outdated, ch)

@@ -19,7 +19,6 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
-	"github.com/placer-dev/placer/propagator"
 )
 
 // Scheme knows what a member holds.
@@ -114,7 +113,7 @@ func (m *Member) Chaperons(ctx context.Context, workload types.UID) ([]*mcv1alph
 // ChaperonsLive returns the Workload's chaperons, sorted by name.
 func (m *Member) ChaperonsLive(ctx context.Context, workload types.UID) ([]*mcv1alpha1.PodChaperon, error) {
 	l := &mcv1alpha1.PodChaperonList{}
-	if err := m.Client.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(workload)}); err != nil {
+	if err := m.Client.List(ctx, l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(workload)}); err != nil {
 		return nil, err
 	}
 	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
@@ -133,7 +132,7 @@ func (m *Member) HeldRunnerUps(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for i := range l.Items {
-		if propagator.HeldRunnerUp(&l.Items[i]) {
+		if l.Items[i].HeldRunnerUp() {
 			n++
 		}
 	}

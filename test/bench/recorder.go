@@ -16,7 +16,6 @@ import (
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/propagator"
 )
 
 // record is what the benchmark saw of one workload (or baseline pod).
@@ -182,13 +181,13 @@ func (r *recorder) chaperon(o any) {
 	if rec == nil {
 		return
 	}
-	rec.stampAll(rec.candidateReplicas, ch.Labels[propagator.LabelReplica], &rec.candidates, now)
+	rec.stampAll(rec.candidateReplicas, ch.Labels[mcv1alpha1.LabelReplica], &rec.candidates, now)
 	committed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
 		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && isReserved
 	if !committed {
 		return
 	}
-	rec.stampAll(rec.allowed, ch.Labels[propagator.LabelReplica], &rec.committed, now)
+	rec.stampAll(rec.allowed, ch.Labels[mcv1alpha1.LabelReplica], &rec.committed, now)
 }
 
 func (r *recorder) pod(o any) {
@@ -199,7 +198,7 @@ func (r *recorder) pod(o any) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	name, replica := workloadName(p.Annotations), p.Labels[propagator.LabelReplica]
+	name, replica := workloadName(p.Annotations), p.Labels[mcv1alpha1.LabelReplica]
 	if p.Namespace == "baseline" {
 		name, replica = p.Name, "0"
 	}
@@ -239,7 +238,7 @@ func (rec *record) stampAll(seen map[string]bool, replica string, at *time.Time,
 
 // workloadName is the name part of the chaperon's workload annotation.
 func workloadName(a map[string]string) string {
-	_, name, _ := strings.Cut(a[propagator.AnnotationWorkload], "/")
+	_, name, _ := strings.Cut(a[mcv1alpha1.AnnotationWorkload], "/")
 	return name
 }
 

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/propagator"
 )
 
 func TestSummarizeHops(t *testing.T) {
@@ -55,8 +54,8 @@ func TestRecorderStamps(t *testing.T) {
 	r.add(&record{phase: "fanout-1", name: "w", replicas: 2, created: time.Now()})
 	meta := func(name, replica string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: "fanout-1", Name: name, UID: types.UID(name),
-			Labels:      map[string]string{propagator.LabelReplica: replica},
-			Annotations: map[string]string{propagator.AnnotationWorkload: "fanout-1/w"}}
+			Labels:      map[string]string{mcv1alpha1.LabelReplica: replica},
+			Annotations: map[string]string{mcv1alpha1.AnnotationWorkload: "fanout-1/w"}}
 	}
 	rec := func() *record { return r.records("fanout-1")[0] }
 

@@ -27,7 +27,6 @@ import (
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/internal/testenv"
-	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -208,7 +207,7 @@ func TestFaults(t *testing.T) {
 		// Watch x's chaperons directly, to cut the link as soon as the
 		// Workload's candidate is there: before the manager learns
 		// anything of it.
-		watch, err := x.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{propagator.LabelWorkloadUID})
+		watch, err := x.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{mcv1alpha1.LabelWorkloadUID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +254,7 @@ func TestFaults(t *testing.T) {
 		created := map[string]int{}
 		var mu sync.Mutex
 		for _, m := range members {
-			watch, err := m.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{propagator.LabelWorkloadUID})
+			watch, err := m.client.Watch(ctx, &mcv1alpha1.PodChaperonList{}, client.HasLabels{mcv1alpha1.LabelWorkloadUID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -619,7 +618,7 @@ func TestFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen := &mcv1alpha1.PodChaperonList{}
-			if err := through.List(ctx, seen, client.MatchingLabels{propagator.LabelWorkloadUID: string(ws[0].UID)}); err != nil || len(seen.Items) == 0 {
+			if err := through.List(ctx, seen, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(ws[0].UID)}); err != nil || len(seen.Items) == 0 {
 				t.Fatalf("x's chaperons of %s through the link: %v (%d)", ws[0].Name, err, len(seen.Items))
 			}
 			if skew := time.Until(seen.Items[0].CreationTimestamp.Time) - off; skew < -time.Since(start)-time.Minute || skew > time.Minute {

@@ -140,7 +140,7 @@ func runManager(t *testing.T, args []string, logDir string) (kill func()) {
 // pods returns the candidate pods of a Workload in a member, by phase.
 func pods(t *testing.T, m *member, w *v1alpha1.Workload) []corev1.Pod {
 	t.Helper()
-	l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID + "=" + string(w.UID)})
+	l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID + "=" + string(w.UID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func pods(t *testing.T, m *member, w *v1alpha1.Workload) []corev1.Pod {
 func chaperons(t *testing.T, m *member, w *v1alpha1.Workload) []mcv1alpha1.PodChaperon {
 	t.Helper()
 	l := &mcv1alpha1.PodChaperonList{}
-	if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+	if err := m.client.List(context.Background(), l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}); err != nil {
 		t.Fatal(err)
 	}
 	return l.Items
@@ -193,7 +193,7 @@ func sampleReady(members []*member, ws ...*v1alpha1.Workload) *readySampler {
 	count := func(uid types.UID) (int, bool) {
 		n := 0
 		for _, m := range members {
-			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID + "=" + string(uid)})
+			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID + "=" + string(uid)})
 			if err != nil {
 				return 0, false
 			}
@@ -270,7 +270,7 @@ func listBoundTwice(members ...*member) ([]string, error) {
 	bound := map[string][]string{}
 	clusters := map[string]map[string]bool{}
 	for _, m := range members {
-		l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: propagator.LabelWorkloadUID})
+		l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID})
 		if err != nil {
 			return nil, err
 		}
@@ -278,8 +278,8 @@ func listBoundTwice(members ...*member) ([]string, error) {
 			if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 				continue
 			}
-			uid := p.Labels[propagator.LabelWorkloadUID]
-			key := uid + "/" + p.Labels[propagator.LabelReplica] + "/" + p.Labels[propagator.LabelTemplateHash]
+			uid := p.Labels[mcv1alpha1.LabelWorkloadUID]
+			key := uid + "/" + p.Labels[mcv1alpha1.LabelReplica] + "/" + p.Labels[mcv1alpha1.LabelTemplateHash]
 			bound[key] = append(bound[key], m.name+"/"+p.Namespace+"/"+p.Name)
 			if clusters[uid] == nil {
 				clusters[uid] = map[string]bool{}
@@ -571,7 +571,7 @@ func TestHandshake(t *testing.T) {
 			})
 			// Replicas beyond the count go: their chaperons, then their pods.
 			for _, p := range pods(t, a, w) {
-				if i, _ := strconv.Atoi(p.Labels[propagator.LabelReplica]); i >= int(n) {
+				if i, _ := strconv.Atoi(p.Labels[mcv1alpha1.LabelReplica]); i >= int(n) {
 					testenv.WaitForDeletion(t, a.client, &p, &corev1.PodList{}, timeout)
 				}
 			}
@@ -612,7 +612,7 @@ func TestHandshake(t *testing.T) {
 		defer cancel()
 		for i := range w.ReplicaCount() {
 			if _, err := local.WaitForPod(ctx, a.target.Clientset, "default", propagator.ChaperonName(w, i), func(p *corev1.Pod) bool {
-				return p.Labels[propagator.LabelTemplateHash] == hash && p.Labels["version"] == "2" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+				return p.Labels[mcv1alpha1.LabelTemplateHash] == hash && p.Labels["version"] == "2" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -630,7 +630,7 @@ func TestHandshake(t *testing.T) {
 			return e.InvolvedObject.Name == w.Name && e.Reason == "Replacing" && strings.Contains(e.Message, "1 new pod(s) started, 0 old pod(s) removed")
 		})
 		l := &mcv1alpha1.PodChaperonList{}
-		if err := a.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID), propagator.LabelTemplateHash: oldHash}); err != nil {
+		if err := a.client.List(context.Background(), l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID), mcv1alpha1.LabelTemplateHash: oldHash}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range l.Items {
@@ -800,7 +800,7 @@ func TestHandshake(t *testing.T) {
 		for _, m := range members {
 			// The finalizer held the Workload until its chaperons were gone.
 			l := &mcv1alpha1.PodChaperonList{}
-			if err := m.client.List(context.Background(), l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+			if err := m.client.List(context.Background(), l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}); err != nil {
 				t.Fatal(err)
 			}
 			if len(l.Items) != 0 {

@@ -17,7 +17,6 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/testenv"
-	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -128,7 +127,7 @@ func TestSecurity(t *testing.T) {
 	chaperonsIn := func(t *testing.T, ns string, w *v1alpha1.Workload) []mcv1alpha1.PodChaperon {
 		t.Helper()
 		l := &mcv1alpha1.PodChaperonList{}
-		if err := m.client.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+		if err := m.client.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}); err != nil {
 			t.Fatal(err)
 		}
 		return l.Items
@@ -136,7 +135,7 @@ func TestSecurity(t *testing.T) {
 	wantNoCandidates := func(t *testing.T, w *v1alpha1.Workload) {
 		t.Helper()
 		l := &mcv1alpha1.PodChaperonList{}
-		if err := m.client.List(ctx, l, client.MatchingLabels{propagator.LabelWorkloadUID: string(w.UID)}); err != nil {
+		if err := m.client.List(ctx, l, client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}); err != nil {
 			t.Fatal(err)
 		}
 		if len(l.Items) > 0 {

@@ -36,3 +36,10 @@ func PodBindDeadline(annotations map[string]string) (t time.Time, ok bool) {
 	}
 	return t, true
 }
+
+// HeldRunnerUp reports whether the chaperon is a runner-up's candidate
+// still waiting: made for a cluster that was not the chosen one, not
+// allowed since (that cluster was chosen and committed), not being deleted.
+func (ch *PodChaperon) HeldRunnerUp() bool {
+	return ch.Annotations[AnnotationRunnerUp] == "true" && ch.Annotations[AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil
+}

@@ -5,6 +5,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Labels and annotations linking a chaperon (and its pod) to its Workload,
+// read on both sides: the manager sets them, the member's agent, candidate
+// scheduler and the manager's member connections select by them.
+const (
+	LabelWorkloadUID   = AnnotationPrefix + "workload-uid"
+	LabelReplica       = AnnotationPrefix + "replica"
+	LabelTemplateHash  = AnnotationPrefix + "template-hash"
+	AnnotationWorkload = AnnotationPrefix + "workload"
+)
+
 // Annotation keys of the handshake.
 const (
 	AnnotationPrefix     = "multicluster.placer.dev/"
