@@ -63,7 +63,7 @@ generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	@# the Workload CRD is too large for client-side 'kubectl apply'.
 	go run ./hack/crdtrim -path spec.targetDeployment.template -path spec.targetDeployment.selector -path spec.targetDeployment.strategy -path spec.targetService config/crd/management/compute.placer.dev_workloads.yaml
 	go run ./hack/crdtrim -path spec -path status config/crd/member/multicluster.placer.dev_podchaperons.yaml
-	go tool controller-gen rbac:roleName=placer-manager paths=./controllers output:rbac:artifacts:config=config/rbac
+	go tool controller-gen rbac:roleName=placer-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=placer-agent paths=./member/agent output:rbac:artifacts:config=config/rbac/agent
 
 GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml

@@ -1,14 +1,16 @@
 package controllers
 
 import (
-	"context"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+	propagatorctrl "github.com/placer-dev/placer/controllers/propagator"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
 )
@@ -20,7 +22,7 @@ import (
 
 // Options configure every controller of the manager.
 type Options struct {
-	Cluster ClusterControllerOptions
+	Cluster clusterctrl.Options
 	// Scheduler is the scheduler's configuration; the default when nil.
 	Scheduler *scheduler.Configuration
 	// SchedulerQPS and SchedulerBurst limit the scheduler's own client,
@@ -43,25 +45,13 @@ type Options struct {
 	MaxConcurrentMoves int
 }
 
-// IndexWorkloads indexes the manager's Workloads by the clusters their
-// status names, which the cluster controller's drain and the propagator
-// both look up, and by those their status.dependencies name: once per
-// manager, before either controller is set up.
-func IndexWorkloads(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters); err != nil {
-		return errors.Wrap(err, "cannot index Workloads by cluster")
-	}
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Workload{}, indexWorkloadDependencyClusters, dependencyClusters)
-	return errors.Wrap(err, "cannot index Workloads by the clusters of their dependencies")
-}
-
 // Setup adds every controller built so far to the manager and returns the
 // registry of member connections.
 func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
-	if err := IndexWorkloads(mgr); err != nil {
+	if err := shared.IndexWorkloads(mgr); err != nil {
 		return nil, err
 	}
-	reg, err := SetupClusterController(mgr, o.Cluster)
+	reg, err := clusterctrl.Setup(mgr, o.Cluster)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot set up the cluster controller")
 	}
@@ -73,14 +63,14 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "invalid scheduler configuration")
 	}
-	if err := SetupSchedulerController(mgr, SchedulerControllerOptions{
+	if err := schedulerctrl.Setup(mgr, schedulerctrl.Options{
 		Profiles: profiles, QPS: o.SchedulerQPS, Burst: o.SchedulerBurst,
 		DefaultTolerations: scheduler.DefaultTolerations(o.NotReadyTolerationSeconds, o.UnreachableTolerationSeconds),
 		MaxConcurrentMoves: o.MaxConcurrentMoves,
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}
-	if err := SetupPropagatorController(mgr, PropagatorControllerOptions{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers, MaxRunnerUps: o.MaxRunnerUps}); err != nil {
+	if err := propagatorctrl.Setup(mgr, propagatorctrl.Options{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers, MaxRunnerUps: o.MaxRunnerUps}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the propagator")
 	}
 	return reg, nil

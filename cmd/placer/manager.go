@@ -9,6 +9,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers"
+	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
 	"github.com/placer-dev/placer/internal/clientmetrics"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -63,7 +64,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 				return err
 			}
 			if _, err := controllers.Setup(mgr, controllers.Options{
-				Cluster: controllers.ClusterControllerOptions{
+				Cluster: clusterctrl.Options{
 					ProbeInterval:  o.probeInterval,
 					HeartbeatGrace: o.heartbeatGrace,
 					Registry: cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout,

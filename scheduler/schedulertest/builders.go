@@ -299,6 +299,15 @@ func PlacedOn(cluster string) WorkloadOption {
 	}
 }
 
+// Nominated lists the clusters, in order, in status.nominatedClusters.
+func Nominated(clusters ...string) WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		for _, n := range clusters {
+			w.Status.NominatedClusters = append(w.Status.NominatedClusters, v1alpha1.ClusterReference{Name: n, Namespace: "default"})
+		}
+	}
+}
+
 // Rejected records a handshake rejection by the cluster for the given generation.
 func Rejected(cluster string, generation int64, message string) WorkloadOption {
 	return func(w *v1alpha1.Workload) {

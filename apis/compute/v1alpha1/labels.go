@@ -30,6 +30,18 @@ var LabelAliases = map[string]string{
 	"cloudProvider":    LabelCloudProvider,
 }
 
+// Finalizers placer's controllers put on the management cluster's objects.
+const (
+	// FinalizerPropagator holds a deleted Workload until what placer sent
+	// to members for it is gone (or abandoned with a member that does not
+	// answer).
+	FinalizerPropagator = "compute.placer.dev/propagator"
+	// FinalizerDrain holds a deleted KubernetesCluster until its Workloads
+	// have moved away and what placer sent there is gone (or the cluster
+	// does not answer).
+	FinalizerDrain = "compute.placer.dev/drain"
+)
+
 // DefaultSchedulerName is the schedulerName a Workload gets when none is set.
 const DefaultSchedulerName = "placer-scheduler"
 

@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"context"
@@ -18,33 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
 )
 
 const (
 	errListWorkloads = "cannot list the cluster's Workloads"
 
-	// indexWorkloadClusters indexes Workloads by the clusters their status
-	// names (Workload.NamedClusters): placed on, nominated, or left with
-	// objects still there.
-	indexWorkloadClusters = "placer.workloadClusters"
-
 	reasonDraining event.Reason = "Draining"
 	reasonLetGo    event.Reason = "LetGoUnreachable"
 )
-
-// workloadClusters is the index function of indexWorkloadClusters.
-func workloadClusters(o client.Object) []string {
-	w, ok := o.(*v1alpha1.Workload)
-	if !ok {
-		return nil
-	}
-	keys := w.NamedClusters()
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.String()
-	}
-	return out
-}
 
 // drains remembers, per cluster being deleted, what its last Draining
 // Event said, so that a Workload changing does not write the same Event
@@ -82,10 +64,10 @@ func (d *drains) forget(key types.NamespacedName) {
 // answer is let go as soon as its Workloads have moved, with an Event
 // naming the Workloads whose pods may remain there. Workloads changing
 // requeue it; so does the next probe (next).
-func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, next reconcile.Result) (reconcile.Result, error) {
+func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, next reconcile.Result) (reconcile.Result, error) {
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
 	wls := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{indexWorkloadClusters: key.String()}); err != nil {
+	if err := r.client.List(ctx, wls, client.MatchingFields{shared.IndexWorkloadClusters: key.String()}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
 	conn := r.members.Member(key)
@@ -145,8 +127,8 @@ func (r *ClusterReconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCl
 	// Once the finalizer is gone, the object's deletion closes the
 	// connection (Reconcile's NotFound branch).
 	r.drains.forget(key)
-	err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
-	return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+	err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
+	return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 }
 
 // short lists at most ten names.
@@ -159,7 +141,7 @@ func short(names []string) string {
 
 // deletingClustersOf maps a Workload to the clusters its status names
 // that are being deleted: their drain looks again.
-func (r *ClusterReconciler) deletingClustersOf(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) deletingClustersOf(ctx context.Context, o client.Object) []reconcile.Request {
 	w, ok := o.(*v1alpha1.Workload)
 	if !ok {
 		return nil

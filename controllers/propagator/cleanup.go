@@ -1,4 +1,4 @@
-package controllers
+package propagator
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 )
 
 // removeElsewhereOf deletes the Workload's candidates in the members that
@@ -31,7 +32,7 @@ import (
 // A member registered more than once (say, in two namespaces) is one
 // cluster: its candidates are kept if any of its registrations is. An
 // unreachable member is cleaned up when it answers again.
-func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[types.NamespacedName]bool) error {
+func (r *Reconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[types.NamespacedName]bool) error {
 	w := s.w
 	members := r.members.Members()
 	keepHosts := map[string]bool{}
@@ -78,7 +79,7 @@ func (r *PropagatorReconciler) removeElsewhereOf(ctx context.Context, s *scope, 
 // its deletion. absent are the clusters the status names that have no
 // connection (not registered yet after a restart, or gone): nothing there
 // is confirmed.
-func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) (members []cluster.Member, absent []types.NamespacedName, err error) {
+func (r *Reconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) (members []cluster.Member, absent []types.NamespacedName, err error) {
 	touched := map[types.NamespacedName]bool{}
 	for _, k := range w.NamedClusters() {
 		touched[k] = true
@@ -137,7 +138,7 @@ func (r *PropagatorReconciler) membersFor(ctx context.Context, w *v1alpha1.Workl
 // with an Event) until it answers or its KubernetesCluster is deleted;
 // then what it may hold there is abandoned, with an Event naming the
 // cluster. Pods are never left behind silently.
-func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
+func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
 	if !meta.FinalizerExists(w, finalizer) {
 		return reconcile.Result{}, nil
 	}
@@ -186,7 +187,7 @@ func (r *PropagatorReconciler) cleanup(ctx context.Context, w *v1alpha1.Workload
 	if len(abandoned) > 0 {
 		r.record.Event(w, event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster of %v is gone: whatever of this Workload may remain in that cluster is abandoned", abandoned)))
 	}
-	return ignoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+	return shared.IgnoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
 }
 
 // chaperonsConfirmed returns the Workload's chaperons in a member, from
@@ -212,7 +213,7 @@ func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UI
 // the member's API server forbids the tenant to read there, placer cannot
 // have made. With foreground, a chaperon stays (being deleted) until its
 // pod is gone, so that its absence confirms the pod's.
-func (r *PropagatorReconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, foreground bool) error {
+func (r *Reconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, foreground bool) error {
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
@@ -292,6 +293,6 @@ func emptied(all, deleted []*mcv1alpha1.PodChaperon, ns string) []string {
 // bump metadata.generation behind the conditions' observedGeneration. The
 // resourceVersion in the patch keeps another controller's finalizer, added
 // meanwhile, from being dropped.
-func (r *PropagatorReconciler) patchFinalizers(ctx context.Context, w *v1alpha1.Workload, change func(metav1.Object, string)) error {
-	return errors.Wrap(patchLocked(ctx, r.client, w, func(w *v1alpha1.Workload) { change(w, finalizer) }), errFinalizer)
+func (r *Reconciler) patchFinalizers(ctx context.Context, w *v1alpha1.Workload, change func(metav1.Object, string)) error {
+	return errors.Wrap(shared.PatchLocked(ctx, r.client, w, func(w *v1alpha1.Workload) { change(w, finalizer) }), errFinalizer)
 }

@@ -1,4 +1,4 @@
-package controllers
+package propagator
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +19,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 )
 
@@ -31,14 +31,6 @@ const (
 	errCopyDependency    = "cannot copy a dependency into the member"
 	errReleaseDependency = "cannot let go of a dependency in the member"
 )
-
-// dependencySources is where the propagator reads the objects that go
-// with the pods: objectWatches in the manager, a map in unit tests.
-type dependencySources interface {
-	use(user types.NamespacedName, keys []objectKey)
-	forget(user types.NamespacedName)
-	get(k objectKey) (obj *unstructured.Unstructured, synced bool, err error)
-}
 
 // dependencies are what one delivered Workload's pods need, read from
 // the sources: the objects to copy, those missing, or why they cannot go
@@ -58,18 +50,14 @@ type dependencies struct {
 	in map[types.NamespacedName][]string
 }
 
-func coreKey(kind, namespace, name string) objectKey {
-	return objectKey{GVK: corev1.SchemeGroupVersion.WithKind(kind), Namespace: namespace, Name: name}
-}
-
-func claimKey(namespace string, r v1alpha1.ResourceReference) objectKey {
-	return objectKey{GVK: schema.FromAPIVersionAndKind(r.APIVersion, r.Kind), Namespace: namespace, Name: r.Name}
+func claimKey(namespace string, r v1alpha1.ResourceReference) shared.ObjectKey {
+	return shared.ObjectKey{GVK: schema.FromAPIVersionAndKind(r.APIVersion, r.Kind), Namespace: namespace, Name: r.Name}
 }
 
 // watchDependencies points the sources at everything the Workload's pods
 // may need in any cluster, and the Secrets its claims and
 // ServiceAccounts name: once per reconcile.
-func (r *PropagatorReconciler) watchDependencies(s *scope) {
+func (r *Reconciler) watchDependencies(s *scope) {
 	if s.watched || r.sources == nil {
 		return
 	}
@@ -78,15 +66,15 @@ func (r *PropagatorReconciler) watchDependencies(s *scope) {
 	user := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	refs, claims := propagator.WatchedRefs(w)
 	if len(refs)+len(claims) == 0 {
-		r.sources.forget(user)
+		r.sources.Forget(user)
 		return
 	}
-	keys := make([]objectKey, 0, len(refs)+len(claims))
+	keys := make([]shared.ObjectKey, 0, len(refs)+len(claims))
 	for _, c := range claims {
 		keys = append(keys, claimKey(w.Namespace, c))
 	}
 	for _, ref := range refs {
-		keys = append(keys, coreKey(ref.Kind, w.Namespace, ref.Name))
+		keys = append(keys, shared.CoreKey(ref.Kind, w.Namespace, ref.Name))
 	}
 	// And what the claims and ServiceAccounts name, as far as their
 	// watches (started by an earlier reconcile) know: a change of them
@@ -94,23 +82,23 @@ func (r *PropagatorReconciler) watchDependencies(s *scope) {
 	// set, so that no watch stops and starts again within a reconcile.
 	for _, c := range claims {
 		if name, err := connectionSecret(r.sources, w.Namespace, c); err == nil && name != "" {
-			keys = append(keys, coreKey(propagator.KindSecret, w.Namespace, name))
+			keys = append(keys, shared.CoreKey(propagator.KindSecret, w.Namespace, name))
 		}
 	}
 	for _, ref := range refs {
 		for _, name := range imagePullSecrets(r.sources, w.Namespace, ref) {
-			keys = append(keys, coreKey(propagator.KindSecret, w.Namespace, name))
+			keys = append(keys, shared.CoreKey(propagator.KindSecret, w.Namespace, name))
 		}
 	}
-	r.sources.use(user, keys)
+	r.sources.Use(user, keys)
 }
 
 // connectionSecret is the Secret a claim of spec.resources names in
 // spec.writeConnectionSecretToRef: "" while its watch lists, or an error
 // that names the claim (errNotServed, wrapped, for a kind not served yet).
-func connectionSecret(src dependencySources, namespace string, c v1alpha1.ResourceReference) (string, error) {
+func connectionSecret(src shared.Sources, namespace string, c v1alpha1.ResourceReference) (string, error) {
 	k := claimKey(namespace, c)
-	u, synced, err := src.get(k)
+	u, synced, err := src.Get(k)
 	switch {
 	case err != nil:
 		return "", errors.Wrapf(err, "%s (spec.resources) cannot be read", k)
@@ -132,12 +120,12 @@ func connectionSecret(src dependencySources, namespace string, c v1alpha1.Resour
 
 // imagePullSecrets are the Secrets a ServiceAccount ref names, if its
 // watch has it.
-func imagePullSecrets(src dependencySources, namespace string, ref propagator.Ref) []string {
+func imagePullSecrets(src shared.Sources, namespace string, ref propagator.Ref) []string {
 	if ref.Kind != propagator.KindServiceAccount {
 		return nil
 	}
 	sa := &corev1.ServiceAccount{}
-	if found, _, err := getTyped(src, coreKey(ref.Kind, namespace, ref.Name), sa); !found || err != nil {
+	if found, _, err := shared.GetTyped(src, shared.CoreKey(ref.Kind, namespace, ref.Name), sa); !found || err != nil {
 		return nil
 	}
 	out := make([]string, 0, len(sa.ImagePullSecrets))
@@ -147,22 +135,9 @@ func imagePullSecrets(src dependencySources, namespace string, ref propagator.Re
 	return out
 }
 
-// getTyped returns k from the sources as a typed object (into, which it
-// fills): found is false when it does not exist.
-func getTyped(src dependencySources, k objectKey, into runtime.Object) (found, synced bool, err error) {
-	u, synced, err := src.get(k)
-	if u == nil {
-		return false, synced, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), into); err != nil {
-		return false, true, errors.Wrapf(err, "cannot decode %s", k)
-	}
-	return true, true, nil
-}
-
 // resolve reads what the pods of a delivered Workload (its overrides for
 // one cluster applied) need, once per reconcile and delivered Workload.
-func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependencies {
+func (r *Reconciler) resolve(s *scope, w *v1alpha1.Workload) *dependencies {
 	if d, ok := s.deps[w]; ok {
 		return d
 	}
@@ -180,16 +155,16 @@ func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependen
 	if len(refs)+len(claims) == 0 {
 		return d
 	}
-	problem := func(k objectKey, err error) {
+	problem := func(k shared.ObjectKey, err error) {
 		d.problems = append(d.problems, fmt.Sprintf("%s cannot be read: %v", k, err))
-		d.retry = d.retry || errors.Is(err, errNotServed)
+		d.retry = d.retry || errors.Is(err, shared.ErrNotServed)
 	}
 	for _, c := range claims {
 		name, err := connectionSecret(r.sources, w.Namespace, c)
 		switch {
 		case err != nil:
 			d.problems = append(d.problems, err.Error())
-			d.retry = d.retry || errors.Is(err, errNotServed)
+			d.retry = d.retry || errors.Is(err, shared.ErrNotServed)
 		case name == "":
 			d.waiting = true
 		default:
@@ -203,13 +178,13 @@ func (r *PropagatorReconciler) resolve(s *scope, w *v1alpha1.Workload) *dependen
 		}
 	}
 	for _, ref := range refs {
-		k := coreKey(ref.Kind, w.Namespace, ref.Name)
+		k := shared.CoreKey(ref.Kind, w.Namespace, ref.Name)
 		obj := propagator.NewObject(ref.Kind)
 		if obj == nil {
 			d.problems = append(d.problems, fmt.Sprintf("%s: only a Secret or a ConfigMap of apiVersion v1 goes with the pods", k))
 			continue
 		}
-		found, synced, err := getTyped(r.sources, k, obj)
+		found, synced, err := shared.GetTyped(r.sources, k, obj)
 		switch {
 		case err != nil:
 			problem(k, err)
@@ -238,7 +213,7 @@ func isTokenSecret(o client.Object) bool {
 // the tenant). A member that does not let the tenant read it there keeps
 // what it has: placer copies nothing there, and holds nothing for it,
 // as before it copied anything (the opt-in is the member's).
-func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload) ([]string, error) {
+func (r *Reconciler) problemsIn(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload) ([]string, error) {
 	d := r.resolve(s, w)
 	if p, ok := d.in[m.ClusterKey()]; ok {
 		return p, nil
@@ -260,10 +235,10 @@ func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m clust
 			// What placer copied there for another source, maybe another
 			// tenant's, is never read in place of the Workload's own.
 			problems = append(problems, fmt.Sprintf("%s does not exist, and %s/%s in %s is placer's copy of %s, which the pods may not read",
-				coreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey(), obj.GetAnnotations()[propagator.AnnotationSource]))
+				shared.CoreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey(), obj.GetAnnotations()[propagator.AnnotationSource]))
 		case err == nil, kerrors.IsForbidden(err):
 		case kerrors.IsNotFound(err):
-			problems = append(problems, fmt.Sprintf("%s does not exist (nor does %s/%s in %s)", coreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey()))
+			problems = append(problems, fmt.Sprintf("%s does not exist (nor does %s/%s in %s)", shared.CoreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey()))
 		default:
 			return nil, errors.Wrapf(err, "%s: %s %s/%s in %s", errCopyDependency, ref.Kind, ns, ref.Name, m.ClusterKey())
 		}
@@ -280,7 +255,7 @@ func (r *PropagatorReconciler) problemsIn(ctx context.Context, s *scope, m clust
 // nothing new starts anywhere, and Ready says which object, with an
 // Event; what runs keeps running, and the object's watch releases it.
 // done: a watch has not listed yet; its first list enqueues the Workload.
-func (r *PropagatorReconciler) holdForDependencies(ctx context.Context, s *scope, m cluster.Member, delivered *v1alpha1.Workload) (held, done bool, err error) {
+func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope, m cluster.Member, delivered *v1alpha1.Workload) (held, done bool, err error) {
 	problems, err := r.problemsIn(ctx, s, m, delivered)
 	if err != nil {
 		return true, true, err
@@ -326,7 +301,7 @@ func (r *PropagatorReconciler) holdForDependencies(ctx context.Context, s *scope
 // cluster; one the pods no longer reference is let go there once no
 // outdated pod may use it (st.Outdated). An object of that name that is
 // another source's copy refuses the cluster: a *deliveryProblem.
-func (r *PropagatorReconciler) deliverDependencies(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload, all bool, st propagator.State) error {
+func (r *Reconciler) deliverDependencies(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload, all bool, st propagator.State) error {
 	d := r.resolve(s, w)
 	key := m.ClusterKey()
 	ref := v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}

@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"context"
@@ -18,76 +18,77 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
-// Helpers shared by placer's controllers.
+// errUpdateWorkload wraps a status write that failed.
+const errUpdateWorkload = "cannot update Workload status"
 
-// conflictRetry is how soon a write that lost a race is retried.
-const conflictRetry = 100 * time.Millisecond
+// ConflictRetry is how soon a write that lost a race is retried.
+const ConflictRetry = 100 * time.Millisecond
 
-// ignoreConflict turns a conflict, which only means the cache was behind,
+// IgnoreConflict turns a conflict, which only means the cache was behind,
 // into a quiet immediate retry.
-func ignoreConflict(err error) (reconcile.Result, error) {
+func IgnoreConflict(err error) (reconcile.Result, error) {
 	if kerrors.IsConflict(errors.Cause(err)) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	return reconcile.Result{}, err
 }
 
-// closer runs f when the manager stops.
-type closer func()
+// Closer runs f when the manager stops.
+type Closer func()
 
-func (f closer) Start(ctx context.Context) error {
+func (f Closer) Start(ctx context.Context) error {
 	<-ctx.Done()
 	f()
 	return nil
 }
 
-// patchLocked applies change to obj and writes it as a merge patch that
+// PatchLocked applies change to obj and writes it as a merge patch that
 // carries obj's resourceVersion: what another writer added meanwhile (a
 // finalizer, a taint) is never dropped; the conflict retries.
-func patchLocked[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
+func PatchLocked[T client.Object](ctx context.Context, c client.Client, obj T, change func(T)) error {
 	orig := obj.DeepCopyObject().(T)
 	change(obj)
 	return c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
-// statusWrite is what became of a Workload status write.
-type statusWrite string
+// StatusWrite is what became of a Workload status write.
+type StatusWrite string
 
 const (
-	// statusUnchanged: the status says it already; nothing was sent.
-	statusUnchanged statusWrite = "unchanged"
-	statusWritten   statusWrite = "written"
-	// statusConflict: the Workload changed since orig (or is gone).
-	statusConflict statusWrite = "conflict"
-	// statusSuperseded: the cache already holds the Workload changed
+	// StatusUnchanged: the status says it already; nothing was sent.
+	StatusUnchanged StatusWrite = "unchanged"
+	StatusWritten   StatusWrite = "written"
+	// StatusConflict: the Workload changed since orig (or is gone).
+	StatusConflict StatusWrite = "conflict"
+	// StatusSuperseded: the cache already holds the Workload changed
 	// since orig, so the write would meet a conflict; nothing was sent.
-	statusSuperseded statusWrite = "superseded"
-	statusError      statusWrite = "error"
+	StatusSuperseded StatusWrite = "superseded"
+	StatusError      StatusWrite = "error"
 )
 
-// patchStatus writes a Workload's status, changed from orig, as a merge
+// PatchStatus writes a Workload's status, changed from orig, as a merge
 // patch carrying orig's resourceVersion. A conflict, met or foreseen from
 // the cache (another controller wrote first), is not an error: the caller
 // decides again soon from what is there. A write also sets the
 // ready/desired column (readyOfDesired) from the counts.
-func patchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload) (statusWrite, error) {
+func PatchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload) (StatusWrite, error) {
 	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
-		return statusUnchanged, nil
+		return StatusUnchanged, nil
 	}
 	if newerInCache(ctx, cache, orig) {
-		return statusSuperseded, nil
+		return StatusSuperseded, nil
 	}
 	// Only with a write that happens anyway: never a write of its own.
 	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
 	err := c.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case err == nil:
-		return statusWritten, nil
+		return StatusWritten, nil
 	case kerrors.IsConflict(err), kerrors.IsNotFound(err):
-		return statusConflict, nil
+		return StatusConflict, nil
 	default:
-		return statusError, errors.Wrap(err, errUpdateWorkload)
+		return StatusError, errors.Wrap(err, errUpdateWorkload)
 	}
 }
 
@@ -120,18 +121,18 @@ func keepTransitionTimes(orig, cur *xpv2.ConditionedStatus) {
 	}
 }
 
-// writtenWorkloads remembers the Workloads a controller wrote until its
+// WrittenWorkloads remembers the Workloads a controller wrote until its
 // cache has caught up with them: a reconcile that starts from the cache
 // right after its own write would otherwise decide from the copy before
 // it, and its next write, carrying that copy's resourceVersion, would
 // meet a conflict of its own making.
-type writtenWorkloads struct {
+type WrittenWorkloads struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]*v1alpha1.Workload
 }
 
-// remember records a Workload as a write returned it.
-func (c *writtenWorkloads) remember(w *v1alpha1.Workload) {
+// Remember records a Workload as a write returned it.
+func (c *WrittenWorkloads) Remember(w *v1alpha1.Workload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -140,16 +141,16 @@ func (c *writtenWorkloads) remember(w *v1alpha1.Workload) {
 	c.m[types.NamespacedName{Namespace: w.Namespace, Name: w.Name}] = w.DeepCopy()
 }
 
-// forget drops what was written of a Workload that is gone.
-func (c *writtenWorkloads) forget(key types.NamespacedName) {
+// Forget drops what was written of a Workload that is gone.
+func (c *WrittenWorkloads) Forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
 }
 
-// latest returns the newer of the cache's copy and the last one written
+// Latest returns the newer of the cache's copy and the last one written
 // (forgotten once the cache has it).
-func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Workload) *v1alpha1.Workload {
+func (c *WrittenWorkloads) Latest(key types.NamespacedName, cached *v1alpha1.Workload) *v1alpha1.Workload {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w, ok := c.m[key]
@@ -167,8 +168,8 @@ func (c *writtenWorkloads) latest(key types.NamespacedName, cached *v1alpha1.Wor
 	return w.DeepCopy()
 }
 
-// requestsFor are the reconcile requests of a list's items.
-func requestsFor[T any, P interface {
+// RequestsFor are the reconcile requests of a list's items.
+func RequestsFor[T any, P interface {
 	*T
 	client.Object
 }](items []T) []reconcile.Request {

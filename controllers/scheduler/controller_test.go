@@ -1,10 +1,11 @@
-package controllers_test
+package scheduler_test
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -13,12 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/controllers"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
+
+// waitTimeout bounds each wait for the controller.
+const waitTimeout = 90 * time.Second
 
 // schedulerEnv runs only the scheduler controller; the test plays the
 // cluster controller by writing cluster status itself.
@@ -37,9 +41,9 @@ func newSchedulerEnv(t *testing.T) *schedulerEnv {
 		t.Fatal(err)
 	}
 	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
-		return controllers.SetupSchedulerController(mgr, controllers.SchedulerControllerOptions{Profiles: profiles})
+		return schedulerctrl.Setup(mgr, schedulerctrl.Options{Profiles: profiles})
 	})
-	return &schedulerEnv{t: t, env: env, wc: watcher(t, env), ns: "default"}
+	return &schedulerEnv{t: t, env: env, wc: testenv.Watcher(t, env.Config), ns: "default"}
 }
 
 // namespace gives a subtest a namespace of its own, so its clusters and

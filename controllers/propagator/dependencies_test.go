@@ -1,4 +1,4 @@
-package controllers
+package propagator
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -24,17 +25,17 @@ import (
 // mapSources are the management objects the propagator reads, in memory:
 // its watches, as objectWatches would serve them once listed.
 type mapSources struct {
-	objs map[objectKey]*unstructured.Unstructured
+	objs map[shared.ObjectKey]*unstructured.Unstructured
 	// unsynced keys are watches that have not listed yet.
-	unsynced map[objectKey]bool
-	used     map[types.NamespacedName][]objectKey
+	unsynced map[shared.ObjectKey]bool
+	used     map[types.NamespacedName][]shared.ObjectKey
 	// dropped counts the keys a user stopped using while still needing
 	// them: a real watch would stop and start again, and list anew.
 	dropped int
 }
 
 func sources(objs ...client.Object) *mapSources {
-	s := &mapSources{objs: map[objectKey]*unstructured.Unstructured{}, unsynced: map[objectKey]bool{}, used: map[types.NamespacedName][]objectKey{}}
+	s := &mapSources{objs: map[shared.ObjectKey]*unstructured.Unstructured{}, unsynced: map[shared.ObjectKey]bool{}, used: map[types.NamespacedName][]shared.ObjectKey{}}
 	for _, o := range objs {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
@@ -45,12 +46,12 @@ func sources(objs ...client.Object) *mapSources {
 		if gvk.Empty() {
 			gvk = corev1.SchemeGroupVersion.WithKind(kindOf(o))
 		}
-		s.objs[objectKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}] = obj
+		s.objs[shared.ObjectKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}] = obj
 	}
 	return s
 }
 
-func (s *mapSources) use(user types.NamespacedName, keys []objectKey) {
+func (s *mapSources) Use(user types.NamespacedName, keys []shared.ObjectKey) {
 	for _, k := range s.used[user] {
 		if !slices.Contains(keys, k) {
 			s.dropped++
@@ -58,8 +59,8 @@ func (s *mapSources) use(user types.NamespacedName, keys []objectKey) {
 	}
 	s.used[user] = keys
 }
-func (s *mapSources) forget(user types.NamespacedName) { delete(s.used, user) }
-func (s *mapSources) get(k objectKey) (*unstructured.Unstructured, bool, error) {
+func (s *mapSources) Forget(user types.NamespacedName) { delete(s.used, user) }
+func (s *mapSources) Get(k shared.ObjectKey) (*unstructured.Unstructured, bool, error) {
 	// As objectWatches: only what a user watches has listed.
 	used := false
 	for _, keys := range s.used {
@@ -182,12 +183,12 @@ func TestDependencyClusters(t *testing.T) {
 	for _, c := range []v1alpha1.ClusterReference{{Name: "a"}, {Name: "a"}, {Name: "b", Namespace: "fleet"}} {
 		w.Status.Dependencies = append(w.Status.Dependencies, v1alpha1.Dependency{Cluster: c, Kind: "Secret", Name: "db"})
 	}
-	got := dependencyClusters(w)
+	got := shared.DependencyClusters(w)
 	want := []string{"default/a", "fleet/b"}
 	if !slices.Equal(got, want) {
-		t.Errorf("dependencyClusters = %v, want %v", got, want)
+		t.Errorf("shared.DependencyClusters = %v, want %v", got, want)
 	}
-	if got := dependencyClusters(st.Workload("none")); len(got) != 0 {
-		t.Errorf("dependencyClusters of a Workload with no copies = %v, want none", got)
+	if got := shared.DependencyClusters(st.Workload("none")); len(got) != 0 {
+		t.Errorf("shared.DependencyClusters of a Workload with no copies = %v, want none", got)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/internal/eventtest"
+	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -32,7 +35,7 @@ func TestDrain(t *testing.T) {
 	}
 	// beingDeleted: the Workload was deleted; its finalizer waits for its cleanup.
 	beingDeleted := func(w *v1alpha1.Workload) {
-		w.DeletionTimestamp, w.Finalizers = ptr.To(metav1.Now()), []string{finalizer}
+		w.DeletionTimestamp, w.Finalizers = ptr.To(metav1.Now()), []string{v1alpha1.FinalizerPropagator}
 	}
 	next := reconcile.Result{RequeueAfter: 30 * time.Second}
 	cases := []struct {
@@ -64,10 +67,10 @@ func TestDrain(t *testing.T) {
 			there: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted with nothing left here does not hold it, whatever holds its own deletion elsewhere", cluster: st.Cluster("a", deleting),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted)},
-		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a"))},
-		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
+		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a"))},
+		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			there: true, held: true, reason: string(reasonDraining)},
-		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), nominate("b", "a")),
+		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			unlisted: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted whose candidates cannot be listed holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
 			unlisted: true, held: true, reason: string(reasonDraining)},
@@ -75,18 +78,18 @@ func TestDrain(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.cluster, tc.w).
-				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, indexWorkloadClusters, workloadClusters).Build()
-			rec := &recorder{}
+				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).Build()
+			rec := &eventtest.Recorder{}
 			a := clustertest.NewMember("a")
 			if tc.there {
-				a = clustertest.NewMember("a", clustertest.WithObjects(candidates(tc.w, 1)...))
+				a = clustertest.NewMember("a", clustertest.WithObjects(propagator.NewChaperon(tc.w, tc.w.TargetNamespace(nil), 0, propagator.Held)))
 			}
 			if tc.unlisted {
 				a = clustertest.NewMember("a", clustertest.WithInterceptor(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 					return errors.New("the watch's cache is gone")
 				}}))
 			}
-			r := &ClusterReconciler{client: c, members: clustertest.Members{a}, record: rec}
+			r := &Reconciler{client: c, members: clustertest.Members{a}, record: rec}
 			kc := &v1alpha1.KubernetesCluster{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), kc); err != nil {
 				t.Fatal(err)
@@ -104,18 +107,18 @@ func TestDrain(t *testing.T) {
 			if tc.held && res != next {
 				t.Errorf("Result %+v, want the probe's %+v", res, next)
 			}
-			if got := rec.reasons(); tc.reason == "" && len(got) > 0 || tc.reason != "" && (len(got) != 1 || got[0] != tc.reason) {
+			if got := rec.Reasons(); tc.reason == "" && len(got) > 0 || tc.reason != "" && (len(got) != 1 || got[0] != tc.reason) {
 				t.Errorf("Events %v, want %q", got, tc.reason)
 			}
-			if tc.reason == string(reasonLetGo) && len(rec.events) > 0 && !strings.Contains(rec.events[0].Message, "default/w") {
-				t.Errorf("LetGoUnreachable says %q, want it to name default/w, whose pods may remain there", rec.events[0].Message)
+			if tc.reason == string(reasonLetGo) && len(rec.Events) > 0 && !strings.Contains(rec.Events[0].Message, "default/w") {
+				t.Errorf("LetGoUnreachable says %q, want it to name default/w, whose pods may remain there", rec.Events[0].Message)
 			}
 			if tc.held {
 				// The same state says nothing new.
 				if _, err := r.drain(context.Background(), kc, next); err != nil {
 					t.Fatal(err)
 				}
-				if got := rec.reasons(); len(got) != 1 {
+				if got := rec.Reasons(); len(got) != 1 {
 					t.Errorf("Events %v after a second look at the same state, want one", got)
 				}
 			}

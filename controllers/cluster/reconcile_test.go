@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ import (
 // probe; a cluster not Ready, probed an interval ago, or not watched yet
 // is probed.
 func TestProbedRecently(t *testing.T) {
-	r := &ClusterReconciler{interval: 30 * time.Second}
+	r := &Reconciler{interval: 30 * time.Second}
 	cluster := func(ago time.Duration, ready corev1.ConditionStatus) *v1alpha1.KubernetesCluster {
 		kc := st.Cluster("a")
 		at := metav1.NewTime(time.Now().Add(-ago))

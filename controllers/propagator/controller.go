@@ -1,9 +1,10 @@
-package controllers
+package propagator
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -25,6 +26,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 )
 
@@ -41,7 +43,7 @@ const (
 )
 
 const (
-	finalizer = "compute.placer.dev/propagator"
+	finalizer = v1alpha1.FinalizerPropagator
 
 	errListChaperons  = "cannot list PodChaperons"
 	errCreateChaperon = "cannot create PodChaperon"
@@ -54,6 +56,8 @@ const (
 	errApplyService   = "cannot deliver the Service"
 	errDeleteService  = "cannot delete the delivered Service"
 	errGetNamespace   = "cannot get the Workload's namespace"
+	errGetWorkload    = "cannot get Workload"
+	errGetCluster     = "cannot get KubernetesCluster"
 
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
@@ -62,8 +66,8 @@ const (
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;patch
 
-// PropagatorControllerOptions configure the propagator.
-type PropagatorControllerOptions struct {
+// Options configure the propagator.
+type Options struct {
 	// Registry of member connections, kept by the cluster controller.
 	Registry *cluster.Registry
 	// HandshakeTimeout bounds how long a cluster may take to reserve every
@@ -77,24 +81,24 @@ type PropagatorControllerOptions struct {
 	MaxRunnerUps int
 }
 
-// PropagatorReconciler runs the management side of the handshake for
+// Reconciler runs the management side of the handshake for
 // scheduled Workloads: candidates in status.clusterRef (and, with fan-out,
 // the other nominated clusters), commit once every replica is reserved
 // there, rejection when the target scheduler cannot place them, the
 // member refuses them or does not answer in time; delivery (scale, rolling
 // updates, the Service); and cleanup.
-type PropagatorReconciler struct {
+type Reconciler struct {
 	client  client.Client
 	members cluster.Members
 	timeout time.Duration
 	record  event.Recorder
 	log     logging.Logger
-	written writtenWorkloads
+	written shared.WrittenWorkloads
 	// verdicts on the Workloads' templates, once per generation.
 	verdicts validation.Verdicts
 	// sources are the objects that go with the pods (nil: none is read,
 	// as if no Workload needed any).
-	sources dependencySources
+	sources shared.Sources
 	// maxRunnerUps bounds the runner-up candidates waiting in one member
 	// (none when zero).
 	maxRunnerUps int
@@ -103,42 +107,42 @@ type PropagatorReconciler struct {
 	started handshakeStarts
 }
 
-// NewPropagatorReconciler returns a propagator over the given members.
-func NewPropagatorReconciler(c client.Client, members cluster.Members, handshakeTimeout time.Duration, record event.Recorder, log logging.Logger) *PropagatorReconciler {
+// NewReconciler returns a propagator over the given members.
+func NewReconciler(c client.Client, members cluster.Members, handshakeTimeout time.Duration, record event.Recorder, log logging.Logger) *Reconciler {
 	if handshakeTimeout == 0 {
 		handshakeTimeout = time.Minute
 	}
-	return &PropagatorReconciler{client: c, members: members, timeout: handshakeTimeout, record: record, log: log}
+	return &Reconciler{client: c, members: members, timeout: handshakeTimeout, record: record, log: log}
 }
 
-// SetupPropagatorController adds the propagator to the manager.
-func SetupPropagatorController(mgr ctrl.Manager, o PropagatorControllerOptions) error {
+// Setup adds the propagator to the manager.
+func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Workers == 0 {
 		o.Workers = 8
 	}
-	t := &trigger{}
+	t := &shared.Trigger{}
 	o.Registry.OnChaperon(t.Enqueue)
-	r := NewPropagatorReconciler(mgr.GetClient(), o.Registry, o.HandshakeTimeout,
+	r := NewReconciler(mgr.GetClient(), o.Registry, o.HandshakeTimeout,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-propagator")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		logging.NewLogrLogger(mgr.GetLogger().WithName("propagator")))
 	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return errors.Wrap(err, "cannot create a dynamic client")
 	}
-	sources := newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
+	sources := shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
 	r.sources, r.maxRunnerUps = sources, o.MaxRunnerUps
 	// A fresh watch of a member (its first, or after a Reconnect) saw no
 	// event of what changed there between two connections, a chaperon
 	// deleted say: every Workload that names the cluster, or has copies
 	// there, looks again. The hook runs on a goroutine of its own.
 	o.Registry.OnSynced(func(ctx context.Context, key types.NamespacedName) {
-		for _, index := range []string{indexWorkloadClusters, indexWorkloadDependencyClusters} {
+		for _, index := range []string{shared.IndexWorkloadClusters, shared.IndexWorkloadDependencyClusters} {
 			for _, req := range r.workloadsBy(ctx, index, key) {
 				t.Enqueue(req.NamespacedName)
 			}
 		}
 	})
-	if err := mgr.Add(closer(sources.close)); err != nil {
+	if err := mgr.Add(shared.Closer(sources.Close)); err != nil {
 		return errors.Wrap(err, "cannot stop the dependency watches with the manager")
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -229,7 +233,7 @@ func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
 
 // cluster reads a KubernetesCluster from the cache, once per reconcile;
 // nil when it does not exist.
-func (r *PropagatorReconciler) cluster(ctx context.Context, s *scope, key types.NamespacedName) (*v1alpha1.KubernetesCluster, error) {
+func (r *Reconciler) cluster(ctx context.Context, s *scope, key types.NamespacedName) (*v1alpha1.KubernetesCluster, error) {
 	if kc, ok := s.clusters[key]; ok {
 		return kc, nil
 	}
@@ -316,20 +320,20 @@ type phase func(ctx context.Context, s *scope) (done bool, err error)
 // once it holds this reconcile's rejections do the candidates outside the
 // kept clusters go (a rejection lost to a conflict must not cost the
 // candidates it would have explained). A deleted Workload is cleaned up.
-func (r *PropagatorReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cached := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			r.started.forgetWorkload(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
 			if r.sources != nil {
-				r.sources.forget(req.NamespacedName)
+				r.sources.Forget(req.NamespacedName)
 			}
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
-	w := r.written.latest(req.NamespacedName, cached)
+	w := r.written.Latest(req.NamespacedName, cached)
 	if w.DeletionTimestamp != nil {
 		return r.cleanup(ctx, w)
 	}
@@ -394,22 +398,22 @@ func markDone(_ context.Context, s *scope) (bool, error) {
 // it, and then records the Events of what it says. written is false when
 // the patch lost a race: the next reconcile, soon, decides again from what
 // the members say.
-func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (written bool, err error) {
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, err error) {
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	res, err := patchStatus(ctx, r.client, r.client, s.w, s.orig)
-	if res != statusUnchanged {
+	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig)
+	if res != shared.StatusUnchanged {
 		propagatorWrites.WithLabelValues(string(res)).Inc()
 	}
-	if res != statusWritten && res != statusUnchanged {
+	if res != shared.StatusWritten && res != shared.StatusUnchanged {
 		// Lost, or foreseen lost, to another writer (the scheduler): the
 		// next pass, soon, decides again from the newer copy.
-		s.requeueAfter(conflictRetry)
+		s.requeueAfter(shared.ConflictRetry)
 		return false, err
 	}
 	if s.w.ResourceVersion != s.orig.ResourceVersion {
-		r.written.remember(s.w)
+		r.written.Remember(s.w)
 	}
 	for _, e := range s.statusEvents {
 		r.record.Event(s.w, e)
@@ -422,7 +426,7 @@ func (r *PropagatorReconciler) writeStatus(ctx context.Context, s *scope) (writt
 // scheduler's status write. A Workload with no cluster chosen has no
 // candidate anywhere; one whose template the scheduler refused sends
 // nothing of it to any member, and what runs keeps running.
-func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	if w.Status.ClusterRef == nil {
 		if !meta.FinalizerExists(w, finalizer) {
@@ -438,7 +442,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 				s.event(event.Warning(v1alpha1.ReasonForbidden, err))
 			}
 			if kerrors.IsConflict(errors.Cause(err)) {
-				s.requeueAfter(conflictRetry)
+				s.requeueAfter(shared.ConflictRetry)
 				return true, nil
 			}
 			return true, err
@@ -446,7 +450,7 @@ func (r *PropagatorReconciler) ensureFinalizer(ctx context.Context, s *scope) (b
 		// The patch returned the object as it is now: start again from it
 		// (its clusterRef may have moved meanwhile).
 		s.orig = w.DeepCopy()
-		r.written.remember(w)
+		r.written.Remember(w)
 		if w.Status.ClusterRef == nil {
 			return true, r.removeElsewhereOf(ctx, s, stillServing(w))
 		}

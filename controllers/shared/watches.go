@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"context"
@@ -22,25 +22,25 @@ import (
 	"github.com/placer-dev/placer/internal/informers"
 )
 
-// errNotServed: the API server does not serve a kind (yet: a CRD may come).
-var errNotServed = errors.New("the management cluster does not serve")
+// ErrNotServed: the API server does not serve a kind (yet: a CRD may come).
+var ErrNotServed = errors.New("the management cluster does not serve")
 
-// objectKey names one object of the management cluster.
-type objectKey struct {
+// ObjectKey names one object of the management cluster.
+type ObjectKey struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string
 }
 
-func (k objectKey) String() string { return k.GVK.Kind + " " + k.Namespace + "/" + k.Name }
+func (k ObjectKey) String() string { return k.GVK.Kind + " " + k.Namespace + "/" + k.Name }
 
-// objectWatches keeps one watch per object that something (a user: a
+// ObjectWatches keeps one watch per object that something (a user: a
 // KubernetesCluster, a Workload) reads, each a name field selector in its
 // namespace, as the kubelet watches the Secrets and ConfigMaps of the pods
 // bound to it: the manager never lists or caches objects nobody named
 // (tenants' other Secrets), and a change reaches its users at once. RBAC
 // cannot say "only referenced Secrets"; this is how placer keeps to it.
 // A watch stops when its last user lets go.
-type objectWatches struct {
+type ObjectWatches struct {
 	dyn     dynamic.Interface
 	mapper  meta.RESTMapper
 	enqueue func(types.NamespacedName)
@@ -49,8 +49,8 @@ type objectWatches struct {
 	retry time.Duration
 
 	mu      sync.Mutex
-	watches map[objectKey]*objectWatch
-	users   map[types.NamespacedName][]objectKey
+	watches map[ObjectKey]*objectWatch
+	users   map[types.NamespacedName][]ObjectKey
 	closed  bool
 }
 
@@ -65,21 +65,21 @@ type objectWatch struct {
 	failed time.Time
 }
 
-func newObjectWatches(dyn dynamic.Interface, mapper meta.RESTMapper, enqueue func(types.NamespacedName)) *objectWatches {
-	return &objectWatches{dyn: dyn, mapper: mapper, enqueue: enqueue, retry: 30 * time.Second, watches: map[objectKey]*objectWatch{}, users: map[types.NamespacedName][]objectKey{}}
+func NewObjectWatches(dyn dynamic.Interface, mapper meta.RESTMapper, enqueue func(types.NamespacedName)) *ObjectWatches {
+	return &ObjectWatches{dyn: dyn, mapper: mapper, enqueue: enqueue, retry: 30 * time.Second, watches: map[ObjectKey]*objectWatch{}, users: map[types.NamespacedName][]ObjectKey{}}
 }
 
-// use sets the objects user reads: watches start for the new ones, and
+// Use sets the objects user reads: watches start for the new ones, and
 // those no one reads any more stop. Their events (and their first list)
 // enqueue every user.
-func (o *objectWatches) use(user types.NamespacedName, keys []objectKey) {
+func (o *ObjectWatches) Use(user types.NamespacedName, keys []ObjectKey) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
 		// The manager is stopping; a reconcile still running starts nothing.
 		return
 	}
-	want := map[objectKey]bool{}
+	want := map[ObjectKey]bool{}
 	for _, k := range keys {
 		want[k] = true
 	}
@@ -111,12 +111,12 @@ func (o *objectWatches) use(user types.NamespacedName, keys []objectKey) {
 	o.users[user] = keys
 }
 
-// forget lets go of everything user reads.
-func (o *objectWatches) forget(user types.NamespacedName) { o.use(user, nil) }
+// Forget lets go of everything user reads.
+func (o *ObjectWatches) Forget(user types.NamespacedName) { o.Use(user, nil) }
 
 // release drops user from k's watch, stopping it when it was the last.
 // The lock is held.
-func (o *objectWatches) release(user types.NamespacedName, k objectKey) {
+func (o *ObjectWatches) release(user types.NamespacedName, k ObjectKey) {
 	w := o.watches[k]
 	if w == nil {
 		return
@@ -131,11 +131,11 @@ func (o *objectWatches) release(user types.NamespacedName, k objectKey) {
 }
 
 // start begins watching k. The lock is held.
-func (o *objectWatches) start(k objectKey) *objectWatch {
+func (o *ObjectWatches) start(k ObjectKey) *objectWatch {
 	w := &objectWatch{users: map[types.NamespacedName]bool{}}
 	m, err := o.mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 	if err != nil {
-		w.err, w.failed = fmt.Errorf("%w %s: %w", errNotServed, k.GVK, err), time.Now()
+		w.err, w.failed = fmt.Errorf("%w %s: %w", ErrNotServed, k.GVK, err), time.Now()
 		return w
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", k.Name).String()
@@ -181,17 +181,17 @@ func usersOf(w *objectWatch) []types.NamespacedName {
 	return slices.Collect(maps.Keys(w.users))
 }
 
-func (o *objectWatches) notify(users []types.NamespacedName) {
+func (o *ObjectWatches) notify(users []types.NamespacedName) {
 	for _, u := range users {
 		o.enqueue(u)
 	}
 }
 
-// get returns k from its watch once it has listed: nil when it does not
+// Get returns k from its watch once it has listed: nil when it does not
 // exist. synced is false before (and without a watch), with the error
 // that keeps it from listing, if any. The object is the watch's: it must
 // not be changed.
-func (o *objectWatches) get(k objectKey) (obj *unstructured.Unstructured, synced bool, err error) {
+func (o *ObjectWatches) Get(k ObjectKey) (obj *unstructured.Unstructured, synced bool, err error) {
 	o.mu.Lock()
 	w := o.watches[k]
 	var werr error
@@ -213,8 +213,8 @@ func (o *objectWatches) get(k objectKey) (obj *unstructured.Unstructured, synced
 	return obj, true, nil
 }
 
-// close stops every watch.
-func (o *objectWatches) close() {
+// Close stops every watch.
+func (o *ObjectWatches) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.closed = true
@@ -224,5 +224,5 @@ func (o *objectWatches) close() {
 		}
 		delete(o.watches, k)
 	}
-	o.users = map[types.NamespacedName][]objectKey{}
+	o.users = map[types.NamespacedName][]ObjectKey{}
 }

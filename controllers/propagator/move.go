@@ -1,9 +1,8 @@
-package controllers
+package propagator
 
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -18,6 +17,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 )
 
@@ -40,7 +40,7 @@ const (
 
 // reachOf says how far the cluster answers, with its member when its
 // chaperons are watched.
-func (r *PropagatorReconciler) reachOf(ctx context.Context, s *scope, key types.NamespacedName) (reach, cluster.Member, error) {
+func (r *Reconciler) reachOf(ctx context.Context, s *scope, key types.NamespacedName) (reach, cluster.Member, error) {
 	kc, err := r.cluster(ctx, s, key)
 	switch {
 	case err != nil:
@@ -68,7 +68,7 @@ func (r *PropagatorReconciler) reachOf(ctx context.Context, s *scope, key types.
 // back requeues the Workload) or is deleted. It also tells the truth
 // about a chosen cluster that is not Ready: Ready is Unknown, not the
 // last counts.
-func (r *PropagatorReconciler) leave(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	if st, _, err := r.reachOf(ctx, s, s.target); err != nil {
 		return true, err
@@ -161,40 +161,20 @@ func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
 }
 
 // workloadsOf maps a cluster to the Workloads whose status names it.
-func (r *PropagatorReconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.workloadsBy(ctx, indexWorkloadClusters, client.ObjectKeyFromObject(o))
+func (r *Reconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.workloadsBy(ctx, shared.IndexWorkloadClusters, client.ObjectKeyFromObject(o))
 }
 
 // workloadsBy returns the Workloads an index (indexWorkloadClusters,
 // indexWorkloadDependencyClusters) files under a cluster.
-func (r *PropagatorReconciler) workloadsBy(ctx context.Context, index string, cluster types.NamespacedName) []reconcile.Request {
+func (r *Reconciler) workloadsBy(ctx context.Context, index string, cluster types.NamespacedName) []reconcile.Request {
 	wls := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, wls, client.MatchingFields{index: cluster.String()}); err != nil {
 		// The indexes are added before any controller (IndexWorkloads).
 		r.log.Info("cannot list the Workloads of a cluster", "cluster", cluster.String(), "error", err)
 		return nil
 	}
-	return requestsFor(wls.Items)
-}
-
-// indexWorkloadDependencyClusters indexes Workloads by the clusters their
-// status.dependencies name (copies placer made there).
-const indexWorkloadDependencyClusters = "placer.workloadDependencyClusters"
-
-// dependencyClusters is the index function of
-// indexWorkloadDependencyClusters.
-func dependencyClusters(o client.Object) []string {
-	w, ok := o.(*v1alpha1.Workload)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for i := range w.Status.Dependencies {
-		if k := w.ClusterKey(&w.Status.Dependencies[i].Cluster).String(); !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return shared.RequestsFor(wls.Items)
 }
 
 // readyChanged passes a cluster's creation, deletion, a change of its
@@ -214,7 +194,7 @@ func readyChanged() predicate.Predicate {
 }
 
 // sameHost reports whether two registrations are one member cluster.
-func (r *PropagatorReconciler) sameHost(a, b types.NamespacedName) bool {
+func (r *Reconciler) sameHost(a, b types.NamespacedName) bool {
 	ma, mb := r.members.Member(a), r.members.Member(b)
 	return ma != nil && mb != nil && ma.Host() == mb.Host()
 }
@@ -223,7 +203,7 @@ func (r *PropagatorReconciler) sameHost(a, b types.NamespacedName) bool {
 // cluster the Workload no longer uses (neither chosen nor left: one that
 // rejected it, say), once nothing of it remains there; a cluster deleted
 // meanwhile is forgotten.
-func (r *PropagatorReconciler) pruneDependencies(ctx context.Context, s *scope) error {
+func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 	w := s.w
 	seen := map[types.NamespacedName]bool{}
 	for _, d := range w.Status.Dependencies {

@@ -1,13 +1,14 @@
-package controllers
+package propagator
 
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -29,7 +30,7 @@ import (
 // member returns the member of a cluster when its chaperons are watched
 // and listed, or nil: a member that is not connected or not synced yet
 // never blocks a worker.
-func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
+func (r *Reconciler) member(key types.NamespacedName) cluster.Member {
 	m := r.members.Member(key)
 	if m == nil || !m.Synced() {
 		return nil
@@ -41,7 +42,7 @@ func (r *PropagatorReconciler) member(key types.NamespacedName) cluster.Member {
 // cluster must admit the Workload, hold a candidate per replica, and its
 // scheduler decides (propagator.Decide). A refusal, an unschedulable
 // candidate or no answer within the timeout rejects the cluster.
-func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
 	w := s.w
 	s.keep[s.target] = true
 	if w.Finished() {
@@ -192,7 +193,7 @@ func (r *PropagatorReconciler) proveChosen(ctx context.Context, s *scope) (bool,
 // meanwhile, so that if the chosen one rejects, the next choice commits at
 // once. One whose scheduler cannot place them, or that refuses them, is
 // rejected; a runner-up never commits and never times out.
-func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
 	if s.committed || s.held || s.finished {
 		// Held (StopBeforeStart): no cluster gets a candidate, runner-ups neither.
 		return false, nil
@@ -237,7 +238,7 @@ func (r *PropagatorReconciler) proveNominated(ctx context.Context, s *scope) (bo
 
 // commit allows every reserved candidate of the chosen cluster once all
 // are reserved: their pods bind.
-func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) commit(ctx context.Context, s *scope) (bool, error) {
 	if s.decision.Action != propagator.Commit {
 		return false, nil
 	}
@@ -269,7 +270,7 @@ func (r *PropagatorReconciler) commit(ctx context.Context, s *scope) (bool, erro
 // is-reserved and is-allowed; runner-ups of a fan-out always hold.
 //
 // w is the Workload as delivered to the member (its overrides applied).
-func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w *v1alpha1.Workload, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
+func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, w *v1alpha1.Workload, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
 	chs, err := m.Chaperons(ctx, w.UID)
 	if err != nil {
 		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
@@ -362,7 +363,7 @@ func (r *PropagatorReconciler) ensureCandidates(ctx context.Context, s *scope, w
 // runnerUpsFull reports whether the member holds as many runner-up
 // candidates as --max-runner-up-candidates allows. The count comes from
 // the watch, so workers creating at once may pass the bound by a few.
-func (r *PropagatorReconciler) runnerUpsFull(ctx context.Context, m cluster.Member) (bool, error) {
+func (r *Reconciler) runnerUpsFull(ctx context.Context, m cluster.Member) (bool, error) {
 	if r.maxRunnerUps <= 0 {
 		return false, nil
 	}
@@ -389,7 +390,7 @@ func (r *PropagatorReconciler) runnerUpsFull(ctx context.Context, m cluster.Memb
 // spec.overrides rules that select the cluster applied. A rule that
 // cannot be applied there (an image that is no reference) refuses it,
 // naming the rule.
-func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (delivered *v1alpha1.Workload, reason, msg string, err error) {
+func (r *Reconciler) admit(ctx context.Context, s *scope, key types.NamespacedName) (delivered *v1alpha1.Workload, reason, msg string, err error) {
 	kc, err := r.cluster(ctx, s, key)
 	if err != nil || kc == nil {
 		// A cluster that is gone has no member either: nothing is sent.
@@ -426,7 +427,7 @@ func (r *PropagatorReconciler) admit(ctx context.Context, s *scope, key types.Na
 
 // boundBy returns the cluster namespaces a management namespace's
 // ClusterBindings bind, from the manager's cache.
-func (r *PropagatorReconciler) boundBy(ctx context.Context, namespace string) (sets.Set[string], error) {
+func (r *Reconciler) boundBy(ctx context.Context, namespace string) (sets.Set[string], error) {
 	cbs := &v1alpha1.ClusterBindingList{}
 	if err := r.client.List(ctx, cbs, client.InNamespace(namespace)); err != nil {
 		return nil, errors.Wrap(err, errListBindings)
@@ -449,7 +450,7 @@ func refuseChange(s *scope, reason, msg string) {
 var allowPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
 
 // allow marks reserved candidates is-allowed=true: their pods bind.
-func (r *PropagatorReconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+func (r *Reconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
 	return patchChaperons(ctx, m, w, chs, allowPatch, errAllowChaperon)
 }
 
@@ -459,7 +460,7 @@ var giveUpPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"an
 // giveUp asks the member to fence candidates that may bind without
 // is-allowed: its agent deletes their pods unless bound, and marks them
 // fenced.
-func (r *PropagatorReconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+func (r *Reconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
 	asked := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" })
 	return patchChaperons(ctx, m, w, asked, giveUpPatch, errGiveUp)
 }
@@ -494,7 +495,7 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 // inside its window is a copy behind the partition, as a running one is
 // (design §4.7), which goes once the cluster answers. A cluster that
 // fails to answer here is waited for, and looked at again.
-func (r *PropagatorReconciler) settleLeftWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
+func (r *Reconciler) settleLeftWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
 	w := s.w
 	if !propagator.BindsUnheld(w) {
 		return nil
@@ -554,7 +555,7 @@ func (r *PropagatorReconciler) settleLeftWindows(ctx context.Context, s *scope, 
 // deletes those it fenced; it reports whether some may still bind, and
 // keeps the member (s.keep) meanwhile, so that nothing deletes them from
 // under the fence.
-func (r *PropagatorReconciler) settleIn(ctx context.Context, s *scope, m cluster.Member) (bool, error) {
+func (r *Reconciler) settleIn(ctx context.Context, s *scope, m cluster.Member) (bool, error) {
 	w := s.w
 	chs, err := m.ChaperonsLive(ctx, w.UID)
 	if err != nil {
@@ -585,7 +586,7 @@ func (r *PropagatorReconciler) settleIn(ctx context.Context, s *scope, m cluster
 // replaceFencedBefore deletes the candidates fenced before a rejection
 // the status holds already (propagator.FencedBefore), and returns the
 // others: the replicas they stood for are made anew, with a whole window.
-func (r *PropagatorReconciler) replaceFencedBefore(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) ([]*mcv1alpha1.PodChaperon, error) {
+func (r *Reconciler) replaceFencedBefore(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) ([]*mcv1alpha1.PodChaperon, error) {
 	before := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool { return !propagator.FencedBefore(ch, w, m.ClusterKey()) })
 	if len(before) == 0 {
 		return chs, nil
@@ -602,7 +603,7 @@ func (r *PropagatorReconciler) replaceFencedBefore(ctx context.Context, m cluste
 
 // deleteFenced deletes the fenced candidates of a cluster this reconcile
 // rejected, as the Workload's tenant.
-func (r *PropagatorReconciler) deleteFenced(ctx context.Context, s *scope) error {
+func (r *Reconciler) deleteFenced(ctx context.Context, s *scope) error {
 	cl, err := s.fencedMember.Tenant(s.w.Namespace)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
-	"github.com/placer-dev/placer/propagator"
+	"github.com/placer-dev/placer/controllers/shared"
 )
 
 const (
@@ -37,17 +37,15 @@ const (
 	errUpdateStatus = "cannot update KubernetesCluster status"
 	errPatchLabels  = "cannot publish built-in labels"
 	errReconnect    = "cannot reconnect to the cluster"
+	errGetNamespace = "cannot get the cluster's namespace"
 
 	errClusterFinalizer = "cannot patch the cluster's finalizers"
 
-	// clusterFinalizer holds a deleted KubernetesCluster until its
-	// Workloads have moved away and what placer sent there is gone (or
-	// the cluster does not answer).
-	clusterFinalizer = "compute.placer.dev/drain"
+	clusterFinalizer = v1alpha1.FinalizerDrain
 )
 
-// ClusterControllerOptions tune the cluster controller.
-type ClusterControllerOptions struct {
+// Options tune the cluster controller.
+type Options struct {
 	// ProbeInterval is how often each member's /version is probed.
 	ProbeInterval time.Duration
 	// HeartbeatGrace is how long a member's ClusterSummary may go without
@@ -57,14 +55,14 @@ type ClusterControllerOptions struct {
 	Registry cluster.Options
 }
 
-// ClusterReconciler keeps one connection per KubernetesCluster, probes it
+// Reconciler keeps one connection per KubernetesCluster, probes it
 // and publishes its status, built-in labels and capacity summary.
-type ClusterReconciler struct {
+type Reconciler struct {
 	client client.Client
 	// secrets reads a connection Secret directly while its own watch (the
 	// one cache of it) has not synced; the manager caches no other Secret.
 	secrets  client.Reader
-	watches  *objectWatches
+	watches  *shared.ObjectWatches
 	registry *cluster.Registry
 	// members is the registry as the drain reads it (a fake in tests).
 	members  cluster.Members
@@ -82,25 +80,25 @@ type ClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// SetupClusterController adds the cluster controller to the manager and
+// Setup adds the cluster controller to the manager and
 // returns the registry of member connections it maintains.
-func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*cluster.Registry, error) {
+func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if o.ProbeInterval == 0 {
 		o.ProbeInterval = 30 * time.Second
 	}
 	if o.HeartbeatGrace == 0 {
 		o.HeartbeatGrace = 40 * time.Second
 	}
-	t := &trigger{}
+	t := &shared.Trigger{}
 	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
 	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a client of the management cluster")
 	}
-	r := &ClusterReconciler{
+	r := &Reconciler{
 		client:   mgr.GetClient(),
 		secrets:  mgr.GetAPIReader(),
-		watches:  newObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue),
+		watches:  shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue),
 		registry: reg,
 		members:  reg,
 		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -108,7 +106,7 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 		interval: o.ProbeInterval,
 		grace:    o.HeartbeatGrace,
 	}
-	if err := mgr.Add(closer(func() { r.watches.close(); reg.Close() })); err != nil {
+	if err := mgr.Add(shared.Closer(func() { r.watches.Close(); reg.Close() })); err != nil {
 		return nil, err
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -124,12 +122,12 @@ func SetupClusterController(mgr ctrl.Manager, o ClusterControllerOptions) (*clus
 }
 
 // Reconcile connects to a member cluster, probes it and publishes its status.
-func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := r.log.WithValues("cluster", req.String())
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if kerrors.IsNotFound(err) {
-			r.watches.forget(req.NamespacedName)
+			r.watches.Forget(req.NamespacedName)
 			r.registry.Remove(req.NamespacedName)
 			r.drains.forget(req.NamespacedName)
 			r.ready.set(req.NamespacedName, false)
@@ -140,9 +138,9 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if kc.DeletionTimestamp == nil && !meta.FinalizerExists(kc, clusterFinalizer) {
 		// Deleting a cluster first moves its Workloads away and cleans up
 		// what placer sent there (drain).
-		err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.AddFinalizer(kc, clusterFinalizer) })
+		err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.AddFinalizer(kc, clusterFinalizer) })
 		if err != nil {
-			return ignoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+			return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 		}
 	}
 	res, err := r.connect(ctx, log, kc)
@@ -153,13 +151,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 }
 
 // clustersIn maps a namespace to its KubernetesClusters.
-func (r *ClusterReconciler) clustersIn(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) clustersIn(ctx context.Context, o client.Object) []reconcile.Request {
 	kcs := &v1alpha1.KubernetesClusterList{}
 	if err := r.client.List(ctx, kcs, client.InNamespace(o.GetName())); err != nil {
 		r.log.Info("cannot list the KubernetesClusters of a namespace", "namespace", o.GetName(), "error", err)
 		return nil
 	}
-	return requestsFor(kcs.Items)
+	return shared.RequestsFor(kcs.Items)
 }
 
 // privateLabelChanged passes a namespace whose v1alpha1.LabelPrivateClusters changed.
@@ -179,7 +177,7 @@ func privateLabelChanged() predicate.Predicate {
 // labelled v1alpha1.LabelPrivateClusters=true (read at every probe). A
 // tenant, who cannot label its namespace, cannot make the manager dial
 // the management network.
-func (r *ClusterReconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]cluster.EnsureOption, error) {
+func (r *Reconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]cluster.EnsureOption, error) {
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: kc.Namespace}, ns); err != nil {
 		return nil, errors.Wrap(resource.IgnoreNotFound(err), errGetNamespace)
@@ -192,14 +190,14 @@ func (r *ClusterReconciler) access(ctx context.Context, kc *v1alpha1.KubernetesC
 
 // connect keeps the cluster's connection, probes it and publishes its
 // status, also while it is being deleted (drained).
-func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
+func (r *Reconciler) connect(ctx context.Context, log logging.Logger, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kc)}
 	status := kc.Status.DeepCopy()
 	kubeconfig, notReady := r.kubeconfig(ctx, kc)
 	if notReady != nil {
 		// Nothing to retry: the Secret watch brings the cluster back when it changes.
 		r.registry.Remove(req.NamespacedName)
-		return ignoreConflict(r.writeStatus(ctx, kc, status, *notReady, nil))
+		return shared.IgnoreConflict(r.writeStatus(ctx, kc, status, *notReady, nil))
 	}
 	access, err := r.access(ctx, kc)
 	if err != nil {
@@ -211,7 +209,7 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 		if cluster.IsKubeconfigRefused(err) {
 			reason = v1alpha1.ReasonKubeconfigRefused
 		}
-		return ignoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+		return shared.IgnoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
 	}
 	conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
 
@@ -284,7 +282,7 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 		cond = *down
 	}
 	if err := r.writeStatus(ctx, kc, status, cond, topology); err != nil {
-		return ignoreConflict(err)
+		return shared.IgnoreConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
 }
@@ -294,7 +292,7 @@ func (r *ClusterReconciler) connect(ctx context.Context, log logging.Logger, kc 
 // scheduler renews its Lease. It returns why the member is not Ready (nil
 // when it is), how soon to look again (zero: at the next probe), and false
 // while the watch has not listed the summary yet and nothing can be said.
-func (r *ClusterReconciler) components(sum cluster.Summary, msg string) (*xpv2.Condition, time.Duration, bool) {
+func (r *Reconciler) components(sum cluster.Summary, msg string) (*xpv2.Condition, time.Duration, bool) {
 	var c xpv2.Condition
 	left := r.grace - sum.Silent
 	switch {
@@ -335,7 +333,7 @@ func stale(started, down time.Time) bool {
 // probedRecently reports whether the cluster was probed Ready less than
 // an interval ago, through a connection that watches it: then a reconcile
 // (a summary changed) needs no probe, and since is how long ago it was.
-func (r *ClusterReconciler) probedRecently(kc *v1alpha1.KubernetesCluster, conn cluster.Member) (since time.Duration, fresh bool) {
+func (r *Reconciler) probedRecently(kc *v1alpha1.KubernetesCluster, conn cluster.Member) (since time.Duration, fresh bool) {
 	last := kc.Status.LastProbeTime
 	if last == nil || kc.Status.Version == "" || kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || !conn.Synced() {
 		return 0, false
@@ -346,24 +344,24 @@ func (r *ClusterReconciler) probedRecently(kc *v1alpha1.KubernetesCluster, conn 
 
 // requeueAfter schedules the next probe, or returns err for a backoff retry.
 // A conflict only means the cache was behind: retry soon, quietly.
-func (r *ClusterReconciler) requeueAfter(err error) (reconcile.Result, error) {
+func (r *Reconciler) requeueAfter(err error) (reconcile.Result, error) {
 	if err != nil {
-		return ignoreConflict(err)
+		return shared.IgnoreConflict(err)
 	}
 	return reconcile.Result{RequeueAfter: r.interval}, nil
 }
 
 // kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
-func (r *ClusterReconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
+func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
 	ref := kc.Spec.ConnectionSecretRef
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
 	// The watch of this one Secret is its cache (objectWatches: the
 	// manager never lists or caches a Secret no cluster references); until
 	// it has synced, the Secret is read directly.
-	wk := coreKey(propagator.KindSecret, key.Namespace, key.Name)
-	r.watches.use(client.ObjectKeyFromObject(kc), []objectKey{wk})
+	wk := shared.CoreKey("Secret", key.Namespace, key.Name)
+	r.watches.Use(client.ObjectKeyFromObject(kc), []shared.ObjectKey{wk})
 	s := &corev1.Secret{}
-	found, synced, err := getTyped(r.watches, wk, s)
+	found, synced, err := shared.GetTyped(r.watches, wk, s)
 	switch {
 	case !synced:
 		err = r.secrets.Get(ctx, key, s)
@@ -408,7 +406,7 @@ func probeFailure(err error) xpv2.Condition {
 // writeStatus publishes the built-in labels, sets the Ready condition,
 // writes the status if it changed and records an Event when the Ready
 // reason changes.
-func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesCluster, status *v1alpha1.KubernetesClusterStatus, ready xpv2.Condition, topology map[string]string) error {
+func (r *Reconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesCluster, status *v1alpha1.KubernetesClusterStatus, ready xpv2.Condition, topology map[string]string) error {
 	if err := r.publishLabels(ctx, kc, status.Version, topology); err != nil {
 		return err
 	}
@@ -439,7 +437,7 @@ func (r *ClusterReconciler) writeStatus(ctx context.Context, kc *v1alpha1.Kubern
 
 // publishLabels adds the built-in labels to the cluster object; topology
 // (region and zone) is set when every node agrees and left alone otherwise.
-func (r *ClusterReconciler) publishLabels(ctx context.Context, kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) error {
+func (r *Reconciler) publishLabels(ctx context.Context, kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) error {
 	want := map[string]string{
 		v1alpha1.LabelClusterName:      kc.Name,
 		v1alpha1.LabelClusterNamespace: kc.Namespace,

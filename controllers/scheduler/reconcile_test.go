@@ -1,4 +1,4 @@
-package controllers
+package scheduler
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
@@ -58,7 +59,7 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 		readyUnknown bool
 	}
 	tainted := st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))
-	deleting := st.Deleting(time.Now(), clusterFinalizer)
+	deleting := st.Deleting(time.Now(), v1alpha1.FinalizerDrain)
 	tolerate := func(seconds int64) st.WorkloadOption { return st.TolerateFor("drain", seconds) }
 	// running: two replicas delivered, scheduled and Ready where it is.
 	running := func(w *v1alpha1.Workload) {
@@ -281,8 +282,8 @@ func TestSchedulerReconcileDecisions(t *testing.T) {
 
 // newTestScheduler is the scheduler's decision loop and writers over a
 // client, without a manager: the test runs the writers by hand.
-func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[string]*scheduler.Profile) *SchedulerReconciler {
-	r := &SchedulerReconciler{client: c, cache: cache, profiles: profiles, log: logging.NewNopLogger(), trigger: &trigger{}, served: map[string]bool{}}
+func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[string]*scheduler.Profile) *Reconciler {
+	r := &Reconciler{client: c, cache: cache, profiles: profiles, log: logging.NewNopLogger(), trigger: &shared.Trigger{}, served: map[string]bool{}}
 	for name := range profiles {
 		r.served[name] = true
 	}
@@ -297,7 +298,7 @@ func newTestScheduler(c client.Client, cache *scheduler.Cache, profiles map[stri
 type writerFixture struct {
 	c     client.Client
 	cache *scheduler.Cache
-	r     *SchedulerReconciler
+	r     *Reconciler
 	q     workqueue.TypedRateLimitingInterface[reconcile.Request]
 	key   types.NamespacedName
 	fresh *v1alpha1.Workload
@@ -318,7 +319,7 @@ func newWriterFixture(t *testing.T, patch func(ctx context.Context, c client.Cli
 	f.r = newTestScheduler(f.c, f.cache, profiles)
 	f.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(f.q.ShutDown)
-	f.r.trigger.q = f.q
+	useQueue(t, f.r.trigger, f.q)
 	ctx := context.Background()
 	if err := f.c.Get(ctx, f.key, f.fresh); err != nil {
 		t.Fatal(err)
@@ -412,35 +413,6 @@ func TestSchedulerWriteSuperseded(t *testing.T) {
 	}
 }
 
-// TestWrittenWorkloads: the copy a controller wrote stands in for the
-// cache's older one until the cache has caught up.
-func TestWrittenWorkloads(t *testing.T) {
-	var c writtenWorkloads
-	key := types.NamespacedName{Namespace: "default", Name: "w"}
-	at := func(rv string, uid types.UID) *v1alpha1.Workload {
-		w := st.Workload("w")
-		w.ResourceVersion, w.UID = rv, uid
-		return w
-	}
-	if got := c.latest(key, at("5", "u")); got.ResourceVersion != "5" {
-		t.Fatalf("nothing written: got %s, want the cache's 5", got.ResourceVersion)
-	}
-	c.remember(at("7", "u"))
-	if got := c.latest(key, at("5", "u")); got.ResourceVersion != "7" {
-		t.Errorf("cache behind the write: got %s, want the written 7", got.ResourceVersion)
-	}
-	if got := c.latest(key, at("9", "u")); got.ResourceVersion != "9" {
-		t.Errorf("cache past the write: got %s, want the cache's 9", got.ResourceVersion)
-	}
-	if got := c.latest(key, at("5", "u")); got.ResourceVersion != "5" {
-		t.Errorf("the written copy was not forgotten once the cache caught up: got %s", got.ResourceVersion)
-	}
-	c.remember(at("7", "u"))
-	if got := c.latest(key, at("3", "other")); got.UID != "other" {
-		t.Errorf("a Workload of the same name recreated: got uid %s, want the cache's", got.UID)
-	}
-}
-
 // TestDrainEnded: only a drain (a taint of the user's, a deletion) that
 // leaves leftClusters frees a place under --max-concurrent-moves.
 func TestDrainEnded(t *testing.T) {
@@ -509,7 +481,7 @@ func TestDrainWakesOnlyWhatCanMove(t *testing.T) {
 	r.maxMoves = slots
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	r.trigger.q = q
+	useQueue(t, r.trigger, q)
 	// observe plays the informer for one Workload.
 	observe := func(key types.NamespacedName) *v1alpha1.Workload {
 		got := &v1alpha1.Workload{}
@@ -606,5 +578,13 @@ func TestMoveWaiters(t *testing.T) {
 	m.wake(1)
 	if !m.looked(k("e")) || m.looked(k("e")) {
 		t.Error("looked: want true once for a woken Workload the loop saw without deciding, then false")
+	}
+}
+
+// useQueue hands the trigger a queue, as the controller's start would.
+func useQueue(t *testing.T, tr *shared.Trigger, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	t.Helper()
+	if err := tr.Source().Start(context.Background(), q); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers_test
+package cluster_test
 
 import (
 	"context"
@@ -29,7 +29,8 @@ import (
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
-	"github.com/placer-dev/placer/controllers"
+	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/member/agent"
 	"github.com/placer-dev/placer/propagator"
@@ -82,10 +83,10 @@ func startManager(t *testing.T, env *testenv.Env) *cluster.Registry {
 	}
 	var reg *cluster.Registry
 	testenv.RunManager(t, env.UserConfig(t, user), func(mgr ctrl.Manager) (err error) {
-		if err := controllers.IndexWorkloads(mgr); err != nil {
+		if err := shared.IndexWorkloads(mgr); err != nil {
 			return err
 		}
-		reg, err = controllers.SetupClusterController(mgr, controllers.ClusterControllerOptions{
+		reg, err = clusterctrl.Setup(mgr, clusterctrl.Options{
 			ProbeInterval:  time.Second,
 			HeartbeatGrace: 3 * time.Second,
 			Registry:       cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}},

@@ -1,4 +1,4 @@
-package controllers
+package cluster
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
 )
 
 const errPatchTaints = "cannot patch the cluster's taints"
@@ -59,11 +60,11 @@ func desiredTaints(taints []v1alpha1.ClusterTaint, ready xpv2.Condition, now met
 // syncTaints writes the cluster's condition taints and stamps timeAdded,
 // with a patch that carries the resourceVersion, so a taint a user adds
 // meanwhile is never dropped (the conflict retries).
-func (r *ClusterReconciler) syncTaints(ctx context.Context, kc *v1alpha1.KubernetesCluster, ready xpv2.Condition) error {
+func (r *Reconciler) syncTaints(ctx context.Context, kc *v1alpha1.KubernetesCluster, ready xpv2.Condition) error {
 	want := desiredTaints(kc.Spec.Taints, ready, metav1.Now())
 	if equality.Semantic.DeepEqual(want, kc.Spec.Taints) {
 		return nil
 	}
-	err := patchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { kc.Spec.Taints = want })
+	err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { kc.Spec.Taints = want })
 	return errors.Wrap(resource.IgnoreNotFound(err), errPatchTaints)
 }

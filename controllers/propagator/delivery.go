@@ -1,4 +1,4 @@
-package controllers
+package propagator
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // candidates are allowed as they are reserved (scale up), a template
 // change rolls out within the strategy, the Service is delivered; and the
 // counts and the Ready condition follow what the chosen cluster says.
-func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) deliver(ctx context.Context, s *scope) (bool, error) {
 	if s.refused || s.member == nil {
 		return false, nil
 	}
@@ -93,7 +93,7 @@ func (r *PropagatorReconciler) deliver(ctx context.Context, s *scope) (bool, err
 
 // rollout takes the next step of a pod template change in the committed
 // cluster, within the strategy's maxSurge and maxUnavailable.
-func (r *PropagatorReconciler) rollout(ctx context.Context, s *scope, st propagator.State) error {
+func (r *Reconciler) rollout(ctx context.Context, s *scope, st propagator.State) error {
 	w, m := s.delivered, s.member
 	step := propagator.Rollout(w, st)
 	if len(step.Create)+len(step.Delete) == 0 {
@@ -163,7 +163,7 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Con
 // status says placer put something and where the pods no longer are (the
 // target namespace changed, and the cleanup when the last of them left
 // failed, or they went some other way), and forgets them.
-func (r *PropagatorReconciler) leavePlaced(ctx context.Context, s *scope) error {
+func (r *Reconciler) leavePlaced(ctx context.Context, s *scope) error {
 	target := s.member.TargetNamespace(s.delivered)
 	for _, ns := range s.w.PlacedIn(s.target) {
 		if ns == target || slices.ContainsFunc(s.chaperons, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
@@ -183,7 +183,7 @@ func (r *PropagatorReconciler) leavePlaced(ctx context.Context, s *scope) error 
 
 // ensureService delivers spec.targetService to the committed cluster as a
 // Service named after the Workload, selecting its pods unless it says otherwise.
-func (r *PropagatorReconciler) ensureService(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) error {
+func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) error {
 	if w.Spec.TargetService == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controllers
+package scheduler
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // feedCache keeps the scheduler's cache in step with the manager's
 // informers, and requeues pending Workloads on every change that could make
 // them fit (as kube-scheduler's eventhandlers.go does for pods).
-func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
+func (r *Reconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
 	if err := watch(ctx, mgr, &v1alpha1.KubernetesCluster{}, r.addCluster, r.updateCluster, r.deleteCluster); err != nil {
 		return err
 	}
@@ -36,13 +36,13 @@ func (r *SchedulerReconciler) feedCache(ctx context.Context, mgr ctrl.Manager) e
 
 // addBinding records a ClusterBinding; a new one may let pending Workloads
 // of its namespace fit.
-func (r *SchedulerReconciler) addBinding(cb *v1alpha1.ClusterBinding) {
+func (r *Reconciler) addBinding(cb *v1alpha1.ClusterBinding) {
 	if r.cache.UpsertBinding(client.ObjectKeyFromObject(cb), cb.Spec.ClusterNamespace) {
 		r.requeuePending(false)
 	}
 }
 
-func (r *SchedulerReconciler) deleteBinding(cb *v1alpha1.ClusterBinding) {
+func (r *Reconciler) deleteBinding(cb *v1alpha1.ClusterBinding) {
 	r.cache.DeleteBinding(client.ObjectKeyFromObject(cb))
 }
 
@@ -56,12 +56,12 @@ func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add fu
 	return errors.Wrap(err, errInformer)
 }
 
-func (r *SchedulerReconciler) addCluster(kc *v1alpha1.KubernetesCluster) {
+func (r *Reconciler) addCluster(kc *v1alpha1.KubernetesCluster) {
 	r.cache.UpsertCluster(kc)
 	r.requeuePending(false)
 }
 
-func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
+func (r *Reconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 	opened := r.cache.UpsertCluster(kc)
 	if schedulingRelevant(before, kc) {
 		r.requeuePending(false)
@@ -74,11 +74,11 @@ func (r *SchedulerReconciler) updateCluster(before, kc *v1alpha1.KubernetesClust
 	}
 }
 
-func (r *SchedulerReconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
+func (r *Reconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
 	r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
 }
 
-func (r *SchedulerReconciler) addWorkload(w *v1alpha1.Workload) {
+func (r *Reconciler) addWorkload(w *v1alpha1.Workload) {
 	r.cache.UpsertWorkload(w)
 	if w.Status.ClusterRef != nil {
 		// A placement can only satisfy another's required affinity: it
@@ -91,7 +91,7 @@ func (r *SchedulerReconciler) addWorkload(w *v1alpha1.Workload) {
 // only pending workloads with required affinity; a workload leaving a
 // cluster, or a placed one's labels or affinity changing, every pending
 // one (it may free capacity or an anti-affinity domain).
-func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
+func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
 	if r.cache.UpsertWorkload(w) {
 		// The informer's copy confirmed a written decision: the decision
 		// loop passed the Workload over while it was assumed.
@@ -110,7 +110,7 @@ func (r *SchedulerReconciler) updateWorkload(before, w *v1alpha1.Workload) {
 	}
 }
 
-func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
+func (r *Reconciler) deleteWorkload(w *v1alpha1.Workload) {
 	r.cache.DeleteWorkload(w)
 	// Its place under --max-concurrent-moves, if it held or awaited one.
 	r.waiters.done(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
@@ -122,18 +122,18 @@ func (r *SchedulerReconciler) deleteWorkload(w *v1alpha1.Workload) {
 	}
 }
 
-func (r *SchedulerReconciler) addNamespace(ns *corev1.Namespace) {
+func (r *Reconciler) addNamespace(ns *corev1.Namespace) {
 	r.cache.UpsertNamespace(ns.Name, ns.Labels)
 }
 
-func (r *SchedulerReconciler) updateNamespace(before, ns *corev1.Namespace) {
+func (r *Reconciler) updateNamespace(before, ns *corev1.Namespace) {
 	r.cache.UpsertNamespace(ns.Name, ns.Labels)
 	if !equality.Semantic.DeepEqual(before.Labels, ns.Labels) {
 		r.requeuePending(false)
 	}
 }
 
-func (r *SchedulerReconciler) deleteNamespace(ns *corev1.Namespace) {
+func (r *Reconciler) deleteNamespace(ns *corev1.Namespace) {
 	r.cache.DeleteNamespace(ns.Name)
 }
 
@@ -166,7 +166,7 @@ func drainEnded(before, w *v1alpha1.Workload) bool {
 // waiting for a place under --max-concurrent-moves: a drain's end wakes
 // them in turn (wakeWaiters). A waiter whose cluster no longer makes it
 // leave (uncordoned) is sent back too, to say so.
-func (r *SchedulerReconciler) requeueLeaving() {
+func (r *Reconciler) requeueLeaving() {
 	leaving := r.cache.Leaving()
 	for _, key := range leaving {
 		if !r.waiters.waiting(key) {
@@ -182,7 +182,7 @@ func (r *SchedulerReconciler) requeueLeaving() {
 // wakeWaiters sends as many Workloads waiting for a place under
 // --max-concurrent-moves back to the decision loop as there are places
 // free, less those woken already and not yet looked at.
-func (r *SchedulerReconciler) wakeWaiters() {
+func (r *Reconciler) wakeWaiters() {
 	if r.maxMoves <= 0 {
 		return
 	}
@@ -281,7 +281,7 @@ func (m *moveWaiters) dropExcept(keep []types.NamespacedName) []types.Namespaced
 
 // requeuePending sends pending workloads back to the decision loop; with
 // affinityOnly, only those with required workload affinity.
-func (r *SchedulerReconciler) requeuePending(affinityOnly bool) {
+func (r *Reconciler) requeuePending(affinityOnly bool) {
 	for _, key := range r.cache.Pending(r.served, affinityOnly) {
 		r.trigger.Enqueue(key)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"context"
@@ -11,17 +11,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// trigger lets code outside controller-runtime (informers on member
+// Trigger lets code outside controller-runtime (informers on member
 // clusters) enqueue reconciles without blocking: the workqueue dedupes
 // them. Requests made before the controller starts are dropped; its
 // initial list enqueues every object anyway.
-type trigger struct {
+type Trigger struct {
 	mu sync.RWMutex
 	q  workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 // Source is the controller source that hands the trigger its queue.
-func (t *trigger) Source() source.Source {
+func (t *Trigger) Source() source.Source {
 	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -31,7 +31,7 @@ func (t *trigger) Source() source.Source {
 }
 
 // Enqueue asks for a reconcile of the named object.
-func (t *trigger) Enqueue(key types.NamespacedName) {
+func (t *Trigger) Enqueue(key types.NamespacedName) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.q != nil {
@@ -40,7 +40,7 @@ func (t *trigger) Enqueue(key types.NamespacedName) {
 }
 
 // EnqueueAfter asks for a reconcile of the named object after d.
-func (t *trigger) EnqueueAfter(key types.NamespacedName, d time.Duration) {
+func (t *Trigger) EnqueueAfter(key types.NamespacedName, d time.Duration) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if t.q != nil {

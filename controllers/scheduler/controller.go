@@ -1,4 +1,4 @@
-package controllers
+package scheduler
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/apis/compute/validation"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/predicates"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -41,8 +42,8 @@ const (
 	unschedulableRetry = 5 * time.Minute
 )
 
-// SchedulerControllerOptions configure the scheduler controller.
-type SchedulerControllerOptions struct {
+// Options configure the scheduler controller.
+type Options struct {
 	// Profiles by the schedulerName they serve.
 	Profiles map[string]*scheduler.Profile
 	// QPS and Burst of the scheduler's own client, which writes its
@@ -61,18 +62,18 @@ type SchedulerControllerOptions struct {
 	MaxConcurrentMoves int
 }
 
-// SchedulerReconciler places Workloads whose schedulerName one of its
+// Reconciler places Workloads whose schedulerName one of its
 // profiles serves. As kube-scheduler does for pods, its decision loop never
 // waits on the API server: it ranks clusters on a snapshot of the fleet,
 // assumes the decision in its cache at once (so the next cycle sees it),
 // and hands the status write to a pool of writers.
-type SchedulerReconciler struct {
+type Reconciler struct {
 	client   client.Reader
 	cache    *scheduler.Cache
 	profiles map[string]*scheduler.Profile
 	served   map[string]bool
 	log      logging.Logger
-	trigger  *trigger
+	trigger  *shared.Trigger
 	writer   *statusWriter
 	verdicts validation.Verdicts
 
@@ -87,8 +88,8 @@ type SchedulerReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=clusterbindings,verbs=get;list;watch
 
-// SetupSchedulerController adds the scheduler controller to the manager.
-func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) error {
+// Setup adds the scheduler controller to the manager.
+func Setup(mgr ctrl.Manager, o Options) error {
 	cfg := rest.CopyConfig(mgr.GetConfig())
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	if cfg.QPS == 0 {
@@ -98,13 +99,13 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 	if err != nil {
 		return errors.Wrap(err, "cannot create the scheduler's client")
 	}
-	r := &SchedulerReconciler{
+	r := &Reconciler{
 		client:   mgr.GetClient(),
 		cache:    scheduler.NewCache(),
 		profiles: o.Profiles,
 		served:   map[string]bool{},
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("scheduler")),
-		trigger:  &trigger{},
+		trigger:  &shared.Trigger{},
 
 		defaultTolerations: o.DefaultTolerations,
 		maxMoves:           o.MaxConcurrentMoves,
@@ -130,7 +131,7 @@ func SetupSchedulerController(mgr ctrl.Manager, o SchedulerControllerOptions) er
 
 // Reconcile decides about one Workload and hands the decision to the
 // writers; it never waits for a write.
-func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	defer func() {
 		if r.waiters.looked(req.NamespacedName) {
 			// Woken for a place, it never got to its move (an invalid
@@ -166,7 +167,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 
 // decide returns what the Workload's scheduling status should be, or nil
 // when it is what it should be.
-func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
+func (r *Reconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		// Refused before any member sees it; a spec change brings it
 		// back. A placed Workload keeps its cluster (the propagator rolls
@@ -204,7 +205,7 @@ func (r *SchedulerReconciler) decide(ctx context.Context, w *v1alpha1.Workload) 
 // placeOn makes the decision to place the Workload on the best ranked
 // cluster; a rejection there that expired early (the cluster opened up)
 // is marked over, so the propagator proves the cluster again.
-func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond xpv2.Condition) *decision {
+func (r *Reconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond xpv2.Condition) *decision {
 	best := res.Ranked[0].Cluster.Key
 	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), cond)
 	now := metav1.Now()
@@ -217,7 +218,7 @@ func (r *SchedulerReconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Resul
 
 // cycleState is what the scheduler keeps per Workload for its cycles: the
 // verdict on its template for this generation.
-func (r *SchedulerReconciler) cycleState(w *v1alpha1.Workload) map[string]any {
+func (r *Reconciler) cycleState(w *v1alpha1.Workload) map[string]any {
 	return map[string]any{predicates.VerdictKey: r.verdicts.For(w)}
 }
 
@@ -238,7 +239,7 @@ func nextRetry(w *v1alpha1.Workload, now time.Time) time.Duration {
 // that finds no other cluster, or that would exceed the fleet's bound on
 // drains at once, waits (Scheduled stays True, reason MovePending); a
 // cluster changing, or a move ending, looks again.
-func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
+func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decision, reconcile.Result) {
 	key := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 	// waits: it waits for a place under --max-concurrent-moves; moves:
 	// it takes one (the cache counts it once the decision is written).
@@ -308,7 +309,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context, w *v1alpha1.Workload) 
 
 // movePending keeps a Workload that must leave its cluster where it is
 // for now, and says why.
-func (r *SchedulerReconciler) movePending(w *v1alpha1.Workload, leave *scheduler.Leave, why string) *decision {
+func (r *Reconciler) movePending(w *v1alpha1.Workload, leave *scheduler.Leave, why string) *decision {
 	cond := v1alpha1.Scheduled(leave.Message+"; it stays until it can move: "+why, w.Generation)
 	cond.Reason = v1alpha1.ReasonMovePending
 	d := newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond)
@@ -318,7 +319,7 @@ func (r *SchedulerReconciler) movePending(w *v1alpha1.Workload, leave *scheduler
 
 // acknowledge moves a placed Workload's Scheduled condition to its current
 // generation, unchanged otherwise; nil when there is nothing to do.
-func (r *SchedulerReconciler) acknowledge(w *v1alpha1.Workload) *decision {
+func (r *Reconciler) acknowledge(w *v1alpha1.Workload) *decision {
 	cond := w.Status.GetCondition(v1alpha1.TypeScheduled)
 	switch {
 	case cond.Reason == v1alpha1.ReasonInvalidTemplate, cond.Reason == v1alpha1.ReasonMovePending:

@@ -1,4 +1,4 @@
-package controllers
+package propagator
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -30,22 +29,15 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/chaperontest"
+	"github.com/placer-dev/placer/internal/eventtest"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
 // recorder keeps the Events a reconcile records.
-type recorder struct{ events []event.Event }
-
-func (r *recorder) Event(_ runtime.Object, e event.Event)    { r.events = append(r.events, e) }
-func (r *recorder) WithAnnotations(...string) event.Recorder { return r }
-func (r *recorder) reasons() (out []string) {
-	for _, e := range r.events {
-		out = append(out, string(e.Reason))
-	}
-	return out
-}
+type recorder = eventtest.Recorder
 
 // chaperon states, as a member's agent and candidate scheduler leave them.
 // The chaperon states of the handshake, by their short names here.
@@ -93,13 +85,7 @@ func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
 
 func withFinalizer(w *v1alpha1.Workload) { w.Finalizers = []string{finalizer} }
 
-func nominate(names ...string) st.WorkloadOption {
-	return func(w *v1alpha1.Workload) {
-		for _, n := range names {
-			w.Status.NominatedClusters = append(w.Status.NominatedClusters, v1alpha1.ClusterReference{Name: n, Namespace: "default"})
-		}
-	}
-}
+var nominate = st.Nominated
 
 func count(t *testing.T, m *clustertest.Member, w *v1alpha1.Workload, want func(*mcv1alpha1.PodChaperon) bool) int {
 	t.Helper()
@@ -824,7 +810,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				o.(*v1alpha1.Workload).Status.DeepCopyInto(lostStatus)
 				return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
 			}},
-			want: reconcile.Result{RequeueAfter: conflictRetry},
+			want: reconcile.Result{RequeueAfter: shared.ConflictRetry},
 			check: func(t *testing.T, e env) {
 				if len(lostStatus.RejectedClusters) != 1 {
 					t.Errorf("the patch that lost carried rejectedClusters %v, want the rejection of a", lostStatus.RejectedClusters)
@@ -837,8 +823,8 @@ func TestPropagatorReconcile(t *testing.T) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want 2: deleted for a rejection the status does not hold", n)
 				}
-				if len(e.rec.events) != 0 {
-					t.Errorf("events %v for a rejection the status does not hold", e.rec.reasons())
+				if len(e.rec.Events) != 0 {
+					t.Errorf("events %v for a rejection the status does not hold", e.rec.Reasons())
 				}
 			},
 		},
@@ -871,7 +857,7 @@ func TestPropagatorReconcile(t *testing.T) {
 					return c.SubResource(sub).Patch(ctx, o, p, opts...)
 				},
 			},
-			want: reconcile.Result{RequeueAfter: conflictRetry},
+			want: reconcile.Result{RequeueAfter: shared.ConflictRetry},
 			check: func(t *testing.T, e env) {
 				// The pass reads the Workload twice (at its start, and
 				// the cache before writing), this check once more.
@@ -911,8 +897,8 @@ func TestPropagatorReconcile(t *testing.T) {
 					t.Errorf("finalizers %v: removed before the cluster the status names confirmed anything", e.w.Finalizers)
 				}
 				wantReason(t, e.rec, reasonCleanup)
-				if len(e.rec.events) == 0 || !strings.Contains(e.rec.events[0].Message, "default/a (not connected)") {
-					t.Errorf("events %+v, want one naming default/a, not connected", e.rec.events)
+				if len(e.rec.Events) == 0 || !strings.Contains(e.rec.Events[0].Message, "default/a (not connected)") {
+					t.Errorf("events %+v, want one naming default/a, not connected", e.rec.Events)
 				}
 			},
 		},
@@ -1306,7 +1292,7 @@ func TestPropagatorReconcile(t *testing.T) {
 		},
 		{
 			name:     "batch: a finished Workload whose cluster is deleted is not moved; what it left there goes",
-			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), clusterFinalizer)}},
+			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), v1alpha1.FinalizerDrain)}},
 			w: web(func(w *v1alpha1.Workload) {
 				w.Status.Succeeded = 2
 				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", w.Generation)
@@ -1413,7 +1399,7 @@ func TestPropagatorReconcile(t *testing.T) {
 				if diff := cmp.Diff(want, e.w.Status.Dependencies); diff != "" {
 					t.Errorf("status.dependencies (-want +got):\n%s", diff)
 				}
-				for _, ev := range e.rec.events {
+				for _, ev := range e.rec.Events {
 					if strings.Contains(ev.Message, "s3cret") {
 						t.Errorf("an Event carries the Secret's data: %q", ev.Message)
 					}
@@ -1447,7 +1433,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			w:    web(needs),
 			sources: func() *mapSources {
 				s := theSources()
-				s.unsynced[coreKey(propagator.KindSecret, "default", "db")] = true
+				s.unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
 				return s
 			}(),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
@@ -1936,7 +1922,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			}
 			mgmt := b.Build()
 			rec := &recorder{}
-			r := NewPropagatorReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
+			r := NewReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
 			if tc.sources != nil {
 				r.sources = tc.sources
 			}
@@ -2014,12 +2000,12 @@ func wantRejectedAndEmpty(t *testing.T, w *v1alpha1.Workload, m *clustertest.Mem
 
 func wantReason(t *testing.T, r *recorder, reason event.Reason) {
 	t.Helper()
-	for _, got := range r.reasons() {
+	for _, got := range r.Reasons() {
 		if got == string(reason) {
 			return
 		}
 	}
-	t.Errorf("events %v, want one %s", r.reasons(), reason)
+	t.Errorf("events %v, want one %s", r.Reasons(), reason)
 }
 
 func TestRejectionBackoff(t *testing.T) {

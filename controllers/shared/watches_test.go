@@ -1,4 +1,4 @@
-package controllers
+package shared
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func TestObjectWatches(t *testing.T) {
 	t.Parallel()
 	env := testenv.Start(t)
 	ctx := context.Background()
-	newWatches := func(cfg *rest.Config, e *enqueued) *objectWatches {
+	newWatches := func(cfg *rest.Config, e *enqueued) *ObjectWatches {
 		t.Helper()
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -84,23 +84,23 @@ func TestObjectWatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := newObjectWatches(dyn, mapper, e.add)
-		t.Cleanup(o.close)
+		o := NewObjectWatches(dyn, mapper, e.add)
+		t.Cleanup(o.Close)
 		return o
 	}
 	e := newEnqueued()
 	o := newWatches(env.Config, e)
 	o.retry = 0
 	u1, u2 := types.NamespacedName{Namespace: "default", Name: "one"}, types.NamespacedName{Namespace: "default", Name: "two"}
-	key := coreKey(propagator.KindSecret, "default", "watched")
+	key := CoreKey(propagator.KindSecret, "default", "watched")
 
-	o.use(u1, []objectKey{key})
+	o.Use(u1, []ObjectKey{key})
 	e.waitFor(t, "the first list to enqueue the user", func() bool { return e.count(u1) > 0 })
-	if obj, synced, err := o.get(key); obj != nil || !synced || err != nil {
+	if obj, synced, err := o.Get(key); obj != nil || !synced || err != nil {
 		t.Fatalf("get before the Secret exists = %v, %v, %v; want nil, synced", obj, synced, err)
 	}
 
-	o.use(u2, []objectKey{key})
+	o.Use(u2, []ObjectKey{key})
 	before1, before2 := e.count(u1), e.count(u2)
 	// Another Secret is nobody's business: created first, so that a
 	// watch that saw it would have seen it before the named one.
@@ -119,21 +119,21 @@ func TestObjectWatches(t *testing.T) {
 		t.Errorf("the watch of Secret watched holds %v, want only default/watched", held)
 	}
 	got := &corev1.Secret{}
-	if found, synced, err := getTyped(o, key, got); !found || !synced || err != nil || string(got.Data["k"]) != "v" {
+	if found, synced, err := GetTyped(o, key, got); !found || !synced || err != nil || string(got.Data["k"]) != "v" {
 		t.Fatalf("getTyped = %v, %v, %v, data %v", found, synced, err, got.Data)
 	}
-	if _, synced, _ := o.get(coreKey(propagator.KindSecret, "default", "other")); synced {
+	if _, synced, _ := o.Get(CoreKey(propagator.KindSecret, "default", "other")); synced {
 		t.Error("a Secret no user named is watched")
 	}
 
-	o.forget(u1)
+	o.Forget(u1)
 	before2 = e.count(u2)
 	s.StringData = map[string]string{"k": "w"}
 	if err := env.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor(t, "the remaining user to learn of the edit", func() bool { return e.count(u2) > before2 })
-	o.forget(u2)
+	o.Forget(u2)
 	o.mu.Lock()
 	left := len(o.watches)
 	o.mu.Unlock()
@@ -142,9 +142,9 @@ func TestObjectWatches(t *testing.T) {
 	}
 
 	// A kind the API server does not serve.
-	unknown := objectKey{GVK: schema.GroupVersionKind{Group: "database.example.org", Version: "v1alpha1", Kind: "PostgreSQLInstance"}, Namespace: "default", Name: "pg"}
-	o.use(u1, []objectKey{unknown})
-	if _, synced, err := o.get(unknown); synced || err == nil || !strings.Contains(err.Error(), "does not serve") {
+	unknown := ObjectKey{GVK: schema.GroupVersionKind{Group: "database.example.org", Version: "v1alpha1", Kind: "PostgreSQLInstance"}, Namespace: "default", Name: "pg"}
+	o.Use(u1, []ObjectKey{unknown})
+	if _, synced, err := o.Get(unknown); synced || err == nil || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("get of a kind not served = synced %v, %v; want why", synced, err)
 	}
 	// Served once its CRD is there: the next use starts the watch.
@@ -162,23 +162,23 @@ func TestObjectWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor(t, "the claim's watch to start and list once its kind is served", func() bool {
-		o.use(u1, []objectKey{unknown})
-		_, synced, _ := o.get(unknown)
+		o.Use(u1, []ObjectKey{unknown})
+		_, synced, _ := o.Get(unknown)
 		return synced
 	})
 
 	// An identity that may not read ConfigMaps: its users learn why, once.
 	denied := newEnqueued()
 	od := newWatches(env.UserConfig(t, "no-rights"), denied)
-	cm := coreKey(propagator.KindConfigMap, "default", "settings")
-	od.use(u1, []objectKey{cm})
+	cm := CoreKey(propagator.KindConfigMap, "default", "settings")
+	od.Use(u1, []ObjectKey{cm})
 	denied.waitFor(t, "the refused list to enqueue the user", func() bool { return denied.count(u1) > 0 })
 	// The reflector retries (after 0.8 s, then more); the user heard once.
 	time.Sleep(3 * time.Second)
 	if n := denied.count(u1); n != 1 {
 		t.Errorf("the refused watch enqueued its user %d times, want once", n)
 	}
-	if _, synced, err := od.get(cm); synced || err == nil || !strings.Contains(err.Error(), "forbidden") {
+	if _, synced, err := od.Get(cm); synced || err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("get as an identity without rights = synced %v, %v; want Forbidden", synced, err)
 	}
 }

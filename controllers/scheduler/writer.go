@@ -1,4 +1,4 @@
-package controllers
+package scheduler
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/latest"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -119,19 +120,19 @@ type statusWriter struct {
 	// goes back to its copy, which is at least as new as the decision's.
 	reader  client.Reader
 	cache   *scheduler.Cache
-	trigger *trigger
+	trigger *shared.Trigger
 	record  event.Recorder
 	log     logging.Logger
 	backoff workqueue.TypedRateLimiter[types.NamespacedName]
 }
 
-func newStatusWriter(c client.Client, reader client.Reader, cache *scheduler.Cache, t *trigger, workers int, record event.Recorder, log logging.Logger) *statusWriter {
+func newStatusWriter(c client.Client, reader client.Reader, cache *scheduler.Cache, t *shared.Trigger, workers int, record event.Recorder, log logging.Logger) *statusWriter {
 	if workers <= 0 {
 		workers = 8
 	}
 	s := &statusWriter{
 		client: c, reader: reader, cache: cache, trigger: t, record: record, log: log,
-		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](conflictRetry, 10*time.Second),
+		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](shared.ConflictRetry, 10*time.Second),
 	}
 	s.Queue = latest.New(workers, func(ctx context.Context, key types.NamespacedName, d *decision) bool {
 		if s.write(ctx, key, d) {
@@ -153,11 +154,11 @@ func (s *statusWriter) Submit(d *decision) {
 func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *decision) (again bool) {
 	w := d.w.DeepCopy()
 	d.apply(w)
-	res, err := patchStatus(ctx, s.client, s.reader, w, d.w)
-	if res != statusUnchanged {
+	res, err := shared.PatchStatus(ctx, s.client, s.reader, w, d.w)
+	if res != shared.StatusUnchanged {
 		schedulerWrites.WithLabelValues(string(res)).Inc()
 	}
-	if res != statusWritten && res != statusUnchanged {
+	if res != shared.StatusWritten && res != shared.StatusUnchanged {
 		// The Workload changed (or is gone) since the decision: forget
 		// it; the decision loop decides again from what is there: at once
 		// when the cache already has it (the propagator wrote while the
@@ -170,7 +171,7 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 		if err != nil {
 			s.log.Info("cannot write a scheduling decision", "workload", key.String(), "error", err)
 		}
-		if res == statusSuperseded {
+		if res == shared.StatusSuperseded {
 			return true
 		}
 		s.trigger.EnqueueAfter(key, s.backoff.When(key))
