@@ -108,13 +108,13 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 	}
 }
 
-// BindsUnheld reports whether the Workload's candidate in its chosen
-// cluster binds without a hold before that cluster is committed: a gang
-// of one (a single replica) in Reserve mode. Such a candidate carries a
-// bind window (SetBindWindow), and only its member can tell that it did
-// not bind.
-func BindsUnheld(w *v1alpha1.Workload) bool {
-	return w.ReplicaCount() == 1 && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
+// BindsUnheld reports whether the unit's candidate binds without a hold
+// before its cluster is committed: a gang of one (a unit of a single
+// replica) in the chosen cluster, in Reserve mode. Such a candidate
+// carries a bind window (SetBindWindow), and only its member can tell
+// that it did not bind.
+func BindsUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
+	return u.Count == 1 && !u.RunnerUp && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
 }
 
 // SetBindWindow gives a candidate allowed in advance, made for the

@@ -26,6 +26,10 @@ const (
 	// still bind without is-allowed: ask the member to fence it
 	// (give-up), and reject once it confirms.
 	Fence
+	// Hold: the committed cluster refuses the current template (admission
+	// refuses it there): what runs keeps running, nothing of the new
+	// template goes there, and the cluster is not rejected.
+	Hold
 )
 
 // Reasons of a rejection.
@@ -47,15 +51,16 @@ type Decision struct {
 // pending (candidates missing) → candidates → proven → committed, or
 // rejected when the target's scheduler finds a candidate unschedulable or
 // the chosen cluster does not reserve every candidate within timeout.
-// chosen is whether the cluster is status.clusterRef; the others are
-// fan-out runner-ups, which prove themselves meanwhile but never commit.
-// age is how long the oldest candidate there has existed.
+// The unit's cluster is the chosen one (status.clusterRef) unless it is a
+// runner-up of a fan-out, which proves itself meanwhile but never
+// commits. age is how long the oldest candidate there has existed.
 //
 // Exactly once does not rest on timing (design §4.9): a cluster where a
 // candidate may still bind without is-allowed (State.Windowed) is never
 // rejected on this process's clock. Its rejection is a Fence until its
 // member confirms, and its timeout is the member's own bind window.
-func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Duration) Decision {
+func Decide(u v1alpha1.PlacementUnit, st State, age, timeout time.Duration) Decision {
+	chosen := !u.RunnerUp
 	var d Decision
 	switch {
 	case st.Allowed > 0:
@@ -69,7 +74,7 @@ func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Durat
 		// The member's API server refused a candidate Pod: no waiting
 		// changes that; the cluster rejects at once with its message.
 		d = Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
-	case chosen && st.Proven(w.ReplicaCount()):
+	case chosen && st.Proven(u.Count):
 		return Decision{Action: Commit}
 	case st.Unschedulable != "":
 		d = Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}
@@ -93,4 +98,32 @@ func Decide(w *v1alpha1.Workload, st State, chosen bool, age, timeout time.Durat
 		d.Action = Fence
 	}
 	return d
+}
+
+// Stage is how far the chosen unit may go in a reconcile, before any
+// member is asked.
+type Stage int
+
+const (
+	// Prove: the chosen unit is proven, committed or delivered.
+	Prove Stage = iota
+	// Finished: a batch Workload ran to its end. It runs once: nothing is
+	// created again (not a pod deleted since, not a new template), its
+	// counts and conditions stay as it ended, and it is never moved.
+	Finished
+	// HeldForMove: a Workload moving StopBeforeStart whose clusters left
+	// have not all confirmed that the pods there are gone: nothing goes
+	// to the new cluster, nor to a runner-up, meanwhile.
+	HeldForMove
+)
+
+// StageOf says how far a placed Workload's chosen unit may go.
+func StageOf(w *v1alpha1.Workload) Stage {
+	switch {
+	case w.Finished():
+		return Finished
+	case w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0:
+		return HeldForMove
+	}
+	return Prove
 }

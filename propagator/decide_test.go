@@ -72,7 +72,8 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Decide(tc.w, Observe(tc.w, tc.chs), tc.chosen, tc.age, timeout)
+			u := v1alpha1.PlacementUnit{Count: tc.w.ReplicaCount(), RunnerUp: !tc.chosen}
+			got := Decide(u, Observe(tc.w, tc.chs), tc.age, timeout)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Decide() (-want,+got):\n%s", diff)
 			}

@@ -85,23 +85,23 @@ func conditionTrue(ch *mcv1alpha1.PodChaperon, t corev1.PodConditionType) bool {
 }
 
 // Observe reads the chaperons of one Workload in one cluster, wherever
-// they are there.
+// they are there, as the unit of all its replicas.
 func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
-	return ObserveIn(w, chaperons, "")
+	return ObserveUnit(w, v1alpha1.PlacementUnit{Count: w.ReplicaCount()}, chaperons, "")
 }
 
-// ObserveIn reads the chaperons of one Workload in one cluster whose pods
-// belong in member namespace ns: one elsewhere (the target namespace
-// changed) is outdated, as one of an older pod template is, and is
-// replaced by a rolling update.
-func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns string) State {
-	n := w.ReplicaCount()
+// ObserveUnit reads the chaperons of one Workload in the unit's cluster
+// whose pods belong in member namespace ns: one elsewhere (the target
+// namespace changed) is outdated, as one of an older pod template is, and
+// is replaced by a rolling update; one of a replica outside the unit is
+// extra.
+func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mcv1alpha1.PodChaperon, ns string) State {
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
 	st := State{replicas: map[int]*replica{}}
 	for _, ch := range chaperons {
 		i, err := strconv.Atoi(ch.Labels[mcv1alpha1.LabelReplica])
-		if err != nil || i < 0 || i >= n || ch.Name != chaperonName(w, ch.Labels[mcv1alpha1.LabelTemplateHash], i) {
+		if err != nil || !u.Holds(i) || ch.Name != chaperonName(w, ch.Labels[mcv1alpha1.LabelTemplateHash], i) {
 			st.Extra = append(st.Extra, ch)
 			continue
 		}
@@ -164,7 +164,7 @@ func ObserveIn(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon, ns str
 			}
 		}
 	}
-	for i := range n {
+	for _, i := range u.Replicas() {
 		r := st.replicas[i]
 		if r == nil {
 			st.Missing = append(st.Missing, i)

@@ -166,30 +166,12 @@ type scope struct {
 	target types.NamespacedName
 	log    logging.Logger
 
-	// member, chaperons, state and decision are the chosen cluster's;
-	// delivered is the Workload as delivered there (its overrides applied).
-	member    cluster.Member
-	delivered *v1alpha1.Workload
-	chaperons []*mcv1alpha1.PodChaperon
-	state     propagator.State
-	decision  propagator.Decision
-	// committed: the chosen cluster holds allowed candidates, or allows
-	// them now; runner-ups are not proven any more.
-	committed bool
-	// refused: the committed cluster refuses the current template.
-	refused bool
-	// finished: every replica's pod ended on its own (Complete or
-	// Failed): nothing is delivered again, and the status stays.
-	finished bool
-	// held: the chosen cluster gets nothing yet (StopBeforeStart: a
-	// cluster left has not confirmed that the pods there are gone; or
-	// its chaperons are not listed yet), and no runner-up either.
-	held bool
-	// openElsewhere are the clusters other than the chosen one, that
-	// answer, where a candidate of the Workload may still bind without
-	// placer's word: the chosen cluster's candidates wait for them
-	// (settleLeftWindows).
-	openElsewhere []types.NamespacedName
+	// units are what the status places (v1alpha1.Workload.PlacementUnits),
+	// the chosen cluster's first.
+	units []v1alpha1.PlacementUnit
+	// chosen is the chosen unit's proof in this reconcile: nil until its
+	// member answers, and when the cluster rejects it.
+	chosen *proof
 	// fenced are the fenced candidates of a cluster rejected in this
 	// reconcile, in member, deleted once the status holds the rejection.
 	fenced       []*mcv1alpha1.PodChaperon
@@ -209,26 +191,52 @@ type scope struct {
 	deps    map[*v1alpha1.Workload]*dependencies
 	watched bool
 
-	// problem: the committed cluster cannot take more of the Workload
-	// (a dependency it refuses): Ready says why, nothing new is allowed.
-	problem *deliveryProblem
-
-	// done: the phases ran to the end, so candidates outside keep may go
-	// once the status (with this reconcile's rejections) is written.
-	done   bool
 	result reconcile.Result
 	// events report what was done in members; statusEvents what the
 	// status says, recorded only once it is written.
 	events, statusEvents []event.Event
 }
 
+// proof is one unit's handshake in this reconcile: its member, the
+// Workload as delivered there (its overrides applied), what its
+// candidates say and what comes next.
+type proof struct {
+	unit      v1alpha1.PlacementUnit
+	member    cluster.Member
+	delivered *v1alpha1.Workload
+	chaperons []*mcv1alpha1.PodChaperon
+	state     propagator.State
+	decision  propagator.Decision
+	// openElsewhere are the clusters other than this one, that answer,
+	// where a candidate of the Workload may still bind without placer's
+	// word: this unit's candidates wait for them (settleLeftWindows).
+	openElsewhere []types.NamespacedName
+	// problem: the committed cluster cannot take more of the unit (a
+	// dependency it refuses): Ready says why, nothing new is allowed.
+	problem *deliveryProblem
+}
+
+// committed reports whether the unit's cluster holds allowed candidates,
+// or allows them now: runner-ups are not proven any more.
+func (p *proof) committed() bool {
+	return p != nil && (p.state.Allowed > 0 || p.decision.Action == propagator.Commit || p.decision.Action == propagator.Hold)
+}
+
 func newScope(w *v1alpha1.Workload, log logging.Logger) *scope {
 	s := &scope{w: w, orig: w.DeepCopy(), keep: map[types.NamespacedName]bool{}, clusters: map[types.NamespacedName]*v1alpha1.KubernetesCluster{}, log: log}
+	s.place()
 	if w.Status.ClusterRef != nil {
-		s.target = w.ClusterKey(w.Status.ClusterRef)
 		s.log = log.WithValues("cluster", s.target.String())
 	}
 	return s
+}
+
+// place reads what the status places: the units, and the chosen cluster.
+func (s *scope) place() {
+	s.units, s.target = s.w.PlacementUnits(), types.NamespacedName{}
+	if s.w.Status.ClusterRef != nil {
+		s.target = s.w.ClusterKey(s.w.Status.ClusterRef)
+	}
 }
 
 // cluster reads a KubernetesCluster from the cache, once per reconcile;
@@ -311,15 +319,67 @@ func rejectionBackoff(attempts int32) time.Duration {
 	return min(d, rejectionBackoffMax)
 }
 
-// phase is one step of a reconcile; done ends the reconcile early.
-type phase func(ctx context.Context, s *scope) (done bool, err error)
+// next is where a reconcile goes after a phase.
+type next int
 
-// Reconcile moves one Workload's handshake a step forward, in phases:
-// ensure the finalizer → prove the chosen cluster → prove the nominated
-// ones → commit → deliver; then the status is written, once, and only
-// once it holds this reconcile's rejections do the candidates outside the
-// kept clusters go (a rejection lost to a conflict must not cost the
-// candidates it would have explained). A deleted Workload is cleaned up.
+const (
+	// proceed: on to the next phase.
+	proceed next = iota
+	// runnerUps: the chosen unit goes no further in this reconcile (its
+	// cluster rejected it); runner-ups still prove themselves.
+	runnerUps
+	// settle: no unit is proven or delivered in this reconcile (the
+	// chosen one is held, finished or refuses the template): on to what
+	// follows the clusters left.
+	settle
+	// stop: the reconcile ends here (an error, a write that lost a race,
+	// or nothing to do).
+	stop
+)
+
+// phase is one step of a reconcile.
+type phase func(ctx context.Context, s *scope) (next, error)
+
+// stages are the normal reconcile's phases, in the order they run: the
+// chosen unit's (entered at the start), then the runner-ups', the commit
+// and delivery (entered by runnerUps), then the clusters left (entered by
+// settle).
+func (r *Reconciler) stages() [3][]phase {
+	return [3][]phase{
+		{r.ensureFinalizer, r.gate, r.connectChosen, r.admitChosen, r.holdForDependencies, r.proveChosen},
+		{r.proveRunnerUps, r.commit, r.deliver},
+		{r.leave},
+	}
+}
+
+// run runs the stages' phases in order, a phase's next skipping ahead; it
+// reports whether every phase that was to run ran (no stop, no error).
+func run(ctx context.Context, s *scope, stages [3][]phase) (bool, error) {
+	for i := 0; i < len(stages); {
+		to := i + 1
+		for _, p := range stages[i] {
+			n, err := p(ctx, s)
+			if err != nil {
+				return false, err
+			}
+			if n == stop {
+				return false, nil
+			}
+			if n == runnerUps && i < 1 || n == settle && i < 2 {
+				to = int(n)
+				break
+			}
+		}
+		i = to
+	}
+	return true, nil
+}
+
+// Reconcile moves one Workload's handshake a step forward, in phases
+// (stages); then the status is written, once, and only once it holds this
+// reconcile's rejections do the candidates outside the kept clusters go
+// (a rejection lost to a conflict must not cost the candidates it would
+// have explained). A deleted Workload is cleaned up.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cached := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
@@ -338,17 +398,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.cleanup(ctx, w)
 	}
 	s := newScope(w, r.log.WithValues("workload", req.String(), "generation", w.Generation))
-	var perr error
-	for _, p := range []phase{r.ensureFinalizer, r.proveChosen, r.proveNominated, r.commit, r.deliver, r.leave, markDone} {
-		done, err := p(ctx, s)
-		if err != nil {
-			perr = err
-			break
-		}
-		if done {
-			break
-		}
-	}
+	done, perr := run(ctx, s, r.stages())
 	written, err := r.writeStatus(ctx, s)
 	if err == nil && written && s.fenced != nil {
 		// The rejection they explain is written: the fenced candidates
@@ -364,7 +414,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, perr
 	case err != nil:
 		return reconcile.Result{}, err
-	case s.done && written:
+	case done && written:
 		if err := r.removeElsewhereOf(ctx, s, s.keep); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -385,12 +435,6 @@ func stillServing(w *v1alpha1.Workload) map[types.NamespacedName]bool {
 		keep[w.ClusterKey(&w.Status.LeftClusters[i].Cluster)] = true
 	}
 	return keep
-}
-
-// markDone notes that every phase ran.
-func markDone(_ context.Context, s *scope) (bool, error) {
-	s.done = true
-	return false, nil
 }
 
 // writeStatus records the Events of what was done in members (done,
@@ -426,14 +470,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, e
 // scheduler's status write. A Workload with no cluster chosen has no
 // candidate anywhere; one whose template the scheduler refused sends
 // nothing of it to any member, and what runs keeps running.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	if w.Status.ClusterRef == nil {
 		if !meta.FinalizerExists(w, finalizer) {
 			// Candidates come only after the finalizer: there are none.
-			return true, nil
+			return stop, nil
 		}
-		return true, r.removeElsewhereOf(ctx, s, stillServing(w))
+		return stop, r.removeElsewhereOf(ctx, s, stillServing(w))
 	}
 	if !meta.FinalizerExists(w, finalizer) {
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
@@ -443,22 +487,25 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (bool, error
 			}
 			if kerrors.IsConflict(errors.Cause(err)) {
 				s.requeueAfter(shared.ConflictRetry)
-				return true, nil
+				return stop, nil
 			}
-			return true, err
+			return stop, err
 		}
 		// The patch returned the object as it is now: start again from it
 		// (its clusterRef may have moved meanwhile).
 		s.orig = w.DeepCopy()
 		r.written.Remember(w)
 		if w.Status.ClusterRef == nil {
-			return true, r.removeElsewhereOf(ctx, s, stillServing(w))
+			return stop, r.removeElsewhereOf(ctx, s, stillServing(w))
 		}
-		s.target = w.ClusterKey(w.Status.ClusterRef)
+		s.place()
 	}
 	if c := w.Status.GetCondition(v1alpha1.TypeScheduled); c.Reason == v1alpha1.ReasonInvalidTemplate && c.ObservedGeneration == w.Generation {
-		return true, nil
+		return stop, nil
 	}
-	// Already rejected; the scheduler's next choice brings us back.
-	return w.RejectedBy(s.target), nil
+	if w.RejectedBy(s.target) {
+		// Already rejected; the scheduler's next choice brings us back.
+		return stop, nil
+	}
+	return proceed, nil
 }

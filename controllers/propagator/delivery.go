@@ -25,48 +25,49 @@ import (
 // candidates are allowed as they are reserved (scale up), a template
 // change rolls out within the strategy, the Service is delivered; and the
 // counts and the Ready condition follow what the chosen cluster says.
-func (r *Reconciler) deliver(ctx context.Context, s *scope) (bool, error) {
-	if s.refused || s.member == nil {
-		return false, nil
+func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
+	p := s.chosen
+	if p == nil || p.decision.Action == propagator.Hold {
+		return proceed, nil
 	}
-	st, d := s.state, s.decision
+	st, d := p.state, p.decision
 	switch {
-	case d.Action == propagator.Reject, len(st.Missing) > 0 && s.problem == nil:
+	case d.Action == propagator.Reject, len(st.Missing) > 0 && p.problem == nil:
 		// Rejected, or candidates were just created: nothing to count yet.
-		return false, nil
-	case d.Action == propagator.Deliver && s.problem == nil:
+		return proceed, nil
+	case d.Action == propagator.Deliver && p.problem == nil:
 		// Kept in sync with their sources (whose watches enqueue the
 		// Workload), and there before a new replica binds.
-		err := r.deliverDependencies(ctx, s, s.member, s.delivered, true, st)
-		if !errors.As(err, &s.problem) && err != nil {
-			return true, err
+		err := r.deliverDependencies(ctx, s, p.member, p.delivered, true, st)
+		if !errors.As(err, &p.problem) && err != nil {
+			return stop, err
 		}
-		if s.problem != nil {
+		if p.problem != nil {
 			// What runs keeps running; nothing new binds there.
 			break
 		}
-		if err := r.allow(ctx, s.member, s.w, st.ToAllow); err != nil {
-			return true, err
+		if err := r.allow(ctx, p.member, s.w, st.ToAllow); err != nil {
+			return stop, err
 		}
-		if err := r.rollout(ctx, s, st); err != nil {
-			return true, err
+		if err := r.rollout(ctx, s, p); err != nil {
+			return stop, err
 		}
 	}
-	problem := s.problem
+	problem := p.problem
 	if problem != nil {
 		// Only the member can end it, and placer does not watch there.
 		s.requeueAfter(rejectionBackoffBase)
 	}
-	if s.committed {
-		err := r.ensureService(ctx, s.member, s.delivered)
+	if p.committed() {
+		err := r.ensureService(ctx, p.member, p.delivered)
 		if !errors.As(err, &problem) && err != nil {
-			return true, err
+			return stop, err
 		}
-		if err == nil && s.delivered.Spec.TargetService != nil {
-			s.w.SetPlaced(s.target, s.member.TargetNamespace(s.delivered), true)
+		if err == nil && p.delivered.Spec.TargetService != nil {
+			s.w.SetPlaced(s.target, p.member.TargetNamespace(p.delivered), true)
 		}
-		if err := r.leavePlaced(ctx, s); err != nil {
-			return true, err
+		if err := r.leavePlaced(ctx, s, p); err != nil {
+			return stop, err
 		}
 	}
 	ready := setCounts(s.w, s.w.ReplicaCount(), st)
@@ -88,13 +89,14 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (bool, error) {
 		}
 	}
 	s.w.Status.SetConditions(ready)
-	return false, nil
+	return proceed, nil
 }
 
 // rollout takes the next step of a pod template change in the committed
 // cluster, within the strategy's maxSurge and maxUnavailable.
-func (r *Reconciler) rollout(ctx context.Context, s *scope, st propagator.State) error {
-	w, m := s.delivered, s.member
+func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
+	st := p.state
+	w, m := p.delivered, p.member
 	step := propagator.Rollout(w, st)
 	if len(step.Create)+len(step.Delete) == 0 {
 		return nil
@@ -112,7 +114,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, st propagator.State)
 	// A namespace the pods left (the target namespace changed) loses the
 	// Service and the copies there with its last chaperons: first, while
 	// those chaperons still bring the Workload back if this fails.
-	for _, left := range emptied(s.chaperons, step.Delete, ns) {
+	for _, left := range emptied(p.chaperons, step.Delete, ns) {
 		if err := leaveNamespace(ctx, cl, m, s.w, left); err != nil {
 			return err
 		}
@@ -163,17 +165,17 @@ func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Con
 // status says placer put something and where the pods no longer are (the
 // target namespace changed, and the cleanup when the last of them left
 // failed, or they went some other way), and forgets them.
-func (r *Reconciler) leavePlaced(ctx context.Context, s *scope) error {
-	target := s.member.TargetNamespace(s.delivered)
+func (r *Reconciler) leavePlaced(ctx context.Context, s *scope, p *proof) error {
+	target := p.member.TargetNamespace(p.delivered)
 	for _, ns := range s.w.PlacedIn(s.target) {
-		if ns == target || slices.ContainsFunc(s.chaperons, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
+		if ns == target || slices.ContainsFunc(p.chaperons, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
 			continue
 		}
-		cl, err := s.member.Tenant(s.w.Namespace)
+		cl, err := p.member.Tenant(s.w.Namespace)
 		if err != nil {
 			return err
 		}
-		if err := leaveNamespace(ctx, cl, s.member, s.w, ns); err != nil {
+		if err := leaveNamespace(ctx, cl, p.member, s.w, ns); err != nil {
 			return err
 		}
 		s.w.SetPlaced(s.target, ns, false)

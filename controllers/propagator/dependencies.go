@@ -251,18 +251,23 @@ func (r *Reconciler) problemsIn(ctx context.Context, s *scope, m cluster.Member,
 }
 
 // holdForDependencies holds a Workload whose pods (as delivered to the
-// chosen cluster m) need an object that is missing or cannot be read:
+// chosen cluster) need an object that is missing or cannot be read:
 // nothing new starts anywhere, and Ready says which object, with an
-// Event; what runs keeps running, and the object's watch releases it.
-// done: a watch has not listed yet; its first list enqueues the Workload.
-func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope, m cluster.Member, delivered *v1alpha1.Workload) (held, done bool, err error) {
-	problems, err := r.problemsIn(ctx, s, m, delivered)
+// Event; what runs keeps running, and the object's watch releases it. It
+// stops while a watch has not listed yet: its first list enqueues the
+// Workload.
+func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope) (next, error) {
+	p := s.chosen
+	problems, err := r.problemsIn(ctx, s, p.member, p.delivered)
 	if err != nil {
-		return true, true, err
+		return stop, err
 	}
-	d := r.resolve(s, delivered)
-	if len(problems) == 0 {
-		return d.waiting, d.waiting, nil
+	d := r.resolve(s, p.delivered)
+	switch {
+	case len(problems) == 0 && d.waiting:
+		return stop, nil
+	case len(problems) == 0:
+		return proceed, nil
 	}
 	if d.retry || len(d.missing) > 0 {
 		// No watch will tell: a kind the API server may serve later, or
@@ -270,23 +275,22 @@ func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope, m cluste
 		s.requeueAfter(rejectionBackoffBase)
 	}
 	msg := "the pods wait for their dependencies: " + strings.Join(problems, "; ")
-	chs, err := m.Chaperons(ctx, s.w.UID)
+	chs, err := p.member.Chaperons(ctx, s.w.UID)
 	if err != nil {
-		return true, true, errors.Wrap(err, errListChaperons)
+		return stop, errors.Wrap(err, errListChaperons)
 	}
-	if propagator.Observe(delivered, chs).Allowed > 0 {
+	if propagator.Observe(p.delivered, chs).Allowed > 0 {
 		// Committed: what runs keeps running and is counted, a replica
 		// removed goes; nothing new starts (deliver says why in Ready).
-		s.problem = &deliveryProblem{reason: v1alpha1.ReasonMissingDependency, msg: msg}
-		return false, false, nil
+		p.problem = &deliveryProblem{reason: v1alpha1.ReasonMissingDependency, msg: msg}
+		return proceed, nil
 	}
-	s.held = true
 	prev := s.orig.Status.GetCondition(xpv2.TypeReady)
 	s.w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, msg, s.w.Generation))
 	if prev.Reason != v1alpha1.ReasonMissingDependency || prev.Message != msg {
 		s.statusEvent(event.Warning(v1alpha1.ReasonMissingDependency, errors.New(msg)))
 	}
-	return true, false, nil
+	return settle, nil
 }
 
 // deliverDependencies puts what the pods of w (as delivered to m) need

@@ -38,125 +38,136 @@ func (r *Reconciler) member(key types.NamespacedName) cluster.Member {
 	return m
 }
 
-// proveChosen runs the chosen cluster's side of the handshake: the
-// cluster must admit the Workload, hold a candidate per replica, and its
-// scheduler decides (propagator.Decide). A refusal, an unschedulable
-// candidate or no answer within the timeout rejects the cluster.
-func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
+// gate keeps the chosen cluster's candidates and stops a chosen unit that
+// may go no further (propagator.StageOf): a batch Workload that ran to its
+// end, whose cluster, once deleted, is let go (what it left there goes,
+// and the cluster's drain waits for that); a Workload moving
+// StopBeforeStart, which never has two copies: nothing goes to the new
+// cluster until every cluster left has confirmed that the pods there are
+// gone.
+func (r *Reconciler) gate(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	s.keep[s.target] = true
-	if w.Finished() {
-		// A batch Workload ran to its end: it runs once, so nothing is
-		// created again (not a pod deleted since, not a new template),
-		// and its counts and conditions stay as it ended. It is never
-		// moved; when its cluster is deleted, what it left there goes
-		// (markDone), and the cluster's drain waits for that.
-		s.finished = true
+	switch propagator.StageOf(w) {
+	case propagator.Finished:
 		kc, err := r.cluster(ctx, s, s.target)
 		if err != nil {
-			return true, err
+			return stop, err
 		}
 		if kc == nil || kc.DeletionTimestamp != nil {
 			delete(s.keep, s.target)
 		}
-		return false, nil
-	}
-	if w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0 {
-		// Never two copies: nothing goes to the new cluster until every
-		// cluster left has confirmed that the pods there are gone.
-		s.held = true
+		return settle, nil
+	case propagator.HeldForMove:
 		left := make([]string, len(w.Status.LeftClusters))
 		for i := range w.Status.LeftClusters {
 			left[i] = w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String()
 		}
 		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, 0
 		w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("move: StopBeforeStart: nothing is started in %s until %v confirm(s) that the pods there are gone", s.target, left), w.Generation))
-		return false, nil
+		return settle, nil
 	}
-	m := r.member(s.target)
-	if m == nil {
-		// Not connected, or its chaperons not listed yet: nothing is
-		// known of the chosen cluster, so nothing is started anywhere (no
-		// runner-up either) until its watch lists them, which brings the
-		// Workload back (OnSynced). One that never lists them (no agent, a
-		// watch its RBAC refuses, a cluster gone) times out like any
-		// handshake, counted from the placement there (Scheduled moves to
-		// True, or to another cluster); one the Workload was delivered to
-		// (the counts are the chosen cluster's: a rejection of it sets them
-		// to zero) is waited for: whether it is left is its Ready
-		// condition's and the Workload's tolerations' business.
-		s.held = true
-		for i := range w.Status.NominatedClusters {
-			// Runner-ups already proving themselves stay.
-			if key := w.ClusterKey(&w.Status.NominatedClusters[i]); !w.RejectedBy(key) {
-				s.keep[key] = true
-			}
-		}
-		if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || propagator.BindsUnheld(w) {
-			// Delivered there, or a gang of one whose candidate there may
-			// bind within its member's window: never given up on this
-			// clock (design §4.9). The watch's first list brings it back;
-			// a look at the handshake timeout is the safety net, not a poll.
-			s.requeueAfter(r.timeout)
-			return false, nil
-		}
-		sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
-		if sc.Status != corev1.ConditionTrue || sc.LastTransitionTime.IsZero() {
-			s.requeueAfter(r.timeout)
-			return false, nil
-		}
-		if age := r.started.age(w, s.target, nil); age < r.timeout {
-			s.requeueAfter(r.timeout - age)
-			return false, nil
-		}
-		s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
-		return false, nil
+	return proceed, nil
+}
+
+// connectChosen finds the chosen cluster's member, connected and with its
+// chaperons listed. Until then nothing is known of the chosen cluster, so
+// nothing is started anywhere (no runner-up either) until its watch lists
+// them, which brings the Workload back (OnSynced). One that never lists
+// them (no agent, a watch its RBAC refuses, a cluster gone) times out like
+// any handshake, counted from the placement there (Scheduled moves to
+// True, or to another cluster); one the Workload was delivered to (the
+// counts are the chosen cluster's: a rejection of it sets them to zero) is
+// waited for: whether it is left is its Ready condition's and the
+// Workload's tolerations' business.
+func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
+	w := s.w
+	if m := r.member(s.target); m != nil {
+		s.chosen = &proof{unit: s.units[0], member: m}
+		return proceed, nil
 	}
+	for _, u := range s.units[1:] {
+		// Runner-ups already proving themselves stay.
+		s.keep[u.Cluster] = true
+	}
+	if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || propagator.BindsUnheld(w, s.units[0]) {
+		// Delivered there, or a gang of one whose candidate there may
+		// bind within its member's window: never given up on this
+		// clock (design §4.9). The watch's first list brings it back;
+		// a look at the handshake timeout is the safety net, not a poll.
+		s.requeueAfter(r.timeout)
+		return settle, nil
+	}
+	sc := w.Status.GetCondition(v1alpha1.TypeScheduled)
+	if sc.Status != corev1.ConditionTrue || sc.LastTransitionTime.IsZero() {
+		s.requeueAfter(r.timeout)
+		return settle, nil
+	}
+	if age := r.started.age(w, s.target, nil); age < r.timeout {
+		s.requeueAfter(r.timeout - age)
+		return settle, nil
+	}
+	s.reject(s.target, v1alpha1.ReasonUnreachable, fmt.Sprintf("placer could not watch its PodChaperons in %s within %s: is placer's agent installed there, and may placer's identity list them?", s.target, r.timeout))
+	return settle, nil
+}
+
+// admitChosen asks whether the chosen cluster admits the Workload (admit),
+// and keeps the Workload as it is delivered there. A cluster committed
+// already keeps what runs and takes nothing of the refused template
+// (Hold); one not committed is rejected.
+func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
+	p := s.chosen
 	delivered, reason, msg, err := r.admit(ctx, s, s.target)
-	if err != nil || reason != "" {
-		if err != nil {
-			return true, err
-		}
-		chs, err := m.Chaperons(ctx, w.UID)
-		if err != nil {
-			return true, errors.Wrap(err, errListChaperons)
-		}
-		if propagator.Observe(w, chs).Allowed > 0 {
-			// Committed: what runs there keeps running, and nothing of
-			// this template goes there.
-			s.committed, s.refused = true, true
-			refuseChange(s, reason, msg)
-			return false, nil
-		}
-		s.reject(s.target, reason, msg)
-		return false, nil
-	}
-	if held, done, err := r.holdForDependencies(ctx, s, m, delivered); held {
-		return done, err
-	}
-	s.openElsewhere = r.settleLeftWindows(ctx, s, m)
-	st, chs, err := r.ensureCandidates(ctx, s, delivered, m, true)
-	if forbidden(err) && st.Allowed == 0 {
-		// The member does not open the target namespace to this tenant.
-		s.reject(s.target, v1alpha1.ReasonForbidden, err.Error())
-		return false, nil
-	}
-	if p := (*deliveryProblem)(nil); errors.As(err, &p) {
-		s.reject(s.target, p.reason, p.msg)
-		return false, nil
-	}
 	if err != nil {
-		return true, err
+		return stop, err
 	}
-	age := r.started.age(w, s.target, chs)
-	d := propagator.Decide(w, st, true, age, r.timeout)
-	if d.Action == propagator.Commit && len(s.openElsewhere) > 0 {
+	if reason == "" {
+		p.delivered = delivered
+		return proceed, nil
+	}
+	chs, err := p.member.Chaperons(ctx, s.w.UID)
+	if err != nil {
+		return stop, errors.Wrap(err, errListChaperons)
+	}
+	if propagator.Observe(s.w, chs).Allowed > 0 {
+		// Committed: what runs there keeps running, and nothing of
+		// this template goes there.
+		p.decision = propagator.Decision{Action: propagator.Hold, Reason: reason, Message: msg}
+		refuseChange(s, reason, msg)
+		return settle, nil
+	}
+	return r.rejectChosen(s, reason, msg)
+}
+
+// rejectChosen rejects the chosen cluster in this reconcile: it has no
+// proof, and runner-ups go on proving themselves.
+func (r *Reconciler) rejectChosen(s *scope, reason, msg string) (next, error) {
+	s.chosen = nil
+	s.reject(s.target, reason, msg)
+	return runnerUps, nil
+}
+
+// proveChosen runs the chosen unit's handshake: a candidate per replica,
+// and its cluster's scheduler decides (propagator.Decide). An unschedulable
+// candidate, a refusal or no answer within the timeout rejects the
+// cluster; a candidate that may still bind elsewhere makes the proven unit
+// wait (settleLeftWindows).
+func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (next, error) {
+	w, p := s.w, s.chosen
+	p.openElsewhere = r.settleLeftWindows(ctx, s, p.member)
+	if n, err := r.proveUnit(ctx, s, p); n != proceed || err != nil {
+		return n, err
+	}
+	st := p.state
+	age := r.started.age(w, s.target, p.chaperons)
+	d := propagator.Decide(p.unit, st, age, r.timeout)
+	if d.Action == propagator.Commit && len(p.openElsewhere) > 0 {
 		// Proven, but a candidate elsewhere may still bind: the pods here
 		// wait for that cluster's word (design §4.9).
 		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
-			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, s.openElsewhere)}
+			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, p.openElsewhere)}
 	}
-	s.member, s.delivered, s.chaperons, s.state, s.decision = m, delivered, chs, st, d
+	p.decision = d
 	switch d.Action {
 	case propagator.Wait:
 		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
@@ -164,8 +175,8 @@ func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
 	case propagator.Fence:
 		// Rejected once the member confirms that none of them can bind.
 		s.log.Debug("fencing the candidates before rejecting the cluster", "reason", d.Reason, "windowed", len(st.Windowed))
-		if err := r.giveUp(ctx, m, w, st.Windowed); err != nil {
-			return true, err
+		if err := r.giveUp(ctx, p.member, w, st.Windowed); err != nil {
+			return stop, err
 		}
 	case propagator.Reject:
 		r.started.forget(w, s.target)
@@ -174,155 +185,173 @@ func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (bool, error) {
 		if len(st.Fenced) > 0 {
 			// What was fenced goes once the status holds the rejection:
 			// chosen again later, the cluster gets new candidates.
-			s.fenced, s.fencedMember = st.Fenced, m
+			s.fenced, s.fencedMember = st.Fenced, p.member
 			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
 		}
 	case propagator.Commit, propagator.Deliver:
-		s.committed = true
 		// The cluster took the candidates: an earlier rejection by it
 		// (expired, or it would not have been chosen) is over.
 		s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
 			return s.w.ClusterKey(&rc.Cluster) == s.target
 		})
 	}
-	return false, nil
+	return proceed, nil
 }
 
-// proveNominated keeps candidates in the other nominated clusters while
+// proveUnit makes the unit's candidates (ensureCandidates); a member that
+// refuses them (a namespace not opened to the tenant, a dependency it
+// refuses) rejects the unit's cluster, unless it is committed there.
+func (r *Reconciler) proveUnit(ctx context.Context, s *scope, p *proof) (next, error) {
+	err := r.ensureCandidates(ctx, s, p)
+	reason, msg := "", ""
+	var dp *deliveryProblem
+	switch {
+	case forbidden(err) && (p.unit.RunnerUp || p.state.Allowed == 0):
+		// The member does not open the target namespace to this tenant.
+		reason, msg = v1alpha1.ReasonForbidden, err.Error()
+	case errors.As(err, &dp):
+		reason, msg = dp.reason, dp.msg
+	case err != nil:
+		return stop, err
+	default:
+		return proceed, nil
+	}
+	if p.unit.RunnerUp {
+		s.reject(p.unit.Cluster, reason, msg)
+		return runnerUps, nil
+	}
+	return r.rejectChosen(s, reason, msg)
+}
+
+// proveRunnerUps keeps candidates in the other nominated clusters while
 // the chosen one is not committed (fan-out): they prove themselves
 // meanwhile, so that if the chosen one rejects, the next choice commits at
 // once. One whose scheduler cannot place them, or that refuses them, is
 // rejected; a runner-up never commits and never times out.
-func (r *Reconciler) proveNominated(ctx context.Context, s *scope) (bool, error) {
-	if s.committed || s.held || s.finished {
-		// Held (StopBeforeStart): no cluster gets a candidate, runner-ups neither.
-		return false, nil
+func (r *Reconciler) proveRunnerUps(ctx context.Context, s *scope) (next, error) {
+	if s.chosen.committed() {
+		return proceed, nil
 	}
-	w := s.w
-	for i := range w.Status.NominatedClusters {
-		key := w.ClusterKey(&w.Status.NominatedClusters[i])
-		if key == s.target || w.RejectedBy(key) {
-			continue
-		}
-		s.keep[key] = true
-		m := r.member(key)
+	for _, u := range s.units[1:] {
+		s.keep[u.Cluster] = true
+		m := r.member(u.Cluster)
 		if m == nil {
 			continue
 		}
-		delivered, reason, msg, err := r.admit(ctx, s, key)
+		delivered, reason, msg, err := r.admit(ctx, s, u.Cluster)
 		if err != nil {
-			return true, err
+			return stop, err
 		}
 		if reason != "" {
-			s.reject(key, reason, msg)
+			s.reject(u.Cluster, reason, msg)
 			continue
 		}
-		st, _, err := r.ensureCandidates(ctx, s, delivered, m, false)
-		if forbidden(err) {
-			s.reject(key, v1alpha1.ReasonForbidden, err.Error())
+		p := &proof{unit: u, member: m, delivered: delivered}
+		if n, err := r.proveUnit(ctx, s, p); n != proceed || err != nil {
+			if n == stop {
+				return n, err
+			}
 			continue
 		}
-		if p := (*deliveryProblem)(nil); errors.As(err, &p) {
-			s.reject(key, p.reason, p.msg)
-			continue
-		}
-		if err != nil {
-			return true, err
-		}
-		if d := propagator.Decide(w, st, false, 0, r.timeout); d.Action == propagator.Reject {
-			s.reject(key, d.Reason, d.Message)
+		if d := propagator.Decide(u, p.state, 0, r.timeout); d.Action == propagator.Reject {
+			s.reject(u.Cluster, d.Reason, d.Message)
 		}
 	}
-	return false, nil
+	return proceed, nil
 }
 
 // commit allows every reserved candidate of the chosen cluster once all
 // are reserved: their pods bind.
-func (r *Reconciler) commit(ctx context.Context, s *scope) (bool, error) {
-	if s.decision.Action != propagator.Commit {
-		return false, nil
+func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
+	p := s.chosen
+	if p == nil || p.decision.Action != propagator.Commit {
+		return proceed, nil
 	}
-	age := r.started.age(s.w, s.target, s.chaperons)
+	age := r.started.age(s.w, s.target, p.chaperons)
 	r.started.forget(s.w, s.target)
-	s.log.Info("every replica is reserved; committing", "replicas", s.w.ReplicaCount(), "handshake", age)
+	s.log.Info("every replica is reserved; committing", "replicas", p.unit.Count, "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
 	// What the pods need is there before the first of them binds.
-	if err := r.deliverDependencies(ctx, s, s.member, s.delivered, true, s.state); err != nil {
-		var p *deliveryProblem
-		if !errors.As(err, &p) {
-			return true, err
+	if err := r.deliverDependencies(ctx, s, p.member, p.delivered, true, p.state); err != nil {
+		var dp *deliveryProblem
+		if !errors.As(err, &dp) {
+			return stop, err
 		}
-		s.reject(s.target, p.reason, p.msg)
-		s.committed, s.decision = false, propagator.Decision{Action: propagator.Reject}
-		return false, nil
+		s.reject(s.target, dp.reason, dp.msg)
+		s.chosen = nil
+		return proceed, nil
 	}
-	if err := r.allow(ctx, s.member, s.w, s.state.ToAllow); err != nil {
-		return true, err
+	if err := r.allow(ctx, p.member, s.w, p.state.ToAllow); err != nil {
+		return stop, err
 	}
 	s.event(event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", s.target)))
-	return false, nil
+	return proceed, nil
 }
 
-// ensureCandidates makes the member's candidates match the replica count
-// and returns what they say. In the chosen cluster a gang of one (a single
-// replica) and a replica added to a committed cluster need no hold: their
-// candidates bind as soon as they are reserved, saving the round trip of
-// is-reserved and is-allowed; runner-ups of a fan-out always hold.
-//
-// w is the Workload as delivered to the member (its overrides applied).
-func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, w *v1alpha1.Workload, m cluster.Member, chosen bool) (propagator.State, []*mcv1alpha1.PodChaperon, error) {
+// ensureCandidates makes the unit's candidates in its member match its
+// replicas, and records in p what they say. In the chosen cluster a gang
+// of one (a unit of one replica) and a replica added to a committed
+// cluster need no hold: their candidates bind as soon as they are
+// reserved, saving the round trip of is-reserved and is-allowed;
+// runner-ups of a fan-out always hold.
+func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) error {
+	w, m, chosen := p.delivered, p.member, !p.unit.RunnerUp
 	chs, err := m.Chaperons(ctx, w.UID)
 	if err != nil {
-		return propagator.State{}, nil, errors.Wrap(err, errListChaperons)
+		return errors.Wrap(err, errListChaperons)
 	}
 	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
-		return propagator.State{}, nil, err
-	}
-	st := propagator.ObserveIn(w, chs, m.TargetNamespace(w))
-	if len(st.Extra) == 0 && len(st.Missing) == 0 {
-		return st, chs, nil
-	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return st, nil, err
-	}
-	if err := deleteChaperons(ctx, cl, st.Extra); err != nil {
-		return st, nil, err
+		return err
 	}
 	ns := m.TargetNamespace(w)
+	st := propagator.ObserveUnit(w, p.unit, chs, ns)
+	p.state, p.chaperons = st, chs
+	if len(st.Extra) == 0 && len(st.Missing) == 0 {
+		return nil
+	}
+	p.chaperons = nil
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := deleteChaperons(ctx, cl, st.Extra); err != nil {
+		return err
+	}
 	// A gang of one binds unheld only while no other cluster may still
 	// bind its candidate (settleLeftWindows).
-	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w) && len(s.openElsewhere) == 0)
+	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w, p.unit) && len(p.openElsewhere) == 0)
 	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
 		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
 			// Fan-out is a head start, not a need: under a burst the
 			// chosen cluster proves itself alone; a later pass of the
 			// Workload (any change of its candidates) tries again.
-			return st, chs, err
+			p.chaperons = chs
+			return err
 		}
 	}
 	if len(st.Missing) > 0 {
 		problems, err := r.problemsIn(ctx, s, m, w)
 		if err != nil {
-			return st, nil, err
+			return err
 		}
 		if len(problems) > 0 || r.resolve(s, w).waiting {
 			// A runner-up whose overrides need what is missing gets no
 			// candidate; the chosen cluster was held before.
-			return st, chs, nil
+			p.chaperons = chs
+			return nil
 		}
 		// Candidates that bind without a hold (and pods the member's own
 		// scheduler binds) find everything there; the others their
 		// ServiceAccount, without which no pod is admitted.
 		all := noHold || chosen && w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 		if err := r.deliverDependencies(ctx, s, m, w, all, st); err != nil {
-			var p *deliveryProblem
-			if errors.As(err, &p) && st.Allowed > 0 {
+			var dp *deliveryProblem
+			if errors.As(err, &dp) && st.Allowed > 0 {
 				// Committed: what runs keeps running; nothing new.
-				s.problem = p
-				return st, chs, nil
+				p.problem, p.chaperons = dp, chs
+				return nil
 			}
-			return st, nil, err
+			return err
 		}
 	}
 	role := propagator.Held
@@ -348,16 +377,17 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, w *v1alpha1
 				// Nothing of it is there to bring it back: what was
 				// copied for it goes now.
 				if rerr := releaseLeft(ctx, s, m); rerr != nil {
-					return st, nil, rerr
+					return rerr
 				}
 			}
-			return st, nil, errors.Wrap(err, errCreateChaperon)
+			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
 	if len(st.Missing) > 0 {
 		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
 	}
-	return st, chs, nil
+	p.chaperons = chs
+	return nil
 }
 
 // runnerUpsFull reports whether the member holds as many runner-up
@@ -497,7 +527,7 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 // fails to answer here is waited for, and looked at again.
 func (r *Reconciler) settleLeftWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
 	w := s.w
-	if !propagator.BindsUnheld(w) {
+	if !propagator.BindsUnheld(w, s.units[0]) {
 		return nil
 	}
 	// A chosen cluster that stops being chosen is left or rejected

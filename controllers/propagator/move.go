@@ -68,24 +68,28 @@ func (r *Reconciler) reachOf(ctx context.Context, s *scope, key types.Namespaced
 // back requeues the Workload) or is deleted. It also tells the truth
 // about a chosen cluster that is not Ready: Ready is Unknown, not the
 // last counts.
-func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
+func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	if st, _, err := r.reachOf(ctx, s, s.target); err != nil {
-		return true, err
-	} else if st == silent && s.committed {
+		return stop, err
+	} else if st == silent && s.chosen.committed() {
 		w.Status.ReadyReplicas = 0
 		w.Status.SetConditions(v1alpha1.ReadyUnknownOn(s.target.String(), w.Generation))
 	}
 	if err := r.pruneDependencies(ctx, s); err != nil {
-		return true, err
+		return stop, err
 	}
 	if len(w.Status.LeftClusters) == 0 {
-		return false, nil
+		return proceed, nil
 	}
 	stopFirst := w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart
 	// Replaced once every replica runs Ready in the new cluster, or ended
 	// there on its own (a batch pod).
-	replaced := stopFirst || s.finished || s.committed && s.state.Ready+s.state.Succeeded+s.state.Failed >= w.ReplicaCount()
+	var chosen propagator.State
+	if s.chosen != nil {
+		chosen = s.chosen.state
+	}
+	replaced := stopFirst || w.Finished() || s.chosen.committed() && chosen.Ready+chosen.Succeeded+chosen.Failed >= w.ReplicaCount()
 	kept := make([]v1alpha1.LeftCluster, 0, len(w.Status.LeftClusters))
 	stillReady := 0
 	for _, lc := range w.Status.LeftClusters {
@@ -98,7 +102,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 		}
 		st, m, err := r.reachOf(ctx, s, key)
 		if err != nil {
-			return true, err
+			return stop, err
 		}
 		if st == gone {
 			setDependencies(w, key, nil)
@@ -114,7 +118,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 		var chs []*mcv1alpha1.PodChaperon
 		if m != nil {
 			if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
-				return true, errors.Wrap(err, errListChaperons)
+				return stop, errors.Wrap(err, errListChaperons)
 			}
 			// Without a synced watch the entry keeps what was last seen
 			// there: an empty list is no news, and writing 0 now and the
@@ -126,7 +130,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 		case len(chs) == 0:
 			// And what was copied there for its pods.
 			if err := releaseLeft(ctx, s, m); err != nil {
-				return true, err
+				return stop, err
 			}
 			s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
 			continue
@@ -135,7 +139,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 			stillReady += propagator.Observe(w, chs).Ready
 		case !allDeleting(chs):
 			if err := r.deleteIn(ctx, m, w, chs, stopFirst); err != nil {
-				return true, err
+				return stop, err
 			}
 		}
 		kept = append(kept, lc)
@@ -145,9 +149,9 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (bool, error) {
 		w.Status.LeftClusters = kept
 	}
 	if stillReady > 0 {
-		w.Status.ReadyReplicas = int32(s.state.Ready + stillReady)
+		w.Status.ReadyReplicas = int32(chosen.Ready + stillReady)
 	}
-	return false, nil
+	return proceed, nil
 }
 
 // allDeleting reports whether every chaperon is being deleted already.

@@ -1,0 +1,89 @@
+package propagator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/chaperontest"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// TestPlacementUnits: the status places the chosen cluster's unit of
+// every replica first, then a runner-up unit in each other nominated
+// cluster that has not rejected this generation, each once.
+func TestPlacementUnits(t *testing.T) {
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+	rejectedC := func(w *v1alpha1.Workload) {
+		later := metav1.NewTime(time.Now().Add(time.Hour))
+		w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "c", Namespace: "default"}, Generation: w.Generation, RetryAfter: &later}}
+	}
+	cases := []struct {
+		name string
+		w    *v1alpha1.Workload
+		want []v1alpha1.PlacementUnit
+	}{
+		{"no cluster chosen: none", st.Workload("w", st.Replicas(3), st.Nominated("a")), nil},
+		{"one cluster: one unit of every replica", st.Workload("w", st.Replicas(3), st.PlacedOn("a")), []v1alpha1.PlacementUnit{{Cluster: key("a"), Count: 3}}},
+		{"fan-out: runner-ups after the chosen, none twice, none that rejected", st.Workload("w", st.Replicas(2), st.PlacedOn("b"), st.Nominated("a", "b", "c", "a", "d"), rejectedC),
+			[]v1alpha1.PlacementUnit{{Cluster: key("b"), Count: 2}, {Cluster: key("a"), Count: 2, RunnerUp: true}, {Cluster: key("d"), Count: 2, RunnerUp: true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.w.PlacementUnits()); diff != "" {
+				t.Errorf("PlacementUnits() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestObserveUnit: a unit counts only its own replicas; a candidate of a
+// replica outside it is extra there, and it is proven by its own count.
+func TestObserveUnit(t *testing.T) {
+	w := st.Workload("web", st.Replicas(4))
+	chs := chaperons(w, ops(chaperontest.Reserved), ops(chaperontest.Reserved), ops(chaperontest.Reserved))
+	u := v1alpha1.PlacementUnit{First: 1, Count: 3}
+	got := ObserveUnit(w, u, chs, "")
+	if diff := cmp.Diff([]int{3}, got.Missing); diff != "" {
+		t.Errorf("Missing (-want,+got):\n%s", diff)
+	}
+	if len(got.Extra) != 1 || got.Extra[0].Name != chs[0].Name || got.Reserved != 2 {
+		t.Errorf("Extra %d (want replica 0's), Reserved %d (want 2)", len(got.Extra), got.Reserved)
+	}
+	two := v1alpha1.PlacementUnit{First: 1, Count: 2}
+	if d := Decide(two, ObserveUnit(w, two, chs, ""), 0, time.Minute); d.Action != Commit {
+		t.Errorf("a unit of replicas 1 and 2, both reserved: %+v, want Commit", d)
+	}
+	if d := Decide(u, got, 0, time.Minute); d.Action != Wait {
+		t.Errorf("a unit of replicas 1 to 3, one missing: %+v, want Wait", d)
+	}
+}
+
+// TestStageOf: how far a placed Workload's chosen unit may go.
+func TestStageOf(t *testing.T) {
+	done := st.Workload("w", st.PlacedOn("a"))
+	complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", done.Generation)
+	done.Status.SetConditions(complete, ready)
+	left := []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "b"}}}
+	stopFirst := st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.Move, w.Status.LeftClusters = v1alpha1.MoveStopBeforeStart, left
+	})
+	startFirst := st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.Status.LeftClusters = left })
+	for name, tc := range map[string]struct {
+		w    *v1alpha1.Workload
+		want Stage
+	}{
+		"placed":                       {st.Workload("w", st.PlacedOn("a")), Prove},
+		"ran to its end":               {done, Finished},
+		"StopBeforeStart, left behind": {stopFirst, HeldForMove},
+		"StartBeforeStop, left behind": {startFirst, Prove},
+	} {
+		if got := StageOf(tc.w); got != tc.want {
+			t.Errorf("%s: StageOf() = %d, want %d", name, got, tc.want)
+		}
+	}
+}
