@@ -110,59 +110,7 @@ func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mc
 			r = &replica{}
 			st.replicas[i] = r
 		}
-		ready := conditionTrue(ch, corev1.PodReady)
-		if ch.Labels[mcv1alpha1.LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
-			r.current, r.currentReady = ch, ready
-		} else {
-			r.outdated = append(r.outdated, ch)
-			st.Outdated = append(st.Outdated, ch)
-		}
-		r.ready = r.ready || ready
-		reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
-		scheduled := conditionTrue(ch, corev1.PodScheduled)
-		// A candidate allowed in advance is committed once its cluster has
-		// reserved (or bound) it: until then it proves nothing.
-		allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
-			ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled)
-		if noReservation {
-			// The member's own scheduler binds at once: a bound candidate is committed.
-			allowed = scheduled
-		}
-		if reserved && !allowed {
-			st.ToAllow = append(st.ToAllow, ch)
-		} else if allowed && !noReservation && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil {
-			// Bound inside its window (allowed in advance): is-allowed
-			// makes that last, so that a pod that goes later is replaced
-			// and binds, and the member never fences it (one write, off
-			// the binding's path).
-			st.ToAllow = append(st.ToAllow, ch)
-		}
-		if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
-			switch c.Reason {
-			case corev1.PodReasonUnschedulable:
-				st.Unschedulable = c.Message
-			case mcv1alpha1.ReasonPodRefused:
-				st.Refused = c.Message
-			}
-		}
-		if why := ch.Annotations[mcv1alpha1.AnnotationFenced]; why != "" && !allowed {
-			st.Fenced, st.FencedWhy = append(st.Fenced, ch), why
-		} else if _, ok := ch.BindWindow(); ok && !allowed && ch.DeletionTimestamp == nil {
-			st.Windowed = append(st.Windowed, ch)
-		}
-		r.allowed, r.reserved, r.scheduled = r.allowed || allowed, r.reserved || reserved, r.scheduled || scheduled
-		switch ch.Status.Phase {
-		case corev1.PodSucceeded:
-			r.succeeded = true
-		case corev1.PodFailed:
-			r.failed = true
-			if st.FailedMessage == "" {
-				st.FailedMessage = "pod " + ch.Name + " failed"
-				if ch.Status.Message != "" {
-					st.FailedMessage += ": " + ch.Status.Message
-				}
-			}
-		}
+		st.observe(r, ch, hash, ns, noReservation)
 	}
 	for _, i := range u.Replicas() {
 		r := st.replicas[i]
@@ -190,4 +138,63 @@ func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mc
 		}
 	}
 	return st
+}
+
+// observe reads one chaperon of replica r: current (the pod template of
+// hash, in member namespace ns unless ns is empty) or outdated, and what
+// the handshake and its pod say.
+func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string, noReservation bool) {
+	ready := conditionTrue(ch, corev1.PodReady)
+	if ch.Labels[mcv1alpha1.LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
+		r.current, r.currentReady = ch, ready
+	} else {
+		r.outdated = append(r.outdated, ch)
+		st.Outdated = append(st.Outdated, ch)
+	}
+	r.ready = r.ready || ready
+	reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
+	scheduled := conditionTrue(ch, corev1.PodScheduled)
+	// A candidate allowed in advance is committed once its cluster has
+	// reserved (or bound) it: until then it proves nothing.
+	allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
+		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled)
+	if noReservation {
+		// The member's own scheduler binds at once: a bound candidate is committed.
+		allowed = scheduled
+	}
+	if reserved && !allowed {
+		st.ToAllow = append(st.ToAllow, ch)
+	} else if allowed && !noReservation && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil {
+		// Bound inside its window (allowed in advance): is-allowed
+		// makes that last, so that a pod that goes later is replaced
+		// and binds, and the member never fences it (one write, off
+		// the binding's path).
+		st.ToAllow = append(st.ToAllow, ch)
+	}
+	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
+		switch c.Reason {
+		case corev1.PodReasonUnschedulable:
+			st.Unschedulable = c.Message
+		case mcv1alpha1.ReasonPodRefused:
+			st.Refused = c.Message
+		}
+	}
+	if why := ch.Annotations[mcv1alpha1.AnnotationFenced]; why != "" && !allowed {
+		st.Fenced, st.FencedWhy = append(st.Fenced, ch), why
+	} else if _, ok := ch.BindWindow(); ok && !allowed && ch.DeletionTimestamp == nil {
+		st.Windowed = append(st.Windowed, ch)
+	}
+	r.allowed, r.reserved, r.scheduled = r.allowed || allowed, r.reserved || reserved, r.scheduled || scheduled
+	switch ch.Status.Phase {
+	case corev1.PodSucceeded:
+		r.succeeded = true
+	case corev1.PodFailed:
+		r.failed = true
+		if st.FailedMessage == "" {
+			st.FailedMessage = "pod " + ch.Name + " failed"
+			if ch.Status.Message != "" {
+				st.FailedMessage += ": " + ch.Status.Message
+			}
+		}
+	}
 }

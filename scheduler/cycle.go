@@ -75,6 +75,17 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 			return res
 		}
 	}
+	feasible := p.filter(ctx, state, w, snap, o, res)
+	if len(feasible) == 0 {
+		return res
+	}
+	p.score(ctx, state, w, snap, feasible, res)
+	return res
+}
+
+// filter runs the filters on every cluster the options do not exclude,
+// records in res why each that fails does, and returns those that pass.
+func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, o Options, res *Result) []*ClusterInfo {
 	feasible := make([]*ClusterInfo, 0, len(snap.Clusters))
 	for _, c := range snap.Clusters {
 		if why, ok := o.Exclude[c.Key]; ok {
@@ -103,9 +114,12 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 		}
 		feasible = append(feasible, c)
 	}
-	if len(feasible) == 0 {
-		return res
-	}
+	return feasible
+}
+
+// score runs the pre-scores and the weighted, normalized scores on the
+// feasible clusters and ranks them in res, best first.
+func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, feasible []*ClusterInfo, res *Result) {
 	for _, pl := range p.PreScores {
 		if s := pl.PreScore(ctx, state, w, snap, feasible); !s.IsSuccess() {
 			// A failed pre-score leaves its plugin's scores flat rather than
@@ -154,7 +168,6 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 		}
 		return tie[a.Cluster.Key] < tie[b.Cluster.Key]
 	})
-	return res
 }
 
 func tieBreak(uid types.UID, key types.NamespacedName) uint64 {

@@ -303,8 +303,7 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
 		return err
 	}
-	ns := m.TargetNamespace(w)
-	st := propagator.ObserveUnit(w, p.unit, chs, ns)
+	st := propagator.ObserveUnit(w, p.unit, chs, m.TargetNamespace(w))
 	p.state, p.chaperons = st, chs
 	if len(st.Extra) == 0 && len(st.Missing) == 0 {
 		return nil
@@ -354,15 +353,27 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 			return err
 		}
 	}
+	if err := r.createCandidates(ctx, s, p, cl, noHold, chs); err != nil {
+		return err
+	}
+	p.chaperons = chs
+	return nil
+}
+
+// createCandidates creates the unit's missing candidates with the
+// tenant's client cl, holding unless noHold; chs are those already there.
+func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof, cl client.Client, noHold bool, chs []*mcv1alpha1.PodChaperon) error {
+	w, m, st := p.delivered, p.member, p.state
+	ns := m.TargetNamespace(w)
 	role := propagator.Held
 	switch {
 	case noHold:
 		role = propagator.NoHold
-	case !chosen:
+	case p.unit.RunnerUp:
 		role = propagator.RunnerUp
 	}
 	for n, i := range st.Missing {
-		if chosen && len(chs) == 0 && n == 0 {
+		if !p.unit.RunnerUp && len(chs) == 0 && n == 0 {
 			// The handshake starts now, on this clock.
 			r.started.start(w, m.ClusterKey())
 		}
@@ -386,7 +397,6 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 	if len(st.Missing) > 0 {
 		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
 	}
-	p.chaperons = chs
 	return nil
 }
 

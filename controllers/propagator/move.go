@@ -93,56 +93,14 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	kept := make([]v1alpha1.LeftCluster, 0, len(w.Status.LeftClusters))
 	stillReady := 0
 	for _, lc := range w.Status.LeftClusters {
-		key := w.ClusterKey(&lc.Cluster)
-		if key == s.target || r.sameHost(key, s.target) {
-			// Chosen again (an external scheduler may), or the chosen
-			// cluster registered again: what is there is the chosen
-			// cluster's now, never the old copy.
-			continue
-		}
-		st, m, err := r.reachOf(ctx, s, key)
+		stays, ready, err := r.leaveCluster(ctx, s, &lc, replaced)
 		if err != nil {
 			return stop, err
 		}
-		if st == gone {
-			setDependencies(w, key, nil)
-			w.SetPlaced(key, "", false)
-			s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
-			continue
+		if stays {
+			kept = append(kept, lc)
+			stillReady += ready
 		}
-		// syncing: its watch's first list brings the Workload back (OnSynced).
-		// Whatever happens below, removeElsewhereOf leaves this cluster
-		// to this phase: a copy not yet replaced stays, even if the
-		// cluster answers between here and there.
-		s.keep[key] = true
-		var chs []*mcv1alpha1.PodChaperon
-		if m != nil {
-			if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
-				return stop, errors.Wrap(err, errListChaperons)
-			}
-			// Without a synced watch the entry keeps what was last seen
-			// there: an empty list is no news, and writing 0 now and the
-			// count again once synced would be two writes for nothing.
-			lc.Remaining = int32(len(chs))
-		}
-		switch {
-		case st != answering:
-		case len(chs) == 0:
-			// And what was copied there for its pods.
-			if err := releaseLeft(ctx, s, m); err != nil {
-				return stop, err
-			}
-			s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
-			continue
-		case !replaced:
-			// Make before break: the old pods serve until the new ones do.
-			stillReady += propagator.Observe(w, chs).Ready
-		case !allDeleting(chs):
-			if err := r.deleteIn(ctx, m, w, chs, stopFirst); err != nil {
-				return stop, err
-			}
-		}
-		kept = append(kept, lc)
 	}
 	w.Status.LeftClusters = nil
 	if len(kept) > 0 {
@@ -152,6 +110,64 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 		w.Status.ReadyReplicas = int32(chosen.Ready + stillReady)
 	}
 	return proceed, nil
+}
+
+// leaveCluster follows one cluster left (lc, whose count of what remains
+// there it updates): what is there goes once replaced, and the entry goes
+// once nothing is left there. It reports whether the entry stays, and how
+// many replicas still run Ready there meanwhile (make before break).
+func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.LeftCluster, replaced bool) (stays bool, ready int, err error) {
+	w := s.w
+	key := w.ClusterKey(&lc.Cluster)
+	if key == s.target || r.sameHost(key, s.target) {
+		// Chosen again (an external scheduler may), or the chosen
+		// cluster registered again: what is there is the chosen
+		// cluster's now, never the old copy.
+		return false, 0, nil
+	}
+	st, m, err := r.reachOf(ctx, s, key)
+	if err != nil {
+		return false, 0, err
+	}
+	if st == gone {
+		setDependencies(w, key, nil)
+		w.SetPlaced(key, "", false)
+		s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
+		return false, 0, nil
+	}
+	// syncing: its watch's first list brings the Workload back (OnSynced).
+	// Whatever happens below, removeElsewhereOf leaves this cluster
+	// to this phase: a copy not yet replaced stays, even if the
+	// cluster answers between here and there.
+	s.keep[key] = true
+	var chs []*mcv1alpha1.PodChaperon
+	if m != nil {
+		if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
+			return false, 0, errors.Wrap(err, errListChaperons)
+		}
+		// Without a synced watch the entry keeps what was last seen
+		// there: an empty list is no news, and writing 0 now and the
+		// count again once synced would be two writes for nothing.
+		lc.Remaining = int32(len(chs))
+	}
+	switch {
+	case st != answering:
+	case len(chs) == 0:
+		// And what was copied there for its pods.
+		if err := releaseLeft(ctx, s, m); err != nil {
+			return false, 0, err
+		}
+		s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
+		return false, 0, nil
+	case !replaced:
+		// Make before break: the old pods serve until the new ones do.
+		ready = propagator.Observe(w, chs).Ready
+	case !allDeleting(chs):
+		if err := r.deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
+			return false, 0, err
+		}
+	}
+	return true, ready, nil
 }
 
 // allDeleting reports whether every chaperon is being deleted already.
