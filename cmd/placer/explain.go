@@ -99,7 +99,13 @@ func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[s
 	if err != nil {
 		return err
 	}
-	res := profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true})
+	printCycle(out, w, profile, snap, profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true}))
+	return nil
+}
+
+// printCycle prints a scheduling cycle of the Workload over the fleet:
+// the feasible clusters by rank, then the others by name.
+func printCycle(out io.Writer, w *v1alpha1.Workload, profile *scheduler.Profile, snap *scheduler.Snapshot, res *scheduler.Result) {
 	rank := map[types.NamespacedName]int{}
 	for i, r := range res.Ranked {
 		rank[r.Cluster.Key] = i
@@ -126,39 +132,44 @@ func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[s
 	})
 	fmt.Fprintf(out, "\nA scheduling cycle now, over %d cluster(s), %d feasible:\n", res.Total, len(res.Ranked))
 	for _, k := range keys {
-		fmt.Fprintln(out)
-		if i, ok := rank[k]; ok {
-			r := res.Ranked[i]
-			fmt.Fprintf(out, "%s: feasible, rank %d, total %d\n", k, i+1, r.Total)
-		} else {
-			fmt.Fprintf(out, "%s: not feasible\n", k)
+		printCluster(out, w, snap, res, k, rank, weights)
+	}
+}
+
+// printCluster says why one cluster of the cycle is feasible or not, how
+// it scored, and what its handshake and the overrides say there.
+func printCluster(out io.Writer, w *v1alpha1.Workload, snap *scheduler.Snapshot, res *scheduler.Result, k types.NamespacedName, rank map[types.NamespacedName]int, weights map[string]int64) {
+	fmt.Fprintln(out)
+	if i, ok := rank[k]; ok {
+		r := res.Ranked[i]
+		fmt.Fprintf(out, "%s: feasible, rank %d, total %d\n", k, i+1, r.Total)
+	} else {
+		fmt.Fprintf(out, "%s: not feasible\n", k)
+	}
+	fmt.Fprintln(out, "  predicates:")
+	for _, s := range res.Filters[k] {
+		verdict := "pass"
+		if !s.IsSuccess() {
+			verdict = "FAIL  " + s.Message()
 		}
-		fmt.Fprintln(out, "  predicates:")
-		for _, s := range res.Filters[k] {
-			verdict := "pass"
-			if !s.IsSuccess() {
-				verdict = "FAIL  " + s.Message()
-			}
-			fmt.Fprintf(out, "    %-22s %s\n", s.Plugin(), verdict)
+		fmt.Fprintf(out, "    %-22s %s\n", s.Plugin(), verdict)
+	}
+	if i, ok := rank[k]; ok {
+		fmt.Fprintln(out, "  priorities (normalized 1-10 × weight):")
+		r := res.Ranked[i]
+		names := make([]string, 0, len(r.Scores))
+		for n := range r.Scores {
+			names = append(names, n)
 		}
-		if i, ok := rank[k]; ok {
-			fmt.Fprintln(out, "  priorities (normalized 1-10 × weight):")
-			r := res.Ranked[i]
-			names := make([]string, 0, len(r.Scores))
-			for n := range r.Scores {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, r.Scores[n], weights[n], r.Scores[n]*weights[n])
-			}
-		}
-		fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))
-		if len(w.Spec.Overrides) > 0 {
-			fmt.Fprintf(out, "  overrides: %s\n", overridesIn(w, snap.Cluster(k)))
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, r.Scores[n], weights[n], r.Scores[n]*weights[n])
 		}
 	}
-	return nil
+	fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))
+	if len(w.Spec.Overrides) > 0 {
+		fmt.Fprintf(out, "  overrides: %s\n", overridesIn(w, snap.Cluster(k)))
+	}
 }
 
 // overridesIn says which spec.overrides rules apply in the cluster, in

@@ -113,21 +113,7 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	fmt.Fprintf(out, "Starting a management cluster and %d member clusters in %s ...\n", len(members), dir)
 	startCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-
-	names := []string{"management"}
-	for _, m := range members {
-		names = append(names, m.name)
-	}
-	opts := make([]local.Options, len(names))
-	for i, name := range names {
-		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: name == "management", Scheduler: name != "management"}
-	}
-	var mu sync.Mutex
-	clusters, err := local.StartAll(startCtx, opts, func(c *local.Cluster, took time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, "  %-10s up in %s at %s\n", c.Name(), took.Round(100*time.Millisecond), c.Server())
-	})
+	clusters, err := startFleet(startCtx, out, dir, o.binDir, members)
 	if err != nil {
 		return err
 	}
@@ -136,35 +122,88 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 			_ = c.Close()
 		}
 	}()
-	mgmt := clusters[0]
-
-	// placer runs as config/ deploys it: its kustomizations are applied,
-	// and every component runs as its ServiceAccount with its Deployment's
-	// flags (only what a process outside a pod says differently changes).
-	comps, err := install(startCtx, mgmt, "management", "placer-manager")
+	c, stopScheduler, err := startPlacer(ctx, startCtx, out, o, clusters, members)
 	if err != nil {
 		return err
+	}
+	defer stopScheduler()
+
+	waitErr := waitClustersReady(startCtx, c, members)
+	if err := printClusters(ctx, out, c); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		return waitErr
+	}
+	if err := runExamples(ctx, out, c, o.once); err != nil {
+		return err
+	}
+	// Drain small; cut large off (clusters[0] is the management cluster,
+	// the members follow in fleet order).
+	cut := clusters[1+slices.IndexFunc(members, func(m member) bool { return m.name == "large" })]
+	if err := showFleetDynamics(ctx, out, c, "small", cut, 2*time.Minute); err != nil {
+		return errors.Wrap(err, "fleet dynamics")
+	}
+	if o.once {
+		return nil
+	}
+	printSandboxHelp(out, dir, clusters, members)
+	<-ctx.Done()
+	fmt.Fprintln(out, "Stopping ...")
+	return nil
+}
+
+// startFleet starts the management cluster and the members, each in a
+// folder of its own under dir.
+func startFleet(ctx context.Context, out io.Writer, dir, binDir string, members []member) ([]*local.Cluster, error) {
+	names := []string{"management"}
+	for _, m := range members {
+		names = append(names, m.name)
+	}
+	opts := make([]local.Options, len(names))
+	for i, name := range names {
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: binDir, NoKwok: name == "management", Scheduler: name != "management"}
+	}
+	var mu sync.Mutex
+	return local.StartAll(ctx, opts, func(c *local.Cluster, took time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "  %-10s up in %s at %s\n", c.Name(), took.Round(100*time.Millisecond), c.Server())
+	})
+}
+
+// startPlacer runs placer as config/ deploys it: its kustomizations are
+// applied, and every component runs as its ServiceAccount with its
+// Deployment's flags (only what a process outside a pod says differently
+// changes): the members' agents and candidate schedulers, the members
+// registered, the manager, and the example external scheduler, which the
+// returned func stops. It returns a client of the management cluster.
+func startPlacer(ctx, startCtx context.Context, out io.Writer, o *sandboxOptions, clusters []*local.Cluster, members []member) (client.WithWatch, func(), error) {
+	mgmt := clusters[0]
+	comps, err := install(startCtx, mgmt, "management", "placer-manager")
+	if err != nil {
+		return nil, nil, err
 	}
 	manager := comps[0]
 	c, err := client.NewWithWatch(mgmt.RESTConfig(), client.Options{Scheme: apis.NewScheme()})
 	if err != nil {
-		return errors.Wrap(err, "cannot create a client")
+		return nil, nil, errors.Wrap(err, "cannot create a client")
 	}
 	placer := o.placer
 	if placer == "" {
 		if placer, err = os.Executable(); err != nil {
-			return errors.Wrap(err, "cannot find the placer binary")
+			return nil, nil, errors.Wrap(err, "cannot find the placer binary")
 		}
 	}
 	for i, m := range members {
 		if err := clusters[i+1].AddNodes(startCtx, m.nodes...); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := startMemberComponents(startCtx, clusters[i+1], placer); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := registerMember(startCtx, c, clusters[i+1], m); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
@@ -175,26 +214,24 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s",
 		// The failover step shows within a minute (300 s in config/).
 		fmt.Sprintf("--default-unreachable-toleration-seconds=%d", sandboxToleration))...); err != nil {
-		return errors.Wrap(err, "cannot start the manager")
+		return nil, nil, errors.Wrap(err, "cannot start the manager")
 	}
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	mgrDone, err := startExampleScheduler(mgrCtx, mgmt)
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone, err := startExampleScheduler(schedCtx, mgmt)
 	if err != nil {
-		stopMgr()
-		return err
+		stopSched()
+		return nil, nil, err
 	}
-	defer func() {
-		stopMgr()
-		<-mgrDone
-	}()
+	return c, func() {
+		stopSched()
+		<-schedDone
+	}, nil
+}
 
-	waitErr := waitClustersReady(startCtx, c, members)
-	if err := printClusters(ctx, out, c); err != nil {
-		return err
-	}
-	if waitErr != nil {
-		return waitErr
-	}
+// runExamples applies the Workloads of examples/ one at a time and
+// reports where each landed; with once, an example that did not land
+// where it says fails the sandbox.
+func runExamples(ctx context.Context, out io.Writer, c client.WithWatch, once bool) error {
 	exs, err := examples.Workloads()
 	if err != nil {
 		return err
@@ -208,19 +245,16 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 			failed++
 		}
 	}
-	if o.once && failed > 0 {
+	if once && failed > 0 {
 		// Reported as what it is, before the fleet moves on.
 		return errors.Errorf("%d of %d examples did not land where they say", failed, len(placements))
 	}
-	// Drain small; cut large off (clusters[0] is the management cluster,
-	// the members follow in fleet order).
-	cut := clusters[1+slices.IndexFunc(members, func(m member) bool { return m.name == "large" })]
-	if err := showFleetDynamics(ctx, out, c, "small", cut, 2*time.Minute); err != nil {
-		return errors.Wrap(err, "fleet dynamics")
-	}
-	if o.once {
-		return nil
-	}
+	return nil
+}
+
+// printSandboxHelp says where the kubeconfigs are and what to try.
+func printSandboxHelp(out io.Writer, dir string, clusters []*local.Cluster, members []member) {
+	mgmt := clusters[0]
 	fmt.Fprintf(out, `
 The sandbox is up. Kubeconfigs are in %[1]s:
   management: %[2]s
@@ -241,14 +275,8 @@ Look around with kubectl:
 
 Press Ctrl-C to stop every process.
 `, mgmt.KubeconfigPath(), members[0].name, clusters[1].KubeconfigPath())
-	<-ctx.Done()
-	fmt.Fprintln(out, "Stopping ...")
-	return nil
 }
 
-// install applies config/<dir> to a cluster, with a kubeconfig of each
-// Deployment's ServiceAccount beside its admin kubeconfig, and returns the
-// Deployments named want.
 func install(ctx context.Context, lc *local.Cluster, dir string, want ...string) ([]deploy.Component, error) {
 	comps, err := deploy.Install(ctx, lc.RESTConfig(), dir, filepath.Dir(lc.KubeconfigPath()))
 	if err != nil {
