@@ -13,6 +13,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -156,48 +157,10 @@ func (c *Connection) Watch(ctx context.Context) error {
 		return nil
 	}
 	c.mu.Unlock()
-	hasWorkload, err := labels.NewRequirement(mcv1alpha1.LabelWorkloadUID, selection.Exists, nil)
-	if err != nil {
-		return errors.Wrap(err, errWatchMember)
-	}
-	// One REST mapper for the watch and the clients: placer's kinds are
-	// discovered once per attempt, not once per client.
-	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, c.requests)
-	if err != nil {
-		return errors.Wrap(err, errWatchMember)
-	}
-	ca, err := crcache.New(c.Config, crcache.Options{
-		HTTPClient: c.HTTPClient,
-		Mapper:     mapper,
-		// A read of a kind not watched here fails instead of starting a
-		// fleet-wide watch under the manager's identity.
-		ReaderFailOnMissingInformer: true,
-		DefaultWatchErrorHandler:    WatchErrors(c.Key),
-		Scheme:                      memberScheme,
-		ByObject: map[client.Object]crcache.ByObject{
-			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
-			&mcv1alpha1.PodChaperon{}:    {Label: labels.NewSelector().Add(*hasWorkload)},
-		},
-	})
-	if err != nil {
-		return errors.Wrap(err, errWatchMember)
-	}
 	gctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	// A Workload's chaperons are looked up by its UID on every reconcile:
-	// an index, not a walk over every chaperon of the member.
-	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexWorkloadUID, func(o client.Object) []string {
-		return []string{o.GetLabels()[mcv1alpha1.LabelWorkloadUID]}
-	}); err != nil {
-		return errors.Wrap(err, errWatchMember)
-	}
-	// The fan-out bound counts the runner-ups waiting in the member.
-	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexHeldRunnerUp, func(o client.Object) []string {
-		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok && ch.HeldRunnerUp() {
-			return []string{"true"}
-		}
-		return nil
-	}); err != nil {
+	ca, mapper, err := c.newCache(gctx)
+	if err != nil {
 		return errors.Wrap(err, errWatchMember)
 	}
 	summary, err := ca.GetInformer(gctx, &mcv1alpha1.ClusterSummary{}, crcache.BlockUntilSynced(false))
@@ -249,6 +212,55 @@ func (c *Connection) Watch(ctx context.Context) error {
 	c.cache, c.summary, c.chaperons, c.reader = ca, summary, chaperons, reader
 	c.watching = time.Now()
 	return nil
+}
+
+// newCache builds the cache of the member's watches (not started): the
+// ClusterSummary, and the chaperons placer made there, indexed by their
+// Workload's UID and by whether they are runner-ups still waiting.
+func (c *Connection) newCache(gctx context.Context) (crcache.Cache, meta.RESTMapper, error) {
+	hasWorkload, err := labels.NewRequirement(mcv1alpha1.LabelWorkloadUID, selection.Exists, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// One REST mapper for the watch and the clients: placer's kinds are
+	// discovered once per attempt, not once per client.
+	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, c.requests)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := crcache.New(c.Config, crcache.Options{
+		HTTPClient: c.HTTPClient,
+		Mapper:     mapper,
+		// A read of a kind not watched here fails instead of starting a
+		// fleet-wide watch under the manager's identity.
+		ReaderFailOnMissingInformer: true,
+		DefaultWatchErrorHandler:    WatchErrors(c.Key),
+		Scheme:                      memberScheme,
+		ByObject: map[client.Object]crcache.ByObject{
+			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
+			&mcv1alpha1.PodChaperon{}:    {Label: labels.NewSelector().Add(*hasWorkload)},
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// A Workload's chaperons are looked up by its UID on every reconcile:
+	// an index, not a walk over every chaperon of the member.
+	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexWorkloadUID, func(o client.Object) []string {
+		return []string{o.GetLabels()[mcv1alpha1.LabelWorkloadUID]}
+	}); err != nil {
+		return nil, nil, err
+	}
+	// The fan-out bound counts the runner-ups waiting in the member.
+	if err := ca.IndexField(gctx, &mcv1alpha1.PodChaperon{}, indexHeldRunnerUp, func(o client.Object) []string {
+		if ch, ok := o.(*mcv1alpha1.PodChaperon); ok && ch.HeldRunnerUp() {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	return ca, mapper, nil
 }
 
 // LiveHeartbeat reads the summary's heartbeat from the member's API

@@ -242,3 +242,14 @@ func (r *Registry) Close() {
 		c.close()
 	}
 }
+
+// Connect keeps the cluster's connection (Ensure) and the member
+// namespaces it serves (spec.targetNamespaces).
+func (r *Registry) Connect(key types.NamespacedName, kubeconfig []byte, targetNamespaces map[string]v1alpha1.NamespaceName, opts ...EnsureOption) error {
+	c, err := r.Ensure(key, kubeconfig, opts...)
+	if err != nil {
+		return err
+	}
+	c.SetTargetNamespaces(targetNamespaces)
+	return nil
+}

@@ -35,8 +35,7 @@ const (
 	errGetCluster   = "cannot get KubernetesCluster"
 	errGetSecret    = "cannot get connection Secret"
 	errUpdateStatus = "cannot update KubernetesCluster status"
-	errPatchLabels  = "cannot publish built-in labels"
-	errReconnect    = "cannot reconnect to the cluster"
+	errPatchCluster = "cannot publish the cluster's built-in labels and condition taints"
 	errGetNamespace = "cannot get the cluster's namespace"
 
 	errClusterFinalizer = "cannot patch the cluster's finalizers"
@@ -61,17 +60,25 @@ type Reconciler struct {
 	client client.Client
 	// secrets reads a connection Secret directly while its own watch (the
 	// one cache of it) has not synced; the manager caches no other Secret.
-	secrets  client.Reader
-	watches  *shared.ObjectWatches
-	registry *cluster.Registry
-	// members is the registry as the drain reads it (a fake in tests).
-	members  cluster.Members
-	record   event.Recorder
-	log      logging.Logger
-	interval time.Duration
-	grace    time.Duration
-	ready    readiness
-	drains   drains
+	secrets client.Reader
+	// watches are the connection Secrets' single-object watches.
+	watches shared.Sources
+	// conns are the member connections (the registry; a fake in tests).
+	conns  connections
+	record event.Recorder
+	log    logging.Logger
+	health cluster.HealthOptions
+	ready  readiness
+	drains drains
+}
+
+// connections are the member connections the controller keeps, and the
+// judges of their health: the cluster.Registry, or a fake in unit tests.
+type connections interface {
+	cluster.Members
+	Connect(key types.NamespacedName, kubeconfig []byte, targetNamespaces map[string]v1alpha1.NamespaceName, opts ...cluster.EnsureOption) error
+	Check(ctx context.Context, key types.NamespacedName, kubeconfig []byte, last cluster.Last, o cluster.HealthOptions, opts ...cluster.EnsureOption) (cluster.Health, error)
+	Remove(key types.NamespacedName)
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch;update;patch
@@ -95,18 +102,17 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a client of the management cluster")
 	}
+	watches := shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
 	r := &Reconciler{
-		client:   mgr.GetClient(),
-		secrets:  mgr.GetAPIReader(),
-		watches:  shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue),
-		registry: reg,
-		members:  reg,
-		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
-		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
-		interval: o.ProbeInterval,
-		grace:    o.HeartbeatGrace,
+		client:  mgr.GetClient(),
+		secrets: mgr.GetAPIReader(),
+		watches: watches,
+		conns:   reg,
+		record:  event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:     logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
+		health:  cluster.HealthOptions{Interval: o.ProbeInterval, Grace: o.HeartbeatGrace},
 	}
-	if err := mgr.Add(shared.Closer(func() { r.watches.Close(); reg.Close() })); err != nil {
+	if err := mgr.Add(shared.Closer(func() { watches.Close(); reg.Close() })); err != nil {
 		return nil, err
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -121,14 +127,16 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	return reg, err
 }
 
-// Reconcile connects to a member cluster, probes it and publishes its status.
+// Reconcile connects to a member cluster, judges its health and
+// publishes it, in phases: the finalizer first; then what the cluster's
+// connection says, set on the object; one patch of its labels and taints
+// and one write of its status; and, once it is being deleted, its drain.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := r.log.WithValues("cluster", req.String())
 	kc := &v1alpha1.KubernetesCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, kc); err != nil {
 		if kerrors.IsNotFound(err) {
 			r.watches.Forget(req.NamespacedName)
-			r.registry.Remove(req.NamespacedName)
+			r.conns.Remove(req.NamespacedName)
 			r.drains.forget(req.NamespacedName)
 			r.ready.set(req.NamespacedName, false)
 			return reconcile.Result{}, nil
@@ -143,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 		}
 	}
-	res, err := r.connect(ctx, log, kc)
+	res, err := r.connect(ctx, kc)
 	if kc.DeletionTimestamp == nil || err != nil {
 		return res, err
 	}
@@ -188,167 +196,53 @@ func (r *Reconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster)
 	return nil, nil
 }
 
-// connect keeps the cluster's connection, probes it and publishes its
-// status, also while it is being deleted (drained).
-func (r *Reconciler) connect(ctx context.Context, log logging.Logger, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
-	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kc)}
-	status := kc.Status.DeepCopy()
+// connect keeps the cluster's connection, has it judge the member's
+// health and publishes it, also while the cluster is being deleted
+// (drained). Until a new watch has seen enough to judge, the cluster
+// keeps its condition.
+func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
+	key := client.ObjectKeyFromObject(kc)
 	kubeconfig, notReady := r.kubeconfig(ctx, kc)
 	if notReady != nil {
 		// Nothing to retry: the Secret watch brings the cluster back when it changes.
-		r.registry.Remove(req.NamespacedName)
-		return shared.IgnoreConflict(r.writeStatus(ctx, kc, status, *notReady, nil))
+		r.conns.Remove(key)
+		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
 	}
 	access, err := r.access(ctx, kc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	conn, err := r.registry.Ensure(req.NamespacedName, kubeconfig, access...)
-	if err != nil {
+	if err := r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...); err != nil {
 		reason := v1alpha1.ReasonBadKubeconfig
 		if cluster.IsKubeconfigRefused(err) {
 			reason = v1alpha1.ReasonKubeconfigRefused
 		}
-		return shared.IgnoreConflict(r.writeStatus(ctx, kc, status, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+		return shared.IgnoreConflict(r.publish(ctx, kc, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
 	}
-	conn.SetTargetNamespaces(kc.Spec.TargetNamespaces)
-
-	// A member's summary changes up to once a second under churn: between
-	// probes it is copied into the status, and the member is not asked
-	// for its version again.
-	now := metav1.Now()
-	next := r.interval
-	if since, fresh := r.probedRecently(kc, conn); fresh {
-		next = r.interval - since
-	} else {
-		info, err := conn.Probe(ctx)
-		if err != nil {
-			log.Debug("probe failed", "error", cluster.DescribeError(err))
-			return r.requeueAfter(r.writeStatus(ctx, kc, status, probeFailure(err), nil))
-		}
-		status.LastProbeTime = &now
-		status.Version = info.GitVersion
-		if prev := kc.Status.GetCondition(xpv2.TypeReady); prev.Reason == v1alpha1.ReasonUnreachable && stale(conn.WatchStarted(), prev.LastTransitionTime.Time) {
-			// It answers again: fresh watches list it now, rather than
-			// after their reflectors' backoff (up to a minute), and until
-			// they have, nothing is read from the stale ones.
-			if conn, err = r.registry.Reconnect(req.NamespacedName, kubeconfig, access...); err != nil {
-				// Ensure accepted this kubeconfig a moment ago.
-				return reconcile.Result{}, errors.Wrap(err, errReconnect)
-			}
-		}
-	}
-	msg := fmt.Sprintf("%s answers", status.Version)
-	var topology map[string]string
-	var down *xpv2.Condition
-	if watchErr := conn.Watch(ctx); watchErr != nil {
-		log.Debug("cannot watch the cluster summary", "error", cluster.DescribeError(watchErr))
-		c := notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent is not installed or does not run: "+cluster.DescribeError(watchErr))
-		down = &c
-	} else {
-		sum := conn.Summary(ctx)
-		if sum.Found && sum.Silent >= r.grace {
-			// Silent past the grace: a stopped agent, or a watch waiting
-			// out its reflector's backoff after a blip. The member says.
-			if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) {
-				log.Debug("the summary's watch is behind; reconnecting")
-				if _, err := r.registry.Reconnect(req.NamespacedName, kubeconfig, access...); err != nil {
-					return reconcile.Result{}, errors.Wrap(err, errReconnect)
-				}
-				return reconcile.Result{RequeueAfter: time.Second}, nil
-			}
-		}
-		if sum.Found {
-			status.NodeCount, status.ReadyNodeCount = sum.Status.NodeCount, sum.Status.ReadyNodeCount
-			status.Allocatable, status.Requested, status.LargestFreeNode = sum.Status.Allocatable, sum.Status.Requested, sum.Status.LargestFreeNode
-			topology = sum.Status.Labels
-			msg += fmt.Sprintf("; %d of %d nodes ready", status.ReadyNodeCount, status.NodeCount)
-		}
-		var wait time.Duration
-		var settled bool
-		down, wait, settled = r.components(sum, msg)
-		if !settled {
-			// The watch has just started (a new connection, a restarted
-			// manager): the cluster keeps its condition for a moment
-			// rather than flap.
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-		if wait > 0 {
-			next = min(next, wait)
-		}
-	}
-	cond := xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: now, Message: msg}
-	if down != nil {
-		cond = *down
-	}
-	if err := r.writeStatus(ctx, kc, status, cond, topology); err != nil {
-		return shared.IgnoreConflict(err)
-	}
-	return reconcile.Result{RequeueAfter: next}, nil
-}
-
-// components judges placer's components in an answering member from its
-// summary: the agent heartbeats in it, and it says whether the candidate
-// scheduler renews its Lease. It returns why the member is not Ready (nil
-// when it is), how soon to look again (zero: at the next probe), and false
-// while the watch has not listed the summary yet and nothing can be said.
-func (r *Reconciler) components(sum cluster.Summary, msg string) (*xpv2.Condition, time.Duration, bool) {
-	var c xpv2.Condition
-	left := r.grace - sum.Silent
-	switch {
-	case !sum.Synced && left > 0:
-		// The summary's arrival brings the next reconcile; without one,
-		// look again now and then (each look probes), not in a hot loop.
-		return nil, min(left, 2*time.Second), false
-	case !sum.Synced:
-		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; the watch of placer's ClusterSummary has not synced in %s", msg, sum.Silent.Round(time.Second)))
-	case !sum.Found:
-		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent has not published a capacity summary: it does not run, or cannot write")
-	case sum.Status.HeartbeatTime == nil:
-		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, msg+"; placer's agent publishes no heartbeat: it is older than the manager, upgrade it")
-	case left <= 0:
-		c = notReadyCondition(v1alpha1.ReasonAgentNotRunning, fmt.Sprintf("%s; placer's agent has not renewed its capacity summary for %s (grace %s): it does not run, or cannot reach its API server",
-			msg, sum.Silent.Round(time.Second), r.grace))
-	case !sum.Changed && time.Since(sum.Status.HeartbeatTime.Time) >= r.grace:
-		// A new watch has seen one summary, written long ago by the
-		// agent's clock: alive only once its heartbeat changes; until
-		// then, or the grace, the cluster keeps its condition.
-		return nil, left, false
-	case sum.Status.CandidateScheduler != nil && !sum.Status.CandidateScheduler.Running:
-		c = notReadyCondition(v1alpha1.ReasonCandidateSchedulerNotRunning, msg+"; placer's candidate scheduler does not run: "+sum.Status.CandidateScheduler.Message)
-		return &c, left, true
-	default:
-		return nil, left, true
-	}
-	return &c, 0, true
-}
-
-// stale reports whether watches started before the cluster stopped
-// answering (at down): they have missed what happened since.
-func stale(started, down time.Time) bool {
-	// down is whole seconds: a watch started in that second may be stale.
-	return !started.IsZero() && started.Before(down.Add(time.Second))
-}
-
-// probedRecently reports whether the cluster was probed Ready less than
-// an interval ago, through a connection that watches it: then a reconcile
-// (a summary changed) needs no probe, and since is how long ago it was.
-func (r *Reconciler) probedRecently(kc *v1alpha1.KubernetesCluster, conn cluster.Member) (since time.Duration, fresh bool) {
-	last := kc.Status.LastProbeTime
-	if last == nil || kc.Status.Version == "" || kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || !conn.Synced() {
-		return 0, false
-	}
-	since = time.Since(last.Time)
-	return since, since >= 0 && since < r.interval
-}
-
-// requeueAfter schedules the next probe, or returns err for a backoff retry.
-// A conflict only means the cache was behind: retry soon, quietly.
-func (r *Reconciler) requeueAfter(err error) (reconcile.Result, error) {
+	h, err := r.conns.Check(ctx, key, kubeconfig, lastOf(kc), r.health, access...)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if h.Unsettled {
+		return reconcile.Result{RequeueAfter: h.Next}, nil
+	}
+	if h.Reason != "" {
+		r.log.Debug("not ready", "cluster", key.String(), "reason", h.Reason, "message", h.Message)
+	}
+	if err := r.publish(ctx, kc, readyCondition(h), &h); err != nil {
 		return shared.IgnoreConflict(err)
 	}
-	return reconcile.Result{RequeueAfter: r.interval}, nil
+	return reconcile.Result{RequeueAfter: h.Next}, nil
+}
+
+// lastOf is what the cluster's status says of its last check.
+func lastOf(kc *v1alpha1.KubernetesCluster) cluster.Last {
+	ready := kc.Status.GetCondition(xpv2.TypeReady)
+	last := cluster.Last{ProbeTime: kc.Status.LastProbeTime, Version: kc.Status.Version, Ready: ready.Status == corev1.ConditionTrue}
+	if ready.Reason == v1alpha1.ReasonUnreachable {
+		last.Unreachable = ready.LastTransitionTime.Time
+	}
+	return last
 }
 
 // kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
@@ -395,23 +289,39 @@ func notReadyCondition(reason, msg string) xpv2.Condition {
 	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: xpv2.ConditionReason(reason), Message: msg, LastTransitionTime: metav1.Now()}
 }
 
-// probeFailure tells refused credentials apart from a cluster that does not answer.
-func probeFailure(err error) xpv2.Condition {
-	if kerrors.IsUnauthorized(err) || kerrors.IsForbidden(err) {
-		return notReadyCondition(v1alpha1.ReasonUnauthorized, "the cluster refused the kubeconfig's credentials: "+cluster.DescribeError(err))
+// readyCondition is the Ready condition a member's health calls for.
+func readyCondition(h cluster.Health) xpv2.Condition {
+	if h.Reason != "" {
+		return notReadyCondition(h.Reason, h.Message)
 	}
-	return notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: "+cluster.DescribeError(err))
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: metav1.Now(), Message: h.Message}
 }
 
-// writeStatus publishes the built-in labels, sets the Ready condition,
-// writes the status if it changed and records an Event when the Ready
-// reason changes.
-func (r *Reconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesCluster, status *v1alpha1.KubernetesClusterStatus, ready xpv2.Condition, topology map[string]string) error {
-	if err := r.publishLabels(ctx, kc, status.Version, topology); err != nil {
-		return err
+// publish writes what is known of the cluster: its built-in labels and
+// condition taints in one patch (carrying the resourceVersion, so a taint
+// or label a user adds meanwhile is never dropped: the conflict retries),
+// then its status, with an Event when the Ready reason changes. h is the
+// member's health, nil when it could not be judged (no kubeconfig).
+func (r *Reconciler) publish(ctx context.Context, kc *v1alpha1.KubernetesCluster, ready xpv2.Condition, h *cluster.Health) error {
+	status := kc.Status.DeepCopy()
+	var topology map[string]string
+	if h != nil {
+		status.Version = h.Version
+		if h.ProbeTime != nil {
+			status.LastProbeTime = h.ProbeTime
+		}
+		if sum := h.Summary; sum != nil {
+			status.NodeCount, status.ReadyNodeCount = sum.NodeCount, sum.ReadyNodeCount
+			status.Allocatable, status.Requested, status.LargestFreeNode = sum.Allocatable, sum.Requested, sum.LargestFreeNode
+			topology = sum.Labels
+		}
 	}
-	if err := r.syncTaints(ctx, kc, ready); err != nil {
-		return err
+	labels, taints := desiredLabels(kc, status.Version, topology), desiredTaints(kc.Spec.Taints, ready, metav1.Now())
+	if !equality.Semantic.DeepEqual(labels, kc.Labels) || !equality.Semantic.DeepEqual(taints, kc.Spec.Taints) {
+		err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { kc.Labels, kc.Spec.Taints = labels, taints })
+		if err != nil {
+			return errors.Wrap(resource.IgnoreNotFound(err), errPatchCluster)
+		}
 	}
 	prev := kc.Status.GetCondition(xpv2.TypeReady)
 	ready.ObservedGeneration = kc.Generation
@@ -435,9 +345,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, kc *v1alpha1.KubernetesClu
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Update(ctx, kc)), errUpdateStatus)
 }
 
-// publishLabels adds the built-in labels to the cluster object; topology
-// (region and zone) is set when every node agrees and left alone otherwise.
-func (r *Reconciler) publishLabels(ctx context.Context, kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) error {
+// desiredLabels are the cluster's labels with the built-in ones added;
+// topology (region and zone) is set when every node agrees and left alone
+// otherwise.
+func desiredLabels(kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) map[string]string {
 	want := map[string]string{
 		v1alpha1.LabelClusterName:      kc.Name,
 		v1alpha1.LabelClusterNamespace: kc.Namespace,
@@ -451,23 +362,14 @@ func (r *Reconciler) publishLabels(ctx context.Context, kc *v1alpha1.KubernetesC
 	for k, v := range topology {
 		want[k] = v
 	}
-	changed := false
-	for k, v := range want {
-		if kc.Labels[k] != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	patch := client.MergeFrom(kc.DeepCopy())
-	if kc.Labels == nil {
-		kc.Labels = map[string]string{}
+	out := make(map[string]string, len(kc.Labels)+len(want))
+	for k, v := range kc.Labels {
+		out[k] = v
 	}
 	for k, v := range want {
-		kc.Labels[k] = v
+		out[k] = v
 	}
-	return errors.Wrap(resource.IgnoreNotFound(r.client.Patch(ctx, kc, patch)), errPatchLabels)
+	return out
 }
 
 // labelValue makes a version such as v1.35.4+k3s1 a valid label value.

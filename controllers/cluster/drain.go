@@ -70,7 +70,7 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	if err := r.client.List(ctx, wls, client.MatchingFields{shared.IndexWorkloadClusters: key.String()}); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
-	conn := r.members.Member(key)
+	conn := r.conns.Member(key)
 	// holds reports whether the Workload may still hold candidates here:
 	// a list that fails knows nothing, and nothing known is not nothing
 	// there (the cluster answers, so the next probe looks again).

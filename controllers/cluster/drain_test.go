@@ -89,7 +89,7 @@ func TestDrain(t *testing.T) {
 					return errors.New("the watch's cache is gone")
 				}}))
 			}
-			r := &Reconciler{client: c, members: clustertest.Members{a}, record: rec}
+			r := &Reconciler{client: c, conns: &fakeConns{members: clustertest.Members{a}}, record: rec}
 			kc := &v1alpha1.KubernetesCluster{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), kc); err != nil {
 				t.Fatal(err)

@@ -1,45 +1,168 @@
 package cluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/cluster/clustertest"
-	st "github.com/placer-dev/placer/scheduler/schedulertest"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/internal/eventtest"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
-// TestProbedRecently: between probes a summary change is copied without a
-// probe; a cluster not Ready, probed an interval ago, or not watched yet
-// is probed.
-func TestProbedRecently(t *testing.T) {
-	r := &Reconciler{interval: 30 * time.Second}
-	cluster := func(ago time.Duration, ready corev1.ConditionStatus) *v1alpha1.KubernetesCluster {
-		kc := st.Cluster("a")
-		at := metav1.NewTime(time.Now().Add(-ago))
-		kc.Status.LastProbeTime, kc.Status.Version = &at, "v1.35.4"
-		kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: ready, Reason: v1alpha1.ReasonReady})
-		return kc
+// TestReconcile runs the cluster controller on a fake management client
+// and fake member connections, one health per case: the finalizer comes
+// first, then the labels and condition taints in one patch and the status
+// in one write, as the member's health says.
+func TestReconcile(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	probed := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	withSecret := func(kc *v1alpha1.KubernetesCluster) {
+		kc.Spec.ConnectionSecretRef.Name = "a-kubeconfig"
 	}
-	watched, unwatched := clustertest.NewMember("a"), clustertest.NewMember("a", clustertest.NotSynced())
+	// wasReady: probed Ready an hour ago, with a user's label and taint.
+	wasReady := func(kc *v1alpha1.KubernetesCluster) {
+		kc.Status.LastProbeTime, kc.Status.Version = &probed, "v1.35.3"
+		kc.Labels["team"] = "blue"
+		kc.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "gpu", Effect: v1alpha1.TaintEffectNoSchedule}}
+	}
+	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers; 3 of 4 nodes ready", Next: 20 * time.Second,
+		Summary: &mcv1alpha1.ClusterSummaryStatus{NodeCount: 4, ReadyNodeCount: 3, Labels: map[string]string{v1alpha1.LabelRegion: "eu-west"}}}
+	unreachable := cluster.Health{Version: "v1.35.3", Reason: v1alpha1.ReasonUnreachable, Message: "the cluster does not answer: timeout", Next: 30 * time.Second}
 	cases := []struct {
-		name string
-		kc   *v1alpha1.KubernetesCluster
-		m    *clustertest.Member
-		want bool
+		name       string
+		kc         *v1alpha1.KubernetesCluster
+		noSecret   bool
+		connectErr error
+		health     cluster.Health
+		// want: the Ready condition's status and reason, the status's
+		// version and probe time, the condition taint (if any), the
+		// labels, the requeue.
+		wantReady   corev1.ConditionStatus
+		wantReason  string
+		wantVersion string
+		wantProbe   *metav1.Time
+		wantTaint   string
+		wantLabels  map[string]string
+		wantRequeue time.Duration
+		wantNodes   int32
+		// unchanged: the status is not written (the health is unsettled).
+		unchanged bool
 	}{
-		{"probed Ready 5s ago, watched", cluster(5*time.Second, corev1.ConditionTrue), watched, true},
-		{"probed an interval ago", cluster(31*time.Second, corev1.ConditionTrue), watched, false},
-		{"not Ready", cluster(5*time.Second, corev1.ConditionFalse), watched, false},
-		{"not watched yet", cluster(5*time.Second, corev1.ConditionTrue), unwatched, false},
-		{"never probed", st.Cluster("a"), watched, false},
+		{name: "a member that answers, with its agent: Ready, version and topology published, the user's label and taint kept",
+			kc: st.Cluster("a", withSecret, wasReady), health: ready, wantReady: corev1.ConditionTrue, wantReason: v1alpha1.ReasonReady, wantVersion: "v1.35.4", wantProbe: ready.ProbeTime,
+			wantLabels:  map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.4", v1alpha1.LabelRegion: "eu-west"},
+			wantRequeue: 20 * time.Second, wantNodes: 4},
+		{name: "a member that does not answer: not Ready, tainted unreachable, the last good probe kept",
+			kc: st.Cluster("a", withSecret, wasReady), health: unreachable, wantReady: corev1.ConditionFalse, wantReason: v1alpha1.ReasonUnreachable, wantVersion: "v1.35.3", wantProbe: &probed,
+			wantTaint: v1alpha1.TaintClusterUnreachable, wantLabels: map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.3"},
+			wantRequeue: 30 * time.Second},
+		{name: "a watch that has just started keeps the condition: nothing written",
+			kc: st.Cluster("a", withSecret, wasReady), health: cluster.Health{Unsettled: true, Next: 2 * time.Second}, unchanged: true, wantRequeue: 2 * time.Second},
+		{name: "no Secret: not Ready, tainted not-ready, the connection closed",
+			kc: st.Cluster("a", withSecret), noSecret: true, wantReady: corev1.ConditionFalse, wantReason: v1alpha1.ReasonSecretNotFound, wantTaint: v1alpha1.TaintClusterNotReady,
+			wantLabels: map[string]string{v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default"}},
+		{name: "a kubeconfig the policy refuses: not Ready, and why",
+			kc: st.Cluster("a", withSecret), connectErr: &cluster.ErrKubeconfigRefused{ErrorList: field.ErrorList{field.Forbidden(field.NewPath("users").Key("admin").Child("exec"), "exec plugins are not allowed")}}, wantReady: corev1.ConditionFalse, wantReason: v1alpha1.ReasonKubeconfigRefused, wantTaint: v1alpha1.TaintClusterNotReady,
+			wantLabels: map[string]string{v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default"}},
 	}
 	for _, tc := range cases {
-		if _, got := r.probedRecently(tc.kc, tc.m); got != tc.want {
-			t.Errorf("%s: probedRecently = %t, want %t", tc.name, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, ns).WithStatusSubresource(tc.kc).Build()
+			src := secrets{}
+			if !tc.noSecret {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1")}}
+				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				src[shared.CoreKey("Secret", "default", "a-kubeconfig")] = &unstructured.Unstructured{Object: u}
+			}
+			conns := &fakeConns{health: map[types.NamespacedName]cluster.Health{key: tc.health}, connectErr: tc.connectErr}
+			rec := &eventtest.Recorder{}
+			r := &Reconciler{client: c, secrets: c, watches: src, conns: conns, record: rec, log: logging.NewNopLogger(), health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}}
+			before := &v1alpha1.KubernetesCluster{}
+			if err := c.Get(context.Background(), key, before); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter != tc.wantRequeue {
+				t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, tc.wantRequeue)
+			}
+			got := &v1alpha1.KubernetesCluster{}
+			if err := c.Get(context.Background(), key, got); err != nil {
+				t.Fatal(err)
+			}
+			if !meta.FinalizerExists(got, v1alpha1.FinalizerDrain) {
+				t.Error("no drain finalizer")
+			}
+			if tc.unchanged {
+				if diff := cmp.Diff(before.Status, got.Status); diff != "" {
+					t.Errorf("status written while unsettled (-before,+after):\n%s", diff)
+				}
+				return
+			}
+			rc := got.Status.GetCondition(xpv2.TypeReady)
+			if rc.Status != tc.wantReady || string(rc.Reason) != tc.wantReason {
+				t.Errorf("Ready %s (%s: %s), want %s (%s)", rc.Status, rc.Reason, rc.Message, tc.wantReady, tc.wantReason)
+			}
+			if got.Status.Version != tc.wantVersion || unix(got.Status.LastProbeTime) != unix(tc.wantProbe) {
+				t.Errorf("version %q probed %v, want %q probed %v", got.Status.Version, got.Status.LastProbeTime, tc.wantVersion, tc.wantProbe)
+			}
+			if got.Status.NodeCount != tc.wantNodes {
+				t.Errorf("nodeCount %d, want %d", got.Status.NodeCount, tc.wantNodes)
+			}
+			if diff := cmp.Diff(tc.wantLabels, got.Labels); diff != "" {
+				t.Errorf("labels (-want,+got):\n%s", diff)
+			}
+			var taints []string
+			for _, ta := range got.Spec.Taints {
+				if ta.Key == v1alpha1.TaintClusterUnreachable || ta.Key == v1alpha1.TaintClusterNotReady {
+					taints = append(taints, ta.Key)
+				}
+			}
+			if want := []string{tc.wantTaint}; tc.wantTaint == "" && len(taints) > 0 || tc.wantTaint != "" && !cmp.Equal(want, taints) {
+				t.Errorf("condition taints %v, want %q", taints, tc.wantTaint)
+			}
+			if len(before.Spec.Taints) > 0 && got.Spec.Taints[0].Key != before.Spec.Taints[0].Key {
+				t.Errorf("the user's taint %q was dropped: %+v", before.Spec.Taints[0].Key, got.Spec.Taints)
+			}
+			if tc.noSecret && (len(conns.removed) != 1 || len(conns.connected) != 0) {
+				t.Errorf("connections removed %v, connected %v: want the connection closed", conns.removed, conns.connected)
+			}
+			// An Event when the Ready reason changes (the clusters here were
+			// Ready before).
+			if rs := rec.Reasons(); tc.wantReason == v1alpha1.ReasonReady && len(rs) != 0 || tc.wantReason != v1alpha1.ReasonReady && (len(rs) != 1 || rs[0] != tc.wantReason) {
+				t.Errorf("Events %v, want one %s, none if Ready", rs, tc.wantReason)
+			}
+		})
 	}
+}
+
+func unix(t *metav1.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.Unix()
 }

@@ -1,20 +1,12 @@
 package cluster
 
 import (
-	"context"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/controllers/shared"
 )
-
-const errPatchTaints = "cannot patch the cluster's taints"
 
 // conditionTaint is the condition taint a cluster's Ready condition calls
 // for: unreachable while it does not answer, not-ready while it answers
@@ -55,16 +47,4 @@ func desiredTaints(taints []v1alpha1.ClusterTaint, ready xpv2.Condition, now met
 		out = append(out, v1alpha1.ClusterTaint{Key: want, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: now.DeepCopy()})
 	}
 	return out
-}
-
-// syncTaints writes the cluster's condition taints and stamps timeAdded,
-// with a patch that carries the resourceVersion, so a taint a user adds
-// meanwhile is never dropped (the conflict retries).
-func (r *Reconciler) syncTaints(ctx context.Context, kc *v1alpha1.KubernetesCluster, ready xpv2.Condition) error {
-	want := desiredTaints(kc.Spec.Taints, ready, metav1.Now())
-	if equality.Semantic.DeepEqual(want, kc.Spec.Taints) {
-		return nil
-	}
-	err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { kc.Spec.Taints = want })
-	return errors.Wrap(resource.IgnoreNotFound(err), errPatchTaints)
 }
