@@ -45,9 +45,9 @@ func (r *Reconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[t
 		if keep[m.ClusterKey()] || keepHosts[m.Host()] || !m.Synced() {
 			continue
 		}
-		chs, err := m.Chaperons(ctx, w.UID)
+		chs, err := chaperonsOf(ctx, m, w)
 		if err != nil {
-			return errors.Wrap(err, errListChaperons)
+			return err
 		}
 		if len(chs) == 0 {
 			continue

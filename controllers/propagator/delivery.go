@@ -120,7 +120,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
 		}
 		s.w.SetPlaced(s.target, left, false)
 	}
-	if err := deleteChaperons(ctx, cl, step.Delete); err != nil {
+	if err := deleteChaperons(ctx, m, w, step.Delete); err != nil {
 		return err
 	}
 	s.log.Info("rolling update step", "started", len(step.Create), "removed", len(step.Delete))

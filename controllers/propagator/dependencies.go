@@ -275,11 +275,11 @@ func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope) (next, e
 		s.requeueAfter(rejectionBackoffBase)
 	}
 	msg := "the pods wait for their dependencies: " + strings.Join(problems, "; ")
-	chs, err := p.member.Chaperons(ctx, s.w.UID)
+	committed, err := committedIn(ctx, p.member, p.delivered)
 	if err != nil {
-		return stop, errors.Wrap(err, errListChaperons)
+		return stop, err
 	}
-	if propagator.Observe(p.delivered, chs).Allowed > 0 {
+	if committed {
 		// Committed: what runs keeps running and is counted, a replica
 		// removed goes; nothing new starts (deliver says why in Ready).
 		p.problem = &deliveryProblem{reason: v1alpha1.ReasonMissingDependency, msg: msg}

@@ -125,11 +125,11 @@ func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
 		p.delivered = delivered
 		return proceed, nil
 	}
-	chs, err := p.member.Chaperons(ctx, s.w.UID)
+	committed, err := committedIn(ctx, p.member, s.w)
 	if err != nil {
-		return stop, errors.Wrap(err, errListChaperons)
+		return stop, err
 	}
-	if propagator.Observe(s.w, chs).Allowed > 0 {
+	if committed {
 		// Committed: what runs there keeps running, and nothing of
 		// this template goes there.
 		p.decision = propagator.Decision{Action: propagator.Hold, Reason: reason, Message: msg}
@@ -296,9 +296,9 @@ func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
 // runner-ups of a fan-out always hold.
 func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) error {
 	w, m, chosen := p.delivered, p.member, !p.unit.RunnerUp
-	chs, err := m.Chaperons(ctx, w.UID)
+	chs, err := chaperonsOf(ctx, m, w)
 	if err != nil {
-		return errors.Wrap(err, errListChaperons)
+		return err
 	}
 	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
 		return err
@@ -309,11 +309,7 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 		return nil
 	}
 	p.chaperons = nil
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return err
-	}
-	if err := deleteChaperons(ctx, cl, st.Extra); err != nil {
+	if err := deleteChaperons(ctx, m, w, st.Extra); err != nil {
 		return err
 	}
 	// A gang of one binds unheld only while no other cluster may still
@@ -353,17 +349,21 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 			return err
 		}
 	}
-	if err := r.createCandidates(ctx, s, p, cl, noHold, chs); err != nil {
+	if err := r.createCandidates(ctx, s, p, noHold, chs); err != nil {
 		return err
 	}
 	p.chaperons = chs
 	return nil
 }
 
-// createCandidates creates the unit's missing candidates with the
-// tenant's client cl, holding unless noHold; chs are those already there.
-func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof, cl client.Client, noHold bool, chs []*mcv1alpha1.PodChaperon) error {
+// createCandidates creates the unit's missing candidates as the
+// Workload's tenant, holding unless noHold; chs are those already there.
+func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof, noHold bool, chs []*mcv1alpha1.PodChaperon) error {
 	w, m, st := p.delivered, p.member, p.state
+	cl, err := m.Tenant(w.Namespace)
+	if err != nil {
+		return err
+	}
 	ns := m.TargetNamespace(w)
 	role := propagator.Held
 	switch {
@@ -562,7 +562,7 @@ func (r *Reconciler) settleLeftWindows(ctx context.Context, s *scope, chosen clu
 	if len(others) == 0 {
 		return nil
 	}
-	if chs, err := chosen.Chaperons(ctx, w.UID); err != nil || propagator.Observe(w, chs).Allowed > 0 {
+	if committed, err := committedIn(ctx, chosen, w); err != nil || committed {
 		// Committed there (or not known: ensureCandidates says why).
 		return nil
 	}
@@ -612,11 +612,7 @@ func (r *Reconciler) settleIn(ctx context.Context, s *scope, m cluster.Member) (
 	if len(st.Fenced) == 0 {
 		return false, nil
 	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return false, err
-	}
-	if err := deleteChaperons(ctx, cl, st.Fenced); err != nil {
+	if err := deleteChaperons(ctx, m, w, st.Fenced); err != nil {
 		return false, err
 	}
 	s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", m.ClusterKey(), len(st.Fenced), st.FencedWhy)))
@@ -631,11 +627,7 @@ func (r *Reconciler) replaceFencedBefore(ctx context.Context, m cluster.Member, 
 	if len(before) == 0 {
 		return chs, nil
 	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if err := deleteChaperons(ctx, cl, before); err != nil {
+	if err := deleteChaperons(ctx, m, w, before); err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return slices.Contains(before, ch) }), nil
@@ -644,17 +636,33 @@ func (r *Reconciler) replaceFencedBefore(ctx context.Context, m cluster.Member, 
 // deleteFenced deletes the fenced candidates of a cluster this reconcile
 // rejected, as the Workload's tenant.
 func (r *Reconciler) deleteFenced(ctx context.Context, s *scope) error {
-	cl, err := s.fencedMember.Tenant(s.w.Namespace)
+	return deleteChaperons(ctx, s.fencedMember, s.w, s.fenced)
+}
+
+// chaperonsOf lists the Workload's chaperons in m, from its watch.
+func chaperonsOf(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) ([]*mcv1alpha1.PodChaperon, error) {
+	chs, err := m.Chaperons(ctx, w.UID)
+	return chs, errors.Wrap(err, errListChaperons)
+}
+
+// committedIn reports whether the Workload holds allowed candidates in m
+// (its watch says): what runs there keeps running.
+func committedIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (bool, error) {
+	chs, err := chaperonsOf(ctx, m, w)
+	return err == nil && propagator.Observe(w, chs).Allowed > 0, err
+}
+
+// deleteChaperons deletes chaperons in m as the Workload's tenant, each
+// only if it is still the one read (a chaperon of the same name made since
+// is another candidate); one gone already is no error.
+func deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	if len(chs) == 0 {
+		return nil
+	}
+	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
 	}
-	return deleteChaperons(ctx, cl, s.fenced)
-}
-
-// deleteChaperons deletes chaperons with cl, each only if it is still the
-// one read (a chaperon of the same name made since is another candidate);
-// one gone already is no error.
-func deleteChaperons(ctx context.Context, cl client.Client, chs []*mcv1alpha1.PodChaperon) error {
 	for _, ch := range chs {
 		err := cl.Delete(ctx, ch, client.Preconditions{UID: &ch.UID})
 		if err := resource.Ignore(kerrors.IsConflict, resource.IgnoreNotFound(err)); err != nil {
