@@ -16,12 +16,13 @@ const module = "github.com/placer-dev/placer/"
 // that wires it, nor another controller), and the member side's
 // connection knows nothing of the propagator.
 var rooms = map[string][]string{
-	"controllers/shared":     {"apis/", "internal/"},
-	"controllers/cluster":    {"apis/", "internal/", "cluster", "controllers/shared"},
-	"controllers/scheduler":  {"apis/", "internal/", "scheduler", "predicates", "controllers/shared"},
-	"controllers/propagator": {"apis/", "internal/", "cluster", "propagator", "scheduler", "controllers/shared"},
-	"cluster":                {"apis/", "internal/"},
-	"propagator":             {"apis/", "internal/", "scheduler"},
+	"controllers/shared":       {"apis/", "internal/"},
+	"controllers/cluster":      {"apis/", "internal/", "cluster", "controllers/shared"},
+	"controllers/scheduler":    {"apis/", "internal/", "scheduler", "predicates", "controllers/shared"},
+	"controllers/propagator":   {"apis/", "internal/", "cluster", "propagator", "scheduler", "controllers/shared", "controllers/dependencies"},
+	"controllers/dependencies": {"apis/", "internal/", "cluster", "propagator", "controllers/shared"},
+	"cluster":                  {"apis/", "internal/"},
+	"propagator":               {"apis/", "internal/", "scheduler"},
 }
 
 // TestRooms reads the imports of every non-test file of each package

@@ -22,6 +22,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/dependencies"
 	"github.com/placer-dev/placer/controllers/shared"
 )
 
@@ -254,7 +255,7 @@ func (r *Reconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1
 // Service. What the member's API server forbids the tenant to read there,
 // placer cannot have made.
 func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *v1alpha1.Workload, ns string) error {
-	if err := releaseAll(ctx, cl, m, w, ns); err != nil {
+	if err := dependencies.Release(ctx, cl, m, w, ns); err != nil {
 		return err
 	}
 	svc := &corev1.Service{}

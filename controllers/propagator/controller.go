@@ -26,6 +26,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/dependencies"
 	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 )
@@ -96,9 +97,8 @@ type Reconciler struct {
 	written shared.WrittenWorkloads
 	// verdicts on the Workloads' templates, once per generation.
 	verdicts validation.Verdicts
-	// sources are the objects that go with the pods (nil: none is read,
-	// as if no Workload needed any).
-	sources shared.Sources
+	// deps read, copy and let go of the objects that go with the pods.
+	deps *dependencies.Component
 	// maxRunnerUps bounds the runner-up candidates waiting in one member
 	// (none when zero).
 	maxRunnerUps int
@@ -130,7 +130,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return errors.Wrap(err, "cannot create a dynamic client")
 	}
 	sources := shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
-	r.sources, r.maxRunnerUps = sources, o.MaxRunnerUps
+	r.deps, r.maxRunnerUps = dependencies.New(sources), o.MaxRunnerUps
 	// A fresh watch of a member (its first, or after a Reconnect) saw no
 	// event of what changed there between two connections, a chaperon
 	// deleted say: every Workload that names the cluster, or has copies
@@ -186,10 +186,8 @@ type scope struct {
 	namespaceLabels map[string]string
 	// bound: the cluster namespaces the Workload's namespace binds.
 	bound sets.Set[string]
-	// deps are what each delivered Workload's pods need (resolve);
-	// watched: the sources were pointed at them.
-	deps    map[*v1alpha1.Workload]*dependencies
-	watched bool
+	// deps is this reconcile's reading of what the pods need.
+	deps *dependencies.Reading
 
 	result reconcile.Result
 	// events report what was done in members; statusEvents what the
@@ -387,9 +385,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.written.Forget(req.NamespacedName)
 			r.started.forgetWorkload(req.NamespacedName)
 			r.verdicts.Forget(req.NamespacedName)
-			if r.sources != nil {
-				r.sources.Forget(req.NamespacedName)
-			}
+			r.deps.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
@@ -398,6 +394,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.cleanup(ctx, w)
 	}
 	s := newScope(w, r.log.WithValues("workload", req.String(), "generation", w.Generation))
+	s.deps = r.deps.Read(w)
 	done, perr := run(ctx, s, r.stages())
 	written, err := r.writeStatus(ctx, s)
 	if err == nil && written && s.fenced != nil {

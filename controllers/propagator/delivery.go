@@ -18,6 +18,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/propagator"
 )
 
@@ -83,9 +84,9 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 	if problem != nil {
 		// One condition per reconcile: its transition time moves only
 		// when it changes.
-		ready = v1alpha1.NotReady(problem.reason, problem.Error(), s.w.Generation)
+		ready = v1alpha1.NotReady(problem.Reason, problem.Error(), s.w.Generation)
 		if prev := s.orig.Status.GetCondition(xpv2.TypeReady); prev.Reason != ready.Reason || prev.Message != ready.Message {
-			s.statusEvent(event.Warning(event.Reason(problem.reason), problem))
+			s.statusEvent(event.Warning(event.Reason(problem.Reason), problem))
 		}
 	}
 	s.w.Status.SetConditions(ready)
@@ -197,8 +198,8 @@ func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1a
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[mcv1alpha1.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.
-			return &deliveryProblem{reason: v1alpha1.ReasonNameConflict,
-				msg: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
+			return &deliveryProblem{Reason: v1alpha1.ReasonNameConflict,
+				Message: fmt.Sprintf("Service %s/%s exists in the cluster and was not created by placer for this Workload; it is left untouched", svc.Namespace, svc.Name)}
 		}
 		meta.AddLabels(svc, map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)})
 		meta.AddAnnotations(svc, map[string]string{mcv1alpha1.AnnotationWorkload: w.Namespace + "/" + w.Name})
@@ -220,29 +221,14 @@ func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1a
 	}
 	var status kerrors.APIStatus
 	if (kerrors.IsInvalid(err) || kerrors.IsForbidden(err)) && errors.As(err, &status) {
-		return &deliveryProblem{reason: v1alpha1.ReasonServiceRefused, msg: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
+		return &deliveryProblem{Reason: v1alpha1.ReasonServiceRefused, Message: "the cluster's API server refused the Service: " + truncate(status.Status().Message)}
 	}
 	return errors.Wrap(err, errApplyService)
 }
 
 // deliveryProblem is what keeps an object from being delivered to a member
-// that no retry changes: its name is taken by an object placer did not
-// create there (or another Workload's), or the member's API server refuses
-// it. It is reported, in an Event and the Ready condition, and never
-// retried in a loop: the next change to the Workload or its chaperons
-// looks again.
-type deliveryProblem struct{ reason, msg string }
+// that no retry changes (shared.Problem).
+type deliveryProblem = shared.Problem
 
-func (p *deliveryProblem) Error() string { return p.msg }
-
-// maxMessage bounds what a member's API server says that placer copies
-// into a Workload's status and Events.
-const maxMessage = 1024
-
-// truncate cuts a member's message to maxMessage bytes.
-func truncate(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	return msg[:maxMessage] + "…"
-}
+// truncate cuts a member's message (shared.Truncate).
+var truncate = shared.Truncate

@@ -2,6 +2,7 @@ package propagator
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -44,7 +45,7 @@ func sources(objs ...client.Object) *mapSources {
 		obj := &unstructured.Unstructured{Object: u}
 		gvk := o.GetObjectKind().GroupVersionKind()
 		if gvk.Empty() {
-			gvk = corev1.SchemeGroupVersion.WithKind(kindOf(o))
+			gvk = corev1.SchemeGroupVersion.WithKind(reflect.TypeOf(o).Elem().Name())
 		}
 		s.objs[shared.ObjectKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}] = obj
 	}

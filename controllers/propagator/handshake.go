@@ -210,7 +210,7 @@ func (r *Reconciler) proveUnit(ctx context.Context, s *scope, p *proof) (next, e
 		// The member does not open the target namespace to this tenant.
 		reason, msg = v1alpha1.ReasonForbidden, err.Error()
 	case errors.As(err, &dp):
-		reason, msg = dp.reason, dp.msg
+		reason, msg = dp.Reason, dp.Message
 	case err != nil:
 		return stop, err
 	default:
@@ -277,7 +277,7 @@ func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
 		if !errors.As(err, &dp) {
 			return stop, err
 		}
-		s.reject(s.target, dp.reason, dp.msg)
+		s.reject(s.target, dp.Reason, dp.Message)
 		s.chosen = nil
 		return proceed, nil
 	}
@@ -325,11 +325,11 @@ func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) e
 		}
 	}
 	if len(st.Missing) > 0 {
-		problems, err := r.problemsIn(ctx, s, m, w)
+		o, err := s.deps.Observe(ctx, m, w)
 		if err != nil {
 			return err
 		}
-		if len(problems) > 0 || r.resolve(s, w).waiting {
+		if len(o.Problems) > 0 || o.Waiting {
 			// A runner-up whose overrides need what is missing gets no
 			// candidate; the chosen cluster was held before.
 			p.chaperons = chs

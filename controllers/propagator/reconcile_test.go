@@ -29,6 +29,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/controllers/dependencies"
 	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/chaperontest"
 	"github.com/placer-dev/placer/internal/eventtest"
@@ -1924,7 +1925,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			rec := &recorder{}
 			r := NewReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
 			if tc.sources != nil {
-				r.sources = tc.sources
+				r.deps = dependencies.New(tc.sources)
 			}
 			r.maxRunnerUps = tc.maxRunnerUps
 			statusPatches, workloadGets = 0, 0
