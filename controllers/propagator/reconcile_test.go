@@ -110,9 +110,55 @@ func isAllowed(ch *mcv1alpha1.PodChaperon) bool {
 // TestPropagatorReconcile runs Reconcile on in-memory members and a fake
 // management client, one decision of the handshake per case.
 func TestPropagatorReconcile(t *testing.T) {
+	// Each case gets a table of its own: its Workload, members, sources and
+	// the counters its interceptors keep are fresh, never left by another.
+	for i := range propagatorCases(t) {
+		tc := propagatorCases(t)[i]
+		t.Run(tc.name, func(t *testing.T) { runPropagatorCase(t, tc) })
+	}
+}
+
+// timeout is the handshake timeout of the cases.
+const timeout = time.Minute
+
+// env is what a case's between and check see.
+type env struct {
+	w       *v1alpha1.Workload
+	members clustertest.Members
+	mgmt    client.Client
+	rec     *recorder
+}
+
+// propagatorCase is one case of TestPropagatorReconcile.
+type propagatorCase struct {
+	name string
+	w    *v1alpha1.Workload
+	// clusters holds options of the KubernetesClusters, by name.
+	clusters map[string][]st.ClusterOption
+	members  func(w *v1alpha1.Workload) clustertest.Members
+	// mgmt intercepts the management client.
+	mgmt *interceptor.Funcs
+	// sources are the objects that go with the pods.
+	sources *mapSources
+	// maxRunnerUps is --max-runner-up-candidates (none when zero).
+	maxRunnerUps int
+	// unconnected are KubernetesClusters with no connection (yet).
+	unconnected []string
+	// wantErr: the (last) reconcile fails, and is retried.
+	wantErr bool
+	passes  int
+	// between changes the world between passes, with the Workload
+	// as the pass before left it.
+	between func(t *testing.T, e env)
+	want    reconcile.Result
+	check   func(t *testing.T, e env)
+}
+
+// propagatorCases builds the table anew.
+func propagatorCases(t *testing.T) []propagatorCase {
+	t.Helper()
 	// dbGets counts the member's reads of Secret db in the case that wants them.
 	var dbGets int
-	const timeout = time.Minute
 	web := func(opts ...st.WorkloadOption) *v1alpha1.Workload {
 		return st.Workload("web", append([]st.WorkloadOption{st.Replicas(2), st.PlacedOn("a"), withFinalizer}, opts...)...)
 	}
@@ -125,12 +171,6 @@ func TestPropagatorReconcile(t *testing.T) {
 	var updated bool
 	var statusPatches, workloadGets int
 	lostStatus := &v1alpha1.WorkloadStatus{}
-	type env struct {
-		w       *v1alpha1.Workload
-		members clustertest.Members
-		mgmt    client.Client
-		rec     *recorder
-	}
 	// left: the scheduler moved the Workload from a to b.
 	left := func(w *v1alpha1.Workload) {
 		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
@@ -156,29 +196,7 @@ func TestPropagatorReconcile(t *testing.T) {
 			t.Errorf("a has %d remaining, want %d", lc.Remaining, remaining)
 		}
 	}
-	cases := []struct {
-		name string
-		w    *v1alpha1.Workload
-		// clusters holds options of the KubernetesClusters, by name.
-		clusters map[string][]st.ClusterOption
-		members  func(w *v1alpha1.Workload) clustertest.Members
-		// mgmt intercepts the management client.
-		mgmt *interceptor.Funcs
-		// sources are the objects that go with the pods.
-		sources *mapSources
-		// maxRunnerUps is --max-runner-up-candidates (none when zero).
-		maxRunnerUps int
-		// unconnected are KubernetesClusters with no connection (yet).
-		unconnected []string
-		// wantErr: the (last) reconcile fails, and is retried.
-		wantErr bool
-		passes  int
-		// between changes the world between passes, with the Workload
-		// as the pass before left it.
-		between func(t *testing.T, e env)
-		want    reconcile.Result
-		check   func(t *testing.T, e env)
-	}{
+	return []propagatorCase{
 		{
 			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
 			w:       web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
@@ -1905,70 +1923,69 @@ func TestPropagatorReconcile(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			w := tc.w
-			members := tc.members(w)
-			objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
-			for _, m := range members {
-				objs = append(objs, st.Cluster(m.Key.Name, append([]st.ClusterOption{st.InNamespace(m.Key.Namespace)}, tc.clusters[m.Key.Name]...)...))
+}
+
+// runPropagatorCase runs a case's passes of Reconcile and its checks.
+func runPropagatorCase(t *testing.T, tc propagatorCase) {
+	ctx := context.Background()
+	w := tc.w
+	members := tc.members(w)
+	objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
+	for _, m := range members {
+		objs = append(objs, st.Cluster(m.Key.Name, append([]st.ClusterOption{st.InNamespace(m.Key.Namespace)}, tc.clusters[m.Key.Name]...)...))
+	}
+	for _, name := range tc.unconnected {
+		objs = append(objs, st.Cluster(name))
+	}
+	b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
+	if tc.mgmt != nil {
+		b = b.WithInterceptorFuncs(*tc.mgmt)
+	}
+	mgmt := b.Build()
+	rec := &recorder{}
+	r := NewReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
+	if tc.sources != nil {
+		r.deps = dependencies.New(tc.sources)
+	}
+	r.maxRunnerUps = tc.maxRunnerUps
+	passes := max(tc.passes, 1)
+	var res reconcile.Result
+	var err error
+	for i := range passes {
+		if i > 0 && tc.between != nil {
+			cur := &v1alpha1.Workload{}
+			if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, cur); err != nil {
+				t.Fatal(err)
 			}
-			for _, name := range tc.unconnected {
-				objs = append(objs, st.Cluster(name))
-			}
-			b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
-			if tc.mgmt != nil {
-				b = b.WithInterceptorFuncs(*tc.mgmt)
-			}
-			mgmt := b.Build()
-			rec := &recorder{}
-			r := NewReconciler(mgmt, members, timeout, rec, logging.NewNopLogger())
-			if tc.sources != nil {
-				r.deps = dependencies.New(tc.sources)
-			}
-			r.maxRunnerUps = tc.maxRunnerUps
-			statusPatches, workloadGets = 0, 0
-			passes := max(tc.passes, 1)
-			var res reconcile.Result
-			var err error
-			for i := range passes {
-				if i > 0 && tc.between != nil {
-					cur := &v1alpha1.Workload{}
-					if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, cur); err != nil {
-						t.Fatal(err)
-					}
-					tc.between(t, env{w: cur, members: members, mgmt: mgmt, rec: rec})
-				}
-				res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
-				if err != nil && !tc.wantErr {
-					t.Fatalf("Reconcile: %v", err)
-				}
-			}
-			if tc.wantErr && err == nil {
-				t.Error("Reconcile succeeded, want an error")
-			}
-			// A wait is counted from the candidates' creation: a little of
-			// it has passed.
-			if d := tc.want.RequeueAfter - res.RequeueAfter; tc.passes == 0 && (res.Requeue != tc.want.Requeue || d < 0 || d > 5*time.Second || (tc.want.RequeueAfter == 0) != (res.RequeueAfter == 0)) {
-				t.Errorf("Reconcile() = %+v, want %+v", res, tc.want)
-			}
-			got := &v1alpha1.Workload{}
-			if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, got); err != nil {
-				if !kerrors.IsNotFound(err) {
-					t.Fatal(err)
-				}
-				got = nil
-			}
-			if got == nil {
-				got = w
-				got.Finalizers = nil
-			}
-			tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
-			if tc.sources != nil && tc.sources.dropped > 0 {
-				t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.dropped)
-			}
-		})
+			tc.between(t, env{w: cur, members: members, mgmt: mgmt, rec: rec})
+		}
+		res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+		if err != nil && !tc.wantErr {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	if tc.wantErr && err == nil {
+		t.Error("Reconcile succeeded, want an error")
+	}
+	// A wait is counted from the candidates' creation: a little of
+	// it has passed.
+	if d := tc.want.RequeueAfter - res.RequeueAfter; tc.passes == 0 && (res.Requeue != tc.want.Requeue || d < 0 || d > 5*time.Second || (tc.want.RequeueAfter == 0) != (res.RequeueAfter == 0)) {
+		t.Errorf("Reconcile() = %+v, want %+v", res, tc.want)
+	}
+	got := &v1alpha1.Workload{}
+	if err := mgmt.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, got); err != nil {
+		if !kerrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		got = nil
+	}
+	if got == nil {
+		got = w
+		got.Finalizers = nil
+	}
+	tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
+	if tc.sources != nil && tc.sources.dropped > 0 {
+		t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.dropped)
 	}
 }
 
