@@ -2,6 +2,7 @@ package propagator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,6 +154,97 @@ type propagatorCase struct {
 	between func(t *testing.T, e env)
 	want    reconcile.Result
 	check   func(t *testing.T, e env)
+	// wantStatus, when set, changes the input Workload's status into the
+	// one the case expects after its passes, which is compared whole
+	// (cmp.Diff; only the times are not).
+	wantStatus func(s *v1alpha1.WorkloadStatus)
+	// wantMembers, when set, are the candidates each member holds after,
+	// by member name, each as candidateOf shows it, in name order.
+	wantMembers map[string][]string
+}
+
+// counted: the status counts replicas of the chosen cluster, ready of
+// them, and says so in Ready (Pending), for generation 1 of two replicas.
+func counted(cluster string, replicas, ready int32) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.Replicas, s.ReadyReplicas, s.ObservedGeneration = replicas, ready, 1
+		s.ReadyOfDesired = fmt.Sprintf("%d/2", ready)
+		s.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d replicas ready in %s", ready, replicas, cluster), 1))
+	}
+}
+
+// rejectedBy: the cluster's first rejection of generation 1, of a
+// Workload of two replicas with nothing ready.
+func rejectedBy(cluster, reason, msg string) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.RejectedClusters = append(s.RejectedClusters, v1alpha1.RejectedCluster{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"},
+			Reason: reason, Message: msg, Generation: 1, Attempts: 1})
+		s.ReadyOfDesired = "0/2"
+	}
+}
+
+// both applies two changes of a status.
+func both(a, b func(*v1alpha1.WorkloadStatus)) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) { a(s); b(s) }
+}
+
+// ignoreTimes leaves out of a status comparison the times a pass stamps.
+var ignoreTimes = cmp.Options{
+	cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime"),
+	cmpopts.IgnoreFields(v1alpha1.RejectedCluster{}, "Time", "RetryAfter"),
+	cmpopts.IgnoreFields(v1alpha1.LeftCluster{}, "Time"),
+}
+
+// candidateOf shows a chaperon by its replica and the marks the handshake
+// reads: "0 runner-up reserved allowed".
+func candidateOf(ch *mcv1alpha1.PodChaperon) string {
+	out := ch.Labels[mcv1alpha1.LabelReplica]
+	for _, m := range []struct{ key, name string }{
+		{mcv1alpha1.AnnotationRunnerUp, "runner-up"}, {mcv1alpha1.AnnotationAllowWhenReserved, "no-hold"},
+		{mcv1alpha1.AnnotationIsReserved, "reserved"}, {mcv1alpha1.AnnotationIsAllowed, "allowed"}, {mcv1alpha1.AnnotationGiveUp, "give-up"},
+	} {
+		if ch.Annotations[m.key] == "true" {
+			out += " " + m.name
+		}
+	}
+	if f := ch.Annotations[mcv1alpha1.AnnotationFenced]; f != "" {
+		out += " fenced=" + f
+	}
+	if ch.DeletionTimestamp != nil {
+		out += " deleting"
+	}
+	return out
+}
+
+// wantWhole compares the case's expected status and candidates, when it
+// has them, with what its passes left (in before: the input Workload).
+func wantWhole(t *testing.T, tc propagatorCase, before *v1alpha1.Workload, e env) {
+	t.Helper()
+	if tc.wantStatus != nil {
+		want := before.Status.DeepCopy()
+		tc.wantStatus(want)
+		if diff := cmp.Diff(*want, e.w.Status, ignoreTimes); diff != "" {
+			t.Errorf("status (-want,+got):\n%s", diff)
+		}
+	}
+	for _, m := range e.members {
+		want, ok := tc.wantMembers[m.Key.Name]
+		if !ok {
+			continue
+		}
+		chs, err := m.ChaperonsLive(context.Background(), e.w.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(chs, func(a, b *mcv1alpha1.PodChaperon) int { return strings.Compare(a.Name, b.Name) })
+		got := []string{}
+		for _, ch := range chs {
+			got = append(got, candidateOf(ch))
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("candidates in %s (-want,+got):\n%s", m.Key.Name, diff)
+		}
+	}
 }
 
 // propagatorCases builds the table anew.
@@ -205,7 +298,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				updated = true
 				return c.Update(ctx, o, opts...)
 			}},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Finalizers) != 1 || e.w.Generation != 1 {
 					t.Errorf("finalizers %v, generation %d", e.w.Finalizers, e.w.Generation)
@@ -227,6 +322,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
+			wantStatus:  counted("a", 2, 0),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
 					t.Errorf("%d allowed, want 2", n)
@@ -243,7 +340,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
 					if n := count(t, m, e.w, nil); n != 2 {
@@ -263,7 +362,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				other := st.Workload("other", st.Replicas(2), func(w *v1alpha1.Workload) { w.UID = "other" })
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if a, b := count(t, e.members[0], e.w, nil), count(t, e.members[1], e.w, nil); a != 2 || b != 0 {
 					t.Errorf("candidates: %d in a, %d in b; want 2 and 0", a, b)
@@ -310,7 +411,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 runner-up"}},
 			check: func(t *testing.T, e env) {
 				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
 					return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
@@ -329,6 +432,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
 			},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed", "2 no-hold"}},
 			check: func(t *testing.T, e env) {
 				chs, err := e.members[0].Chaperons(context.Background(), e.w.UID)
 				if err != nil {
@@ -355,6 +460,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
 					clustertest.NewMember("a-again", clustertest.Host("https://a.example.com"), clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
+			wantStatus:  counted("a", 2, 0),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "a-again": {"0 reserved", "1 reserved"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[1], e.w, nil); n != 2 {
 					t.Errorf("%d candidates left as seen through a-again, want the 2 of the committed cluster", n)
@@ -384,6 +491,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
+			wantStatus:  counted("a", 2, 0),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
 					t.Errorf("%d allowed in a, want 2", n)
@@ -400,7 +509,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu."))...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  both(counted("a", 2, 0), rejectedBy("b", v1alpha1.ReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")),
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 			check: func(t *testing.T, e env) {
 				wantRejectedAndEmpty(t, e.w, e.members[1], "b", v1alpha1.ReasonUnschedulable, "Insufficient cpu")
 			},
@@ -411,6 +522,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."))...))}
 			},
+			wantStatus:  rejectedBy("a", v1alpha1.ReasonUnschedulable, "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejectedAndEmpty(t, e.w, e.members[0], "a", v1alpha1.ReasonUnschedulable, "node affinity/selector")
 				wantReason(t, e.rec, reasonRejected)
@@ -422,7 +535,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(2*timeout))...))}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+			wantStatus:  rejectedBy("a", propagator.ReasonHandshakeTimeout, "not every candidate was reserved within 1m0s"),
+			wantMembers: map[string][]string{"a": {}},
+			check:       func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
 		},
 		{
 			name: "a member whose clock runs ahead: its candidates look old, but the handshake began just now on this clock: wait",
@@ -567,7 +682,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", forbiddenCreate)}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "forbidden") },
+			wantStatus:  rejectedBy("a", v1alpha1.ReasonForbidden, `cannot create PodChaperon: podchaperons.multicluster.placer.dev "web-7d7c8769f7-0" is forbidden: denied by the member`),
+			wantMembers: map[string][]string{"a": {}},
+			check:       func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "forbidden") },
 		},
 		{
 			// Its watch's first list brings the Workload back (OnSynced);
@@ -577,7 +694,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
-			want: reconcile.Result{RequeueAfter: timeout - 10*time.Second},
+			want:       reconcile.Result{RequeueAfter: timeout - 10*time.Second},
+			wantStatus: func(*v1alpha1.WorkloadStatus) {},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %v while not synced", e.w.Status.RejectedClusters)
@@ -1929,6 +2047,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 func runPropagatorCase(t *testing.T, tc propagatorCase) {
 	ctx := context.Background()
 	w := tc.w
+	before := w.DeepCopy()
 	members := tc.members(w)
 	objs := []client.Object{w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}}
 	for _, m := range members {
@@ -1983,7 +2102,10 @@ func runPropagatorCase(t *testing.T, tc propagatorCase) {
 		got = w
 		got.Finalizers = nil
 	}
-	tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
+	if tc.check != nil {
+		tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
+	}
+	wantWhole(t, tc, before, env{w: got, members: members, mgmt: mgmt, rec: rec})
 	if tc.sources != nil && tc.sources.dropped > 0 {
 		t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.dropped)
 	}
