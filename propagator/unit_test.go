@@ -87,3 +87,27 @@ func TestStageOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPlace: the units the scheduler decides are the units the status
+// then places (Place, then PlacementUnits), and no unit places nowhere.
+func TestPlace(t *testing.T) {
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+	for name, units := range map[string][]v1alpha1.PlacementUnit{
+		"one cluster": {{Cluster: key("a"), Count: 3}},
+		"fan-out":     {{Cluster: key("b"), Count: 2}, {Cluster: key("a"), Count: 2, RunnerUp: true}, {Cluster: key("c"), Count: 2, RunnerUp: true}},
+	} {
+		w := st.Workload("w", st.Replicas(int32(units[0].Count)))
+		w.Status.Place(units)
+		if diff := cmp.Diff(units, w.PlacementUnits()); diff != "" {
+			t.Errorf("%s: (-placed,+read back):\n%s", name, diff)
+		}
+		if w.Status.ClusterRef == nil || w.Status.ClusterRef.Name != units[0].Cluster.Name || len(w.Status.NominatedClusters) != len(units) {
+			t.Errorf("%s: clusterRef %v, nominated %v", name, w.Status.ClusterRef, w.Status.NominatedClusters)
+		}
+	}
+	w := st.Workload("w", st.PlacedOn("a"), st.Nominated("a"))
+	w.Status.Place(nil)
+	if w.Status.ClusterRef != nil || w.Status.NominatedClusters != nil || w.PlacementUnits() != nil {
+		t.Errorf("no unit: clusterRef %v, nominated %v", w.Status.ClusterRef, w.Status.NominatedClusters)
+	}
+}

@@ -160,7 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Every decision is assumed until the informer has its write, so that
 	// the loop never decides twice from a copy older than its own write.
-	r.cache.Assume(d.assumed(), d.clusterRef)
+	ref, _ := d.placement()
+	r.cache.Assume(d.assumed(), ref)
 	r.writer.Submit(d)
 	return res, nil
 }
@@ -174,7 +175,7 @@ func (r *Reconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		// out no invalid generation).
 		msg := "invalid pod template: " + errs.ToAggregate().Error()
 		schedulingAttempts.WithLabelValues("invalid").Inc()
-		d := newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
+		d := keepDecision(w, v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, msg, w.Generation))
 		d.event = event.Warning(v1alpha1.ReasonInvalidTemplate, errors.New(msg))
 		return d.orNil(), reconcile.Result{}
 	}
@@ -190,7 +191,7 @@ func (r *Reconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	defer func() { pendingWorkloads.Set(float64(r.cache.PendingCount(r.served))) }()
 	if len(res.Ranked) == 0 {
 		schedulingAttempts.WithLabelValues("unschedulable").Inc()
-		d := newDecision(w, nil, nil, v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation))
+		d := newDecision(w, nil, v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, res.Message(), w.Generation))
 		d.event = event.Warning(reasonFailedScheduling, errors.New(d.cond.Message))
 		// Events (clusters and workloads changing) requeue it sooner, and
 		// so does the end of a rejection's backoff.
@@ -207,7 +208,7 @@ func (r *Reconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decisio
 // is marked over, so the propagator proves the cluster again.
 func (r *Reconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond xpv2.Condition) *decision {
 	best := res.Ranked[0].Cluster.Key
-	d := newDecision(w, &v1alpha1.ClusterReference{Name: best.Name, Namespace: best.Namespace}, nominated(res, w.Spec.Placement.FanOut), cond)
+	d := newDecision(w, unitsOf(w, res), cond)
 	now := metav1.Now()
 	if i := w.RejectionIndex(best); i >= 0 && !w.Status.RejectedClusters[i].Expired(now.Time) {
 		d.rejected = slices.Clone(w.Status.RejectedClusters)
@@ -312,7 +313,7 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 func (r *Reconciler) movePending(w *v1alpha1.Workload, leave *scheduler.Leave, why string) *decision {
 	cond := v1alpha1.Scheduled(leave.Message+"; it stays until it can move: "+why, w.Generation)
 	cond.Reason = v1alpha1.ReasonMovePending
-	d := newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond)
+	d := keepDecision(w, cond)
 	d.event = event.Warning(reasonFailedMove, errors.New(cond.Message))
 	return d.orNil()
 }
@@ -329,15 +330,17 @@ func (r *Reconciler) acknowledge(w *v1alpha1.Workload) *decision {
 		return nil
 	}
 	cond.ObservedGeneration = w.Generation
-	return newDecision(w, w.Status.ClusterRef, w.Status.NominatedClusters, cond).orNil()
+	return keepDecision(w, cond).orNil()
 }
 
-func nominated(res *scheduler.Result, fanOut int32) []v1alpha1.ClusterReference {
-	n := min(max(int(fanOut), 1), len(res.Ranked))
-	out := make([]v1alpha1.ClusterReference, n)
+// unitsOf are the units a cycle's ranking places: every replica in the
+// best cluster, and a runner-up unit of them in each next one, up to
+// spec.placement.fanOut clusters.
+func unitsOf(w *v1alpha1.Workload, res *scheduler.Result) []v1alpha1.PlacementUnit {
+	n := min(max(int(w.Spec.Placement.FanOut), 1), len(res.Ranked))
+	out := make([]v1alpha1.PlacementUnit, n)
 	for i := range n {
-		k := res.Ranked[i].Cluster.Key
-		out[i] = v1alpha1.ClusterReference{Name: k.Name, Namespace: k.Namespace}
+		out[i] = v1alpha1.PlacementUnit{Cluster: res.Ranked[i].Cluster.Key, Count: w.ReplicaCount(), RunnerUp: i > 0}
 	}
 	return out
 }

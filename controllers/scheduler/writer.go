@@ -23,10 +23,12 @@ import (
 // cluster, the nominated clusters and the Scheduled condition.
 type decision struct {
 	// w is the Workload as the decision was made from it.
-	w          *v1alpha1.Workload
-	clusterRef *v1alpha1.ClusterReference
-	nominated  []v1alpha1.ClusterReference
-	cond       xpv2.Condition
+	w *v1alpha1.Workload
+	// units are where the decision places the Workload (none: nowhere);
+	// keep: it leaves the placement as it is.
+	units []v1alpha1.PlacementUnit
+	keep  bool
+	cond  xpv2.Condition
 	// left and rejected replace status.leftClusters and
 	// status.rejectedClusters when not nil.
 	left     []v1alpha1.LeftCluster
@@ -42,8 +44,24 @@ type decision struct {
 	report bool
 }
 
-func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated []v1alpha1.ClusterReference, cond xpv2.Condition) *decision {
-	return &decision{w: w, clusterRef: ref, nominated: nominated, cond: cond}
+func newDecision(w *v1alpha1.Workload, units []v1alpha1.PlacementUnit, cond xpv2.Condition) *decision {
+	return &decision{w: w, units: units, cond: cond}
+}
+
+// keepDecision leaves the Workload's placement as it is.
+func keepDecision(w *v1alpha1.Workload, cond xpv2.Condition) *decision {
+	return &decision{w: w, keep: true, cond: cond}
+}
+
+// placement is what the decision writes to status.clusterRef and
+// status.nominatedClusters.
+func (d *decision) placement() (*v1alpha1.ClusterReference, []v1alpha1.ClusterReference) {
+	if d.keep {
+		return d.w.Status.ClusterRef, d.w.Status.NominatedClusters
+	}
+	s := &v1alpha1.WorkloadStatus{}
+	s.Place(d.units)
+	return s.ClusterRef, s.NominatedClusters
 }
 
 // apply writes the decision into a Workload's status. The delivered and
@@ -57,8 +75,9 @@ func newDecision(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference, nominated
 // on the new cluster (and counts again what other clusters left still
 // serve, as its leave phase does for a silent cluster).
 func (d *decision) apply(w *v1alpha1.Workload) {
-	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, d.clusterRef)
-	w.Status.ClusterRef, w.Status.NominatedClusters = d.clusterRef, d.nominated
+	ref, nominated := d.placement()
+	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, ref)
+	w.Status.ClusterRef, w.Status.NominatedClusters = ref, nominated
 	if d.left != nil {
 		w.Status.LeftClusters = d.left
 	}
@@ -70,7 +89,7 @@ func (d *decision) apply(w *v1alpha1.Workload) {
 		// The clusters left after this decision (a new entry, or those of
 		// a move still going: its new cluster rejected it, and this
 		// chooses again while the old copy serves) keep readyReplicas.
-		if d.clusterRef == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || d.ready != nil {
+		if ref == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || d.ready != nil {
 			w.Status.ReadyReplicas = 0
 		}
 	}
@@ -92,12 +111,13 @@ func (d *decision) assumed() *v1alpha1.Workload {
 // orNil returns the decision, or nil when the status already says it.
 func (d *decision) orNil() *decision {
 	prev := d.w.Status.GetCondition(v1alpha1.TypeScheduled)
-	if equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(d.nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
+	ref, nominated := d.placement()
+	if equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
 		(d.left == nil || equality.Semantic.DeepEqual(d.left, d.w.Status.LeftClusters)) &&
 		(d.rejected == nil || equality.Semantic.DeepEqual(d.rejected, d.w.Status.RejectedClusters)) {
 		return nil
 	}
-	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(d.clusterRef, d.w.Status.ClusterRef) {
+	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) {
 		// Only a change of status, or of cluster, is a transition: the
 		// propagator counts a handshake's patience from it.
 		d.cond.LastTransitionTime = prev.LastTransitionTime

@@ -60,3 +60,18 @@ func (w *Workload) PlacementUnits() []PlacementUnit {
 func (w *Workload) WholeUnit(cluster types.NamespacedName) PlacementUnit {
 	return PlacementUnit{Cluster: cluster, Count: w.ReplicaCount()}
 }
+
+// Place writes units into the status as the scheduler decides them: the
+// chosen unit's cluster in clusterRef, and every unit's cluster, in order,
+// in nominatedClusters; no unit places the Workload nowhere.
+func (s *WorkloadStatus) Place(units []PlacementUnit) {
+	s.ClusterRef, s.NominatedClusters = nil, nil
+	for _, u := range units {
+		ref := ClusterReference{Name: u.Cluster.Name, Namespace: u.Cluster.Namespace}
+		if !u.RunnerUp && s.ClusterRef == nil {
+			chosen := ref
+			s.ClusterRef = &chosen
+		}
+		s.NominatedClusters = append(s.NominatedClusters, ref)
+	}
+}
