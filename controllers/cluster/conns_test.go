@@ -3,13 +3,11 @@ package cluster
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/clustertest"
-	"github.com/placer-dev/placer/controllers/shared"
 )
 
 // fakeConns are member connections whose health a test sets.
@@ -41,12 +39,3 @@ func (f *fakeConns) Check(_ context.Context, key types.NamespacedName, _ []byte,
 }
 
 func (f *fakeConns) Remove(key types.NamespacedName) { f.removed = append(f.removed, key) }
-
-// secrets serve the Secrets a test holds as synced single-object watches.
-type secrets map[shared.ObjectKey]*unstructured.Unstructured
-
-func (s secrets) Use(types.NamespacedName, []shared.ObjectKey) {}
-func (s secrets) Forget(types.NamespacedName)                  {}
-func (s secrets) Get(k shared.ObjectKey) (*unstructured.Unstructured, bool, error) {
-	return s[k], true, nil
-}

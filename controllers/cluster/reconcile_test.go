@@ -11,8 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,7 +20,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
-	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/controllers/shared/sharedtest"
 	"github.com/placer-dev/placer/internal/eventtest"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -87,14 +85,9 @@ func TestReconcile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, ns).WithStatusSubresource(tc.kc).Build()
-			src := secrets{}
+			src := sharedtest.NewSources()
 			if !tc.noSecret {
-				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1")}}
-				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				src[shared.CoreKey("Secret", "default", "a-kubeconfig")] = &unstructured.Unstructured{Object: u}
+				src = sharedtest.NewSources(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1")}})
 			}
 			conns := &fakeConns{health: map[types.NamespacedName]cluster.Health{key: tc.health}, connectErr: tc.connectErr}
 			rec := &eventtest.Recorder{}

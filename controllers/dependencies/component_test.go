@@ -10,46 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/controllers/shared/sharedtest"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
-
-// sources are management objects as listed watches serve them; a key in
-// unsynced has not listed yet.
-type sources struct {
-	objs     map[shared.ObjectKey]*unstructured.Unstructured
-	unsynced map[shared.ObjectKey]bool
-	used     []shared.ObjectKey
-}
-
-func newSources(t *testing.T, objs ...client.Object) *sources {
-	s := &sources{objs: map[shared.ObjectKey]*unstructured.Unstructured{}, unsynced: map[shared.ObjectKey]bool{}}
-	for _, o := range objs {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.objs[shared.CoreKey(kindOf(o), o.GetNamespace(), o.GetName())] = &unstructured.Unstructured{Object: u}
-	}
-	return s
-}
-
-func (s *sources) Use(_ types.NamespacedName, keys []shared.ObjectKey) { s.used = keys }
-func (s *sources) Forget(types.NamespacedName)                         { s.used = nil }
-func (s *sources) Get(k shared.ObjectKey) (*unstructured.Unstructured, bool, error) {
-	if s.unsynced[k] || !slices.Contains(s.used, k) {
-		return nil, false, nil
-	}
-	return s.objs[k], true, nil
-}
 
 // needing is a Workload whose pods read Secret db, ConfigMap settings and
 // run as ServiceAccount runner.
@@ -98,7 +68,7 @@ func TestComponent(t *testing.T) {
 	ctx := context.Background()
 	w := needing()
 	m := clustertest.NewMember("a")
-	rd := New(newSources(t, db, settings, runner)).Read(w)
+	rd := New(sharedtest.NewSources(db, settings, runner)).Read(w)
 	o, err := rd.Observe(ctx, m, w)
 	if err != nil || len(o.Problems) > 0 || o.Waiting {
 		t.Fatalf("Observe = %+v (%v), want nothing missing", o, err)
@@ -132,19 +102,19 @@ func TestComponent(t *testing.T) {
 func TestObserve(t *testing.T) {
 	ctx := context.Background()
 	w := needing()
-	missing := New(newSources(t, settings, runner)).Read(w)
+	missing := New(sharedtest.NewSources(settings, runner)).Read(w)
 	o, err := missing.Observe(ctx, clustertest.NewMember("a"), w)
 	if err != nil || len(o.Problems) != 1 || !strings.Contains(o.Problems[0], "Secret default/db does not exist") || !o.Recheck {
 		t.Errorf("Secret db missing: %+v (%v), want it named, and a later look", o, err)
 	}
-	src := newSources(t, db, settings, runner)
-	src.unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
+	src := sharedtest.NewSources(db, settings, runner)
+	src.Unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
 	if o, err := New(src).Read(w).Observe(ctx, clustertest.NewMember("a"), w); err != nil || !o.Waiting {
 		t.Errorf("a watch not listed: %+v (%v), want Waiting", o, err)
 	}
 	other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
 	m := clustertest.NewMember("a", clustertest.WithObjects(other))
-	_, err = New(newSources(t, db, settings, runner)).Read(w).Apply(ctx, m, w, true, false, nil)
+	_, err = New(sharedtest.NewSources(db, settings, runner)).Read(w).Apply(ctx, m, w, true, false, nil)
 	var p *shared.Problem
 	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonNameConflict {
 		t.Errorf("another source's copy in the member: %v, want a NameConflict problem", err)

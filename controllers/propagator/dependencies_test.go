@@ -2,15 +2,12 @@ package propagator
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,59 +16,15 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/controllers/shared/sharedtest"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
-// mapSources are the management objects the propagator reads, in memory:
-// its watches, as objectWatches would serve them once listed.
-type mapSources struct {
-	objs map[shared.ObjectKey]*unstructured.Unstructured
-	// unsynced keys are watches that have not listed yet.
-	unsynced map[shared.ObjectKey]bool
-	used     map[types.NamespacedName][]shared.ObjectKey
-	// dropped counts the keys a user stopped using while still needing
-	// them: a real watch would stop and start again, and list anew.
-	dropped int
-}
+// mapSources are the management objects the propagator reads, in memory.
+type mapSources = sharedtest.Sources
 
-func sources(objs ...client.Object) *mapSources {
-	s := &mapSources{objs: map[shared.ObjectKey]*unstructured.Unstructured{}, unsynced: map[shared.ObjectKey]bool{}, used: map[types.NamespacedName][]shared.ObjectKey{}}
-	for _, o := range objs {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			panic(err)
-		}
-		obj := &unstructured.Unstructured{Object: u}
-		gvk := o.GetObjectKind().GroupVersionKind()
-		if gvk.Empty() {
-			gvk = corev1.SchemeGroupVersion.WithKind(reflect.TypeOf(o).Elem().Name())
-		}
-		s.objs[shared.ObjectKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}] = obj
-	}
-	return s
-}
-
-func (s *mapSources) Use(user types.NamespacedName, keys []shared.ObjectKey) {
-	for _, k := range s.used[user] {
-		if !slices.Contains(keys, k) {
-			s.dropped++
-		}
-	}
-	s.used[user] = keys
-}
-func (s *mapSources) Forget(user types.NamespacedName) { delete(s.used, user) }
-func (s *mapSources) Get(k shared.ObjectKey) (*unstructured.Unstructured, bool, error) {
-	// As objectWatches: only what a user watches has listed.
-	used := false
-	for _, keys := range s.used {
-		used = used || slices.Contains(keys, k)
-	}
-	if s.unsynced[k] || !used {
-		return nil, false, nil
-	}
-	return s.objs[k], true, nil
-}
+var sources = sharedtest.NewSources
 
 // copyIn returns the member's object of a kind and name in namespace
 // default, or nil.

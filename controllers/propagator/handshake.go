@@ -508,6 +508,14 @@ func (r *Reconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.W
 // patchChaperons patches chaperons in a member, as the Workload's tenant;
 // one gone meanwhile is no error.
 func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, patch client.Patch, errPatch string) error {
+	return asTenant(m, w, chs, func(cl client.Client, ch *mcv1alpha1.PodChaperon) error {
+		return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, ch, patch)), errPatch)
+	})
+}
+
+// asTenant runs f on each chaperon with the client that acts in m as the
+// Workload's tenant, stopping at the first error; none: nothing is asked.
+func asTenant(m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, f func(client.Client, *mcv1alpha1.PodChaperon) error) error {
 	if len(chs) == 0 {
 		return nil
 	}
@@ -516,8 +524,8 @@ func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload,
 		return err
 	}
 	for _, ch := range chs {
-		if err := cl.Patch(ctx, ch, patch); err != nil {
-			return errors.Wrap(resource.IgnoreNotFound(err), errPatch)
+		if err := f(cl, ch); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -656,20 +664,10 @@ func committedIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (b
 // only if it is still the one read (a chaperon of the same name made since
 // is another candidate); one gone already is no error.
 func deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
-	if len(chs) == 0 {
-		return nil
-	}
-	cl, err := m.Tenant(w.Namespace)
-	if err != nil {
-		return err
-	}
-	for _, ch := range chs {
+	return asTenant(m, w, chs, func(cl client.Client, ch *mcv1alpha1.PodChaperon) error {
 		err := cl.Delete(ctx, ch, client.Preconditions{UID: &ch.UID})
-		if err := resource.Ignore(kerrors.IsConflict, resource.IgnoreNotFound(err)); err != nil {
-			return errors.Wrap(err, errDeleteChaperon)
-		}
-	}
-	return nil
+		return errors.Wrap(resource.Ignore(kerrors.IsConflict, resource.IgnoreNotFound(err)), errDeleteChaperon)
+	})
 }
 
 // handshakeStarts keeps when this process began each Workload's

@@ -1570,7 +1570,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			w:    web(needs),
 			sources: func() *mapSources {
 				s := theSources()
-				s.unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
+				s.Unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
 				return s
 			}(),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
@@ -2106,8 +2106,8 @@ func runPropagatorCase(t *testing.T, tc propagatorCase) {
 		tc.check(t, env{w: got, members: members, mgmt: mgmt, rec: rec})
 	}
 	wantWhole(t, tc, before, env{w: got, members: members, mgmt: mgmt, rec: rec})
-	if tc.sources != nil && tc.sources.dropped > 0 {
-		t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.dropped)
+	if tc.sources != nil && tc.sources.Dropped > 0 {
+		t.Errorf("%d watches stopped while still needed (each would list again)", tc.sources.Dropped)
 	}
 }
 
