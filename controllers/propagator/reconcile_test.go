@@ -29,6 +29,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/controllers/dependencies"
@@ -179,6 +180,36 @@ func rejectedBy(cluster, reason, msg string) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) {
 		s.RejectedClusters = append(s.RejectedClusters, v1alpha1.RejectedCluster{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"},
 			Reason: reason, Message: msg, Generation: 1, Attempts: 1})
+		s.ReadyOfDesired = "0/2"
+	}
+}
+
+// rejected: the cluster's first rejection of generation 1, of a Workload
+// of desired replicas with nothing ready.
+func rejected(desired int, cluster, reason, msg string) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.RejectedClusters = append(s.RejectedClusters, v1alpha1.RejectedCluster{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"},
+			Reason: reason, Message: msg, Generation: 1, Attempts: 1})
+		s.ReadyOfDesired = fmt.Sprintf("0/%d", desired)
+	}
+}
+
+// counts: a pass counted replicas, scheduled and ready of them in the
+// chosen cluster, for generation 1 of desired replicas, and Ready says
+// what ready does.
+func counts(desired, replicas, scheduled, ready int32, cond xpv2.Condition) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.Replicas, s.ScheduledReplicas, s.ReadyReplicas, s.ObservedGeneration = replicas, scheduled, ready, 1
+		s.ReadyOfDesired = fmt.Sprintf("%d/%d", ready, desired)
+		s.SetConditions(cond)
+	}
+}
+
+// refused: the committed cluster refuses generation 1's template, and
+// Ready says so; the counts are not written.
+func refused(reason, msg string) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.SetConditions(v1alpha1.NotReady(reason, msg, 1))
 		s.ReadyOfDesired = "0/2"
 	}
 }
@@ -560,7 +591,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(-10*time.Minute))...))}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+			wantStatus:  rejected(2, "a", propagator.ReasonHandshakeTimeout, "not every candidate was reserved within 1m0s"),
+			wantMembers: map[string][]string{"a": {}},
+			check:       func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
 		},
 		{
 			name: "no answer within the handshake timeout, counted on this clock from the placement: rejected",
@@ -568,7 +601,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...))}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
+			wantStatus:  rejected(2, "a", propagator.ReasonHandshakeTimeout, "not every candidate was reserved within 1m0s"),
+			wantMembers: map[string][]string{"a": {}},
+			check:       func(t *testing.T, e env) { wantRejected(t, e.w, "a", propagator.ReasonHandshakeTimeout, "within 1m0s") },
 		},
 		{
 			// Its Scheduled condition did not change (the same cluster,
@@ -580,6 +615,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a")}
 			},
+			wantStatus:  counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v as soon as its new candidates were there", e.w.Status.RejectedClusters)
@@ -595,6 +632,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...))}
 			},
+			wantStatus:  counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 1 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v while its candidate may still bind there", e.w.Status.RejectedClusters)
@@ -607,6 +646,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), running)...))}
 			},
+			wantStatus:  counts(1, 1, 1, 1, v1alpha1.Available("1 of 1 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 no-hold allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 1 {
 					t.Errorf("%d candidates marked is-allowed, want the bound one", n)
@@ -619,6 +660,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedWindow))...))}
 			},
+			wantStatus:  rejected(1, "a", propagator.ReasonHandshakeTimeout, "the candidate was not bound within its bind window, as the cluster counts it; the cluster fenced it"),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejectedAndEmpty(t, e.w, e.members[0], "a", propagator.ReasonHandshakeTimeout, "bind window")
 				wantReason(t, e.rec, reasonFenced)
@@ -637,7 +680,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout),
 					chaperontest.Fenced(mcv1alpha1.FencedGivenUp), chaperontest.RejectionsSeen("1/0"))...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if rc := e.w.Rejection(types.NamespacedName{Namespace: "default", Name: "a"}); rc == nil || rc.Attempts != 1 {
 					t.Errorf("rejection %+v, want the one recorded before (1 attempt)", rc)
@@ -657,6 +702,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout),
 					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu."))...))}
 			},
+			wantStatus:  counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 1 replicas ready in a; a replica is pending: 0/3 nodes are available: 3 Insufficient cpu.", 1)),
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v before the member fenced the candidate (room may appear there)", e.w.Status.RejectedClusters)
@@ -672,6 +719,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, podScheduledFalse(mcv1alpha1.ReasonPodRefused, "violates PodSecurity"))...))}
 			},
+			wantStatus:  rejected(2, "a", mcv1alpha1.ReasonPodRefused, "violates PodSecurity"),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", mcv1alpha1.ReasonPodRefused, "violates PodSecurity")
 			},
@@ -711,7 +760,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %v: a committed cluster whose watch has not listed yet", e.w.Status.RejectedClusters)
@@ -731,7 +782,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
-			check: func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
+			wantStatus:  rejected(2, "a", v1alpha1.ReasonUnreachable, "placer could not watch its PodChaperons in default/a within 1m0s: is placer's agent installed there, and may placer's identity list them?"),
+			wantMembers: map[string][]string{"a": {}},
+			check:       func(t *testing.T, e env) { wantRejected(t, e.w, "a", v1alpha1.ReasonUnreachable, "could not watch") },
 		},
 		{
 			name: "a gang of one whose chosen member's chaperons were never listed is not given up on this clock: its candidate may bind there within its window",
@@ -740,6 +793,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v while its candidate there may bind", e.w.Status.RejectedClusters)
@@ -754,6 +809,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				twin := &clustertest.Member{Key: types.NamespacedName{Namespace: "default", Name: "a-again"}, HostName: a.HostName, Client: a.Client}
 				return clustertest.Members{a, twin}
 			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "a-again": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want 2: deleted through the twin registration", n)
@@ -771,6 +828,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				w3.Spec.TargetDeployment.Replicas = ptr.To[int32](3)
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w3, 3, reserved, allowed, running)...))}
 			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want 2", n)
@@ -789,6 +848,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old.Spec.TargetDeployment.Template.Labels = nil
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
 			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 no-hold", "0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 3 {
 					t.Errorf("%d candidates in a, want 3 (2 old, 1 surge)", n)
@@ -808,6 +869,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old.Spec.TargetNamespace = ""
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
 			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 no-hold", "0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				inApps := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "apps" }
 				if n, all := count(t, e.members[0], e.w, inApps), count(t, e.members[0], e.w, nil); n != 1 || all != 3 {
@@ -898,6 +961,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old.Spec.TargetDeployment.Template.Spec.Containers[0].SecurityContext = nil
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
 			},
+			wantStatus:  refused("PodSecurity", `the pod template of generation 1 is not rolled out: the pod template does not meet Pod Security "baseline": privileged (container "app" must not set securityContext.privileged=true)`),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				chs, _ := e.members[0].Chaperons(context.Background(), e.w.UID)
 				if len(chs) != 2 || chs[0].Spec.Containers[0].SecurityContext != nil {
@@ -914,6 +979,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a")}
 			},
+			wantStatus:  rejected(2, "a", validation.ReasonNamespaceNotServed, "KubernetesCluster default/a does not serve the Workloads of namespace team-b (offered by its namespaceSelector and bound by a ClusterBinding there, or of its own namespace)"),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejectedAndEmpty(t, e.w, e.members[0], "a", "NamespaceNotServed", "does not serve")
 			},
@@ -927,6 +994,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.Now()}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
 				return runningIn(w, nil, theirs)
 			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Service default/web exists in the cluster and was not created by placer for this Workload; it is left untouched", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonNameConflict {
 					t.Errorf("Ready %s: %q, want NameConflict", c.Reason, c.Message)
@@ -947,7 +1016,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				o.(*v1alpha1.Workload).Status.DeepCopyInto(lostStatus)
 				return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
 			}},
-			want: reconcile.Result{RequeueAfter: shared.ConflictRetry},
+			want:        reconcile.Result{RequeueAfter: shared.ConflictRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if len(lostStatus.RejectedClusters) != 1 {
 					t.Errorf("the patch that lost carried rejectedClusters %v, want the rejection of a", lostStatus.RejectedClusters)
