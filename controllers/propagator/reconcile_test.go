@@ -219,8 +219,10 @@ func both(a, b func(*v1alpha1.WorkloadStatus)) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) { a(s); b(s) }
 }
 
-// ignoreTimes leaves out of a status comparison the times a pass stamps.
+// ignoreTimes leaves out of a status comparison the times a pass stamps,
+// and the order of the conditions (a set, by type).
 var ignoreTimes = cmp.Options{
+	cmpopts.SortSlices(func(a, b xpv2.Condition) bool { return a.Type < b.Type }),
 	cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime"),
 	cmpopts.IgnoreFields(v1alpha1.RejectedCluster{}, "Time", "RetryAfter"),
 	cmpopts.IgnoreFields(v1alpha1.LeftCluster{}, "Time"),
@@ -1130,6 +1132,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...)),
 				}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 2, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in b", 1))(s)
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates left in a, want 2 while b is not Ready", n)
@@ -1144,10 +1150,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
-			name:    "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
-			w:       web(left),
-			passes:  2,
-			members: bothRunning,
+			name:        "StartBeforeStop: once the new pods are all Ready the old copy goes, and then its entry",
+			w:           web(left),
+			passes:      2,
+			members:     bothRunning,
+			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters = nil }),
+			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
@@ -1163,11 +1171,13 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
-			name:     "a left cluster that is not Ready keeps its copy and its entry, even when the new one runs",
-			w:        web(left),
-			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
-			passes:   2,
-			members:  bothRunning,
+			name:        "a left cluster that is not Ready keeps its copy and its entry, even when the new one runs",
+			w:           web(left),
+			clusters:    map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			passes:      2,
+			members:     bothRunning,
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates in a, want its 2 untouched while it is not Ready", n)
@@ -1186,7 +1196,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				statusPatches++
 				return c.SubResource(sub).Patch(ctx, o, p, opts...)
 			}},
-			passes: 3,
+			passes:      3,
+			wantStatus:  counts(2, 2, 2, 0, v1alpha1.ReadyUnknownOn("default/a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionUnknown || c.Reason != v1alpha1.ReasonClusterUnreachable {
 					t.Errorf("Ready %s (%s), want Unknown (%s)", c.Status, c.Reason, v1alpha1.ReasonClusterUnreachable)
@@ -1205,7 +1217,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
 				}
 			},
-			want: reconcile.Result{},
+			want:        reconcile.Result{},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantLeft(t, e.w, 2)
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
@@ -1220,7 +1234,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining, s.ReadyOfDesired = 1, "0/1" },
+			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[1], e.w, noHold); n != 1 {
 					t.Errorf("%d candidates in b bind unheld, want 1: a copy behind the partition does not hold the move", n)
@@ -1233,7 +1249,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining, s.ReadyOfDesired = 1, "0/1" },
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}, "b": {"0"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
 					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
@@ -1251,7 +1269,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}, "b": {"0"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
 					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
@@ -1269,7 +1289,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 0 {
 					t.Errorf("%d candidates in a asked to be fenced, want none: a was not read", n)
@@ -1287,6 +1309,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
 			},
+			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "every replica is reserved in default/b; they bind once [default/a] confirm(s) that the candidate there, which may bind without placer's word within its window, did not", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining = 1 }),
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}, "b": {"0 reserved"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
 					t.Errorf("%d candidates in a asked to be fenced, want 1", n)
@@ -1306,6 +1330,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedGivenUp))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
 			},
+			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 1 replicas ready in b", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters = nil }),
+			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
@@ -1325,6 +1351,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b"), clustertest.NewMember("c"),
 				}
 			},
+			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {}, "c": {}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members[1:] {
 					if n := count(t, m, e.w, nil); n != 0 {
@@ -1349,6 +1377,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b"),
 				}
 			},
+			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
@@ -1384,6 +1414,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 2, reserved, allowed, running)...)), clustertest.NewMember("b")}
 			},
+			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				wantLeft(t, e.w, 2)
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -1423,7 +1455,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				images := func(m *clustertest.Member) (out []string) {
 					chs, err := m.Chaperons(context.Background(), e.w.UID)
@@ -1451,7 +1485,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				w.Spec.Overrides = []v1alpha1.Override{{Name: "eu-mirror", ClusterSelector: st.Term(st.Expr("region", "In", "eu")),
 					Image: &v1alpha1.ImageOverride{Registry: "mirror.eu.example.com"}}}
 			}),
-			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			members:     func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			wantStatus:  rejected(2, "a", v1alpha1.ReasonInvalidOverride, `spec.overrides[0] (eu-mirror): container app: cannot parse image "Not An Image": invalid reference format: repository name (library/Not An Image) must be lowercase`),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejectedAndEmpty(t, e.w, e.members[0], "a", v1alpha1.ReasonInvalidOverride, "spec.overrides[0] (eu-mirror)")
 			},
@@ -1464,6 +1500,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				ended(corev1.PodFailed, "container app exited with code 1 (Error)")(chs[1].(*mcv1alpha1.PodChaperon))
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 0, v1alpha1.NotReady(v1alpha1.ReasonReplicasFailed, "1 of 2 replicas failed in a (pod web-7d7c8769f7-1 failed: container app exited with code 1 (Error))", 1))(s)
+				s.Succeeded, s.Failed = 1, 1
+				s.SetConditions(xpv2.Condition{Type: v1alpha1.TypeFailed, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReplicasFailed, Message: "1 of 2 replicas failed in a (pod web-7d7c8769f7-1 failed: container app exited with code 1 (Error))", ObservedGeneration: 1})
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				f := e.w.Status.GetCondition(v1alpha1.TypeFailed)
 				if f.Status != corev1.ConditionTrue || !strings.Contains(f.Message, "exited with code 1") {
@@ -1489,6 +1531,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				chs[0] = candidates(w, 1, reserved, allowed, ended(corev1.PodSucceeded, ""))[0]
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 1, v1alpha1.NotReady(v1alpha1.ReasonPending, "1 of 2 replicas ready in a, 1 succeeded, 0 failed", 1))(s)
+				s.Succeeded = 1
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if e.w.Finished() || e.w.Status.Succeeded != 1 || e.w.Status.ReadyReplicas != 1 {
 					t.Errorf("finished %v, succeeded %d, ready %d; want false, 1, 1", e.w.Finished(), e.w.Status.Succeeded, e.w.Status.ReadyReplicas)
@@ -1509,6 +1556,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, ended(corev1.PodSucceeded, ""))...))}
 			},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d chaperons left in the deleted cluster", n)
@@ -1529,6 +1578,13 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, ended(corev1.PodSucceeded, ""))...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", 1)
+				counts(2, 2, 2, 0, ready)(s)
+				s.SetConditions(complete)
+				s.Succeeded = 2
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if c := e.w.Status.GetCondition(v1alpha1.TypeComplete); c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonCompleted {
 					t.Errorf("Complete = %+v, want True", c)
@@ -1546,7 +1602,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", w.Generation)
 				w.Status.SetConditions(complete, ready)
 			}),
-			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			members:     func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates created again for a finished Workload", n)
@@ -1564,6 +1622,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, "0/2"
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
 					if n := count(t, m, e.w, nil); n != 2 {
@@ -1588,6 +1650,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, []v1alpha1.Dependency{{Cluster: clusterA, Kind: propagator.KindConfigMap, Name: "settings", Copied: true}, {Cluster: clusterA, Kind: propagator.KindSecret, Name: "db", Copied: true}, {Cluster: clusterA, Kind: propagator.KindServiceAccount, Name: "runner", Copied: true}}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
 					t.Fatalf("%d allowed in a, want 2", n)
@@ -1622,7 +1689,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			// Only the member can end it: looked at again.
-			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)"),
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
 					if n := count(t, m, e.w, nil); n != 0 {
@@ -1644,7 +1713,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				s.Unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
 				return s
 			}(),
-			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			members:     func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates, want none before the Secret's watch lists", n)
