@@ -214,6 +214,17 @@ func refused(reason, msg string) func(*v1alpha1.WorkloadStatus) {
 	}
 }
 
+// copies are the status.dependencies entries of objects placer copied
+// into a cluster, each "Kind/name", in order.
+func copies(cluster string, objs ...string) []v1alpha1.Dependency {
+	out := make([]v1alpha1.Dependency, len(objs))
+	for i, o := range objs {
+		kind, name, _ := strings.Cut(o, "/")
+		out[i] = v1alpha1.Dependency{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}, Kind: kind, Name: name, Copied: true}
+	}
+	return out
+}
+
 // both applies two changes of a status.
 func both(a, b func(*v1alpha1.WorkloadStatus)) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) { a(s); b(s) }
@@ -415,7 +426,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				other := st.Workload("other", st.Replicas(2), func(w *v1alpha1.Workload) { w.UID = "other" })
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); b != 2 {
 					t.Errorf("%d runner-up candidates in b, want 2", b)
@@ -431,7 +444,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				mine := candidates(w, 1, runnerUp)
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(append(mine, candidates(other, 1, runnerUp)...)...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, nil); b != 2 {
 					t.Errorf("%d candidates in b, want 2: half a gang proves nothing", b)
@@ -509,7 +524,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				m.Namespaces = map[string]v1alpha1.NamespaceName{"default": "team-a-prod"}
 				return clustertest.Members{m}
 			},
-			want: reconcile.Result{RequeueAfter: timeout},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				inMapped := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "team-a-prod" }
 				if n := count(t, e.members[0], e.w, inMapped); n != 2 {
@@ -578,7 +595,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, createdAgo(2*timeout))...))}
 			},
-			want: reconcile.Result{RequeueAfter: timeout - time.Second},
+			want:        reconcile.Result{RequeueAfter: timeout - time.Second},
+			wantStatus:  counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v by comparing this clock with the member's timestamps", e.w.Status.RejectedClusters)
@@ -901,6 +920,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "apps"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				inDefault := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == "default" }
 				if n := count(t, e.members[0], e.w, inDefault); n != 0 {
@@ -930,6 +954,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(leftBehind(w)...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "apps"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantLeftBehindGone(t, e.members[0])
 				if got := e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "a"}); !slices.Equal(got, []string{"apps"}) {
@@ -949,6 +978,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(leftBehind(w)...))}
 			},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantLeftBehindGone(t, e.members[0])
 			},
@@ -1068,6 +1099,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				},
 			},
 			want: reconcile.Result{RequeueAfter: shared.ConflictRetry},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.NominatedClusters = []v1alpha1.ClusterReference{{Name: "a", Namespace: "default"}, {Name: "b", Namespace: "default"}}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				// The pass reads the Workload twice (at its start, and
 				// the cache before writing), this check once more.
@@ -1088,7 +1123,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
 			},
-			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Finalizers) != 1 {
 					t.Errorf("finalizers %v: removed while a member may hold candidates", e.w.Finalizers)
@@ -1102,6 +1139,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members:     func(*v1alpha1.Workload) clustertest.Members { return nil },
 			unconnected: []string{"a"},
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Finalizers) != 1 {
 					t.Errorf("finalizers %v: removed before the cluster the status names confirmed anything", e.w.Finalizers)
@@ -1113,9 +1151,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
-			name:    "deletion: a cluster the status names whose KubernetesCluster is gone is abandoned, with an Event, and the finalizer goes",
-			w:       web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
-			members: func(*v1alpha1.Workload) clustertest.Members { return nil },
+			name:       "deletion: a cluster the status names whose KubernetesCluster is gone is abandoned, with an Event, and the finalizer goes",
+			w:          web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			members:    func(*v1alpha1.Workload) clustertest.Members { return nil },
+			wantStatus: func(*v1alpha1.WorkloadStatus) {},
 			check: func(t *testing.T, e env) {
 				if len(e.w.Finalizers) != 0 {
 					t.Errorf("finalizers %v: held by a cluster that is gone", e.w.Finalizers)
@@ -1396,7 +1435,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, reserved, allowed, running)...))}
 			},
-			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if e.w == nil || len(e.w.Finalizers) == 0 {
 					t.Fatal("the finalizer went while a candidate was there")
@@ -1434,7 +1475,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				rogue.Key.Namespace = "rogue"
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)), rogue}
 			},
-			passes: 2,
+			passes:      2,
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}, "rogue": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in a", n)
@@ -1733,6 +1776,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved),
 					theirs(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "theirs"}}))...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, append([]v1alpha1.Dependency{{Cluster: clusterA, Kind: propagator.KindConfigMap, Name: "settings", Message: "ConfigMap default/settings in default/a was not copied by placer from default/settings: it is left as it is, and the pods use it"}}, copies("a", "Secret/db", "ServiceAccount/runner")...)
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
 					t.Errorf("%d allowed, want 2", n)
@@ -1759,7 +1807,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "other")
 				return runningIn(w, nil, old)
 			},
-			check: func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check:       func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
 		{
 			name: "dependencies: a copy the template no longer references is let go in the committed cluster",
@@ -1771,6 +1824,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
 				return runningIn(w, nil, old)
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.Dependencies = nil
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
 					t.Errorf("Secret old stays, used by %v", propagator.Users(o))
@@ -1789,7 +1847,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				own := usedCopy(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, string(w.UID))
 				return runningIn(w, nil, shared, own)
 			},
-			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				s := copyIn(t, e.members[0], propagator.KindSecret, "db")
 				if s == nil || !cmp.Equal(propagator.Users(s), []string{"other"}) {
@@ -1807,6 +1867,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return reservedIn(w, refuseSecretGets)
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, []v1alpha1.Dependency{{Cluster: clusterA, Kind: propagator.KindConfigMap, Name: "settings", Copied: true}, {Cluster: clusterA, Kind: propagator.KindSecret, Name: "db", Message: "Secret default/db in default/a was not copied: the cluster does not let placer:tenant:default read or write it there (bind ClusterRole placer-member-dependencies): the pods use what the cluster has"}, {Cluster: clusterA, Kind: propagator.KindServiceAccount, Name: "runner", Copied: true}}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
 					t.Errorf("%d candidates allowed, want 2", n)
@@ -1829,6 +1894,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
 			passes: 3,
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ServiceAccount/puller", "Secret/pull")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantCopy(t, e.members[0], propagator.KindSecret, "pull")
 				if sa, ok := copyIn(t, e.members[0], propagator.KindServiceAccount, "puller").(*corev1.ServiceAccount); !ok || len(sa.ImagePullSecrets) != 1 {
@@ -1842,6 +1912,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: theSources(),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
 			want:    reconcile.Result{RequeueAfter: timeout},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.Dependencies, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner"), "0/2"
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want 2", n)
@@ -1880,6 +1954,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					t.Fatal(err)
 				}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed", "2 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 3 {
 					t.Errorf("%d candidates, want 3", n)
@@ -1897,6 +1976,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			// Only the member can end it: looked at again.
 			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(3, 3, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", 1))(s)
+				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want the 2 that run and no new one", n)
@@ -1917,6 +2001,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved), other)...))}
 			},
+			wantStatus: both(rejected(2, "a", v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data"), func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", v1alpha1.ReasonNameConflict, "team-b/db")
 				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
@@ -1932,7 +2020,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(other))}
 			},
-			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist, and default/db in default/a is placer's copy of team-b/db, which the pods may not read"),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
 					t.Errorf("%d candidates: their pods would read team-b's Secret", n)
@@ -1959,6 +2049,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(theirs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}})), countGets)}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, "0/2"
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want 2: the cluster has the Secret", n)
@@ -1982,6 +2076,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(old)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1))(s)
+				s.LeftClusters, s.PlacedNamespaces, s.Dependencies = nil, []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, copies("b", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
 					t.Errorf("Secret old stays in a, which the Workload left, used by %v", propagator.Users(o))
@@ -2001,6 +2100,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", forbiddenCreate)}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: both(rejected(2, "b", v1alpha1.ReasonForbidden, `ServiceAccount default/runner in default/b: the cluster refused it: podchaperons.multicluster.placer.dev "runner" is forbidden: denied by the member`), func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "b", v1alpha1.ReasonForbidden, "denied by the member")
 				if sa := copyIn(t, e.members[1], propagator.KindServiceAccount, "runner"); sa != nil {
@@ -2020,6 +2123,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(before, 2, reserved, allowed, running), old)...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner", "Secret/old")
+			},
+			wantMembers: map[string][]string{"a": {"0 no-hold", "0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantCopy(t, e.members[0], propagator.KindSecret, "old")
 				found := false
@@ -2046,7 +2154,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}})
 				return runningIn(w, []clustertest.Option{immutable}, old)
 			},
-			check: func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check:       func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
 		{
 			name: "dependencies: a source deleted while the pods still reference it: the copy stays, and what runs keeps running",
@@ -2057,6 +2170,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return runningIn(w, nil, usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "ServiceAccount/runner", "Secret/db")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 				if !slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == "db" }) {
@@ -2070,6 +2188,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(w *v1alpha1.Workload) clustertest.Members { return runningIn(w, nil) },
 			want:    reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(1, 1, 1, 1, v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)", 1))(s)
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 1 {
 					t.Errorf("%d candidates, want 1: the replica removed goes", n)
@@ -2092,6 +2214,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				twin := &clustertest.Member{Key: types.NamespacedName{Namespace: "default", Name: "a-again"}, HostName: a.HostName, Client: a.Client}
 				return clustertest.Members{a, twin}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.LeftClusters, s.PlacedNamespaces, s.Dependencies = nil, []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, append(copies("a-again", "Secret/db"), copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")...)
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "a-again": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
@@ -2106,6 +2233,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return reservedIn(w, refuseSecretCreates)
 			},
+			wantStatus: both(rejected(2, "a", v1alpha1.ReasonForbidden, `Secret default/db in default/a: the cluster refused it: secrets "db" is forbidden: denied by the member`), func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
 				wantRejected(t, e.w, "a", v1alpha1.ReasonForbidden, "denied by the member")
 				if n := count(t, e.members[0], e.w, isAllowed); n != 0 {
@@ -2124,6 +2255,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db")}, string(w.UID)))),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
 			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, copies("b", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if o := copyIn(t, e.members[0], propagator.KindSecret, "db"); o != nil {
 					t.Errorf("Secret db stays in a, used by %v", propagator.Users(o))
@@ -2150,6 +2286,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", second)}
 			},
 			wantErr: true,
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, "0/2"
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[1], e.w, nil); n != 1 {
 					t.Fatalf("%d candidates in b, want the first", n)
@@ -2176,6 +2316,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			// The claim's watch lists first, then the Secret's it names.
 			passes: 2,
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "Secret/pg-conn")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if s, ok := copyIn(t, e.members[0], propagator.KindSecret, "pg-conn").(*corev1.Secret); !ok || string(s.Data["endpoint"]) != "x" {
 					t.Errorf("the connection Secret in a: %+v", s)
