@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,4 +64,47 @@ func allowedIn(pkg string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// maxFunctionLines bounds a function outside test/ and tests, in lines
+// from its signature to its closing brace.
+const maxFunctionLines = 80
+
+// TestFunctionLength fails on a function longer than maxFunctionLines in
+// any non-test Go file of the module outside test/ (generated deepcopy
+// left out).
+func TestFunctionLength(t *testing.T) {
+	root := filepath.Join("..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (name == "test" || name == "bin" || strings.HasPrefix(name, ".") || name == "_output") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(filepath.Base(path), "zz_generated") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > maxFunctionLines {
+				t.Errorf("%s: %s is %d lines, more than %d", path, fn.Name.Name, n, maxFunctionLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
