@@ -363,8 +363,12 @@ func run(ctx context.Context, s *scope, stages [3][]phase) (bool, error) {
 			if n == stop {
 				return false, nil
 			}
-			if n == runnerUps && i < 1 || n == settle && i < 2 {
-				to = int(n)
+			if n == runnerUps && i < 1 {
+				to = 1
+				break
+			}
+			if n == settle && i < 2 {
+				to = 2
 				break
 			}
 		}
