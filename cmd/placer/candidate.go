@@ -23,7 +23,7 @@ until the chaperon is annotated is-allowed=true, or the permit timeout passes.`,
 	}
 	f := cmd.Flags()
 	commonFlags{kubeconfig: &o.Kubeconfig, qps: &o.QPS, burst: &o.Burst, leaderElect: &o.LeaderElect, leaderNS: &o.LeaderNS, lease: &o.LeaseDuration, renew: &o.RenewDeadline, retry: &o.RetryPeriod}.
-		register(f, true, "placer-system", " (the agent's --candidate-scheduler-lease reads it)")
+		register(f, "kubeconfig of the target cluster", true, "placer-system", " (the agent's --candidate-scheduler-lease reads it)")
 	f.DurationVar(&o.PermitTimeout, "permit-timeout", candidate.DefaultPermitTimeout, "how long a reserved candidate waits for is-allowed before it is unreserved and retried")
 	// kube-scheduler's own: --secure-port (10259; 0 serves nothing),
 	// --bind-address, the serving certificate, and who may read /metrics.

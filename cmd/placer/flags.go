@@ -45,10 +45,11 @@ type commonFlags struct {
 	lease, renew, retry *time.Duration
 }
 
-// register adds the flags: leader election on by default or not, and the
-// Lease's namespace by default (with what empty means, or who reads it).
-func (c commonFlags) register(fs *pflag.FlagSet, leaderDefault bool, leaderNS, leaderNSHelp string) {
-	fs.StringVar(c.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; the in-cluster config when empty")
+// register adds the flags: what --kubeconfig reaches, leader election on
+// by default or not, and the Lease's namespace by default (with what
+// empty means, or who reads it).
+func (c commonFlags) register(fs *pflag.FlagSet, kubeconfigHelp string, leaderDefault bool, leaderNS, leaderNSHelp string) {
+	fs.StringVar(c.kubeconfig, "kubeconfig", "", kubeconfigHelp)
 	fs.Float32Var(c.qps, "kube-api-qps", 50, "QPS of the client")
 	fs.IntVar(c.burst, "kube-api-burst", 100, "burst of the client")
 	fs.BoolVar(c.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
@@ -61,7 +62,7 @@ func (c commonFlags) register(fs *pflag.FlagSet, leaderDefault bool, leaderNS, l
 func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs := cmd.Flags()
 	commonFlags{kubeconfig: &f.kubeconfig, qps: &f.qps, burst: &f.burst, leaderElect: &f.leaderElect, leaderNS: &f.leaderNS, lease: &f.lease, renew: &f.renew, retry: &f.retry}.
-		register(fs, leaderDefault, "", "; the pod's own when empty")
+		register(fs, "kubeconfig of the cluster to run against; in-cluster config or $KUBECONFIG when empty", leaderDefault, "", "; the pod's own when empty")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
 	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")
