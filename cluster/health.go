@@ -59,9 +59,6 @@ type Health struct {
 	Next time.Duration
 }
 
-// Ready reports whether the member is Ready for placement.
-func (h Health) Ready() bool { return h.Reason == "" && !h.Unsettled }
-
 // Check probes the cluster's member (unless probed Ready less than an
 // interval ago), keeps its watches fresh (a fresh connection for a member
 // that answers again after an outage, or whose summary's watch fell
