@@ -107,6 +107,56 @@ func TestThreeClustersRunPods(t *testing.T) {
 			t.Errorf("%s: pod runs on %q, want the kwok node %q", c.Name(), p.Spec.NodeName, want)
 		}
 	}
+	replaceByName(ctx, t, clusters[0], 5)
+}
+
+// replaceByName deletes the running pod "hello" n times, as an eviction
+// does (with a grace period), and creates it again under the same name
+// once it is gone, as the agent does. kwok deletes by name, with no UID
+// precondition: its delete stage must play once per deletion, or a second
+// play deletes a replacement made in between (TestHandshake lost one so).
+// kwok logs every play that finds no pod left to delete.
+func replaceByName(ctx context.Context, t *testing.T, c *Cluster, n int) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	pods := cs.CoreV1().Pods("default")
+	for i := range n {
+		p, err := pods.Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitForPodGone(ctx, cs, "default", "hello", p.UID); err != nil {
+			t.Fatal(err)
+		}
+		p = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"}, Spec: p.Spec}
+		p.Spec.NodeName = ""
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("replacement %d: %v", i, err)
+		}
+		if _, err := WaitForPod(ctx, cs, "default", "hello", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir(), "kwok.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletes, again := 0, 0
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case !strings.Contains(l, `"default/hello"`):
+		case strings.Contains(l, `"msg":"Delete pod"`):
+			deletes++
+		case strings.Contains(l, "failed to delete pod"):
+			again++
+		}
+	}
+	if deletes != n || again != 0 {
+		t.Errorf("kwok deleted pod hello %d times and tried %d more, for %d deletions", deletes, again, n)
+	}
 }
 
 func TestRestrictedIdentityAndRestart(t *testing.T) {

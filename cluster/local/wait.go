@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -27,6 +28,25 @@ func WaitForPod(ctx context.Context, cs kubernetes.Interface, namespace, name st
 		return nil, errors.Wrapf(err, "pod %s/%s did not reach the expected state", namespace, name)
 	}
 	return ev.Object.(*corev1.Pod), nil
+}
+
+// WaitForPodGone watches until the pod of that name and UID is gone, or
+// ctx ends.
+func WaitForPodGone(ctx context.Context, cs kubernetes.Interface, namespace, name string, uid types.UID) error {
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", namespace, fields.OneTermEqualSelector("metadata.name", name))
+	gone := func(store cache.Store) (bool, error) {
+		for _, o := range store.List() {
+			if o.(*corev1.Pod).UID == uid {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, gone, func(e watch.Event) (bool, error) {
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && e.Type == watch.Deleted && p.UID == uid, nil
+	})
+	return errors.Wrapf(err, "pod %s/%s was not deleted", namespace, name)
 }
 
 // WaitForServiceAccount watches until the namespace's service account
