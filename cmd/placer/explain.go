@@ -240,7 +240,7 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 // handshakeOutcome says what the propagator recorded for the cluster.
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	if rc := w.Rejection(k); rc != nil {
-		return fmt.Sprintf("rejected (%s): %s%s", rc.Reason, rc.Message, retryNote(rc, time.Now()))
+		return fmt.Sprintf("rejected (%s): %s%s", rc.Reason, rc.Message, retryNote(w, rc, time.Now()))
 	}
 	if lc := w.Left(k); lc != nil {
 		return fmt.Sprintf("left (%s): %s; %d replica(s) still there to clean up", lc.Reason, lc.Message, lc.Remaining)
@@ -264,7 +264,7 @@ func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
 	now := time.Now()
 	for _, rc := range w.Status.RejectedClusters {
 		if rc.Generation == w.Generation {
-			fmt.Fprintf(out, "  rejected by %s (%s): %s%s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(&rc, now))
+			fmt.Fprintf(out, "  rejected by %s (%s): %s%s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(w, &rc, now))
 		}
 	}
 	for _, lc := range w.Status.LeftClusters {
@@ -273,8 +273,10 @@ func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
 }
 
 // retryNote says when a rejecting cluster is tried again.
-func retryNote(rc *v1alpha1.RejectedCluster, now time.Time) string {
+func retryNote(w *v1alpha1.Workload, rc *v1alpha1.RejectedCluster, now time.Time) string {
 	switch {
+	case w.ChosenSince(rc):
+		return fmt.Sprintf(" (rejection %d; chosen again since: the cluster opened up)", rc.Attempts)
 	case rc.RetryAfter == nil:
 		return ""
 	case rc.Expired(now):

@@ -274,7 +274,9 @@ func (s *scope) statusEvent(e event.Event) { s.statusEvents = append(s.statusEve
 // again; its candidates are not kept, and go with removeElsewhere.
 func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	msg = truncate(msg)
-	now := metav1.Now()
+	// Never before the choice it rejects: a later choice is the
+	// scheduler's word that the cluster opened up (Workload.ChosenSince).
+	now := s.w.RejectionTime(time.Now())
 	attempts := int32(1)
 	if prev := s.w.Rejection(key); prev != nil {
 		attempts = prev.Attempts + 1

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -204,15 +203,17 @@ func (r *Reconciler) decide(ctx context.Context, w *v1alpha1.Workload) (*decisio
 }
 
 // placeOn makes the decision to place the Workload on the best ranked
-// cluster; a rejection there that expired early (the cluster opened up)
-// is marked over, so the propagator proves the cluster again.
+// cluster. A rejection there whose backoff is not over (the cluster
+// opened up since) is over once Scheduled turns True there after it
+// (Workload.ChosenSince): the decision is a transition, so the propagator
+// proves the cluster again. The rejection itself is the propagator's.
 func (r *Reconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond xpv2.Condition) *decision {
 	best := res.Ranked[0].Cluster.Key
 	d := newDecision(w, unitsOf(w, res), cond)
-	now := metav1.Now()
-	if i := w.RejectionIndex(best); i >= 0 && !w.Status.RejectedClusters[i].Expired(now.Time) {
-		d.rejected = slices.Clone(w.Status.RejectedClusters)
-		d.rejected[i].RetryAfter = &now
+	now := time.Now()
+	if rc := w.Rejection(best); rc != nil && !rc.Expired(now) && !w.ChosenSince(rc) {
+		d.cond.LastTransitionTime = v1alpha1.ChoiceAfter(rc, now)
+		d.chosenAgain = true
 	}
 	return d
 }

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -290,6 +292,42 @@ func TestSchedulerController(t *testing.T) {
 		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
 			return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == other
 		})
+	})
+
+	t.Run("a rejected cluster that opens up is chosen again: Scheduled turns True after the rejection, which the scheduler leaves as the propagator wrote it", func(t *testing.T) {
+		e := e.namespace(t, "chosen-again")
+		kc := e.cluster("c")
+		e.workload("w")
+		w := e.waitScheduled("w", corev1.ConditionTrue)
+		// The propagator's rejection, at the API's precision of a second,
+		// in the very second of the choice it rejects.
+		at := w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime
+		retry := metav1.NewTime(time.Now().Add(10 * time.Minute).Truncate(time.Second))
+		rejected := []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "c", Namespace: e.ns}, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu.",
+			Generation: w.Generation, Time: &at, RetryAfter: &retry, Attempts: 1}}
+		w.Status.RejectedClusters = rejected
+		if err := e.env.Client.Status().Update(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		e.waitScheduled("w", corev1.ConditionFalse)
+		if err := e.env.Client.Get(context.Background(), client.ObjectKeyFromObject(kc), kc); err != nil {
+			t.Fatal(err)
+		}
+		meta.AddLabels(kc, map[string]string{"example.com/opened": "true"})
+		if err := e.env.Client.Update(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		w = e.waitScheduled("w", corev1.ConditionTrue)
+		if on := w.Status.ClusterRef; on == nil || on.Name != "c" {
+			t.Fatalf("placed on %v, want c", on)
+		}
+		rc := w.Rejection(types.NamespacedName{Namespace: e.ns, Name: "c"})
+		if rc == nil || !rc.RetryAfter.Equal(&retry) || !rc.Time.Equal(&at) {
+			t.Errorf("the scheduler wrote the rejection: %+v, want %+v", w.Status.RejectedClusters, rejected)
+		}
+		if !w.ChosenSince(rc) || w.RejectedBy(types.NamespacedName{Namespace: e.ns, Name: "c"}) {
+			t.Errorf("Scheduled turned True at %s, rejection at %s: the propagator would not prove c again", w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime, at)
+		}
 	})
 
 	t.Run("a foreign schedulerName is left alone", func(t *testing.T) {

@@ -29,10 +29,11 @@ type decision struct {
 	units []v1alpha1.PlacementUnit
 	keep  bool
 	cond  xpv2.Condition
-	// left and rejected replace status.leftClusters and
-	// status.rejectedClusters when not nil.
-	left     []v1alpha1.LeftCluster
-	rejected []v1alpha1.RejectedCluster
+	// left replaces status.leftClusters when not nil.
+	left []v1alpha1.LeftCluster
+	// chosenAgain: the decision chooses a cluster again despite its
+	// rejection, and cond's transition time says when (ChoiceAfter).
+	chosenAgain bool
 	// ready, when set, is the Ready condition a move leaves: Unknown when
 	// the cluster left is not Ready, since what runs there is not known
 	// (its last Ready, written by the propagator, is no longer the truth
@@ -81,9 +82,6 @@ func (d *decision) apply(w *v1alpha1.Workload) {
 	if d.left != nil {
 		w.Status.LeftClusters = d.left
 	}
-	if d.rejected != nil {
-		w.Status.RejectedClusters = d.rejected
-	}
 	if moved {
 		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
 		// The clusters left after this decision (a new entry, or those of
@@ -92,6 +90,10 @@ func (d *decision) apply(w *v1alpha1.Workload) {
 		if ref == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || d.ready != nil {
 			w.Status.ReadyReplicas = 0
 		}
+	}
+	if d.chosenAgain {
+		// SetConditions keeps an equal condition's transition time.
+		w.Status.SetConditions(xpv2.Condition{Type: d.cond.Type})
 	}
 	w.Status.SetConditions(d.cond)
 	if d.ready != nil {
@@ -113,11 +115,10 @@ func (d *decision) orNil() *decision {
 	prev := d.w.Status.GetCondition(v1alpha1.TypeScheduled)
 	ref, nominated := d.placement()
 	if equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
-		(d.left == nil || equality.Semantic.DeepEqual(d.left, d.w.Status.LeftClusters)) &&
-		(d.rejected == nil || equality.Semantic.DeepEqual(d.rejected, d.w.Status.RejectedClusters)) {
+		(d.left == nil || equality.Semantic.DeepEqual(d.left, d.w.Status.LeftClusters)) && !d.chosenAgain {
 		return nil
 	}
-	if prev.Status == d.cond.Status && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) {
+	if prev.Status == d.cond.Status && !d.chosenAgain && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) {
 		// Only a change of status, or of cluster, is a transition: the
 		// propagator counts a handshake's patience from it.
 		d.cond.LastTransitionTime = prev.LastTransitionTime

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -27,10 +28,49 @@ func (w *Workload) ClusterKey(ref *ClusterReference) types.NamespacedName {
 }
 
 // RejectedBy reports whether the cluster rejected this generation's
-// handshake and may not be tried again yet.
+// handshake and may not be tried again yet: the rejection's backoff is
+// not over, and the scheduler has not chosen the cluster again since
+// (ChosenSince).
 func (w *Workload) RejectedBy(key types.NamespacedName) bool {
 	rc := w.Rejection(key)
-	return rc != nil && !rc.Expired(time.Now())
+	return rc != nil && !rc.Expired(time.Now()) && !w.ChosenSince(rc)
+}
+
+// ChosenSince reports whether the scheduler chose the rejecting cluster
+// again after the rejection (it opened up): it is status.clusterRef, and
+// the Scheduled condition, which the scheduler alone writes, turned True
+// there later than the rejection's time, which the propagator alone
+// writes and never sets before the choice it rejects (RejectionTime).
+// The two sides so agree on a rejection without writing each other's
+// fields.
+func (w *Workload) ChosenSince(rc *RejectedCluster) bool {
+	if w.Status.ClusterRef == nil || rc.Time == nil || w.ClusterKey(w.Status.ClusterRef) != w.ClusterKey(&rc.Cluster) {
+		return false
+	}
+	c := w.Status.GetCondition(TypeScheduled)
+	return c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(rc.Time.Time)
+}
+
+// RejectionTime is the time to record for a rejection made at now: never
+// before the Scheduled condition's last transition (the choice it
+// rejects), so that ChosenSince does not read the choice as a later one.
+func (w *Workload) RejectionTime(now time.Time) metav1.Time {
+	t := metav1.NewTime(now)
+	if c := w.Status.GetCondition(TypeScheduled); c.LastTransitionTime.After(now) {
+		t = c.LastTransitionTime
+	}
+	return t
+}
+
+// ChoiceAfter is the time the scheduler gives the Scheduled condition's
+// transition when it chooses a cluster again despite rc: later than the
+// rejection even at the API's precision of a second.
+func ChoiceAfter(rc *RejectedCluster, now time.Time) metav1.Time {
+	t := now.Truncate(time.Second)
+	if rc.Time != nil && !t.After(rc.Time.Time) {
+		t = rc.Time.Add(time.Second)
+	}
+	return metav1.NewTime(t)
 }
 
 // Rejection is this generation's rejection by the cluster, expired or
