@@ -122,7 +122,7 @@ func StageOf(w *v1alpha1.Workload) Stage {
 	switch {
 	case w.Finished():
 		return Finished
-	case w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && len(w.Status.LeftClusters) > 0:
+	case w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart && w.Leaving():
 		return HeldForMove
 	}
 	return Prove

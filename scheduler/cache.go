@@ -503,7 +503,12 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	if w.Status.ClusterRef != nil {
 		p.Cluster = w.ClusterKey(w.Status.ClusterRef)
 	}
-	if n := int64(w.ReplicaCount()) - int64(w.Status.ScheduledReplicas); n > 0 {
+	scheduled := int64(0)
+	if w.CountsChosen() {
+		// Otherwise the counts are still the cluster's it left.
+		scheduled = int64(w.Status.ScheduledReplicas)
+	}
+	if n := int64(w.ReplicaCount()) - scheduled; n > 0 {
 		p.Unbound = ReplicaRequests(w)
 		for name, q := range p.Unbound {
 			q.Mul(n)

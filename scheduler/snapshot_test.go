@@ -3,10 +3,11 @@ package scheduler_test
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestCachePending(t *testing.T) {
@@ -35,7 +36,10 @@ func TestCacheSnapshotSurvivesStatusOnlyChanges(t *testing.T) {
 	c := scheduler.NewCache()
 	c.UpsertCluster(st.Cluster("east", st.Capacity("8", "32Gi", "0", "0", "8", "32Gi")))
 	counts := func(scheduled, ready int32) st.WorkloadOption {
-		return func(w *v1alpha1.Workload) { w.Status.ScheduledReplicas, w.Status.ReadyReplicas = scheduled, ready }
+		return func(w *v1alpha1.Workload) {
+			w.Status.ScheduledReplicas, w.Status.ReadyReplicas = scheduled, ready
+			w.SetCounted(w.ClusterKey(w.Status.ClusterRef), 2, nil)
+		}
 	}
 	c.UpsertWorkload(st.Workload("w", st.Replicas(2), st.Requests("1", "1Gi"), st.PlacedOn("east"), counts(2, 1)))
 	before := c.Snapshot()
@@ -141,9 +145,19 @@ func TestCacheAssume(t *testing.T) {
 		bound := st.Workload("w", withRV("12"), st.Requests("2", "1Gi"), st.Replicas(3), st.PlacedOn("east"))
 		c.Written(w.UID, "12")
 		bound.Status.ScheduledReplicas = 3
+		bound.SetCounted(bound.ClusterKey(east), 3, nil)
 		c.UpsertWorkload(bound)
 		if cpu := c.Snapshot().Clusters[0].Requested.Cpu(); cpu.String() != "10" {
 			t.Fatalf("east's requested cpu once bound = %s, want the summary's 10", cpu)
+		}
+		// Moved to east from west, whose counts the status still holds
+		// until the propagator counts in east: none is bound in east.
+		moved := st.Workload("w", withRV("13"), st.Requests("2", "1Gi"), st.Replicas(3), st.PlacedOn("east"))
+		moved.Status.ScheduledReplicas = 3
+		moved.SetCounted(types.NamespacedName{Namespace: moved.Namespace, Name: "west"}, 3, nil)
+		c.UpsertWorkload(moved)
+		if cpu := c.Snapshot().Clusters[0].Requested.Cpu(); cpu.String() != "16" {
+			t.Fatalf("east's requested cpu with the counts of the cluster left = %s, want 16: its 3 replicas unbound", cpu)
 		}
 	})
 

@@ -191,7 +191,7 @@ func stayOf(w *v1alpha1.Workload, key types.NamespacedName, served func(schedule
 		if w.Status.ClusterRef != nil {
 			to = w.ClusterKey(w.Status.ClusterRef).String()
 		}
-		return copiesLeft, fmt.Sprintf("moved to %s (%s); %d replica(s) left there to clean up", to, lc.Reason, lc.Remaining)
+		return copiesLeft, fmt.Sprintf("moved to %s (%s); %s", to, lc.Reason, stillThere(w, lc))
 	}
 	return none, ""
 }

@@ -98,7 +98,8 @@ func TestDrain(t *testing.T) {
 	}
 	// The move: placed on b, two copies left on a.
 	onA.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
-	onA.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
+	onA.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted}}
+	onA.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 2}}
 	if err := env.Client.Status().Update(ctx, onA); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,8 @@ func TestDrain(t *testing.T) {
 	// cluster to take it yet: its copies on a count.
 	unplaced := place("unplaced", "b")
 	unplaced.Status.ClusterRef = nil
-	unplaced.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
+	unplaced.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted}}
+	unplaced.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 1}}
 	if err := env.Client.Status().Update(ctx, unplaced); err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +132,8 @@ func TestDrain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("follow: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moved to default/b (Tainted); 2 replica(s) left there to clean up", "Workload default/on-a runs in default/b; nothing of it left in default/a",
-		"Workload default/unplaced: moved to nowhere yet (Tainted); 1 replica(s) left there to clean up", "Workload default/unplaced deleted", "drained"} {
+	for _, want := range []string{"Workload default/on-a: placed there", "Workload default/on-a: moved to default/b (Tainted); 2 replica(s) still there to clean up", "Workload default/on-a runs in default/b; nothing of it left in default/a",
+		"Workload default/unplaced: moved to nowhere yet (Tainted); 1 replica(s) still there to clean up", "Workload default/unplaced deleted", "drained"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -153,7 +155,8 @@ func TestStayOf(t *testing.T) {
 	key := types.NamespacedName{Namespace: "default", Name: "a"}
 	served := servedBy(scheduler.DefaultConfiguration())
 	left := func(w *v1alpha1.Workload) {
-		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonTainted, Remaining: 1}}
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonTainted}}
+		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 1}}
 	}
 	cases := []struct {
 		name string

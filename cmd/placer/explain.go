@@ -243,7 +243,7 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 		return fmt.Sprintf("rejected (%s): %s%s", rc.Reason, rc.Message, retryNote(w, rc, time.Now()))
 	}
 	if lc := w.Left(k); lc != nil {
-		return fmt.Sprintf("left (%s): %s; %d replica(s) still there to clean up", lc.Reason, lc.Message, lc.Remaining)
+		return fmt.Sprintf("left (%s): %s; %s", lc.Reason, lc.Message, stillThere(w, lc))
 	}
 	if w.PlacedOn(k) {
 		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
@@ -268,7 +268,20 @@ func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
 		}
 	}
 	for _, lc := range w.Status.LeftClusters {
-		fmt.Fprintf(out, "  left %s (%s): %s; %d replica(s) still there to clean up\n", w.ClusterKey(&lc.Cluster), lc.Reason, lc.Message, lc.Remaining)
+		fmt.Fprintf(out, "  left %s (%s): %s; %s\n", w.ClusterKey(&lc.Cluster), lc.Reason, lc.Message, stillThere(w, &lc))
+	}
+}
+
+// stillThere says what the propagator last counted in a cluster the
+// Workload left.
+func stillThere(w *v1alpha1.Workload, lc *v1alpha1.LeftCluster) string {
+	switch c := w.Counted(w.ClusterKey(&lc.Cluster)); {
+	case c == nil:
+		return "not counted there yet"
+	case !w.LeftBehind(lc):
+		return "nothing left there"
+	default:
+		return fmt.Sprintf("%d replica(s) still there to clean up", c.Replicas)
 	}
 }
 

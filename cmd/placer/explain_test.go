@@ -56,7 +56,8 @@ func TestExplain(t *testing.T) {
 		Message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.", Generation: w.Generation,
 		Attempts: 2, RetryAfter: &metav1.Time{Time: time.Now().Add(time.Hour)}}}
 	w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "down", Namespace: "default"}, Reason: v1alpha1.ReasonUnreachable,
-		Message: "the cluster does not answer", Remaining: 2}}
+		Message: "the cluster does not answer"}}
+	w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "down", Namespace: "default"}, Replicas: 2}}
 	w.Status.Replicas, w.Status.ReadyReplicas = 2, 2
 	w.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: "Available", LastTransitionTime: metav1.Now(), Message: "2 of 2 replicas ready in east"})
 	if err := env.Client.Status().Update(ctx, w); err != nil {

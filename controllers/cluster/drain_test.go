@@ -31,7 +31,8 @@ import (
 func TestDrain(t *testing.T) {
 	deleting := st.Deleting(time.Now(), clusterFinalizer)
 	leftA := func(w *v1alpha1.Workload) {
-		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted, Remaining: 2}}
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted}}
+		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 2}}
 	}
 	// beingDeleted: the Workload was deleted; its finalizer waits for its cleanup.
 	beingDeleted := func(w *v1alpha1.Workload) {

@@ -2,6 +2,7 @@ package propagator
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -296,6 +297,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	if key == s.target {
 		// Its counts describe a cluster the Workload leaves.
 		s.w.Status.Replicas, s.w.Status.ScheduledReplicas, s.w.Status.ReadyReplicas = 0, 0, 0
+		s.w.ForgetCounted(key)
 	}
 	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
@@ -440,6 +442,12 @@ func stillServing(w *v1alpha1.Workload) map[types.NamespacedName]bool {
 	return keep
 }
 
+// setReadyOfDesired sets the ready/desired column (readyOfDesired) from
+// the counts, as kubectl shows a Deployment's READY.
+func setReadyOfDesired(w *v1alpha1.Workload) {
+	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
+}
+
 // writeStatus records the Events of what was done in members (done,
 // whatever happens to the status), patches the status if a phase changed
 // it, and then records the Events of what it says. written is false when
@@ -449,7 +457,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, e
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig)
+	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig, setReadyOfDesired)
 	if res != shared.StatusUnchanged {
 		propagatorWrites.WithLabelValues(string(res)).Inc()
 	}

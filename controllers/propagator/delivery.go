@@ -134,6 +134,8 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
 // Complete (all succeeded) or Failed (one or more failed).
 func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Condition {
 	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
+	// The counts are the chosen cluster's now (Workload.CountsChosen).
+	w.SetCounted(w.ClusterKey(w.Status.ClusterRef), int32(replicas), nil)
 	w.Status.Succeeded, w.Status.Failed = int32(st.Succeeded), int32(st.Failed)
 	w.Status.ObservedGeneration = w.Generation
 	if st.Ended(replicas) {

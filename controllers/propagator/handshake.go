@@ -59,9 +59,11 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (next, error) {
 		}
 		return settle, nil
 	case propagator.HeldForMove:
-		left := make([]string, len(w.Status.LeftClusters))
+		var left []string
 		for i := range w.Status.LeftClusters {
-			left[i] = w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String()
+			if lc := &w.Status.LeftClusters[i]; w.LeftBehind(lc) {
+				left = append(left, w.ClusterKey(&lc.Cluster).String())
+			}
 		}
 		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, 0
 		w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("move: StopBeforeStart: nothing is started in %s until %v confirm(s) that the pods there are gone", s.target, left), w.Generation))
@@ -90,7 +92,7 @@ func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
 		// Runner-ups already proving themselves stay.
 		s.keep[u.Cluster] = true
 	}
-	if w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0 || propagator.BindsUnheld(w, s.units[0]) {
+	if w.CountsChosen() && (w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0) || propagator.BindsUnheld(w, s.units[0]) {
 		// Delivered there, or a gang of one whose candidate there may
 		// bind within its member's window: never given up on this
 		// clock (design §4.9). The watch's first list brings it back;

@@ -3,6 +3,7 @@ package propagator
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -59,15 +60,19 @@ func (r *Reconciler) reachOf(ctx context.Context, s *scope, key types.Namespaced
 }
 
 // leave follows the clusters the Workload moved away from
-// (status.leftClusters, written by the scheduler with the move): what is
+// (status.leftClusters, the scheduler's, written with the move): what is
 // there goes once the new cluster runs every replica Ready
 // (StartBeforeStop, the default: no downtime), or at once and in the
-// foreground (StopBeforeStart, which holds the new cluster meanwhile). A
-// cluster that does not answer keeps its entry, with what was last seen
-// there, until it answers again (its Ready condition or its watch coming
-// back requeues the Workload) or is deleted. It also tells the truth
-// about a chosen cluster that is not Ready: Ready is Unknown, not the
-// last counts.
+// foreground (StopBeforeStart, which holds the new cluster meanwhile).
+// Each is answered in status.clusterCounts with what remains there; a
+// cluster that does not answer keeps what was last seen there until it
+// answers again (its Ready condition or its watch coming back requeues
+// the Workload) or is deleted; a count of 0 tells the scheduler to let
+// the entry go. It also keeps the counts the chosen cluster's: until the
+// propagator counts there they are 0 but for what the clusters left
+// still serve, and Ready is Unknown while one of them does not answer;
+// and Ready is Unknown when the chosen cluster is not Ready, not the last
+// counts.
 func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	if st, _, err := r.reachOf(ctx, s, s.target); err != nil {
@@ -79,9 +84,6 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	if err := r.pruneDependencies(ctx, s); err != nil {
 		return stop, err
 	}
-	if len(w.Status.LeftClusters) == 0 {
-		return proceed, nil
-	}
 	stopFirst := w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart
 	// Replaced once every replica runs Ready in the new cluster, or ended
 	// there on its own (a batch pod).
@@ -90,50 +92,73 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 		chosen = s.chosen.state
 	}
 	replaced := stopFirst || w.Finished() || s.chosen.committed() && chosen.Ready+chosen.Succeeded+chosen.Failed >= w.ReplicaCount()
-	kept := make([]v1alpha1.LeftCluster, 0, len(w.Status.LeftClusters))
-	stillReady := 0
-	for _, lc := range w.Status.LeftClusters {
-		stays, ready, err := r.leaveCluster(ctx, s, &lc, replaced)
+	stillReady, unknown := 0, ""
+	for i := range w.Status.LeftClusters {
+		ready, silent, err := r.leaveCluster(ctx, s, &w.Status.LeftClusters[i], replaced)
 		if err != nil {
 			return stop, err
 		}
-		if stays {
-			kept = append(kept, lc)
-			stillReady += ready
+		stillReady += ready
+		if silent && unknown == "" {
+			unknown = w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String()
 		}
 	}
-	w.Status.LeftClusters = nil
-	if len(kept) > 0 {
-		w.Status.LeftClusters = kept
-	}
-	if stillReady > 0 {
+	forgetCounts(w, s.target)
+	switch {
+	case !w.CountsChosen():
+		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, int32(stillReady)
+		if unknown != "" && propagator.StageOf(w) != propagator.HeldForMove {
+			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(unknown, w.Generation))
+		}
+	case stillReady > 0:
 		w.Status.ReadyReplicas = int32(chosen.Ready + stillReady)
 	}
 	return proceed, nil
 }
 
-// leaveCluster follows one cluster left (lc, whose count of what remains
-// there it updates): what is there goes once replaced, and the entry goes
-// once nothing is left there. It reports whether the entry stays, and how
-// many replicas still run Ready there meanwhile (make before break).
-func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.LeftCluster, replaced bool) (stays bool, ready int, err error) {
+// forgetCounts forgets the counts of clusters that are neither chosen nor
+// left (the scheduler let the entry go, or an external scheduler moved
+// the Workload without one).
+func forgetCounts(w *v1alpha1.Workload, target types.NamespacedName) {
+	for _, c := range slices.Clone(w.Status.ClusterCounts) {
+		if key := w.ClusterKey(&c.Cluster); key != target && w.Left(key) == nil {
+			w.ForgetCounted(key)
+		}
+	}
+}
+
+// leaveCluster follows one cluster left (lc): what is there goes once
+// replaced, and its count in status.clusterCounts answers lc with what
+// remains there, 0 once nothing does. It reports how many replicas still
+// run Ready there meanwhile (make before break), and whether what is
+// there is unknown (silent: it has candidates and does not answer).
+func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.LeftCluster, replaced bool) (ready int, silent bool, err error) {
 	w := s.w
 	key := w.ClusterKey(&lc.Cluster)
-	if key == s.target || r.sameHost(key, s.target) {
-		// Chosen again (an external scheduler may), or the chosen
-		// cluster registered again: what is there is the chosen
-		// cluster's now, never the old copy.
-		return false, 0, nil
+	if key == s.target {
+		// Chosen again: the scheduler lets the entry go, and what is
+		// there is the chosen cluster's now, never the old copy.
+		return 0, false, nil
+	}
+	if r.sameHost(key, s.target) {
+		// The chosen cluster registered again: the same.
+		w.SetCounted(key, 0, lc.Time)
+		return 0, false, nil
 	}
 	st, m, err := r.reachOf(ctx, s, key)
 	if err != nil {
-		return false, 0, err
+		return 0, false, err
+	}
+	remaining := int32(-1)
+	if c := w.Counted(key); c != nil {
+		remaining = c.Replicas
 	}
 	if st == gone {
 		setDependencies(w, key, nil)
 		w.SetPlaced(key, "", false)
-		s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %d candidate(s) of this Workload may remain there", key, lc.Remaining)))
-		return false, 0, nil
+		w.SetCounted(key, 0, lc.Time)
+		s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %s of this Workload may remain there", key, countOf(remaining))))
+		return 0, false, nil
 	}
 	// syncing: its watch's first list brings the Workload back (OnSynced).
 	// Whatever happens below, removeElsewhereOf leaves this cluster
@@ -143,31 +168,53 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 	var chs []*mcv1alpha1.PodChaperon
 	if m != nil {
 		if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
-			return false, 0, errors.Wrap(err, errListChaperons)
+			return 0, false, errors.Wrap(err, errListChaperons)
 		}
-		// Without a synced watch the entry keeps what was last seen
+		// Without a synced watch the count keeps what was last seen
 		// there: an empty list is no news, and writing 0 now and the
 		// count again once synced would be two writes for nothing.
-		lc.Remaining = int32(len(chs))
+		remaining = int32(len(chs))
 	}
 	switch {
 	case st != answering:
-	case len(chs) == 0:
-		// And what was copied there for its pods.
-		if err := releaseLeft(ctx, s, m); err != nil {
-			return false, 0, err
+		if remaining >= 0 {
+			w.SetCounted(key, remaining, lc.Time)
 		}
+		return 0, remaining != 0, nil
+	case len(chs) == 0:
+		delete(s.keep, key)
+		if !w.LeftBehind(lc) {
+			// Answered already: the scheduler lets the entry go.
+			return 0, false, nil
+		}
+		// And what was copied there for its pods, before the count
+		// that lets the cluster go.
+		if err := releaseLeft(ctx, s, m); err != nil {
+			return 0, false, err
+		}
+		w.SetCounted(key, 0, lc.Time)
 		s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
-		return false, 0, nil
+		return 0, false, nil
+	}
+	w.SetCounted(key, remaining, lc.Time)
+	switch {
 	case !replaced:
 		// Make before break: the old pods serve until the new ones do.
 		ready = propagator.Observe(w, chs).Ready
 	case !allDeleting(chs):
 		if err := r.deleteIn(ctx, m, w, chs, w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart); err != nil {
-			return false, 0, err
+			return 0, false, err
 		}
 	}
-	return true, ready, nil
+	return ready, false, nil
+}
+
+// countOf says how many candidates a count is; unknown when negative.
+func countOf(n int32) string {
+	if n < 0 {
+		return "candidates"
+	}
+	return fmt.Sprintf("%d candidate(s)", n)
 }
 
 // allDeleting reports whether every chaperon is being deleted already.

@@ -180,9 +180,21 @@ func rejected(desired int, cluster, reason, msg string) func(*v1alpha1.WorkloadS
 func counts(desired, replicas, scheduled, ready int32, cond xpv2.Condition) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) {
 		s.Replicas, s.ScheduledReplicas, s.ReadyReplicas, s.ObservedGeneration = replicas, scheduled, ready, 1
+		countedIn(s, s.ClusterRef, replicas)
 		s.ReadyOfDesired = fmt.Sprintf("%d/%d", ready, desired)
 		s.SetConditions(cond)
 	}
+}
+
+// countedIn sets the propagator's count of the chosen cluster ref.
+func countedIn(s *v1alpha1.WorkloadStatus, ref *v1alpha1.ClusterReference, replicas int32) {
+	for i := range s.ClusterCounts {
+		if s.ClusterCounts[i].Cluster == *ref {
+			s.ClusterCounts[i] = v1alpha1.ClusterCount{Cluster: *ref, Replicas: replicas}
+			return
+		}
+	}
+	s.ClusterCounts = append(s.ClusterCounts, v1alpha1.ClusterCount{Cluster: *ref, Replicas: replicas})
 }
 
 // refused: the committed cluster refuses generation 1's template, and
@@ -289,9 +301,24 @@ func propagatorCases(t *testing.T) []propagatorCase {
 	var statusPatches, workloadGets int
 	lostStatus := &v1alpha1.WorkloadStatus{}
 	// left: the scheduler moved the Workload from a to b.
+	leftAt := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
 	left := func(w *v1alpha1.Workload) {
 		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
-		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Remaining: 2}}
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted, Time: &leftAt}}
+		// As counted while a was chosen.
+		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 2}}
+	}
+	// countedLeft: the propagator counts n candidates in a, answering the move.
+	countedLeft := func(n int32) func(*v1alpha1.WorkloadStatus) {
+		return func(s *v1alpha1.WorkloadStatus) {
+			a := &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+			countedIn(s, a, n)
+			for i := range s.ClusterCounts {
+				if s.ClusterCounts[i].Cluster == *a {
+					s.ClusterCounts[i].LeftAt = &leftAt
+				}
+			}
+		}
 	}
 	stopFirst := func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }
 	// bothRunning: the old copy runs in a, the new one in b.
@@ -301,16 +328,20 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)),
 		}
 	}
+	// wantLeft: a stays in leftClusters (the scheduler's), and the
+	// propagator's count answers the move with what remains there; a
+	// negative remaining: nothing, which lets the scheduler remove it.
 	wantLeft := func(t *testing.T, w *v1alpha1.Workload, remaining int32) {
 		t.Helper()
-		lc := w.Left(types.NamespacedName{Namespace: "default", Name: "a"})
+		a := types.NamespacedName{Namespace: "default", Name: "a"}
+		lc, c := w.Left(a), w.Counted(a)
 		switch {
-		case remaining < 0 && lc != nil:
-			t.Errorf("a is still in leftClusters: %+v", *lc)
-		case remaining >= 0 && lc == nil:
-			t.Errorf("a is no longer in leftClusters, want it with %d remaining", remaining)
-		case remaining >= 0 && lc.Remaining != remaining:
-			t.Errorf("a has %d remaining, want %d", lc.Remaining, remaining)
+		case lc == nil:
+			t.Errorf("a is no longer in leftClusters: the scheduler's to remove")
+		case remaining < 0 && w.LeftBehind(lc):
+			t.Errorf("a is counted %+v, want nothing left there answering the move at %s", c, lc.Time)
+		case remaining >= 0 && (c == nil || c.Replicas != remaining || c.LeftAt == nil || !c.LeftAt.Equal(lc.Time)):
+			t.Errorf("a is counted %+v, want %d remaining answering the move at %s", c, remaining, lc.Time)
 		}
 	}
 	return []propagatorCase{
@@ -757,6 +788,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			w: web(nominate("a", "b"), scheduledAgo(2*timeout), func(w *v1alpha1.Workload) {
 				// Delivered there, its pods not bound at this moment.
 				w.Status.Replicas = 2
+				w.SetCounted(types.NamespacedName{Namespace: "default", Name: "a"}, 2, nil)
 			}),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
@@ -772,6 +804,22 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					t.Errorf("%d runner-up candidates in b for a Workload committed in a", n)
 				}
 			},
+		},
+		{
+			name: "a Workload moved to a member whose chaperons were never listed, the counts still those of the cluster it left: rejected after the handshake timeout, not waited for",
+			w: web(nominate("a", "b"), scheduledAgo(2*timeout), func(w *v1alpha1.Workload) {
+				w.Status.Replicas, w.Status.ScheduledReplicas = 2, 2
+				w.SetCounted(types.NamespacedName{Namespace: "default", Name: "c"}, 2, nil)
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
+			},
+			want: reconcile.Result{},
+			wantStatus: both(rejected(2, "a", v1alpha1.ReasonUnreachable, "placer could not watch its PodChaperons in default/a within 1m0s: is placer's agent installed there, and may placer's identity list them?"),
+				func(s *v1alpha1.WorkloadStatus) {
+					s.ReadyOfDesired, s.Replicas, s.ScheduledReplicas, s.ClusterCounts = "0/2", 0, 0, nil
+				}),
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 		},
 		{
 			name: "a chosen member whose chaperons were never listed is rejected after the handshake timeout",
@@ -1151,6 +1199,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(2, 2, 0, 2, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in b", 1))(s)
+				countedLeft(2)(s)
 			},
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
@@ -1171,7 +1220,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			w:           web(left),
 			passes:      2,
 			members:     bothRunning,
-			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters = nil }),
+			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), countedLeft(0)),
 			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -1193,7 +1242,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			clusters:    map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
 			passes:      2,
 			members:     bothRunning,
-			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)),
+			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), countedLeft(2)),
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
@@ -1235,7 +1284,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 			want:        reconcile.Result{},
-			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)),
+			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), countedLeft(2)),
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantLeft(t, e.w, 2)
@@ -1251,8 +1300,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
-			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining, s.ReadyOfDesired = 1, "0/1" },
+			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: both(countedLeft(1), func(s *v1alpha1.WorkloadStatus) {
+				// Nothing counted in b yet, and what runs in a is not known.
+				s.ReadyOfDesired = "0/1"
+				s.SetConditions(v1alpha1.ReadyUnknownOn("default/a", 1))
+			}),
 			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[1], e.w, noHold); n != 1 {
@@ -1267,7 +1320,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
-			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining, s.ReadyOfDesired = 1, "0/1" },
+			wantStatus:  both(countedLeft(1), func(s *v1alpha1.WorkloadStatus) { s.ReadyOfDesired = "0/1" }),
 			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}, "b": {"0"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
@@ -1326,7 +1379,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
 			},
-			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "every replica is reserved in default/b; they bind once [default/a] confirm(s) that the candidate there, which may bind without placer's word within its window, did not", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters[0].Remaining = 1 }),
+			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "every replica is reserved in default/b; they bind once [default/a] confirm(s) that the candidate there, which may bind without placer's word within its window, did not", 1)), countedLeft(1)),
 			wantMembers: map[string][]string{"a": {"0 no-hold give-up"}, "b": {"0 reserved"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" }); n != 1 {
@@ -1347,7 +1400,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, chaperontest.Windowed(timeout), chaperontest.Fenced(mcv1alpha1.FencedGivenUp))...)),
 					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 1, reserved)...))}
 			},
-			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 1 replicas ready in b", 1)), func(s *v1alpha1.WorkloadStatus) { s.LeftClusters = nil }),
+			wantStatus:  both(counts(1, 1, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 1 replicas ready in b", 1)), countedLeft(0)),
 			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -1368,7 +1421,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b"), clustertest.NewMember("c"),
 				}
 			},
-			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantStatus:  both(refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"), countedLeft(2)),
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {}, "c": {}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members[1:] {
@@ -1394,7 +1447,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					clustertest.NewMember("b"),
 				}
 			},
-			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantStatus:  both(refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"), countedLeft(2)),
 			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 0 {
@@ -1433,7 +1486,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 2, reserved, allowed, running)...)), clustertest.NewMember("b")}
 			},
-			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantStatus:  both(refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"), countedLeft(2)),
 			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
 				wantLeft(t, e.w, 2)
@@ -2055,7 +2108,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1))(s)
-				s.LeftClusters, s.PlacedNamespaces, s.Dependencies = nil, []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, copies("b", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+				countedLeft(0)(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, copies("b", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
 			},
 			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
@@ -2193,7 +2247,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
-				s.LeftClusters, s.PlacedNamespaces, s.Dependencies = nil, []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, append(copies("a-again", "Secret/db"), copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")...)
+				// a-again is a: nothing of an old copy there; the scheduler lets the entry go.
+				s.ClusterCounts = append(s.ClusterCounts, v1alpha1.ClusterCount{Cluster: v1alpha1.ClusterReference{Name: "a-again", Namespace: "default"}})
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, append(copies("a-again", "Secret/db"), copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")...)
 			},
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "a-again": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {

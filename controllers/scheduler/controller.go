@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -212,6 +213,7 @@ func (r *Reconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond x
 	d := newDecision(w, unitsOf(w, res), cond)
 	now := time.Now()
 	if rc := w.Rejection(best); rc != nil && !rc.Expired(now) && !w.ChosenSince(rc) {
+		d.cond.Message += fmt.Sprintf("; chosen again: it changed since it rejected the candidates (%s)", rc.Reason)
 		d.cond.LastTransitionTime = v1alpha1.ChoiceAfter(rc, now)
 		d.chosenAgain = true
 	}
@@ -289,22 +291,11 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	schedulingAttempts.WithLabelValues("moved").Inc()
 	moves = drain
 	d := r.placeOn(w, res, v1alpha1.Scheduled(fmt.Sprintf("moved from %s: %s; %s", current, leave.Message, placedMessage(res)), w.Generation))
+	// The cluster left stays named until the propagator counts nothing
+	// of the Workload there (status.clusterCounts answers the entry).
 	t := metav1.NewTime(now)
-	d.left = []v1alpha1.LeftCluster{}
-	for _, lc := range w.Status.LeftClusters {
-		if w.ClusterKey(&lc.Cluster) != current {
-			d.left = append(d.left, lc)
-		}
-	}
-	d.left = append(d.left, v1alpha1.LeftCluster{
-		Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t, Remaining: w.Status.Replicas,
-	})
-	if ci.Ready.Status != corev1.ConditionTrue {
-		// Whatever the reason to leave (a condition taint, a drain or a
-		// deletion of a dead cluster), what runs there is not known.
-		ready := v1alpha1.ReadyUnknownOn(current.String(), w.Generation)
-		d.ready = &ready
-	}
+	d.left = append(slices.DeleteFunc(d.leftAfter(), func(lc v1alpha1.LeftCluster) bool { return w.ClusterKey(&lc.Cluster) == current }),
+		v1alpha1.LeftCluster{Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t})
 	d.event = event.Normal(reasonMoved, d.cond.Message)
 	return d.orNil(), reconcile.Result{}
 }
@@ -327,10 +318,13 @@ func (r *Reconciler) acknowledge(w *v1alpha1.Workload) *decision {
 	case cond.Reason == v1alpha1.ReasonInvalidTemplate, cond.Reason == v1alpha1.ReasonMovePending:
 		// The template is valid again: the Workload stays where it is.
 		cond = v1alpha1.Scheduled(fmt.Sprintf("placed on %s", w.ClusterKey(w.Status.ClusterRef)), w.Generation)
-	case cond.Status != corev1.ConditionTrue || cond.ObservedGeneration == w.Generation:
-		return nil
+	case cond.Status == corev1.ConditionTrue:
+		cond.ObservedGeneration = w.Generation
+	default:
+		// Scheduled stays as it is; what the propagator's counts
+		// settled may still be written (orNil).
+		cond = xpv2.Condition{}
 	}
-	cond.ObservedGeneration = w.Generation
 	return keepDecision(w, cond).orNil()
 }
 

@@ -32,13 +32,9 @@ type decision struct {
 	// left replaces status.leftClusters when not nil.
 	left []v1alpha1.LeftCluster
 	// chosenAgain: the decision chooses a cluster again despite its
-	// rejection, and cond's transition time says when (ChoiceAfter).
+	// rejection; cond says so, and its transition time when
+	// (ChoiceAfter).
 	chosenAgain bool
-	// ready, when set, is the Ready condition a move leaves: Unknown when
-	// the cluster left is not Ready, since what runs there is not known
-	// (its last Ready, written by the propagator, is no longer the truth
-	// whichever writer comes first).
-	ready *xpv2.Condition
 	// event is recorded once the decision is written, if its message is
 	// news (report); none when its reason is empty.
 	event  event.Event
@@ -65,40 +61,36 @@ func (d *decision) placement() (*v1alpha1.ClusterReference, []v1alpha1.ClusterRe
 	return s.ClusterRef, s.NominatedClusters
 }
 
-// apply writes the decision into a Workload's status. The delivered and
-// scheduled counts describe a cluster: a decision for another one zeroes
-// them (what the cluster left still holds is in status.leftClusters).
-// readyReplicas counts the Ready pods wherever they run: a move that keeps
-// the old copy until the new one is Ready (StartBeforeStop) keeps it, so
-// it never drops during a drain; the propagator counts both copies next.
-// A move off a cluster that is not Ready says so (ready): nothing is
-// known to run there, and Ready is Unknown until the propagator reports
-// on the new cluster (and counts again what other clusters left still
-// serve, as its leave phase does for a silent cluster).
+// apply writes the decision into a Workload's status: the scheduler's
+// fields alone (clusterRef, nominatedClusters, leftClusters, Scheduled).
+// The counts and Ready are the propagator's: it counts again in the new
+// cluster, and says what the clusters left still serve.
 func (d *decision) apply(w *v1alpha1.Workload) {
-	ref, nominated := d.placement()
-	moved := !equality.Semantic.DeepEqual(w.Status.ClusterRef, ref)
-	w.Status.ClusterRef, w.Status.NominatedClusters = ref, nominated
+	w.Status.ClusterRef, w.Status.NominatedClusters = d.placement()
 	if d.left != nil {
-		w.Status.LeftClusters = d.left
-	}
-	if moved {
-		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
-		// The clusters left after this decision (a new entry, or those of
-		// a move still going: its new cluster rejected it, and this
-		// chooses again while the old copy serves) keep readyReplicas.
-		if ref == nil || len(w.Status.LeftClusters) == 0 || w.Spec.Placement.Move == v1alpha1.MoveStopBeforeStart || d.ready != nil {
-			w.Status.ReadyReplicas = 0
+		w.Status.LeftClusters = nil
+		if len(d.left) > 0 {
+			w.Status.LeftClusters = d.left
 		}
 	}
-	if d.chosenAgain {
-		// SetConditions keeps an equal condition's transition time.
-		w.Status.SetConditions(xpv2.Condition{Type: d.cond.Type})
+	if d.cond.Type != "" {
+		w.Status.SetConditions(d.cond)
 	}
-	w.Status.SetConditions(d.cond)
-	if d.ready != nil {
-		w.Status.SetConditions(*d.ready)
+}
+
+// leftAfter are the Workload's status.leftClusters once the decision is
+// made: without the clusters where the propagator counts nothing of it
+// any more (Workload.LeftBehind), and without the chosen cluster (chosen
+// again: what is there is the chosen cluster's now).
+func (d *decision) leftAfter() []v1alpha1.LeftCluster {
+	ref, _ := d.placement()
+	out := []v1alpha1.LeftCluster{}
+	for _, lc := range d.w.Status.LeftClusters {
+		if d.w.LeftBehind(&lc) && (ref == nil || d.w.ClusterKey(ref) != d.w.ClusterKey(&lc.Cluster)) {
+			out = append(out, lc)
+		}
 	}
+	return out
 }
 
 // assumed is the Workload as the cache assumes it: its status as the
@@ -114,9 +106,17 @@ func (d *decision) assumed() *v1alpha1.Workload {
 func (d *decision) orNil() *decision {
 	prev := d.w.Status.GetCondition(v1alpha1.TypeScheduled)
 	ref, nominated := d.placement()
-	if equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(nominated, d.w.Status.NominatedClusters) && prev.Equal(d.cond) &&
+	if left := d.leftAfter(); d.left == nil && len(left) != len(d.w.Status.LeftClusters) {
+		d.left = left
+	}
+	// An empty condition leaves Scheduled as it is.
+	same := d.cond.Type == "" || prev.Equal(d.cond)
+	if equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) && equality.Semantic.DeepEqual(nominated, d.w.Status.NominatedClusters) && same &&
 		(d.left == nil || equality.Semantic.DeepEqual(d.left, d.w.Status.LeftClusters)) && !d.chosenAgain {
 		return nil
+	}
+	if d.cond.Type == "" {
+		return d
 	}
 	if prev.Status == d.cond.Status && !d.chosenAgain && !prev.LastTransitionTime.IsZero() && equality.Semantic.DeepEqual(ref, d.w.Status.ClusterRef) {
 		// Only a change of status, or of cluster, is a transition: the

@@ -2,7 +2,6 @@ package shared
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -69,9 +68,10 @@ const (
 // PatchStatus writes a Workload's status, changed from orig, as a merge
 // patch carrying orig's resourceVersion. A conflict, met or foreseen from
 // the cache (another controller wrote first), is not an error: the caller
-// decides again soon from what is there. A write also sets the
-// ready/desired column (readyOfDesired) from the counts.
-func PatchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload) (StatusWrite, error) {
+// decides again soon from what is there. derive, if any, sets fields
+// that follow from the others (the propagator's readyOfDesired) once
+// the status is to be written anyway: never a write of their own.
+func PatchStatus(ctx context.Context, c client.Client, cache client.Reader, w, orig *v1alpha1.Workload, derive ...func(*v1alpha1.Workload)) (StatusWrite, error) {
 	keepTransitionTimes(&orig.Status.ConditionedStatus, &w.Status.ConditionedStatus)
 	if equality.Semantic.DeepEqual(orig.Status, w.Status) {
 		return StatusUnchanged, nil
@@ -79,8 +79,9 @@ func PatchStatus(ctx context.Context, c client.Client, cache client.Reader, w, o
 	if newerInCache(ctx, cache, orig) {
 		return StatusSuperseded, nil
 	}
-	// Only with a write that happens anyway: never a write of its own.
-	w.Status.ReadyOfDesired = fmt.Sprintf("%d/%d", w.Status.ReadyReplicas, w.ReplicaCount())
+	for _, d := range derive {
+		d(w)
+	}
 	err := c.Status().Patch(ctx, w, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case err == nil:

@@ -195,3 +195,64 @@ func (w *Workload) SetPlaced(key types.NamespacedName, namespace string, placed 
 		w.Status.PlacedNamespaces = nil
 	}
 }
+
+// Counted is the propagator's count of the Workload in the cluster; nil
+// when it has none.
+func (w *Workload) Counted(key types.NamespacedName) *ClusterCount {
+	for i := range w.Status.ClusterCounts {
+		if c := &w.Status.ClusterCounts[i]; w.ClusterKey(&c.Cluster) == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// SetCounted records the propagator's count of the Workload in the cluster
+// (leftAt: the status.leftClusters entry it answers, or nil).
+func (w *Workload) SetCounted(key types.NamespacedName, replicas int32, leftAt *metav1.Time) {
+	c := w.Counted(key)
+	if c == nil {
+		w.Status.ClusterCounts = append(w.Status.ClusterCounts, ClusterCount{Cluster: ClusterReference{Name: key.Name, Namespace: key.Namespace}})
+		c = &w.Status.ClusterCounts[len(w.Status.ClusterCounts)-1]
+	}
+	c.Replicas, c.LeftAt = replicas, leftAt
+}
+
+// ForgetCounted removes the propagator's count of the Workload in the
+// cluster.
+func (w *Workload) ForgetCounted(key types.NamespacedName) {
+	w.Status.ClusterCounts = slices.DeleteFunc(w.Status.ClusterCounts, func(c ClusterCount) bool { return w.ClusterKey(&c.Cluster) == key })
+	if len(w.Status.ClusterCounts) == 0 {
+		w.Status.ClusterCounts = nil
+	}
+}
+
+// LeftBehind reports whether the propagator has not yet confirmed that
+// nothing of the Workload remains in the cluster it left (lc): its count
+// does not answer that move with 0.
+func (w *Workload) LeftBehind(lc *LeftCluster) bool {
+	c := w.Counted(w.ClusterKey(&lc.Cluster))
+	return c == nil || c.Replicas > 0 || (c.LeftAt == nil) != (lc.Time == nil) || c.LeftAt != nil && !c.LeftAt.Equal(lc.Time)
+}
+
+// Leaving reports whether a cluster the Workload left may still hold its
+// candidates (LeftBehind).
+func (w *Workload) Leaving() bool {
+	for i := range w.Status.LeftClusters {
+		if w.LeftBehind(&w.Status.LeftClusters[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// CountsChosen reports whether the replica counts of the status describe
+// the chosen cluster: the propagator has counted candidates there since
+// it was chosen. Until it has, after a move they are the last cluster's.
+func (w *Workload) CountsChosen() bool {
+	if w.Status.ClusterRef == nil {
+		return false
+	}
+	c := w.Counted(w.ClusterKey(w.Status.ClusterRef))
+	return c != nil && c.LeftAt == nil
+}

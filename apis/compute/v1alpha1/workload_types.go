@@ -651,15 +651,31 @@ type LeftCluster struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 
-	// Time the Workload left it.
+	// Time the Workload left it. The propagator answers the entry in
+	// status.clusterCounts (leftAt): how many of the Workload's
+	// candidates remain there; once none do, the scheduler removes the
+	// entry.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
+}
 
-	// Remaining is how many of the Workload's candidates (each with its
-	// pod) are still there, as last seen: a cluster that does not answer
-	// is cleaned up when it answers again.
+// ClusterCount is what the propagator last counted of the Workload in one
+// cluster.
+type ClusterCount struct {
+	// Cluster counted.
+	Cluster ClusterReference `json:"cluster"`
+
+	// Replicas is how many of the Workload's candidates (each with its
+	// pod) are there, as last seen: a cluster that does not answer keeps
+	// its last count until it answers again.
 	// +optional
-	Remaining int32 `json:"remaining,omitempty"`
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// LeftAt is the time of the status.leftClusters entry this count
+	// answers, once the Workload left the cluster: with replicas 0 it
+	// tells the scheduler that nothing of the Workload remains there.
+	// +optional
+	LeftAt *metav1.Time `json:"leftAt,omitempty"`
 }
 
 // WorkloadStatus is where the Workload was placed and how it is doing there.
@@ -685,6 +701,15 @@ type WorkloadStatus struct {
 	// +listType=atomic
 	// +optional
 	LeftClusters []LeftCluster `json:"leftClusters,omitempty"`
+
+	// ClusterCounts are the clusters where the propagator counted the
+	// Workload's candidates: the chosen cluster once it has some (the
+	// replica counts below describe it), and each cluster the Workload
+	// left, until nothing remains there and the scheduler has removed
+	// its status.leftClusters entry. The propagator alone writes them.
+	// +listType=atomic
+	// +optional
+	ClusterCounts []ClusterCount `json:"clusterCounts,omitempty"`
 
 	// PlacedNamespaces are the member namespaces where placer put the
 	// Workload's Service or copies of its dependencies (its candidates are
