@@ -103,7 +103,6 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 			unknown = w.ClusterKey(&w.Status.LeftClusters[i].Cluster).String()
 		}
 	}
-	forgetCounts(w, s.target)
 	switch {
 	case !w.CountsChosen():
 		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, int32(stillReady)
@@ -118,10 +117,12 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 
 // forgetCounts forgets the counts of clusters that are neither chosen nor
 // left (the scheduler let the entry go, or an external scheduler moved
-// the Workload without one).
-func forgetCounts(w *v1alpha1.Workload, target types.NamespacedName) {
+// the Workload without one), with a status write that happens anyway:
+// such a count says nothing any more, and is not worth a write of its
+// own.
+func forgetCounts(w *v1alpha1.Workload) {
 	for _, c := range slices.Clone(w.Status.ClusterCounts) {
-		if key := w.ClusterKey(&c.Cluster); key != target && w.Left(key) == nil {
+		if key := w.ClusterKey(&c.Cluster); !w.PlacedOn(key) && w.Left(key) == nil {
 			w.ForgetCounted(key)
 		}
 	}
@@ -177,10 +178,13 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 	}
 	switch {
 	case st != answering:
-		if remaining >= 0 {
+		// What its watch last saw, but never "nothing": only a cluster
+		// that answers confirms that, and 0 lets it go (a watch that
+		// stopped may show none while the pods run on).
+		if remaining > 0 {
 			w.SetCounted(key, remaining, lc.Time)
 		}
-		return 0, remaining != 0, nil
+		return 0, true, nil
 	case len(chs) == 0:
 		delete(s.keep, key)
 		if !w.LeftBehind(lc) {

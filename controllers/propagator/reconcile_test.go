@@ -1294,6 +1294,22 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			name:     "a left cluster that does not answer, whose stopped watch shows nothing, is not let go: its count stays as last seen",
+			w:        web(left, stopFirst),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			want:        reconcile.Result{},
+			wantStatus:  refused(v1alpha1.ReasonPending, "move: StopBeforeStart: nothing is started in default/b until [default/a] confirm(s) that the pods there are gone"),
+			wantMembers: map[string][]string{"a": {}, "b": {}},
+			check: func(t *testing.T, e env) {
+				if lc := e.w.Left(types.NamespacedName{Namespace: "default", Name: "a"}); lc == nil || !e.w.LeftBehind(lc) {
+					t.Errorf("a counted %+v: let go while it does not answer", e.w.Status.ClusterCounts)
+				}
+			},
+		},
+		{
 			name:     "a gang of one moved off a cluster that does not answer (StartBeforeStop): the new cluster is not held",
 			w:        web(st.Replicas(1), left),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
