@@ -404,6 +404,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	s := newScope(w, r.log.WithValues("workload", req.String(), "generation", w.Generation))
 	s.deps = r.deps.Read(w)
 	done, perr := run(ctx, s, r.stages())
+	if !done {
+		// leave did not run: the counts still say what they must.
+		r.countsAfterMove(ctx, s)
+	}
 	written, err := r.writeStatus(ctx, s)
 	if err == nil && written && s.fenced != nil {
 		// The rejection they explain is written: the fenced candidates

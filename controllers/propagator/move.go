@@ -115,6 +115,29 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	return proceed, nil
 }
 
+// countsAfterMove keeps the counts the chosen cluster's when a pass ends
+// before leave (no cluster is chosen, say, after a move that found no
+// other): until the propagator counts there they are 0, and Ready is
+// Unknown while a cluster left is not Ready (what runs there is not
+// known). readyReplicas, what the clusters left still serve, is leave's.
+func (r *Reconciler) countsAfterMove(ctx context.Context, s *scope) {
+	w := s.w
+	if w.CountsChosen() || len(w.Status.ClusterCounts) == 0 {
+		return
+	}
+	w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
+	if propagator.StageOf(w) == propagator.HeldForMove {
+		return
+	}
+	for i := range w.Status.LeftClusters {
+		key := w.ClusterKey(&w.Status.LeftClusters[i].Cluster)
+		if st, _, err := r.reachOf(ctx, s, key); err == nil && st == silent {
+			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(key.String(), w.Generation))
+			return
+		}
+	}
+}
+
 // forgetCounts forgets the counts of clusters that are neither chosen nor
 // left (the scheduler let the entry go, or an external scheduler moved
 // the Workload without one), with a status write that happens anyway:

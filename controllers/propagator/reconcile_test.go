@@ -320,6 +320,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			}
 		}
 	}
+	// running2: the counts and Ready of two replicas running in a.
+	running2 := func(w *v1alpha1.Workload) {
+		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 2, 2, 2
+		w.Status.SetConditions(v1alpha1.Available("2 of 2 replicas ready in a", 1))
+	}
 	stopFirst := func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }
 	// bothRunning: the old copy runs in a, the new one in b.
 	bothRunning := func(w *v1alpha1.Workload) clustertest.Members {
@@ -804,6 +809,18 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					t.Errorf("%d runner-up candidates in b for a Workload committed in a", n)
 				}
 			},
+		},
+		{
+			name: "a committed Workload whose status was written before clusterCounts, its chosen member not listed yet after the upgrade's restart: its counts are the chosen cluster's, and it is not rejected",
+			w: web(nominate("a", "b"), scheduledAgo(2*timeout), func(w *v1alpha1.Workload) {
+				w.Status.Replicas = 2
+			}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced()), clustertest.NewMember("b")}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}, "b": {}},
 		},
 		{
 			name: "a Workload moved to a member whose chaperons were never listed, the counts still those of the cluster it left: rejected after the handshake timeout, not waited for",
@@ -1308,6 +1325,20 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					t.Errorf("a counted %+v: let go while it does not answer", e.w.Status.ClusterCounts)
 				}
 			},
+		},
+		{
+			name:     "moved off a cluster that does not answer, with no other cluster to go to: the counts are not that cluster's any more, and Ready is Unknown",
+			w:        web(left, running2, func(w *v1alpha1.Workload) { w.Status.ClusterRef = nil }),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			want: reconcile.Result{},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.Replicas, s.ScheduledReplicas, s.ReadyOfDesired = 0, 0, "2/2"
+				s.SetConditions(v1alpha1.ReadyUnknownOn("default/a", 1))
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 		},
 		{
 			name:     "a gang of one moved off a cluster that does not answer (StartBeforeStop): the new cluster is not held",

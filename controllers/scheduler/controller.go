@@ -213,7 +213,9 @@ func (r *Reconciler) placeOn(w *v1alpha1.Workload, res *scheduler.Result, cond x
 	d := newDecision(w, unitsOf(w, res), cond)
 	now := time.Now()
 	if rc := w.Rejection(best); rc != nil && !rc.Expired(now) && !w.ChosenSince(rc) {
-		d.cond.Message += fmt.Sprintf("; chosen again: it changed since it rejected the candidates (%s)", rc.Reason)
+		// Each rejection's own message: never Equal to the last, so the
+		// transition time is not kept from it (shared.PatchStatus).
+		d.cond.Message += fmt.Sprintf("; chosen again: it changed since its rejection %d of the candidates (%s)", rc.Attempts, rc.Reason)
 		d.cond.LastTransitionTime = v1alpha1.ChoiceAfter(rc, now)
 		d.chosenAgain = true
 	}
@@ -292,8 +294,13 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	moves = drain
 	d := r.placeOn(w, res, v1alpha1.Scheduled(fmt.Sprintf("moved from %s: %s; %s", current, leave.Message, placedMessage(res)), w.Generation))
 	// The cluster left stays named until the propagator counts nothing
-	// of the Workload there (status.clusterCounts answers the entry).
-	t := metav1.NewTime(now)
+	// of the Workload there (status.clusterCounts answers the entry): at
+	// the API's precision, later than a count there answering an
+	// earlier move, which must not answer this one.
+	t := metav1.NewTime(now.Truncate(time.Second))
+	if c := w.Counted(current); c != nil && c.LeftAt != nil && !t.After(c.LeftAt.Time) {
+		t = metav1.NewTime(c.LeftAt.Add(time.Second))
+	}
 	d.left = append(slices.DeleteFunc(d.leftAfter(), func(lc v1alpha1.LeftCluster) bool { return w.ClusterKey(&lc.Cluster) == current }),
 		v1alpha1.LeftCluster{Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t})
 	d.event = event.Normal(reasonMoved, d.cond.Message)

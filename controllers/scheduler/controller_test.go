@@ -285,7 +285,9 @@ func TestSchedulerController(t *testing.T) {
 		if first == "b" {
 			other = "a"
 		}
-		w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: first, Namespace: e.ns}, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu.", Generation: w.Generation}}
+		// As the propagator writes it: timed, never before the choice.
+		at := w.RejectionTime(time.Now())
+		w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: first, Namespace: e.ns}, Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient cpu.", Generation: w.Generation, Time: &at}}
 		if err := e.env.Client.Status().Update(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}

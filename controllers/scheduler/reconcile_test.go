@@ -593,3 +593,70 @@ func useQueue(t *testing.T, tr *shared.Trigger, q workqueue.TypedRateLimitingInt
 		t.Fatal(err)
 	}
 }
+
+// TestChosenAgainTwice: a cluster that rejected the Workload twice, and
+// opened up after each rejection, is chosen again each time with a
+// transition later than that rejection, so the propagator proves it
+// again. The second choice's condition differs from the first's (it
+// names the rejection), or the status write would keep the first one's
+// time (shared.PatchStatus keeps an equal condition's), which is not
+// later than the second rejection: the scheduler would decide the same
+// again and again while the propagator waited.
+func TestChosenAgainTwice(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := types.NamespacedName{Namespace: "default", Name: "a"}
+	retry := metav1.NewTime(time.Now().Add(10 * time.Minute))
+	rejectedAt := func(attempts int32, at metav1.Time) []v1alpha1.RejectedCluster {
+		return []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonUnschedulable,
+			Generation: 1, Time: &at, RetryAfter: &retry, Attempts: attempts}}
+	}
+	w := st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", 1))
+		w.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+		w.Status.RejectedClusters = rejectedAt(1, metav1.NewTime(time.Now().Add(-30*time.Second).Truncate(time.Second)))
+	})
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(w).WithStatusSubresource(w).Build()
+	cache := scheduler.NewCache()
+	capacity := []string{"8", "16", "32"}
+	cache.UpsertCluster(st.Cluster("a", st.Capacity(capacity[0], "32Gi", "0", "0", capacity[0], "32Gi")))
+	r := newTestScheduler(c, cache, profiles)
+	chooseAgain := func(i int) *v1alpha1.Workload {
+		t.Helper()
+		// a opens up (its allocatable grows), in a second later than the rejection.
+		if !cache.UpsertCluster(st.Cluster("a", st.Capacity(capacity[i], "32Gi", "0", "0", capacity[i], "32Gi"))) {
+			t.Fatal("a did not open up")
+		}
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatal(err)
+		}
+		if r.writer.Len() != 1 {
+			t.Fatalf("choice %d: %d decisions queued, want 1", i, r.writer.Len())
+		}
+		r.writer.ApplyNext(context.Background())
+		got := &v1alpha1.Workload{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+			t.Fatal(err)
+		}
+		// As the informer brings the written copy.
+		cache.UpsertWorkload(got)
+		rc := got.Rejection(a)
+		if !got.PlacedOn(a) || !got.ChosenSince(rc) || got.RejectedBy(a) {
+			t.Fatalf("choice %d: Scheduled %+v after the rejection at %s: the propagator would not prove a again", i, got.Status.GetCondition(v1alpha1.TypeScheduled), rc.Time)
+		}
+		return got
+	}
+	first := chooseAgain(1)
+	// The propagator rejects it again, in the second of the choice.
+	second := first.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime
+	first.Status.RejectedClusters = rejectedAt(2, first.RejectionTime(second.Time))
+	if err := c.Status().Update(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(first)
+	// An opening counts once in a later second than the rejection.
+	time.Sleep(time.Until(second.Add(time.Second)))
+	chooseAgain(2)
+}

@@ -43,12 +43,14 @@ func (w *Workload) RejectedBy(key types.NamespacedName) bool {
 // writes and never sets before the choice it rejects (RejectionTime).
 // The two sides so agree on a rejection without writing each other's
 // fields.
+// A rejection without a time cannot be ordered: a choice of its cluster
+// ends it.
 func (w *Workload) ChosenSince(rc *RejectedCluster) bool {
-	if w.Status.ClusterRef == nil || rc.Time == nil || w.ClusterKey(w.Status.ClusterRef) != w.ClusterKey(&rc.Cluster) {
+	if w.Status.ClusterRef == nil || w.ClusterKey(w.Status.ClusterRef) != w.ClusterKey(&rc.Cluster) {
 		return false
 	}
 	c := w.Status.GetCondition(TypeScheduled)
-	return c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(rc.Time.Time)
+	return c.Status == corev1.ConditionTrue && (rc.Time == nil || c.LastTransitionTime.After(rc.Time.Time))
 }
 
 // RejectionTime is the time to record for a rejection made at now: never
@@ -229,10 +231,11 @@ func (w *Workload) ForgetCounted(key types.NamespacedName) {
 
 // LeftBehind reports whether the propagator has not yet confirmed that
 // nothing of the Workload remains in the cluster it left (lc): its count
-// does not answer that move with 0.
+// does not answer that move with 0. An entry without a time (an external
+// scheduler's) cannot be answered: its scheduler lets it go.
 func (w *Workload) LeftBehind(lc *LeftCluster) bool {
 	c := w.Counted(w.ClusterKey(&lc.Cluster))
-	return c == nil || c.Replicas > 0 || (c.LeftAt == nil) != (lc.Time == nil) || c.LeftAt != nil && !c.LeftAt.Equal(lc.Time)
+	return c == nil || c.Replicas > 0 || lc.Time == nil || c.LeftAt == nil || !c.LeftAt.Equal(lc.Time)
 }
 
 // Leaving reports whether a cluster the Workload left may still hold its
@@ -249,9 +252,15 @@ func (w *Workload) Leaving() bool {
 // CountsChosen reports whether the replica counts of the status describe
 // the chosen cluster: the propagator has counted candidates there since
 // it was chosen. Until it has, after a move they are the last cluster's.
+// A status that counts nowhere is one with no counts yet, or one written
+// before status.clusterCounts existed, when a move set the counts to 0:
+// either way the counts are the chosen cluster's.
 func (w *Workload) CountsChosen() bool {
 	if w.Status.ClusterRef == nil {
 		return false
+	}
+	if len(w.Status.ClusterCounts) == 0 {
+		return true
 	}
 	c := w.Counted(w.ClusterKey(w.Status.ClusterRef))
 	return c != nil && c.LeftAt == nil
