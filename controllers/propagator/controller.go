@@ -461,7 +461,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, e
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig, setReadyOfDesired, forgetCounts)
+	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig, uncounted, setReadyOfDesired, forgetCounts)
 	if res != shared.StatusUnchanged {
 		propagatorWrites.WithLabelValues(string(res)).Inc()
 	}

@@ -105,7 +105,9 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	}
 	switch {
 	case !w.CountsChosen():
-		w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = 0, 0, int32(stillReady)
+		// replicas and scheduledReplicas go to 0 with the next write
+		// (uncounted): only Ready and readyReplicas say what serves.
+		w.Status.ReadyReplicas = int32(stillReady)
 		if unknown != "" && propagator.StageOf(w) != propagator.HeldForMove {
 			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(unknown, w.Generation))
 		}
@@ -115,17 +117,16 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	return proceed, nil
 }
 
-// countsAfterMove keeps the counts the chosen cluster's when a pass ends
+// countsAfterMove keeps Ready true to the clusters left when a pass ends
 // before leave (no cluster is chosen, say, after a move that found no
-// other): until the propagator counts there they are 0, and Ready is
-// Unknown while a cluster left is not Ready (what runs there is not
-// known). readyReplicas, what the clusters left still serve, is leave's.
+// other): Unknown while a cluster left is not Ready (what runs there is
+// not known). readyReplicas, what the clusters left still serve, is
+// leave's; the other counts go to 0 with the next write (uncounted).
 func (r *Reconciler) countsAfterMove(ctx context.Context, s *scope) {
 	w := s.w
 	if w.CountsChosen() || len(w.Status.ClusterCounts) == 0 {
 		return
 	}
-	w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
 	if propagator.StageOf(w) == propagator.HeldForMove {
 		return
 	}
@@ -135,6 +136,26 @@ func (r *Reconciler) countsAfterMove(ctx context.Context, s *scope) {
 			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(key.String(), w.Generation))
 			return
 		}
+	}
+}
+
+// recount records what remains in a cluster left (n > 0) when it changed:
+// a count above 0 lets nothing go, so which move it answers (leftAt) is not
+// worth a write of its own (a failover of 300 Workloads wrote 300 more).
+func recount(w *v1alpha1.Workload, key types.NamespacedName, n int32, lc *v1alpha1.LeftCluster) {
+	if c := w.Counted(key); c == nil || c.Replicas != n {
+		w.SetCounted(key, n, lc.Time)
+	}
+}
+
+// uncounted sets replicas and scheduledReplicas to 0 while the propagator
+// has not counted in the chosen cluster (after a move they are still the
+// last cluster's), with a status write that happens anyway: the
+// scheduler's cache and connectChosen read CountsChosen, not them, and
+// Ready says what serves meanwhile.
+func uncounted(w *v1alpha1.Workload) {
+	if w.Status.ClusterRef == nil || !w.CountsChosen() {
+		w.Status.Replicas, w.Status.ScheduledReplicas = 0, 0
 	}
 }
 
@@ -205,7 +226,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 		// that answers confirms that, and 0 lets it go (a watch that
 		// stopped may show none while the pods run on).
 		if remaining > 0 {
-			w.SetCounted(key, remaining, lc.Time)
+			recount(w, key, remaining, lc)
 		}
 		return 0, true, nil
 	case len(chs) == 0:
@@ -223,7 +244,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 		s.statusEvent(event.Normal(reasonLeft, fmt.Sprintf("nothing of this Workload remains in %s, which it left (%s)", key, lc.Reason)))
 		return 0, false, nil
 	}
-	w.SetCounted(key, remaining, lc.Time)
+	recount(w, key, remaining, lc)
 	switch {
 	case !replaced:
 		// Make before break: the old pods serve until the new ones do.
