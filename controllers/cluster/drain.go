@@ -100,7 +100,7 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 			}
 		case w.PlacedOn(key) && !w.Finished():
 			placed = append(placed, name)
-		case w.Left(key) != nil && w.LeftBehind(w.Left(key)):
+		case w.LeftBehindIn(key):
 			left = append(left, name)
 		case synced:
 			// Only nominated (a runner-up), or a batch Workload that ended

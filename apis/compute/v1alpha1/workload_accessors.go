@@ -238,6 +238,13 @@ func (w *Workload) LeftBehind(lc *LeftCluster) bool {
 	return c == nil || c.Replicas > 0 || lc.Time == nil || c.LeftAt == nil || !c.LeftAt.Equal(lc.Time)
 }
 
+// LeftBehindIn reports whether the Workload left the cluster and the
+// propagator has not yet confirmed that nothing of it remains there.
+func (w *Workload) LeftBehindIn(key types.NamespacedName) bool {
+	lc := w.Left(key)
+	return lc != nil && w.LeftBehind(lc)
+}
+
 // Leaving reports whether a cluster the Workload left may still hold its
 // candidates (LeftBehind).
 func (w *Workload) Leaving() bool {
