@@ -251,11 +251,36 @@ func TestRollout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			step := Rollout(tc.w, Observe(tc.w, tc.chs))
+			step := Rollout(tc.w, tc.w.WholeUnit(types.NamespacedName{}), Observe(tc.w, tc.chs))
 			if diff := cmp.Diff(tc.wantCreate, step.Create); diff != "" || len(step.Delete) != tc.wantDelete {
 				t.Errorf("Rollout() creates %v (-want,+got: %s), deletes %d chaperons, want %d", step.Create, diff, len(step.Delete), tc.wantDelete)
 			}
 		})
+	}
+}
+
+// TestRolloutUnit: a unit of part of the replicas rolls only its own, and
+// its budgets resolve against its own count, as a Deployment of those
+// replicas would: 25%/25% of 2 is one surge and no unavailable replica,
+// where the whole 4 would also remove one old pod at once.
+func TestRolloutUnit(t *testing.T) {
+	old := st.Workload("web", st.Replicas(4))
+	w := st.Workload("web", st.Replicas(4))
+	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+	up := ops(allowed, running)
+	chs := chaperons(old, up, up, up, up)
+	u := v1alpha1.PlacementUnit{First: 2, Count: 2}
+	seen := ObserveUnit(w, u, chs, "")
+	if len(seen.Extra) != 2 || len(seen.Outdated) != 2 {
+		t.Fatalf("the unit of replicas 2 and 3 reads %d extra and %d outdated chaperons, want 2 and 2", len(seen.Extra), len(seen.Outdated))
+	}
+	step := Rollout(w, u, seen)
+	if diff := cmp.Diff([]int{2}, step.Create); diff != "" || len(step.Delete) != 0 {
+		t.Errorf("Rollout() of the unit creates %v (-want,+got: %s) and deletes %d, want replica 2 beside its old pod and none deleted", step.Create, diff, len(step.Delete))
+	}
+	whole := Rollout(w, w.WholeUnit(types.NamespacedName{}), Observe(w, chs))
+	if diff := cmp.Diff([]int{0}, whole.Create); diff != "" || len(whole.Delete) != 1 {
+		t.Errorf("Rollout() of every replica creates %v (-want,+got: %s) and deletes %d, want replica 0 and one old pod", whole.Create, diff, len(whole.Delete))
 	}
 }
 

@@ -18,15 +18,18 @@ type Step struct {
 	Create []int
 }
 
-// Rollout returns the next step toward the current pod template, following
-// the strategy as a Deployment does. Recreate deletes every outdated
+// Rollout returns the next step toward the current pod template in one
+// unit (st is ObserveUnit's reading of it), following the strategy as a
+// Deployment of the unit's replicas does: maxSurge and maxUnavailable
+// resolve against the unit's count, as a member Deployment of a divided
+// workload resolves them against its own replicas. Recreate deletes every outdated
 // chaperon at once. RollingUpdate (the default, 25% / 25%) first deletes
 // the outdated chaperons of replicas whose new pod is Ready, then starts
 // new chaperons beside outdated ones while at most maxSurge (rounded up)
 // chaperons exceed the replica count, then deletes outdated chaperons while
 // at most maxUnavailable (rounded down) replicas have no Ready pod. Both
 // zero means maxUnavailable 1. Replicas are taken in index order.
-func Rollout(w *v1alpha1.Workload, st State) Step {
+func Rollout(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, st State) Step {
 	step := Step{}
 	if len(st.Outdated) == 0 {
 		return step
@@ -42,7 +45,7 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 		}
 		return step
 	}
-	n := w.ReplicaCount()
+	n := u.Count
 	maxSurge, maxUnavailable := intstr.FromString("25%"), intstr.FromString("25%")
 	if ru := strategy.RollingUpdate; ru != nil {
 		if ru.MaxSurge != nil {
@@ -62,7 +65,7 @@ func Rollout(w *v1alpha1.Workload, st State) Step {
 
 	total := 0
 	var waiting []int // replicas with only outdated chaperons
-	for i := range n {
+	for _, i := range u.Replicas() {
 		r := st.replicas[i]
 		if r == nil {
 			continue

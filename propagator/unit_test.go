@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -109,5 +110,43 @@ func TestPlace(t *testing.T) {
 	w.Status.Place(nil)
 	if w.Status.ClusterRef != nil || w.Status.NominatedClusters != nil || w.PlacementUnits() != nil {
 		t.Errorf("no unit: clusterRef %v, nominated %v", w.Status.ClusterRef, w.Status.NominatedClusters)
+	}
+}
+
+// TestCount: a Workload's counts are the sum of its units' own; it has
+// ended only when every unit has, and a unit's pending message shows.
+func TestCount(t *testing.T) {
+	w := st.Workload("web", st.Replicas(4))
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+	a := v1alpha1.PlacementUnit{Cluster: key("a"), First: 0, Count: 2}
+	b := v1alpha1.PlacementUnit{Cluster: key("b"), First: 2, Count: 2}
+	up, done := ops(allowed, running), ops(allowed, chaperontest.Ended(corev1.PodSucceeded, ""))
+	stuck := ops(chaperontest.PodScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available"))
+	cases := []struct {
+		name   string
+		shares []Share
+		want   Counts
+	}{
+		{"one unit of every replica", []Share{{w.WholeUnit(key("a")), Observe(w, chaperons(w, up, up, up, stuck))}},
+			Counts{Replicas: 4, Scheduled: 3, Ready: 3, Pending: "0/3 nodes are available", Clusters: "a"}},
+		{"two units: summed, each on its own replicas", []Share{
+			{a, ObserveUnit(w, a, chaperons(w, up, up, up, up), "")},
+			{b, ObserveUnit(w, b, chaperons(w, up, up, up, stuck), "")}},
+			Counts{Replicas: 4, Scheduled: 3, Ready: 3, Pending: "0/3 nodes are available", Clusters: "a, b"}},
+		{"one unit ended, the other not: not ended", []Share{
+			{a, ObserveUnit(w, a, chaperons(w, done, done, up, up), "")},
+			{b, ObserveUnit(w, b, chaperons(w, done, done, up, up), "")}},
+			Counts{Replicas: 4, Scheduled: 4, Ready: 2, Succeeded: 2, Clusters: "a, b"}},
+		{"every unit ended", []Share{
+			{a, ObserveUnit(w, a, chaperons(w, done, done, done, done), "")},
+			{b, ObserveUnit(w, b, chaperons(w, done, done, done, done), "")}},
+			Counts{Replicas: 4, Scheduled: 4, Succeeded: 4, Ended: true, Clusters: "a, b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Count(tc.shares)); diff != "" {
+				t.Errorf("Count() (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

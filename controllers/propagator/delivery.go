@@ -71,7 +71,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 			return stop, err
 		}
 	}
-	ready := setCounts(s.w, s.w.ReplicaCount(), st)
+	ready := setCounts(s.w, []propagator.Share{{Unit: p.unit, State: st}})
 	if f := s.w.Status.GetCondition(v1alpha1.TypeComplete); f.Status == corev1.ConditionTrue {
 		s.statusEvent(event.Normal(v1alpha1.ReasonCompleted, f.Message))
 	} else if f := s.w.Status.GetCondition(v1alpha1.TypeFailed); f.Status == corev1.ConditionTrue {
@@ -98,7 +98,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
 	st := p.state
 	w, m := p.delivered, p.member
-	step := propagator.Rollout(w, st)
+	step := propagator.Rollout(w, p.unit, st)
 	if len(step.Create)+len(step.Delete) == 0 {
 		return nil
 	}
@@ -129,37 +129,38 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
 	return nil
 }
 
-// setCounts writes the replica counts and returns the Ready condition
-// they make. Once every replica's pod ended on its own it also sets
-// Complete (all succeeded) or Failed (one or more failed).
-func setCounts(w *v1alpha1.Workload, replicas int, st propagator.State) xpv2.Condition {
-	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(replicas), int32(st.Scheduled), int32(st.Ready)
-	// The counts are the chosen cluster's now (Workload.CountsChosen).
-	w.SetCounted(w.ClusterKey(w.Status.ClusterRef), int32(replicas), nil)
-	w.Status.Succeeded, w.Status.Failed = int32(st.Succeeded), int32(st.Failed)
+// setCounts writes the replica counts, summed over the units placed
+// (propagator.Count), and returns the Ready condition they make. Once
+// every replica's pod ended on its own it also sets Complete (all
+// succeeded) or Failed (one or more failed).
+func setCounts(w *v1alpha1.Workload, shares []propagator.Share) xpv2.Condition {
+	c := propagator.Count(shares)
+	w.Status.Replicas, w.Status.ScheduledReplicas, w.Status.ReadyReplicas = int32(c.Replicas), int32(c.Scheduled), int32(c.Ready)
+	for _, sh := range shares {
+		// The counts are the units' clusters' now (Workload.CountsChosen).
+		w.SetCounted(sh.Unit.Cluster, int32(sh.Unit.Count), nil)
+	}
+	w.Status.Succeeded, w.Status.Failed = int32(c.Succeeded), int32(c.Failed)
 	w.Status.ObservedGeneration = w.Generation
-	if st.Ended(replicas) {
-		where := w.Status.ClusterRef.Name
-		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %s", replicas, where)
-		if st.Failed > 0 {
+	if c.Ended {
+		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %s", c.Replicas, c.Clusters)
+		if c.Failed > 0 {
 			t, reason = v1alpha1.TypeFailed, v1alpha1.ReasonReplicasFailed
-			msg = fmt.Sprintf("%d of %d replicas failed in %s (%s)", st.Failed, replicas, where, truncate(st.FailedMessage))
+			msg = fmt.Sprintf("%d of %d replicas failed in %s (%s)", c.Failed, c.Replicas, c.Clusters, truncate(c.FailedMessage))
 		}
 		finished, ready := v1alpha1.Finished(t, reason, msg, w.Generation)
 		w.Status.SetConditions(finished)
 		return ready
 	}
-	msg := fmt.Sprintf("%d of %d replicas ready in %s", st.Ready, replicas, w.Status.ClusterRef.Name)
-	if st.Succeeded+st.Failed > 0 {
-		msg += fmt.Sprintf(", %d succeeded, %d failed", st.Succeeded, st.Failed)
+	msg := fmt.Sprintf("%d of %d replicas ready in %s", c.Ready, c.Replicas, c.Clusters)
+	if c.Succeeded+c.Failed > 0 {
+		msg += fmt.Sprintf(", %d succeeded, %d failed", c.Succeeded, c.Failed)
 	}
-	if st.Ready >= replicas {
+	if c.Ready >= c.Replicas {
 		return v1alpha1.Available(msg, w.Generation)
 	}
-	if st.Unschedulable != "" {
-		msg += "; a replica is pending: " + truncate(st.Unschedulable)
-	} else if st.Refused != "" {
-		msg += "; a replica is pending: " + truncate(st.Refused)
+	if c.Pending != "" {
+		msg += "; a replica is pending: " + truncate(c.Pending)
 	}
 	return v1alpha1.NotReady(v1alpha1.ReasonPending, msg, w.Generation)
 }
