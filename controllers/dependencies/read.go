@@ -85,6 +85,10 @@ type Observation struct {
 	Recheck bool
 }
 
+// Holds reports whether the pods may not go yet: a problem, or a watch
+// that has not listed.
+func (o Observation) Holds() bool { return len(o.Problems) > 0 || o.Waiting }
+
 // Observe says what the pods of w (a delivered Workload) need in m and
 // cannot have yet.
 func (rd *Reading) Observe(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (Observation, error) {

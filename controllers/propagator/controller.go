@@ -173,6 +173,9 @@ type scope struct {
 	// chosen is the chosen unit's proof in this reconcile: nil until its
 	// member answers, and when the cluster rejects it.
 	chosen *proof
+	// runnerUps are the proofs of the runner-up units whose members
+	// answer, while the chosen one is not committed.
+	runnerUps []*proof
 	// fenced are the fenced candidates of a cluster rejected in this
 	// reconcile, in member, deleted once the status holds the rejection.
 	fenced       []*mcv1alpha1.PodChaperon
@@ -210,9 +213,51 @@ type proof struct {
 	// where a candidate of the Workload may still bind without placer's
 	// word: this unit's candidates wait for them (settleLeftWindows).
 	openElsewhere []types.NamespacedName
+	// needs is what its pods need there and cannot have yet
+	// (dependencies): while it holds, no candidate is made.
+	needs dependencies.Observation
 	// problem: the committed cluster cannot take more of the unit (a
 	// dependency it refuses): Ready says why, nothing new is allowed.
 	problem *deliveryProblem
+}
+
+// proofs are the units proven in this reconcile, the chosen one first,
+// without those whose cluster rejected them in it.
+func (s *scope) proofs() []*proof {
+	var out []*proof
+	if s.chosen != nil {
+		out = append(out, s.chosen)
+	}
+	for _, p := range s.runnerUps {
+		if !s.w.RejectedBy(p.unit.Cluster) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bindsUnheld reports whether the unit's new candidates bind as soon as
+// they are reserved: in the chosen cluster, a replica added to a
+// committed unit, or a gang of one while no other cluster may still bind
+// its candidate (settleLeftWindows).
+func (p *proof) bindsUnheld() bool {
+	return !p.unit.RunnerUp && (p.state.Allowed > 0 || propagator.BindsUnheld(p.delivered, p.unit) && len(p.openElsewhere) == 0)
+}
+
+// delivery says whether the unit's dependencies go to its cluster in this
+// reconcile, and whether all of them or only the ServiceAccount: all
+// where it commits now or is committed, or where its missing candidates
+// bind unheld or go to the member's own scheduler (NoReservation); the
+// ServiceAccount where candidates that wait are made; none otherwise.
+func (p *proof) delivery() (deliver, all bool) {
+	switch {
+	case p.decision.Action == propagator.Commit || p.decision.Action == propagator.Deliver:
+		return true, true
+	case len(p.state.Missing) > 0:
+		noReservation := !p.unit.RunnerUp && p.delivered.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+		return true, p.bindsUnheld() || noReservation
+	}
+	return false, false
 }
 
 // committed reports whether the unit's cluster holds allowed candidates,
@@ -343,13 +388,15 @@ const (
 type phase func(ctx context.Context, s *scope) (next, error)
 
 // stages are the normal reconcile's phases, in the order they run: the
-// chosen unit's (entered at the start), then the runner-ups', the commit
-// and delivery (entered by runnerUps), then the clusters left (entered by
+// chosen unit's guards and observation (entered at the start); then every
+// unit's: the runner-ups observed, what the pods need delivered (the one
+// phase that does), candidates made, decisions carried out, the commit and
+// delivery (entered by runnerUps); then the clusters left (entered by
 // settle).
 func (r *Reconciler) stages() [3][]phase {
 	return [3][]phase{
-		{r.ensureFinalizer, r.gate, r.connectChosen, r.admitChosen, r.holdForDependencies, r.proveChosen},
-		{r.proveRunnerUps, r.commit, r.deliver},
+		{r.ensureFinalizer, r.gate, r.connectChosen, r.admitChosen, r.observeChosen},
+		{r.observeRunnerUps, r.dependencies, r.candidates, r.judge, r.commit, r.deliver},
 		{r.leave},
 	}
 }

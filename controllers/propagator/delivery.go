@@ -37,16 +37,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		// Rejected, or candidates were just created: nothing to count yet.
 		return proceed, nil
 	case d.Action == propagator.Deliver && p.problem == nil:
-		// Kept in sync with their sources (whose watches enqueue the
-		// Workload), and there before a new replica binds.
-		err := r.deliverDependencies(ctx, s, p.member, p.delivered, true, st)
-		if !errors.As(err, &p.problem) && err != nil {
-			return stop, err
-		}
-		if p.problem != nil {
-			// What runs keeps running; nothing new binds there.
-			break
-		}
+		// What the pods need is there (dependencies): new replicas bind.
 		if err := r.allow(ctx, p.member, s.w, st.ToAllow); err != nil {
 			return stop, err
 		}

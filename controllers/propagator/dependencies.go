@@ -11,27 +11,76 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers/dependencies"
-	"github.com/placer-dev/placer/propagator"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// holdForDependencies holds a Workload whose pods (as delivered to the
-// chosen cluster) need an object that is missing or cannot be read:
-// nothing new starts anywhere, and Ready says which object, with an
-// Event; what runs keeps running, and the object's watch releases it. It
-// stops while a watch has not listed yet: its first list enqueues the
-// Workload.
-func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope) (next, error) {
-	p := s.chosen
+// dependencies puts into each unit's cluster what its pods need before
+// they may bind there (dependencies.Reading.Apply, as the tenant):
+// everything where the unit commits now or is committed, or where its new
+// candidates bind without a hold (or the member's own scheduler binds
+// them); only the ServiceAccount where candidates that wait are made
+// (without it the member refuses their pods); nothing elsewhere. It is
+// the one phase that delivers them; a cluster left and a deleted Workload
+// let them go (releaseLeft, cleanup).
+//
+// A chosen unit whose pods need an object that is missing or cannot be
+// read is held first (holdChosen); a runner-up so missing gets no
+// candidates, and is not rejected for it. A member that refuses a copy
+// (an object of that name that is not placer's) rejects the unit's
+// cluster (refused); a committed one keeps what runs, takes nothing new,
+// and Ready says why (proof.problem).
+func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
+	if p := s.chosen; p != nil {
+		if n, err := r.holdChosen(ctx, s, p); n != proceed || err != nil {
+			return n, err
+		}
+	}
+	for _, p := range s.proofs() {
+		deliver, all := p.delivery()
+		if !deliver || p.problem != nil {
+			continue
+		}
+		if p.unit.RunnerUp {
+			o, err := s.deps.Observe(ctx, p.member, p.delivered)
+			if err != nil {
+				return stop, err
+			}
+			if p.needs = o; o.Holds() {
+				continue
+			}
+		}
+		err := r.applyDependencies(ctx, s, p, all)
+		var dp *deliveryProblem
+		switch {
+		case err == nil:
+		case errors.As(err, &dp) && p.state.Allowed > 0:
+			// Committed: what runs keeps running; nothing new binds there.
+			p.problem = dp
+		default:
+			if n, err := r.refused(s, p, err); n == stop {
+				return n, err
+			}
+		}
+	}
+	return proceed, nil
+}
+
+// holdChosen holds a Workload whose pods (as delivered to the chosen
+// cluster) need an object that is missing or cannot be read: nothing new
+// starts anywhere, runner-ups' candidates go, and Ready says which
+// object, with an Event; what runs keeps running, and the object's watch
+// releases it. It stops while a
+// watch has not listed yet: its first list enqueues the Workload.
+func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, error) {
 	o, err := s.deps.Observe(ctx, p.member, p.delivered)
 	if err != nil {
 		return stop, err
 	}
-	problems := o.Problems
+	p.needs = o
 	switch {
-	case len(problems) == 0 && o.Waiting:
+	case len(o.Problems) == 0 && o.Waiting:
 		return stop, nil
-	case len(problems) == 0:
+	case len(o.Problems) == 0:
 		return proceed, nil
 	}
 	if o.Recheck {
@@ -39,16 +88,16 @@ func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope) (next, e
 		// an object the member may get (placer does not watch members').
 		s.requeueAfter(rejectionBackoffBase)
 	}
-	msg := "the pods wait for their dependencies: " + strings.Join(problems, "; ")
-	committed, err := committedIn(ctx, p.member, p.delivered)
-	if err != nil {
-		return stop, err
-	}
-	if committed {
+	msg := "the pods wait for their dependencies: " + strings.Join(o.Problems, "; ")
+	if p.state.Allowed > 0 {
 		// Committed: what runs keeps running and is counted, a replica
 		// removed goes; nothing new starts (deliver says why in Ready).
 		p.problem = &deliveryProblem{Reason: v1alpha1.ReasonMissingDependency, Message: msg}
 		return proceed, nil
+	}
+	for _, u := range s.units[1:] {
+		// Held, runner-ups give their room back until the object comes.
+		delete(s.keep, u.Cluster)
 	}
 	prev := s.orig.Status.GetCondition(xpv2.TypeReady)
 	s.w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, msg, s.w.Generation))
@@ -58,13 +107,13 @@ func (r *Reconciler) holdForDependencies(ctx context.Context, s *scope) (next, e
 	return settle, nil
 }
 
-// deliverDependencies puts what the pods of w (as delivered to m) need
-// into m (dependencies.Reading.Apply) and writes what it did into the
-// status: the cluster's status.dependencies entries (with all), the
-// namespace placer copied into, the Events.
-func (r *Reconciler) deliverDependencies(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload, all bool, st propagator.State) error {
-	key := m.ClusterKey()
-	applied, err := s.deps.Apply(ctx, m, w, all, len(st.Outdated) > 0, dependencies.Of(s.orig.Status.Dependencies, key))
+// applyDependencies puts what the unit's pods need into its member (all,
+// or only the ServiceAccount) and writes what it did into the status: the
+// cluster's status.dependencies entries (with all), the namespace placer
+// copied into, the Events.
+func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool) error {
+	key := p.unit.Cluster
+	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, dependencies.Of(s.orig.Status.Dependencies, key))
 	if applied.CopiedInto != "" {
 		s.w.SetPlaced(key, applied.CopiedInto, true)
 	}
@@ -97,12 +146,11 @@ func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
 	if err != nil {
 		return err
 	}
-	if err := dependencies.Release(ctx, cl, m, s.w, m.TargetNamespace(s.w)); err != nil {
-		return err
-	}
-	// And wherever the status says placer put something (the target
-	// namespace may have changed since): its Service too.
-	for _, ns := range s.w.PlacedIn(m.ClusterKey()) {
+	// The target namespace, and wherever the status says placer put
+	// something (the target namespace may have changed since).
+	namespaces := append([]string{m.TargetNamespace(s.w)}, s.w.PlacedIn(m.ClusterKey())...)
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
 		if err := leaveNamespace(ctx, cl, m, s.w, ns); err != nil {
 			return err
 		}

@@ -149,20 +149,19 @@ func (r *Reconciler) rejectChosen(s *scope, reason, msg string) (next, error) {
 	return runnerUps, nil
 }
 
-// proveChosen runs the chosen unit's handshake: a candidate per replica,
-// and its cluster's scheduler decides (propagator.Decide). An unschedulable
-// candidate, a refusal or no answer within the timeout rejects the
-// cluster; a candidate that may still bind elsewhere makes the proven unit
-// wait (settleLeftWindows).
-func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (next, error) {
-	w, p := s.w, s.chosen
+// observeChosen reads what the chosen unit's candidates say (observe) and
+// what the handshake does with them next (propagator.Decide): judge
+// carries it out once what the pods need is there (dependencies) and the
+// missing candidates are made (candidates). Proven, a unit whose
+// candidate elsewhere may still bind waits for that cluster's word
+// (settleLeftWindows, design §4.9).
+func (r *Reconciler) observeChosen(ctx context.Context, s *scope) (next, error) {
+	p := s.chosen
 	p.openElsewhere = r.settleLeftWindows(ctx, s, p.member)
-	if n, err := r.proveUnit(ctx, s, p); n != proceed || err != nil {
-		return n, err
+	if err := r.observe(ctx, p); err != nil {
+		return r.refused(s, p, err)
 	}
-	st := p.state
-	age := r.started.age(w, s.target, p.chaperons)
-	d := propagator.Decide(p.unit, st, age, r.timeout)
+	d := propagator.Decide(p.unit, p.state, r.started.age(s.w, s.target, p.chaperons), r.timeout)
 	if d.Action == propagator.Commit && len(p.openElsewhere) > 0 {
 		// Proven, but a candidate elsewhere may still bind: the pods here
 		// wait for that cluster's word (design §4.9).
@@ -170,67 +169,16 @@ func (r *Reconciler) proveChosen(ctx context.Context, s *scope) (next, error) {
 			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, p.openElsewhere)}
 	}
 	p.decision = d
-	switch d.Action {
-	case propagator.Wait:
-		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
-		s.requeueAfter(d.After)
-	case propagator.Fence:
-		// Rejected once the member confirms that none of them can bind.
-		s.log.Debug("fencing the candidates before rejecting the cluster", "reason", d.Reason, "windowed", len(st.Windowed))
-		if err := r.giveUp(ctx, p.member, w, st.Windowed); err != nil {
-			return stop, err
-		}
-	case propagator.Reject:
-		r.started.forget(w, s.target)
-		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
-		s.reject(s.target, d.Reason, d.Message)
-		if len(st.Fenced) > 0 {
-			// What was fenced goes once the status holds the rejection:
-			// chosen again later, the cluster gets new candidates.
-			s.fenced, s.fencedMember = st.Fenced, p.member
-			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
-		}
-	case propagator.Commit, propagator.Deliver:
-		// The cluster took the candidates: an earlier rejection by it
-		// (expired, or it would not have been chosen) is over.
-		s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
-			return s.w.ClusterKey(&rc.Cluster) == s.target
-		})
-	}
 	return proceed, nil
 }
 
-// proveUnit makes the unit's candidates (ensureCandidates); a member that
-// refuses them (a namespace not opened to the tenant, a dependency it
-// refuses) rejects the unit's cluster, unless it is committed there.
-func (r *Reconciler) proveUnit(ctx context.Context, s *scope, p *proof) (next, error) {
-	err := r.ensureCandidates(ctx, s, p)
-	reason, msg := "", ""
-	var dp *deliveryProblem
-	switch {
-	case forbidden(err) && (p.unit.RunnerUp || p.state.Allowed == 0):
-		// The member does not open the target namespace to this tenant.
-		reason, msg = v1alpha1.ReasonForbidden, err.Error()
-	case errors.As(err, &dp):
-		reason, msg = dp.Reason, dp.Message
-	case err != nil:
-		return stop, err
-	default:
-		return proceed, nil
-	}
-	if p.unit.RunnerUp {
-		s.reject(p.unit.Cluster, reason, msg)
-		return runnerUps, nil
-	}
-	return r.rejectChosen(s, reason, msg)
-}
-
-// proveRunnerUps keeps candidates in the other nominated clusters while
-// the chosen one is not committed (fan-out): they prove themselves
+// observeRunnerUps reads the candidates of the other nominated clusters
+// while the chosen one is not committed (fan-out): they prove themselves
 // meanwhile, so that if the chosen one rejects, the next choice commits at
-// once. One whose scheduler cannot place them, or that refuses them, is
-// rejected; a runner-up never commits and never times out.
-func (r *Reconciler) proveRunnerUps(ctx context.Context, s *scope) (next, error) {
+// once. One that refuses the Workload (admission) is rejected; one that
+// holds no candidate yet while its member holds as many waiting runner-up
+// candidates as allowed gets none in this pass (runnerUpsFull).
+func (r *Reconciler) observeRunnerUps(ctx context.Context, s *scope) (next, error) {
 	if s.chosen.committed() {
 		return proceed, nil
 	}
@@ -249,17 +197,141 @@ func (r *Reconciler) proveRunnerUps(ctx context.Context, s *scope) (next, error)
 			continue
 		}
 		p := &proof{unit: u, member: m, delivered: delivered}
-		if n, err := r.proveUnit(ctx, s, p); n != proceed || err != nil {
-			if n == stop {
+		if err := r.observe(ctx, p); err != nil {
+			if n, err := r.refused(s, p, err); n == stop {
 				return n, err
 			}
 			continue
 		}
-		if d := propagator.Decide(u, p.state, 0, r.timeout); d.Action == propagator.Reject {
-			s.reject(u.Cluster, d.Reason, d.Message)
+		if len(p.chaperons) == 0 && len(p.state.Missing) > 0 {
+			// Fan-out is a head start, not a need: under a burst the
+			// chosen cluster proves itself alone; a later pass of the
+			// Workload (any change of its candidates) tries again.
+			if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
+				if err != nil {
+					return stop, err
+				}
+				continue
+			}
+		}
+		p.decision = propagator.Decide(u, p.state, 0, r.timeout)
+		s.runnerUps = append(s.runnerUps, p)
+	}
+	return proceed, nil
+}
+
+// observe reads the unit's candidates in its member (from its watch),
+// deletes those fenced before a rejection the status holds already and
+// those outside the unit, and records in p what the others say.
+func (r *Reconciler) observe(ctx context.Context, p *proof) error {
+	w, m := p.delivered, p.member
+	chs, err := chaperonsOf(ctx, m, w)
+	if err != nil {
+		return err
+	}
+	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
+		return err
+	}
+	p.state, p.chaperons = propagator.ObserveUnit(w, p.unit, chs, m.TargetNamespace(w)), chs
+	return deleteChaperons(ctx, m, w, p.state.Extra)
+}
+
+// refused turns a member's answer for a unit into its fate: a member that
+// refuses it (a namespace not opened to the tenant, a dependency of that
+// name that is not placer's) rejects the unit's cluster, unless the unit
+// is committed there; any other error stops the reconcile. The chosen
+// unit rejected, runner-ups still prove themselves.
+func (r *Reconciler) refused(s *scope, p *proof, err error) (next, error) {
+	reason, msg := "", ""
+	var dp *deliveryProblem
+	switch {
+	case forbidden(err) && (p.unit.RunnerUp || p.state.Allowed == 0):
+		// The member does not open the target namespace to this tenant.
+		reason, msg = v1alpha1.ReasonForbidden, err.Error()
+	case errors.As(err, &dp):
+		reason, msg = dp.Reason, dp.Message
+	default:
+		return stop, err
+	}
+	if p.unit.RunnerUp {
+		s.reject(p.unit.Cluster, reason, msg)
+		return runnerUps, nil
+	}
+	return r.rejectChosen(s, reason, msg)
+}
+
+// candidates makes each unit's missing candidates in its member, as the
+// Workload's tenant, once what their pods need is there (dependencies).
+// In the chosen cluster a gang of one (a unit of one replica) and a
+// replica added to a committed cluster need no hold (proof.bindsUnheld):
+// their candidates bind as soon as they are reserved, saving the round
+// trip of is-reserved and is-allowed; runner-ups of a fan-out always hold.
+// A member that refuses them rejects the unit's cluster (refused).
+func (r *Reconciler) candidates(ctx context.Context, s *scope) (next, error) {
+	for _, p := range s.proofs() {
+		if len(p.state.Missing) == 0 || p.problem != nil || p.needs.Holds() {
+			continue
+		}
+		if err := r.createCandidates(ctx, s, p); err != nil {
+			if n, err := r.refused(s, p, err); n == stop {
+				return n, err
+			}
 		}
 	}
 	return proceed, nil
+}
+
+// judge carries out what each unit's candidates decided (observeChosen,
+// observeRunnerUps): the chosen cluster is waited for, asked to fence
+// candidates that may still bind before it is rejected, rejected (an
+// unschedulable candidate, a refusal or no answer within the timeout), or
+// its earlier rejection is over (it took the candidates); a runner-up
+// whose scheduler cannot place them, or that refuses them, is rejected (a
+// runner-up never commits and never times out).
+func (r *Reconciler) judge(ctx context.Context, s *scope) (next, error) {
+	if p := s.chosen; p != nil {
+		if err := r.judgeChosen(ctx, s, p); err != nil {
+			return stop, err
+		}
+	}
+	for _, p := range s.runnerUps {
+		if d := p.decision; d.Action == propagator.Reject && !s.w.RejectedBy(p.unit.Cluster) {
+			s.reject(p.unit.Cluster, d.Reason, d.Message)
+		}
+	}
+	return proceed, nil
+}
+
+// judgeChosen carries out the chosen unit's decision.
+func (r *Reconciler) judgeChosen(ctx context.Context, s *scope, p *proof) error {
+	w, st, d := s.w, p.state, p.decision
+	switch d.Action {
+	case propagator.Wait:
+		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
+		s.requeueAfter(d.After)
+	case propagator.Fence:
+		// Rejected once the member confirms that none of them can bind.
+		s.log.Debug("fencing the candidates before rejecting the cluster", "reason", d.Reason, "windowed", len(st.Windowed))
+		return r.giveUp(ctx, p.member, w, st.Windowed)
+	case propagator.Reject:
+		age := r.started.age(w, s.target, p.chaperons)
+		r.started.forget(w, s.target)
+		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
+		s.reject(s.target, d.Reason, d.Message)
+		if len(st.Fenced) > 0 {
+			// What was fenced goes once the status holds the rejection:
+			// chosen again later, the cluster gets new candidates.
+			s.fenced, s.fencedMember = st.Fenced, p.member
+			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
+		}
+	case propagator.Commit, propagator.Deliver:
+		// The cluster took the candidates: an earlier rejection by it
+		// (expired, or it would not have been chosen) is over.
+		s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
+			return s.w.ClusterKey(&rc.Cluster) == s.target
+		})
+	}
+	return nil
 }
 
 // commit allows every reserved candidate of the chosen cluster once all
@@ -273,16 +345,6 @@ func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
 	r.started.forget(s.w, s.target)
 	s.log.Info("every replica is reserved; committing", "replicas", p.unit.Count, "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
-	// What the pods need is there before the first of them binds.
-	if err := r.deliverDependencies(ctx, s, p.member, p.delivered, true, p.state); err != nil {
-		var dp *deliveryProblem
-		if !errors.As(err, &dp) {
-			return stop, err
-		}
-		s.reject(s.target, dp.Reason, dp.Message)
-		s.chosen = nil
-		return proceed, nil
-	}
 	if err := r.allow(ctx, p.member, s.w, p.state.ToAllow); err != nil {
 		return stop, err
 	}
@@ -290,78 +352,10 @@ func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
 	return proceed, nil
 }
 
-// ensureCandidates makes the unit's candidates in its member match its
-// replicas, and records in p what they say. In the chosen cluster a gang
-// of one (a unit of one replica) and a replica added to a committed
-// cluster need no hold: their candidates bind as soon as they are
-// reserved, saving the round trip of is-reserved and is-allowed;
-// runner-ups of a fan-out always hold.
-func (r *Reconciler) ensureCandidates(ctx context.Context, s *scope, p *proof) error {
-	w, m, chosen := p.delivered, p.member, !p.unit.RunnerUp
-	chs, err := chaperonsOf(ctx, m, w)
-	if err != nil {
-		return err
-	}
-	if chs, err = r.replaceFencedBefore(ctx, m, w, chs); err != nil {
-		return err
-	}
-	st := propagator.ObserveUnit(w, p.unit, chs, m.TargetNamespace(w))
-	p.state, p.chaperons = st, chs
-	if len(st.Extra) == 0 && len(st.Missing) == 0 {
-		return nil
-	}
-	p.chaperons = nil
-	if err := deleteChaperons(ctx, m, w, st.Extra); err != nil {
-		return err
-	}
-	// A gang of one binds unheld only while no other cluster may still
-	// bind its candidate (settleLeftWindows).
-	noHold := chosen && (st.Allowed > 0 || propagator.BindsUnheld(w, p.unit) && len(p.openElsewhere) == 0)
-	if !chosen && len(chs) == 0 && len(st.Missing) > 0 {
-		if full, err := r.runnerUpsFull(ctx, m); full || err != nil {
-			// Fan-out is a head start, not a need: under a burst the
-			// chosen cluster proves itself alone; a later pass of the
-			// Workload (any change of its candidates) tries again.
-			p.chaperons = chs
-			return err
-		}
-	}
-	if len(st.Missing) > 0 {
-		o, err := s.deps.Observe(ctx, m, w)
-		if err != nil {
-			return err
-		}
-		if len(o.Problems) > 0 || o.Waiting {
-			// A runner-up whose overrides need what is missing gets no
-			// candidate; the chosen cluster was held before.
-			p.chaperons = chs
-			return nil
-		}
-		// Candidates that bind without a hold (and pods the member's own
-		// scheduler binds) find everything there; the others their
-		// ServiceAccount, without which no pod is admitted.
-		all := noHold || chosen && w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
-		if err := r.deliverDependencies(ctx, s, m, w, all, st); err != nil {
-			var dp *deliveryProblem
-			if errors.As(err, &dp) && st.Allowed > 0 {
-				// Committed: what runs keeps running; nothing new.
-				p.problem, p.chaperons = dp, chs
-				return nil
-			}
-			return err
-		}
-	}
-	if err := r.createCandidates(ctx, s, p, noHold, chs); err != nil {
-		return err
-	}
-	p.chaperons = chs
-	return nil
-}
-
 // createCandidates creates the unit's missing candidates as the
-// Workload's tenant, holding unless noHold; chs are those already there.
-func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof, noHold bool, chs []*mcv1alpha1.PodChaperon) error {
-	w, m, st := p.delivered, p.member, p.state
+// Workload's tenant, holding unless they bind unheld.
+func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) error {
+	w, m, st, chs, noHold := p.delivered, p.member, p.state, p.chaperons, p.bindsUnheld()
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
@@ -541,7 +535,7 @@ func asTenant(m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChape
 // candidate made a moment ago may not be in its watch yet), asked to fence
 // such candidates (give-up), and rid of those fenced. One that does not
 // answer cannot say: StopBeforeStart waits for every cluster left anyway
-// (proveChosen), and with StartBeforeStop a candidate there that binds
+// (gate), and with StartBeforeStop a candidate there that binds
 // inside its window is a copy behind the partition, as a running one is
 // (design §4.7), which goes once the cluster answers. A cluster that
 // fails to answer here is waited for, and looked at again.
@@ -573,7 +567,7 @@ func (r *Reconciler) settleLeftWindows(ctx context.Context, s *scope, chosen clu
 		return nil
 	}
 	if committed, err := committedIn(ctx, chosen, w); err != nil || committed {
-		// Committed there (or not known: ensureCandidates says why).
+		// Committed there (or not known: observe says why).
 		return nil
 	}
 	var open []types.NamespacedName

@@ -1825,6 +1825,20 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Held, the Workload keeps only its chosen cluster's
+			// candidates: runner-ups give their room back until the
+			// object comes.
+			name:    "dependencies: a held Workload's runner-up candidates go; the chosen cluster's stay",
+			w:       web(needs, nominate("a", "b")),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...)), clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, runnerUp, reserved)...))}
+			},
+			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)"),
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
+		},
+		{
 			name: "dependencies: a watch that has not listed yet holds the reconcile, and nothing else",
 			w:    web(needs),
 			sources: func() *mapSources {
@@ -2038,6 +2052,34 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 3 {
 					t.Errorf("%d candidates, want 3", n)
+				}
+				wantCopy(t, e.members[0], propagator.KindSecret, "db")
+			},
+		},
+		{
+			// One phase delivers them: the new candidate's and the
+			// committed cluster's needs are one delivery, not two.
+			name:    "dependencies: a committed Workload scaled up gets them once in the pass, before its new candidate",
+			w:       web(needs, st.Replicas(3)),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				dbGets = 0
+				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
+						dbGets++
+					}
+					return c.Get(ctx, key, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...), countGets)}
+			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+				s.ReadyOfDesired = "0/3"
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed", "2 no-hold"}},
+			check: func(t *testing.T, e env) {
+				if dbGets != 1 {
+					t.Errorf("Secret db read %d times in the member, want once: one delivery per reconcile", dbGets)
 				}
 				wantCopy(t, e.members[0], propagator.KindSecret, "db")
 			},
