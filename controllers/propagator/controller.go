@@ -246,12 +246,15 @@ func (p *proof) bindsUnheld() bool {
 
 // delivery says whether the unit's dependencies go to its cluster in this
 // reconcile, and whether all of them or only the ServiceAccount: all
-// where it commits now or is committed, or where its missing candidates
+// where the chosen unit commits now or is committed, or where its missing candidates
 // bind unheld or go to the member's own scheduler (NoReservation); the
 // ServiceAccount where candidates that wait are made; none otherwise.
 func (p *proof) delivery() (deliver, all bool) {
 	switch {
-	case p.decision.Action == propagator.Commit || p.decision.Action == propagator.Deliver:
+	case !p.unit.RunnerUp && (p.decision.Action == propagator.Commit || p.decision.Action == propagator.Deliver):
+		// A runner-up holding allowed candidates (the cluster committed
+		// before a move) is not delivered to: it never gets a Secret or
+		// a ConfigMap.
 		return true, true
 	case len(p.state.Missing) > 0:
 		noReservation := !p.unit.RunnerUp && p.delivered.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation

@@ -1839,6 +1839,26 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 		},
 		{
+			// The cluster committed before the move holds allowed
+			// candidates: as a runner-up it is still not delivered to.
+			name:    "dependencies: a runner-up holding allowed candidates gets no Secret or ConfigMap",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...)), clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				for _, kind := range []string{propagator.KindSecret, propagator.KindConfigMap} {
+					if c := copyIn(t, e.members[1], kind, map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings"}[kind]); c != nil {
+						t.Errorf("%s %s copied into the runner-up b", kind, c.GetName())
+					}
+				}
+			},
+		},
+		{
 			name: "dependencies: a watch that has not listed yet holds the reconcile, and nothing else",
 			w:    web(needs),
 			sources: func() *mapSources {
