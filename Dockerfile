@@ -5,7 +5,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/placer ./cmd/placer
+ARG VERSION=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/placer ./cmd/placer
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/placer /placer

@@ -31,9 +31,14 @@ GO_TEST_FLAGS ?= -timeout 60m
 .PHONY: build
 build: tools bin/placer ## Build placer and the local-cluster binaries.
 
+# The version placer reports (placer version, --version); a release sets
+# it (make release VERSION=v0.1.0), else git describes the checkout.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+PLACER_LDFLAGS := -X main.version=$(VERSION)
+
 .PHONY: bin/placer
 bin/placer:
-	go build -o $@ ./cmd/placer
+	go build -ldflags "$(PLACER_LDFLAGS)" -o $@ ./cmd/placer
 
 .PHONY: tools
 tools: $(TOOLS) ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok into bin/.

@@ -27,7 +27,14 @@ func newRoot() *cobra.Command {
 		Short:         "placer schedules Kubernetes workloads across a fleet of clusters",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version, as placer version prints it first.
+		Version: placerVersion(),
 	}
+	root.SetVersionTemplate("placer {{.Version}}\n")
+	// Defined here, so that kube-scheduler's own --version (registered on
+	// pflag.CommandLine, which cobra adds to the root's persistent flags)
+	// does not stand in for it.
+	root.Flags().Bool("version", false, "print placer's version and exit")
 	root.AddCommand(
 		newManagerCommand(),
 		newSandboxCommand(),

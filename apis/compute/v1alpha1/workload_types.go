@@ -798,7 +798,7 @@ type Dependency struct {
 // A Workload is a set of pods (and a Service) to run in one cluster of the fleet.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=wl,categories=placer
+// +kubebuilder:resource:shortName=pwl,categories=placer
 // +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.clusterRef.name`
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.readyOfDesired`
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
