@@ -39,7 +39,9 @@ func TestDeploymentManifests(t *testing.T) {
 	want := map[string][]string{
 		"management": {"Namespace/placer-system", "Deployment/placer-manager", "CustomResourceDefinition/workloads.compute.placer.dev", "CustomResourceDefinition/kubernetesclusters.compute.placer.dev",
 			"ClusterRole/placer-manager", "ClusterRoleBinding/placer-manager", "ServiceAccount/placer-manager",
-			"ClusterRole/placer-manager-resources", "ClusterRoleBinding/placer-manager-resources"},
+			"ClusterRole/placer-manager-resources", "ClusterRoleBinding/placer-manager-resources",
+			"ClusterRole/placer-tenant-view", "ClusterRole/placer-tenant-edit", "ClusterRole/placer-tenant-admin",
+			"PodDisruptionBudget/placer-manager", "Service/placer-manager-metrics"},
 		"member": {"Namespace/placer-system", "Deployment/placer-agent", "Deployment/placer-candidate-scheduler", "CustomResourceDefinition/podchaperons.multicluster.placer.dev",
 			"CustomResourceDefinition/clustersummaries.multicluster.placer.dev", "ClusterRole/placer-agent", "ClusterRole/placer-candidate-scheduler",
 			"ClusterRole/placer-member-access", "ClusterRole/placer-member-access-namespace", "ClusterRole/placer-member-dependencies", "ClusterRoleBinding/placer-candidate-scheduler-kube-scheduler"},
@@ -53,6 +55,11 @@ func TestDeploymentManifests(t *testing.T) {
 				img, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 				if image := img[0].(map[string]any)["image"]; image != "ghcr.io/placer-dev/placer:latest" {
 					t.Errorf("%s: %s image = %v", dir, o.GetName(), image)
+				}
+				// What a node has (built and loaded there, or pulled once)
+				// is used, not pulled again on every start.
+				if policy := img[0].(map[string]any)["imagePullPolicy"]; policy != "IfNotPresent" {
+					t.Errorf("%s: %s imagePullPolicy = %v, want IfNotPresent", dir, o.GetName(), policy)
 				}
 			}
 			if o.GetKind() == "Namespace" {

@@ -11,7 +11,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/placer-dev/placer/member/agent"
 )
@@ -42,7 +41,7 @@ with whether the candidate scheduler renews its Lease.`,
 			// crash loop's growing backoff would keep the member not Ready
 			// long after its API server is back.
 			// An answer that refuses (forbidden, invalid) is not waited out.
-			log := zap.New(zap.UseDevMode(f.development)).WithName("agent")
+			log := f.logger(nil).WithName("agent")
 			var last error
 			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
 			err = wait.ExponentialBackoffWithContext(cmd.Context(), backoff, func(context.Context) (bool, error) {

@@ -70,6 +70,31 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 	return cmd
 }
 
+func newCordonCommand() *cobra.Command {
+	f := &targetFlags{}
+	cmd := &cobra.Command{
+		Use:   "cordon [NAMESPACE/]CLUSTER",
+		Short: "Keep new Workloads off a cluster; those there stay",
+		Long: `Cordon a KubernetesCluster: set spec.unschedulable, so that the scheduler
+places no new Workload there. Workloads that run there stay ('drain' moves
+them). 'uncordon' clears it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, key, err := f.target(args[0])
+			if err != nil {
+				return err
+			}
+			if err := cordon.Cordon(cmd.Context(), c, key); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s cordoned\n", key)
+			return nil
+		},
+	}
+	f.register(cmd.Flags(), "KubernetesCluster")
+	return cmd
+}
+
 func newUncordonCommand() *cobra.Command {
 	f := &targetFlags{}
 	cmd := &cobra.Command{

@@ -142,11 +142,30 @@ func TestDrain(t *testing.T) {
 		t.Errorf("output names a Workload of another cluster:\n%s", out.String())
 	}
 
+	// placer cordon, as a user runs it: unschedulable, and uncordon
+	// clears it with the drain taint.
+	cordonCmd := newCordonCommand()
+	cordonCmd.SetArgs([]string{"--kubeconfig", env.KubeconfigFile(t, "platform-admin", "system:masters"), "default/a"})
+	var cordoned bytes.Buffer
+	cordonCmd.SetOut(&cordoned)
+	if err := cordonCmd.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unschedulable := func() bool {
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := env.Client.Get(ctx, key, kc); err != nil {
+			t.Fatal(err)
+		}
+		return kc.Spec.Unschedulable
+	}
+	if !unschedulable() || !strings.Contains(cordoned.String(), "KubernetesCluster default/a cordoned") {
+		t.Errorf("placer cordon default/a: unschedulable %v, output %q", unschedulable(), cordoned.String())
+	}
 	if err := cordon.Uncordon(ctx, env.Client, key); err != nil {
 		t.Fatal(err)
 	}
-	if got := taints(); slices.ContainsFunc(got, cordon.IsDrainTaint) {
-		t.Errorf("taints after uncordon = %+v", got)
+	if got := taints(); slices.ContainsFunc(got, cordon.IsDrainTaint) || unschedulable() {
+		t.Errorf("after uncordon: taints %+v, unschedulable %v", got, unschedulable())
 	}
 }
 

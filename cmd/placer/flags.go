@@ -1,7 +1,14 @@
 package main
 
 import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
 	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
@@ -32,6 +39,10 @@ type clientFlags struct {
 	metricsTLS  bool
 	pprofAddr   string
 	development bool
+	// zap are the log flags of controller-runtime's zap options
+	// (--zap-log-level, --zap-encoder, --zap-devel, --zap-stacktrace-level,
+	// --zap-time-encoding), as kubebuilder projects name them.
+	zap zap.Options
 }
 
 // commonFlags are the client and leader-election flags every component
@@ -67,7 +78,24 @@ func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
 	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")
 	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof endpoints, for profiling; off when empty")
-	fs.BoolVar(&f.development, "development", false, "human-readable logs instead of JSON")
+	fs.BoolVar(&f.development, "development", false, "human-readable logs at debug level instead of JSON at info (--zap-devel)")
+	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zap.BindFlags(zfs)
+	fs.AddGoFlagSet(zfs)
+}
+
+// logger is the component's logger as its flags set it, writing to w
+// (stderr when nil); klog, which client-go and leader election log
+// through, is routed into it, so every line has one format.
+func (f *clientFlags) logger(w io.Writer) logr.Logger {
+	o := f.zap
+	o.Development = o.Development || f.development
+	if w != nil {
+		o.DestWriter = w
+	}
+	log := zap.New(zap.UseFlagOptions(&o))
+	klog.SetLogger(log)
+	return log
 }
 
 func (f *clientFlags) restConfig() (*rest.Config, error) {
@@ -96,7 +124,7 @@ func (f *clientFlags) metricsOptions() metricsserver.Options {
 
 // newManager builds a controller-runtime manager with health checks.
 func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manager, error) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(f.development)))
+	ctrl.SetLogger(f.logger(nil))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  apis.NewScheme(),
 		LeaderElection:          f.leaderElect,
@@ -118,8 +146,24 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// cachesSynced is ready once the caches have listed what they watch: a
+// replica that has not would decide from nothing (a standby's caches run
+// too, so it is ready to lead).
+func cachesSynced(c interface {
+	WaitForCacheSync(context.Context) bool
+}) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("the caches have not synced yet")
+		}
+		return nil
+	}
 }

@@ -42,6 +42,7 @@ func newRoot() *cobra.Command {
 		newAgentCommand(),
 		newCandidateSchedulerCommand(),
 		newExplainCommand(),
+		newCordonCommand(),
 		newDrainCommand(),
 		newUncordonCommand(),
 	)

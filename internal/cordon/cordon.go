@@ -1,5 +1,5 @@
-// Package cordon edits a KubernetesCluster's spec as placer drain and
-// uncordon do: with a patch that fails if the cluster changed meanwhile
+// Package cordon edits a KubernetesCluster's spec as placer cordon, drain
+// and uncordon do: with a patch that fails if the cluster changed meanwhile
 // (spec.taints is one list, which the cluster controller writes too),
 // retried on conflict with backoff.
 package cordon
@@ -41,6 +41,18 @@ func Drain(ctx context.Context, c client.Client, key types.NamespacedName) error
 		}
 		now := metav1.Now()
 		kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &now})
+		return true
+	})
+}
+
+// Cordon sets spec.unschedulable: no new Workload lands on the cluster,
+// and those there stay.
+func Cordon(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	return Edit(ctx, c, key, func(kc *v1alpha1.KubernetesCluster) bool {
+		if kc.Spec.Unschedulable {
+			return false
+		}
+		kc.Spec.Unschedulable = true
 		return true
 	})
 }

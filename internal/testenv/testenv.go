@@ -48,6 +48,26 @@ func (e *Env) UserConfig(t testing.TB, name string, groups ...string) *rest.Conf
 	return u.Config()
 }
 
+// KubeconfigFile writes a kubeconfig of a user authenticated by a client
+// certificate (in groups) into the test's temporary directory, for a
+// command run as a user runs it, and returns its path.
+func (e *Env) KubeconfigFile(t testing.TB, name string, groups ...string) string {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Start starts the API server and stops it when the test ends.
 func Start(t testing.TB) *Env {
 	t.Helper()
