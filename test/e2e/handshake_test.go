@@ -1495,10 +1495,21 @@ func TestHandshake(t *testing.T) {
 		restart()
 		testenv.WaitFor(t, wc, moved, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return len(w.Status.LeftClusters) == 0 })
 		testenv.WaitFor(t, wc, single, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
-			if w.Left(keyOf("a")) != nil {
-				// Until a confirms, its new cluster holds nothing of it.
-				if n := len(chaperons(t, memberNamed(members, on(w)), w)); n != 0 {
-					t.Errorf("%d chaperons in %s before a confirmed that the old pod is gone", n, on(w))
+			if lc := w.Left(keyOf("a")); lc != nil && w.LeftBehind(lc) {
+				// Until a confirms (its count of 0 answers the move), its
+				// new cluster holds nothing of it. The chaperons are read
+				// first, then the Workload as it is now: a confirmation
+				// is never taken back, so chaperons seen while the newer
+				// copy still waits for a were there before a confirmed.
+				dest := memberNamed(members, on(w))
+				if n := len(chaperons(t, dest, w)); n != 0 {
+					now := &v1alpha1.Workload{}
+					if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), now); err != nil {
+						t.Fatal(err)
+					}
+					if lc := now.Left(keyOf("a")); lc != nil && now.LeftBehind(lc) {
+						t.Errorf("%d chaperons in %s before a confirmed that the old pod is gone", n, dest.name)
+					}
 				}
 			}
 			return len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
