@@ -174,6 +174,19 @@ func (c *Cache) Leaving() []types.NamespacedName {
 	return out
 }
 
+// PlacedOn returns the placed workloads of a cluster.
+func (c *Cache) PlacedOn(cluster types.NamespacedName) []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []types.NamespacedName
+	for _, p := range c.placed {
+		if p.Cluster == cluster {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return out
+}
+
 // Draining counts the placed workloads still leaving a cluster for a taint
 // or a deletion (PlacedWorkload.Draining): the drains in flight.
 func (c *Cache) Draining() int {

@@ -71,53 +71,41 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 }
 
 func newCordonCommand() *cobra.Command {
+	return editClusterCommand("cordon", "Keep new Workloads off a cluster; those there stay",
+		`Cordon a KubernetesCluster: set spec.unschedulable, so that the scheduler
+places no new Workload there. Workloads that run there stay ('drain' moves
+them). 'uncordon' clears it.`, "cordoned", cordon.Cordon)
+}
+
+func newUncordonCommand() *cobra.Command {
+	return editClusterCommand("uncordon", "Let Workloads land on a drained or cordoned cluster again",
+		`Uncordon a KubernetesCluster: remove the `+v1alpha1.TaintClusterDraining+` taint that 'drain'
+set and clear spec.unschedulable. Workloads that moved away stay where they
+are now.`, "uncordoned", cordon.Uncordon)
+}
+
+// editClusterCommand is a command that edits the KubernetesCluster its
+// argument names and says so (cordon, uncordon).
+func editClusterCommand(name, short, long, done string, edit func(context.Context, client.Client, types.NamespacedName) error) *cobra.Command {
 	f := &targetFlags{}
 	cmd := &cobra.Command{
-		Use:   "cordon [NAMESPACE/]CLUSTER",
-		Short: "Keep new Workloads off a cluster; those there stay",
-		Long: `Cordon a KubernetesCluster: set spec.unschedulable, so that the scheduler
-places no new Workload there. Workloads that run there stay ('drain' moves
-them). 'uncordon' clears it.`,
-		Args: cobra.ExactArgs(1),
+		Use:   name + " [NAMESPACE/]CLUSTER",
+		Short: short,
+		Long:  long,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, key, err := f.target(args[0])
 			if err != nil {
 				return err
 			}
-			if err := cordon.Cordon(cmd.Context(), c, key); err != nil {
+			if err := edit(cmd.Context(), c, key); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s cordoned\n", key)
+			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s %s\n", key, done)
 			return nil
 		},
 	}
 	f.register(cmd.Flags(), "KubernetesCluster")
-	return cmd
-}
-
-func newUncordonCommand() *cobra.Command {
-	f := &targetFlags{}
-	cmd := &cobra.Command{
-		Use:   "uncordon [NAMESPACE/]CLUSTER",
-		Short: "Let Workloads land on a drained or cordoned cluster again",
-		Long: `Uncordon a KubernetesCluster: remove the ` + v1alpha1.TaintClusterDraining + ` taint that 'drain'
-set and clear spec.unschedulable. Workloads that moved away stay where they
-are now.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, key, err := f.target(args[0])
-			if err != nil {
-				return err
-			}
-			if err := cordon.Uncordon(cmd.Context(), c, key); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s uncordoned\n", key)
-			return nil
-		},
-	}
-	fs := cmd.Flags()
-	f.register(fs, "KubernetesCluster")
 	return cmd
 }
 

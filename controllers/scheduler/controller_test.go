@@ -274,6 +274,33 @@ func TestSchedulerController(t *testing.T) {
 		e.wantPlaced("w", "c")
 	})
 
+	t.Run("uncordoning a drained cluster its workload could not leave: MovePending ends", func(t *testing.T) {
+		e := e.namespace(t, "drain-ends")
+		kc := e.cluster("only")
+		e.workload("w")
+		e.wantPlaced("w", "only")
+		// Drained, with nowhere else to go: it stays, and says so.
+		now := metav1.Now()
+		kc.Spec.Taints = []v1alpha1.ClusterTaint{{Key: v1alpha1.TaintClusterDraining, Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: &now}}
+		if err := e.env.Client.Update(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "w"}}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonMovePending
+		})
+		// Uncordoned: it need not leave any more, and Scheduled says
+		// where it is, not why it should move.
+		kc.Spec.Taints = nil
+		if err := e.env.Client.Update(context.Background(), kc); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			c := w.Status.GetCondition(v1alpha1.TypeScheduled)
+			return c.Reason != v1alpha1.ReasonMovePending && c.Status == corev1.ConditionTrue && w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "only"
+		})
+	})
+
 	t.Run("a handshake rejection moves the workload", func(t *testing.T) {
 		e := e.namespace(t, "rejected")
 		e.cluster("a")

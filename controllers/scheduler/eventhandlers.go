@@ -66,6 +66,14 @@ func (r *Reconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 	if schedulingRelevant(before, kc) {
 		r.requeuePending(false)
 	}
+	if makesLeave(before) && !makesLeave(kc) {
+		// Uncordoned, or answering again: what had to leave and could
+		// not (MovePending) stays, and Scheduled must say where it is,
+		// not why it should move.
+		for _, key := range r.cache.PlacedOn(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}) {
+			r.trigger.Enqueue(key)
+		}
+	}
 	if opened || (before.DeletionTimestamp == nil) != (kc.DeletionTimestamp == nil) {
 		// Its taints changed (or it is being deleted): what is placed
 		// there may have to leave; or it opened up: what must leave
@@ -139,6 +147,12 @@ func (r *Reconciler) deleteNamespace(ns *corev1.Namespace) {
 
 // schedulingRelevant reports whether a cluster changed in a way that can
 // change a scheduling decision; probe timestamps alone do not.
+// makesLeave reports whether the cluster makes what is placed there
+// leave: a NoExecute taint, or its deletion.
+func makesLeave(kc *v1alpha1.KubernetesCluster) bool {
+	return kc.DeletionTimestamp != nil || slices.ContainsFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Effect == v1alpha1.TaintEffectNoExecute })
+}
+
 func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 	b, a := before.Status, after.Status
 	return (before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
