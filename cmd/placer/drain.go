@@ -116,16 +116,26 @@ type targetFlags struct {
 	namespace string
 }
 
-// register adds --kubeconfig and --namespace; kind names the object.
+// register adds --kubeconfig, --context and --namespace, as kubectl has
+// them; kind names the object.
 func (f *targetFlags) register(fs *pflag.FlagSet, kind string) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of the "+kind+" when the argument names none")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context to use; the current one when empty")
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the "+kind+" when the argument names none; the context's namespace (else default) when empty")
 }
 
 // target is a client of the management cluster that can also watch, and
 // the object [NAMESPACE/]NAME names.
 func (f *targetFlags) target(arg string) (client.WithWatch, types.NamespacedName, error) {
 	key := types.NamespacedName{Namespace: f.namespace, Name: arg}
+	if key.Namespace == "" {
+		// As kubectl: the context's namespace, else default.
+		ns, _, err := f.clientConfig().Namespace()
+		if err != nil {
+			return nil, key, errors.Wrap(err, "cannot load kubeconfig")
+		}
+		key.Namespace = ns
+	}
 	if ns, name, ok := strings.Cut(arg, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"k8s.io/client-go/tools/clientcmd"
 	"slices"
 	"strings"
 	"sync"
@@ -160,6 +161,36 @@ func TestDrain(t *testing.T) {
 	}
 	if !unschedulable() || !strings.Contains(cordoned.String(), "KubernetesCluster default/a cordoned") {
 		t.Errorf("placer cordon default/a: unschedulable %v, output %q", unschedulable(), cordoned.String())
+	}
+	// As kubectl: --context picks the context, whose namespace names the
+	// cluster when neither -n nor the argument does.
+	if err := cordon.Uncordon(ctx, env.Client, key); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := env.KubeconfigFile(t, "platform-admin-2", "system:masters")
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := kc.Contexts[kc.CurrentContext]
+	current.Namespace = "elsewhere"
+	team := *current
+	team.Namespace = "default"
+	kc.Contexts["team"] = &team
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) error {
+		cmd := newCordonCommand()
+		cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+		cmd.SetOut(&bytes.Buffer{})
+		return cmd.ExecuteContext(ctx)
+	}
+	if err := run("a"); err == nil || !strings.Contains(err.Error(), "elsewhere/a") {
+		t.Errorf("placer cordon a in a context of namespace elsewhere: %v, want elsewhere/a not found", err)
+	}
+	if err := run("--context", "team", "a"); err != nil || !unschedulable() {
+		t.Errorf("placer cordon --context team a: %v, unschedulable %v; want default/a cordoned", err, unschedulable())
 	}
 	if err := cordon.Uncordon(ctx, env.Client, key); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,9 @@ type clientFlags struct {
 	metricsTLS  bool
 	pprofAddr   string
 	development bool
+	// context is the kubeconfig context (--context, for the commands a
+	// user runs); the current one when empty.
+	context string
 	// zap are the log flags of controller-runtime's zap options
 	// (--zap-log-level, --zap-encoder, --zap-devel, --zap-stacktrace-level,
 	// --zap-time-encoding), as kubebuilder projects name them.
@@ -98,10 +101,16 @@ func (f *clientFlags) logger(w io.Writer) logr.Logger {
 	return log
 }
 
-func (f *clientFlags) restConfig() (*rest.Config, error) {
+// clientConfig is the kubeconfig as kubectl reads it: --kubeconfig, else
+// $KUBECONFIG or ~/.kube/config, at --context when set.
+func (f *clientFlags) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+}
+
+func (f *clientFlags) restConfig() (*rest.Config, error) {
+	cfg, err := f.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot load kubeconfig")
 	}
