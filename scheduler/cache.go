@@ -152,14 +152,8 @@ func (c *Cache) Leaving() []types.NamespacedName {
 	defer c.mu.RUnlock()
 	tainted := map[types.NamespacedName]bool{}
 	for k, ci := range c.clusters {
-		if ci.Cluster.DeletionTimestamp != nil {
+		if MakesLeave(ci.Cluster) {
 			tainted[k] = true
-			continue
-		}
-		for _, t := range ci.Taints {
-			if t.Effect == corev1.TaintEffectNoExecute {
-				tainted[k] = true
-			}
 		}
 	}
 	var out []types.NamespacedName
@@ -172,6 +166,12 @@ func (c *Cache) Leaving() []types.NamespacedName {
 		}
 	}
 	return out
+}
+
+// MakesLeave reports whether a cluster makes what is placed there leave:
+// a NoExecute taint, or its deletion.
+func MakesLeave(kc *v1alpha1.KubernetesCluster) bool {
+	return kc.DeletionTimestamp != nil || slices.ContainsFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Effect == v1alpha1.TaintEffectNoExecute })
 }
 
 // PlacedOn returns the placed workloads of a cluster.

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"github.com/placer-dev/placer/scheduler"
 	"slices"
 	"sync"
 
@@ -66,7 +67,7 @@ func (r *Reconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 	if schedulingRelevant(before, kc) {
 		r.requeuePending(false)
 	}
-	if makesLeave(before) && !makesLeave(kc) {
+	if scheduler.MakesLeave(before) && !scheduler.MakesLeave(kc) {
 		// Uncordoned, or answering again: what had to leave and could
 		// not (MovePending) stays, and Scheduled must say where it is,
 		// not why it should move.
@@ -147,12 +148,6 @@ func (r *Reconciler) deleteNamespace(ns *corev1.Namespace) {
 
 // schedulingRelevant reports whether a cluster changed in a way that can
 // change a scheduling decision; probe timestamps alone do not.
-// makesLeave reports whether the cluster makes what is placed there
-// leave: a NoExecute taint, or its deletion.
-func makesLeave(kc *v1alpha1.KubernetesCluster) bool {
-	return kc.DeletionTimestamp != nil || slices.ContainsFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Effect == v1alpha1.TaintEffectNoExecute })
-}
-
 func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 	b, a := before.Status, after.Status
 	return (before.DeletionTimestamp == nil) != (after.DeletionTimestamp == nil) ||
