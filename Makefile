@@ -87,8 +87,16 @@ vet: ## gofmt and go vet.
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	go vet ./...
 
+# The CLI is released for macOS and Windows too (make release): every
+# package must build there, though the tests run on Linux.
+CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
+
+.PHONY: cross
+cross: ## Build every package for macOS and Windows.
+	@for p in $(CROSS_PLATFORMS); do echo ">> go build ./... for $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} go build ./... || exit 1; done
+
 .PHONY: test
-test: tools verify-generate vet ## Unit, controller and end-to-end tests.
+test: tools verify-generate vet cross ## Unit, controller and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
 # BENCH_FLAGS for the end-to-end benchmark, e.g. BENCH_FLAGS="-nodes 100 -workloads 200".

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -510,15 +509,14 @@ func (c *Cluster) Freeze(name string) (thaw func(), err error) {
 	if p == nil {
 		return nil, errors.Errorf("no running process %q", name)
 	}
-	pgid := p.PID()
-	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
+	if err := stopGroup(p.cmd.Process); err != nil {
 		return nil, errors.Wrapf(err, "cannot freeze %s", name)
 	}
 	p.note("frozen (SIGSTOP)")
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			_ = syscall.Kill(-pgid, syscall.SIGCONT)
+			_ = continueGroup(p.cmd.Process)
 			p.note("thawed (SIGCONT)")
 		})
 	}, nil

@@ -11,15 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// process is one server a local cluster runs. It is started with a parent
-// death signal, so it dies with the test or program that started it even
-// when that one is killed, and stopped by its PID.
+// process is one server a local cluster runs, in a process group of its
+// own, stopped by its PID. On Linux it is started with a parent death
+// signal, so it dies with the test or program that started it even when
+// that one is killed (process_linux.go); elsewhere it is stopped when the
+// program ends normally.
 type process struct {
 	name    string
 	logFile string
@@ -58,7 +59,7 @@ func startProcess(dir, name, binary string, args ...string) (*process, error) {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	onSpawnThread(func() { err = cmd.Start() })
 	if err != nil {
 		_ = out.Close()
@@ -92,14 +93,13 @@ func (p *process) stop(grace time.Duration) {
 	if p == nil || p.exited() {
 		return
 	}
-	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	terminateGroup(p.cmd.Process)
 	// A frozen process (Freeze) handles SIGTERM once it runs again.
-	_ = syscall.Kill(-pgid, syscall.SIGCONT)
+	_ = continueGroup(p.cmd.Process)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(p.cmd.Process)
 		<-p.done
 	}
 }
@@ -205,7 +205,7 @@ func (p *Process) Kill() {
 	if p.p.exited() {
 		return
 	}
-	_ = syscall.Kill(-p.p.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(p.p.cmd.Process)
 	<-p.p.done
 }
 
