@@ -70,8 +70,10 @@ generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go run ./hack/crdtrim -path spec -path status config/crd/member/multicluster.placer.dev_podchaperons.yaml
 	go tool controller-gen rbac:roleName=placer-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	go tool controller-gen rbac:roleName=placer-agent paths=./member/agent output:rbac:artifacts:config=config/rbac/agent
+	@# The Helm charts' CRDs and untemplated objects, from the kustomizations.
+	go run ./hack/chartgen
 
-GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml
+GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml charts/*/crds/*.yaml charts/*/templates/zz_generated.yaml
 GENERATED = $(shell ls $(GENERATED_FILES) 2>/dev/null)
 
 .PHONY: verify-generate
@@ -93,7 +95,7 @@ CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
 
 .PHONY: cross
 cross: ## Build every package for macOS and Windows.
-	@for p in $(CROSS_PLATFORMS); do echo ">> go build ./... for $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} go build ./... || exit 1; done
+	@for p in $(CROSS_PLATFORMS); do echo ">> go build ./... for $$p"; CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath ./... || exit 1; done
 
 .PHONY: test
 test: tools verify-generate vet cross ## Unit, controller and end-to-end tests.
@@ -110,6 +112,16 @@ bench: tools bin/placer ## Scheduling-cycle microbenchmarks, then the end-to-end
 .PHONY: sandbox
 sandbox: tools bin/placer ## Start a management cluster and 3 members, run placer, apply examples/ and print where each landed.
 	bin/placer sandbox --bin-dir $(BIN) $(SANDBOX_FLAGS)
+
+# A release, into _output/release/$(VERSION): the CLI for linux, darwin and
+# windows on amd64 and arm64 (archives and a krew manifest), the image for
+# linux/amd64 and linux/arm64 as an OCI layout (no container engine), the
+# manifests pinned to the image's digest, an SPDX SBOM and the checksums.
+# VERSION must be a semantic version: make release VERSION=v0.1.0;
+# RELEASE_FLAGS=--repository=registry.example.com/placer names your registry.
+.PHONY: release
+release: ## Build a release (VERSION=vX.Y.Z) into _output/release/VERSION; publishes nothing.
+	go run ./hack/release -version $(VERSION) $(RELEASE_FLAGS)
 
 .PHONY: clean
 clean:

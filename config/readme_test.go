@@ -14,7 +14,9 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -22,22 +24,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/release"
 	"github.com/placer-dev/placer/internal/testenv"
 )
 
-// installLine is an install command of the README: kubectl [--context X]
-// apply [--server-side] -k config/DIR.
-var installLine = regexp.MustCompile(`^kubectl (?:--context \S+ )?apply (--server-side )?-k (config/\S+)`)
+// The README's install commands, one pattern per way to install:
+// kubectl [--context X] apply [--server-side] -k config/DIR (kustomize),
+// ... -f placer-SIDE.yaml (a release's manifests), and helm [--kube-context
+// X] install NAME CHART --namespace NS --create-namespace (a chart folder
+// or a release's package).
+var (
+	kustomizeLine = regexp.MustCompile(`^kubectl (?:--context \S+ )?apply (--server-side )?-k (config/\S+)`)
+	manifestsLine = regexp.MustCompile(`^kubectl (?:--context \S+ )?apply (--server-side )?-f placer-(management|member)\.yaml`)
+	helmLine      = regexp.MustCompile(`^helm (?:--kube-context \S+ )?install \S+ (\S+) --namespace (\S+) --create-namespace`)
+	chartPackage  = regexp.MustCompile(`^(.+)-\d+\.\d+\.\d+\S*\.tgz$`)
+)
 
 // lastAppliedLimit is the size limit of all annotations of an object, which
 // client-side 'kubectl apply' fills with the whole object.
 const lastAppliedLimit = 262144
 
-// TestREADMEInstall runs the README's install commands against a fresh
-// cluster, with the machine's kubectl when there is one and the same
-// server-side apply through client-go otherwise, and checks every object
-// of both kustomizations is there afterwards. Each object would also fit
-// client-side apply's annotation.
+// readmeInstall is one install command of the README and what it applies.
+type readmeInstall struct {
+	line string
+	objs []*unstructured.Unstructured
+	// kubectl runs it with the machine's kubectl, when there is one.
+	kubectl func(kubeconfig string) []string
+	// namespace the command creates first (helm --create-namespace).
+	namespace string
+}
+
+// TestREADMEInstall follows the README's install commands, each way in a
+// fresh cluster of its own, with the machine's kubectl when there is one
+// and the same server-side apply through client-go otherwise (Helm's
+// rendering with its own library; an install creates every object, so each
+// must not exist yet), and checks every object is there afterwards. Each
+// object would also fit client-side apply's annotation.
 func TestREADMEInstall(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	f, err := os.Open(filepath.Join(root, "README.md"))
@@ -45,54 +67,116 @@ func TestREADMEInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	type install struct{ line, dir string }
-	var installs []install
+	ways := map[string][]readmeInstall{}
+	// The image a release would pin; any digest does for the API server.
+	ref := "ghcr.io/placer-dev/placer:v0.0.0@sha256:" + strings.Repeat("0", 64)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if m := installLine.FindStringSubmatch(strings.TrimSpace(sc.Text())); m != nil {
+		line := strings.TrimSpace(sc.Text())
+		if m := kustomizeLine.FindStringSubmatch(line); m != nil {
 			if m[1] == "" {
-				t.Errorf("README: %q is a client-side apply; say --server-side", sc.Text())
+				t.Errorf("README: %q is a client-side apply; say --server-side", line)
 			}
-			installs = append(installs, install{line: sc.Text(), dir: m[2]})
+			objs, err := deploy.Render(strings.TrimPrefix(m[2], "config/"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, m[2])
+			ways["kustomize"] = append(ways["kustomize"], readmeInstall{line: line, objs: objs,
+				kubectl: func(kubeconfig string) []string {
+					return []string{"--kubeconfig", kubeconfig, "apply", "--server-side", "-k", dir}
+				}})
+		}
+		if m := manifestsLine.FindStringSubmatch(line); m != nil {
+			if m[1] == "" {
+				t.Errorf("README: %q is a client-side apply; say --server-side", line)
+			}
+			b, err := release.Manifests(m[2], ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := deploy.DecodeYAML(line, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "placer-"+m[2]+".yaml")
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ways["release"] = append(ways["release"], readmeInstall{line: line, objs: objs,
+				kubectl: func(kubeconfig string) []string {
+					return []string{"--kubeconfig", kubeconfig, "apply", "--server-side", "-f", file}
+				}})
+		}
+		if m := helmLine.FindStringSubmatch(line); m != nil {
+			chart := strings.TrimPrefix(m[1], "charts/")
+			if p := chartPackage.FindStringSubmatch(chart); p != nil {
+				chart = p[1] // a release's package of charts/<name>
+			}
+			objs, err := deploy.RenderChart(filepath.Join(root, "charts", chart), m[2], nil)
+			if err != nil {
+				t.Fatalf("README: %q: %v", line, err)
+			}
+			ways["helm"] = append(ways["helm"], readmeInstall{line: line, objs: objs, namespace: m[2]})
 		}
 	}
-	if len(installs) < 2 {
-		t.Fatalf("README has %d install commands (kubectl apply -k config/…), want the management and the member one", len(installs))
+	for _, way := range []string{"kustomize", "release", "helm"} {
+		if len(ways[way]) < 2 {
+			t.Errorf("README has %d %s install commands, want the management and the member one", len(ways[way]), way)
+		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, cl := freshCluster(ctx, t, "fresh")
 	kubectl, _ := exec.LookPath("kubectl")
-	for _, in := range installs {
-		objs, err := deploy.Render(strings.TrimPrefix(in.dir, "config/"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range objs {
-			if b, _ := json.Marshal(o.Object); len(b) >= lastAppliedLimit {
-				t.Errorf("%s %s is %d bytes: too large for client-side apply's annotation (%d)", o.GetKind(), o.GetName(), len(b), lastAppliedLimit)
+	for _, way := range []string{"kustomize", "release", "helm"} {
+		t.Run(way, func(t *testing.T) {
+			c, cl := freshCluster(ctx, t, "fresh-"+way)
+			// The README installs each side in a cluster of its own; here
+			// they share one, where what an earlier line made exists.
+			earlier := map[string]bool{}
+			for _, in := range ways[way] {
+				for _, o := range in.objs {
+					if b, _ := json.Marshal(o.Object); len(b) >= lastAppliedLimit {
+						t.Errorf("%s %s is %d bytes: too large for client-side apply's annotation (%d)", o.GetKind(), o.GetName(), len(b), lastAppliedLimit)
+					}
+				}
+				if in.namespace != "" {
+					if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: in.namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+						t.Fatal(err)
+					}
+					for _, o := range in.objs {
+						if earlier[key(o)] {
+							continue
+						}
+						if err := cl.Create(ctx, o.DeepCopy(), client.DryRunAll, client.FieldValidation("Strict")); err != nil {
+							t.Errorf("%s: the install would fail on %s %s: %v", in.line, o.GetKind(), o.GetName(), err)
+						}
+					}
+				}
+				if kubectl != "" && in.kubectl != nil {
+					out, err := exec.CommandContext(ctx, kubectl, in.kubectl(c.KubeconfigPath())...).CombinedOutput()
+					if err != nil {
+						t.Fatalf("%s: %v\n%s", in.line, err, out)
+					}
+					t.Logf("%s (with %s):\n%s", in.line, kubectl, out)
+				} else if err := deploy.ApplyAll(ctx, c.RESTConfig(), in.objs); err != nil {
+					t.Fatalf("%s (server-side apply through client-go): %v", in.line, err)
+				}
+				for _, o := range in.objs {
+					earlier[key(o)] = true
+					got := &unstructured.Unstructured{}
+					got.SetGroupVersionKind(o.GroupVersionKind())
+					if err := cl.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+						t.Errorf("%s: %s %s is not there: %v", in.line, o.GetKind(), o.GetName(), err)
+					}
+				}
 			}
-		}
-		if kubectl != "" {
-			cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", c.KubeconfigPath(), "apply", "--server-side", "-k", filepath.Join(root, in.dir))
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", in.line, err, out)
+			if way == "kustomize" {
+				t.Run("tenant roles", func(t *testing.T) { tenantRoles(ctx, t, c.RESTConfig()) })
 			}
-			t.Logf("%s (with %s):\n%s", in.line, kubectl, out)
-		} else if err := deploy.ApplyAll(ctx, c.RESTConfig(), objs); err != nil {
-			t.Fatalf("%s (server-side apply through client-go; no kubectl here): %v", in.line, err)
-		}
-		for _, o := range objs {
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(o.GroupVersionKind())
-			if err := cl.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
-				t.Errorf("%s: %s %s is not there: %v", in.line, o.GetKind(), o.GetName(), err)
-			}
-		}
+		})
 	}
-	t.Run("tenant roles", func(t *testing.T) { tenantRoles(ctx, t, c.RESTConfig()) })
 }
 
 // tenantRoles: installed, placer's kinds are in the built-in namespace

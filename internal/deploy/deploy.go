@@ -36,6 +36,9 @@ import (
 // FieldManager owns what Apply applies, as kubectl's does.
 const FieldManager = "placer-install"
 
+// Namespace is where config/ installs placer's components.
+const Namespace = "placer-system"
+
 // Render runs kustomize on config/<dir>, as embedded in the binary
 // (config.Files): what 'kubectl apply -k config/<dir>' would apply.
 func Render(dir string) ([]*unstructured.Unstructured, error) {
