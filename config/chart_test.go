@@ -181,7 +181,7 @@ func TestChartValues(t *testing.T) {
 	if len(cs.Spec.Template.Spec.Tolerations) != 1 {
 		t.Errorf("candidate scheduler tolerations %v", cs.Spec.Template.Spec.Tolerations)
 	}
-	for _, k := range []string{"Service " + ns + "/placer-agent-metrics", "ServiceMonitor " + ns + "/placer-agent"} {
+	for _, k := range []string{"Service " + ns + "/placer-agent-metrics", "ServiceMonitor " + ns + "/placer-agent", "Service " + ns + "/placer-candidate-scheduler-metrics", "ServiceMonitor " + ns + "/placer-candidate-scheduler"} {
 		if _, ok := objs[k]; !ok {
 			t.Errorf("metrics.serviceMonitor.enabled renders no %s", k)
 		}

@@ -23,8 +23,9 @@ func newAgentCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the chaperon controller in a target cluster",
-		Long: `Run placer's agent in a target cluster: it installs the PodChaperon CRD and
-turns each PodChaperon into a candidate Pod, mirrors the Pod's status and
+		Long: `Run placer's agent in a target cluster (its CRDs installed with the rest of
+config/member, or the placer-member chart): it turns each PodChaperon into a
+candidate Pod, mirrors the Pod's status and
 annotations back, and replaces the Pod when it is deleted or evicted —
 without needing the management cluster. It also publishes the cluster's
 capacity summary (a ClusterSummary named placer), the only view of its
@@ -37,25 +38,26 @@ with whether the candidate scheduler renews its Lease.`,
 				return err
 			}
 			// An agent that starts while its API server is down (the member
-			// restarting, a partition) waits for it instead of exiting: a
-			// crash loop's growing backoff would keep the member not Ready
-			// long after its API server is back.
+			// restarting, a partition), or before its CRDs are installed
+			// (config/member applied out of order by a GitOps tool), waits
+			// for them instead of exiting: a crash loop's growing backoff
+			// would keep the member not Ready long after they are there.
 			// An answer that refuses (forbidden, invalid) is not waited out.
 			log := f.logger(nil).WithName("agent")
 			var last error
 			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
 			err = wait.ExponentialBackoffWithContext(cmd.Context(), backoff, func(context.Context) (bool, error) {
-				if last = agent.EnsureCRDs(cfg); last == nil || refused(last) {
+				if last = agent.CRDsServed(cfg); last == nil || refused(last) {
 					return true, last
 				}
-				log.Error(last, "cannot install placer's CRDs yet; retrying")
+				log.Error(last, "waiting for placer's member CRDs")
 				return false, nil
 			})
 			if err != nil {
 				if last != nil {
 					err = last
 				}
-				return errors.Wrap(err, "cannot install placer's CRDs")
+				return errors.Wrap(err, "placer's member CRDs are not served")
 			}
 			mgr, err := f.newManager(cfg, "placer-agent")
 			if err != nil {

@@ -305,7 +305,14 @@ func startMemberComponents(ctx context.Context, lc *local.Cluster, placer string
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+agent.Namespace)...); err != nil {
 		return errors.Wrapf(err, "cannot start the agent of %s", lc.Name())
 	}
-	return errors.Wrapf(lc.RunRestarting("candidate-scheduler", placer, sched.OutsidePod()...),
+	// Each member's candidate scheduler serves on a loopback port of its
+	// own, where a pod would have 10259.
+	port, err := local.FreeAddr()
+	if err != nil {
+		return err
+	}
+	return errors.Wrapf(lc.RunRestarting("candidate-scheduler", placer, sched.OutsidePod(
+		"--bind-address=127.0.0.1", "--secure-port="+strings.TrimPrefix(port, "127.0.0.1:"))...),
 		"cannot start the candidate scheduler of %s", lc.Name())
 }
 

@@ -98,9 +98,16 @@ func Install(ctx context.Context, cfg *rest.Config, dir, kubeconfigDir string) (
 	if err != nil {
 		return nil, err
 	}
+	comps, err := InstallObjects(ctx, cfg, objs, kubeconfigDir)
+	return comps, errors.Wrapf(err, "cannot install config/%s", dir)
+}
+
+// InstallObjects is Install for rendered objects (a part of a
+// kustomization, a chart).
+func InstallObjects(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured, kubeconfigDir string) (map[string]Component, error) {
 	comps, err := Apply(ctx, cfg, objs)
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot install config/%s", dir)
+		return nil, err
 	}
 	for name, c := range comps {
 		c.KubeconfigPath = filepath.Join(kubeconfigDir, name+".kubeconfig")

@@ -47,6 +47,8 @@ type member struct {
 	name   string
 	target *testenv.Target
 	client client.WithWatch
+	// scheduler is where the candidate scheduler serves (host:port).
+	scheduler string
 }
 
 // startMember starts a target cluster with the agent and the candidate scheduler.
@@ -55,8 +57,8 @@ func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...loca
 	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
 	// The agent and the candidate scheduler run as config/member deploys
 	// them, so a missing permission or a wrong flag fails here.
-	runMemberComponents(t, target.Cluster)
-	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig())}
+	scheduler := runMemberComponents(t, target.Cluster)
+	return &member{name: name, target: target, client: testenv.Watcher(t, target.RESTConfig()), scheduler: scheduler}
 }
 
 // register grants the manager's least-privilege identity (config/member)
@@ -766,6 +768,33 @@ func TestHandshake(t *testing.T) {
 		} {
 			if !want.MatchString(body) {
 				t.Errorf("/metrics has no line matching %s", want)
+			}
+		}
+	})
+
+	t.Run("each candidate scheduler serves its probes and Prometheus metrics as deployed", func(t *testing.T) {
+		// kube-scheduler's own secure serving (config/member): the probes
+		// for anyone, /metrics for callers the member's API server
+		// authenticates and authorizes.
+		for _, m := range members {
+			for _, path := range []string{"/healthz", "/readyz", "/livez"} {
+				if code, body := httpsGet(t, "https://"+m.scheduler+path, ""); code != http.StatusOK {
+					t.Errorf("%s candidate scheduler %s: %d %s", m.name, path, code, body)
+				}
+			}
+			if code, _ := httpsGet(t, "https://"+m.scheduler+"/metrics", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+				t.Errorf("%s candidate scheduler /metrics without a token: %d, want 401 or 403", m.name, code)
+			}
+			if code, _ := httpsGet(t, "https://"+m.scheduler+"/metrics", scraperTokenIn(t, m.client, m.target.RESTConfig(), false)); code != http.StatusForbidden {
+				t.Errorf("%s candidate scheduler /metrics as an identity without placer-metrics-reader: %d, want 403", m.name, code)
+			}
+			code, body := httpsGet(t, "https://"+m.scheduler+"/metrics", scraperTokenIn(t, m.client, m.target.RESTConfig(), true))
+			if code != http.StatusOK {
+				t.Fatalf("%s candidate scheduler /metrics as placer-metrics-reader: %d %s", m.name, code, body)
+			}
+			// Every member has scheduled candidates by now.
+			if want := regexp.MustCompile(`(?m)^scheduler_schedule_attempts_total\{profile="placer-candidate",result="scheduled"\} [1-9]`); !want.MatchString(body) {
+				t.Errorf("%s candidate scheduler /metrics has no line matching %s", m.name, want)
 			}
 		}
 	})
