@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,9 +97,15 @@ func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[s
 		return nil
 	}
 
-	snap, err := fleetSnapshot(ctx, c, w)
+	snap, notes, err := fleetSnapshot(ctx, c, w)
 	if err != nil {
 		return err
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(out, "\nRead with your rights:")
+		for _, n := range notes {
+			fmt.Fprintf(out, "  - %s\n", n)
+		}
 	}
 	printCycle(out, w, profile, snap, profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true}))
 	return nil
@@ -200,41 +208,87 @@ func overridesIn(w *v1alpha1.Workload, ci *scheduler.ClusterInfo) string {
 }
 
 // fleetSnapshot builds the scheduler's view of the fleet from the API, as
-// the scheduler's informers do, without the explained Workload itself.
-func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (*scheduler.Snapshot, error) {
+// the reader may see it: cluster-wide where it may list cluster-wide (an
+// administrator, the manager), else a tenant's part — its namespace's
+// Workloads and KubernetesClusters, and the clusters of each namespace it
+// binds where it may read them. notes say what could not be read, and so
+// what the cycle leaves out; nothing of a namespace the reader may not
+// read is ever shown.
+func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (snap *scheduler.Snapshot, notes []string, err error) {
 	cache := scheduler.NewCache()
+	// The Workload's namespace's own: what its tenant may read.
+	cbs := &v1alpha1.ClusterBindingList{}
+	if err := c.List(ctx, cbs, client.InNamespace(w.Namespace)); err != nil {
+		return nil, nil, errors.Wrap(err, "cannot list ClusterBindings")
+	}
+	for i := range cbs.Items {
+		cache.UpsertBinding(client.ObjectKeyFromObject(&cbs.Items[i]), cbs.Items[i].Spec.ClusterNamespace)
+	}
+
 	kcs := &v1alpha1.KubernetesClusterList{}
-	if err := c.List(ctx, kcs); err != nil {
-		return nil, errors.Wrap(err, "cannot list KubernetesClusters")
+	switch err := c.List(ctx, kcs); {
+	case kerrors.IsForbidden(err):
+		kcs.Items = nil
+		namespaces := []string{w.Namespace}
+		for _, cb := range cbs.Items {
+			if !slices.Contains(namespaces, cb.Spec.ClusterNamespace) {
+				namespaces = append(namespaces, cb.Spec.ClusterNamespace)
+			}
+		}
+		for _, ns := range namespaces {
+			in := &v1alpha1.KubernetesClusterList{}
+			switch err := c.List(ctx, in, client.InNamespace(ns)); {
+			case kerrors.IsForbidden(err) && ns != w.Namespace:
+				notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s, which a ClusterBinding names, are not readable with your rights: the cycle leaves them out", ns))
+			case err != nil:
+				return nil, nil, errors.Wrapf(err, "cannot list KubernetesClusters in namespace %s", ns)
+			default:
+				kcs.Items = append(kcs.Items, in.Items...)
+			}
+		}
+	case err != nil:
+		return nil, nil, errors.Wrap(err, "cannot list KubernetesClusters")
 	}
 	for i := range kcs.Items {
 		cache.UpsertCluster(&kcs.Items[i])
 	}
+
 	ws := &v1alpha1.WorkloadList{}
-	if err := c.List(ctx, ws); err != nil {
-		return nil, errors.Wrap(err, "cannot list Workloads")
+	switch err := c.List(ctx, ws); {
+	case kerrors.IsForbidden(err):
+		if err := c.List(ctx, ws, client.InNamespace(w.Namespace)); err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot list Workloads in namespace %s", w.Namespace)
+		}
+		notes = append(notes, fmt.Sprintf("the Workloads of other namespaces than %s are not readable with your rights: inter-workload affinity is evaluated against %s's alone", w.Namespace, w.Namespace))
+	case err != nil:
+		return nil, nil, errors.Wrap(err, "cannot list Workloads")
 	}
 	for i := range ws.Items {
 		if ws.Items[i].UID != w.UID {
 			cache.UpsertWorkload(&ws.Items[i])
 		}
 	}
+
 	nss := &corev1.NamespaceList{}
-	if err := c.List(ctx, nss); err != nil {
-		return nil, errors.Wrap(err, "cannot list Namespaces")
+	switch err := c.List(ctx, nss); {
+	case kerrors.IsForbidden(err):
+		ns := &corev1.Namespace{}
+		switch err := c.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); {
+		case kerrors.IsForbidden(err):
+			notes = append(notes, fmt.Sprintf("namespace %s's labels are not readable with your rights: clusters offered to it by a namespaceSelector are evaluated without them", w.Namespace))
+			nss.Items = nil
+		case err != nil:
+			return nil, nil, errors.Wrapf(err, "cannot get Namespace %s", w.Namespace)
+		default:
+			nss.Items = []corev1.Namespace{*ns}
+		}
+	case err != nil:
+		return nil, nil, errors.Wrap(err, "cannot list Namespaces")
 	}
 	for _, ns := range nss.Items {
 		cache.UpsertNamespace(ns.Name, ns.Labels)
 	}
-	// The Workload's namespace's own: what its tenant may read.
-	cbs := &v1alpha1.ClusterBindingList{}
-	if err := c.List(ctx, cbs, client.InNamespace(w.Namespace)); err != nil {
-		return nil, errors.Wrap(err, "cannot list ClusterBindings")
-	}
-	for i := range cbs.Items {
-		cache.UpsertBinding(client.ObjectKeyFromObject(&cbs.Items[i]), cbs.Items[i].Spec.ClusterNamespace)
-	}
-	return cache.Snapshot(), nil
+	return cache.Snapshot(), notes, nil
 }
 
 // handshakeOutcome says what the propagator recorded for the cluster.

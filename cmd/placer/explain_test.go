@@ -10,10 +10,14 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
@@ -26,25 +30,12 @@ import (
 func TestExplain(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	for _, kc := range []*v1alpha1.KubernetesCluster{
+	createClusters(t, env,
 		st.Cluster("east", st.Labels("region", "us-east"), st.Capacity("16", "64Gi", "2", "4Gi", "8", "32Gi")),
 		st.Cluster("west", st.Labels("region", "us-west"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
 		st.Cluster("down", st.Labels("region", "us-east"), st.NotReady(v1alpha1.ReasonUnreachable), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
 		st.Cluster("tiny", st.Labels("region", "eu"), st.Capacity("1", "1Gi", "0", "0", "1", "1Gi")),
-	} {
-		status := kc.Status
-		for i := range status.Conditions {
-			status.Conditions[i].LastTransitionTime = metav1.Now()
-		}
-		kc.Spec.ConnectionSecretRef.Name = kc.Name
-		if err := env.Client.Create(ctx, kc); err != nil {
-			t.Fatal(err)
-		}
-		kc.Status = status
-		if err := env.Client.Status().Update(ctx, kc); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	w := st.Workload("web", st.Requests("2", "1Gi"), st.PreferredClusterAffinity(50, st.Term(st.Expr("region", "In", "us-west"))))
 	w.Spec.Overrides = []v1alpha1.Override{{Name: "eu-mirror", ClusterSelector: st.Term(st.Expr("region", "In", "eu")), Image: &v1alpha1.ImageOverride{Registry: "mirror.eu.example.com"}}}
 	w.UID, w.Generation = "", 0
@@ -119,6 +110,143 @@ func TestExplain(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `schedulerName "someone-else" is not served by placer's scheduler`) {
 		t.Errorf("foreign scheduler not explained:\n%s", out.String())
+	}
+}
+
+// createClusters creates KubernetesClusters with their status.
+func createClusters(t *testing.T, env *testenv.Env, kcs ...*v1alpha1.KubernetesCluster) {
+	t.Helper()
+	ctx := context.Background()
+	for _, kc := range kcs {
+		status := kc.Status
+		for i := range status.Conditions {
+			status.Conditions[i].LastTransitionTime = metav1.Now()
+		}
+		kc.Spec.ConnectionSecretRef.Name = kc.Name
+		if err := env.Client.Create(ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+		kc.Status = status
+		if err := env.Client.Status().Update(ctx, kc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExplainAsTenant explains a Workload as its tenant does, with no
+// rights but the placer-tenant-view role (config/rbac/tenant, which view,
+// edit and admin aggregate) in its own namespace: it works, shows the
+// namespace's own clusters, says what it could not read, and never shows
+// another namespace's objects.
+func TestExplainAsTenant(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	b, err := config.Files.ReadFile("rbac/tenant/roles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		role := &rbacv1.ClusterRole{}
+		if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{"team-a", "platform", "other"} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "alice-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placer-tenant-view"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	inNamespace := func(ns string) st.ClusterOption {
+		return func(kc *v1alpha1.KubernetesCluster) { kc.Namespace = ns }
+	}
+	offered := func(kc *v1alpha1.KubernetesCluster) { kc.Spec.NamespaceSelector = &metav1.LabelSelector{} }
+	createClusters(t, env,
+		st.Cluster("own", inNamespace("team-a"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+		st.Cluster("shared", inNamespace("platform"), offered, st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+		st.Cluster("hidden", inNamespace("other"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+	)
+	if err := env.Client.Create(ctx, &v1alpha1.ClusterBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "platform"},
+		Spec: v1alpha1.ClusterBindingSpec{ClusterNamespace: "platform"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*v1alpha1.Workload{st.Workload("app", st.Requests("1", "1Gi")), st.Workload("neighbour", st.Requests("1", "1Gi"))} {
+		w.UID, w.Generation = "", 0
+		w.Namespace = "team-a"
+		if w.Name == "neighbour" {
+			w.Namespace = "other"
+		}
+		if err := env.Client.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "team-a", Name: "app"}
+
+	// An administrator sees every cluster.
+	out := &bytes.Buffer{}
+	if err := explain(ctx, out, env.Client, profiles, key); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"team-a/own:", "platform/shared:", "other/hidden:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("as an administrator, explain lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out.String(), "Read with your rights") {
+		t.Errorf("as an administrator, explain says it could not read something:\n%s", out)
+	}
+
+	// The tenant, with its namespace's rights alone.
+	alice, err := client.New(env.UserConfig(t, "alice"), client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := explain(ctx, out, alice, profiles, key); err != nil {
+		t.Fatalf("explain as the tenant: %v", err)
+	}
+	got := out.String()
+	t.Log(got)
+	for _, want := range []string{
+		"A scheduling cycle now, over 1 cluster(s), 1 feasible",
+		"team-a/own: feasible, rank 1",
+		"the KubernetesClusters of namespace platform, which a ClusterBinding names, are not readable with your rights",
+		"the Workloads of other namespaces than team-a are not readable with your rights",
+		"namespace team-a's labels are not readable with your rights",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain as the tenant lacks %q", want)
+		}
+	}
+	for _, never := range []string{"other/", "hidden", "neighbour", "platform/shared"} {
+		if strings.Contains(got, never) {
+			t.Errorf("explain as the tenant shows %q, of a namespace it may not read", never)
+		}
+	}
+
+	// Given the right to read the clusters it binds, the tenant sees them.
+	if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "alice-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placer-tenant-view"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := explain(ctx, out, alice, profiles, key); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "platform/shared:") || strings.Contains(out.String(), "KubernetesClusters of namespace platform") {
+		t.Errorf("with view in platform, the tenant's explain does not show platform/shared:\n%s", out)
 	}
 }
 
