@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 )
@@ -59,11 +62,12 @@ type Options struct {
 }
 
 // ServingFlagSets are kube-scheduler's flags for the serving of /healthz
-// and /metrics (--secure-port, --bind-address, certificates) and for its
+// and /metrics (--secure-port, --bind-address, certificates), for its
 // authentication and authorization (--authentication-kubeconfig,
-// --authorization-kubeconfig, …), bound to o.
+// --authorization-kubeconfig, …) and for its logs (-v, --logging-format
+// text or json, --vmodule), bound to o.
 func ServingFlagSets(o *options.Options) []*pflag.FlagSet {
-	return []*pflag.FlagSet{o.Flags.FlagSet("secure serving"), o.Flags.FlagSet("authentication"), o.Flags.FlagSet("authorization")}
+	return []*pflag.FlagSet{o.Flags.FlagSet("secure serving"), o.Flags.FlagSet("authentication"), o.Flags.FlagSet("authorization"), o.Flags.FlagSet("logs")}
 }
 
 // Run runs the real kube-scheduler, built with the placer plugin and the
@@ -84,6 +88,12 @@ func Run(ctx context.Context, o Options) error {
 	if opts == nil {
 		opts = options.NewOptions()
 		opts.SecureServing.BindPort = 0
+	} else {
+		// The log flags (-v, --logging-format), as kube-scheduler applies
+		// them: once per process, so only for the command's own options.
+		if err := logsapi.ValidateAndApply(opts.Logs, opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)); err != nil {
+			return fmt.Errorf("bad log flags: %w", err)
+		}
 	}
 	opts.ConfigFile = path
 	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(Name, NewFactory(o.PermitTimeout)))

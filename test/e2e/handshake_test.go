@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,10 +25,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +40,7 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/cordon"
+	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/promtext"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/propagator"
@@ -791,6 +797,26 @@ func TestHandshake(t *testing.T) {
 			code, body := httpsGet(t, "https://"+m.scheduler+"/metrics", scraperTokenIn(t, m.client, m.target.RESTConfig(), true))
 			if code != http.StatusOK {
 				t.Fatalf("%s candidate scheduler /metrics as placer-metrics-reader: %d %s", m.name, code, body)
+			}
+			// Its logs are JSON (--logging-format=json), as the manager's
+			// and the agent's are.
+			b, err := os.ReadFile(filepath.Join(m.target.Dir(), "candidate-scheduler.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if strings.HasPrefix(line, "local cluster: ") || strings.HasPrefix(line, "error: ") {
+					continue // the harness's own notes; placer's last word when it exits
+				}
+				n++
+				if json.Unmarshal([]byte(line), &map[string]any{}) != nil {
+					t.Errorf("%s candidate scheduler logs a line that is not JSON: %q", m.name, line)
+					break
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s candidate scheduler logged nothing", m.name)
 			}
 			// Every member has scheduled candidates by now.
 			if want := regexp.MustCompile(`(?m)^scheduler_schedule_attempts_total\{profile="placer-candidate",result="scheduled"\} [1-9]`); !want.MatchString(body) {
@@ -1628,6 +1654,132 @@ func TestHandshake(t *testing.T) {
 			if n := after[c] - before[c]; n > 12 {
 				t.Errorf("the %s controller reconciled %g times in 10 s after the cluster went", c, n)
 			}
+		}
+	})
+
+	// Last: it ends the fleet.
+	t.Run("uninstalling as docs/operations.md says leaves nothing of placer in any member", func(t *testing.T) {
+		ctx := context.Background()
+		// The fleet holds Workloads, one of them with a copied dependency.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "uninstall-settings"}, Data: map[string]string{"k": "v"}}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		placed(t, "held-1", st.Replicas(2))
+		placed(t, "held-2", st.Replicas(1), func(w *v1alpha1.Workload) {
+			w.Spec.Resources = append(w.Spec.Resources, v1alpha1.ResourceReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name})
+		})
+
+		// What the check below looks for is there before: pods, Services
+		// and the copied ConfigMap.
+		held := map[string]int{}
+		for _, m := range members {
+			for what, l := range map[string]string{"pods": mcv1alpha1.LabelWorkloadUID, "copies": propagator.LabelDependency} {
+				var n int
+				if what == "pods" {
+					ps, err := m.target.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: l})
+					if err != nil {
+						t.Fatal(err)
+					}
+					n = len(ps.Items)
+				} else {
+					cms, err := m.target.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: l})
+					if err != nil {
+						t.Fatal(err)
+					}
+					n = len(cms.Items)
+				}
+				held[what] += n
+			}
+		}
+		if held["pods"] < 3 || held["copies"] < 1 {
+			t.Fatalf("before the uninstall the members hold %d pods and %d copies of placer's, want at least 3 and 1", held["pods"], held["copies"])
+		}
+
+		// 1. kubectl delete workloads.compute.placer.dev --all --all-namespaces --wait
+		ws := &v1alpha1.WorkloadList{}
+		if err := env.Client.List(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+		if len(ws.Items) < 2 {
+			t.Fatalf("%d Workloads before the uninstall, want the fleet to hold some", len(ws.Items))
+		}
+		for i := range ws.Items {
+			if err := env.Client.Delete(ctx, &ws.Items[i]); err != nil && !kerrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		for i := range ws.Items {
+			testenv.WaitForDeletion(t, wc, &ws.Items[i], &v1alpha1.WorkloadList{}, timeout)
+		}
+		// 2. kubectl delete kubernetesclusters.compute.placer.dev --all --all-namespaces --wait
+		kcs := &v1alpha1.KubernetesClusterList{}
+		if err := env.Client.List(ctx, kcs); err != nil {
+			t.Fatal(err)
+		}
+		for i := range kcs.Items {
+			if err := env.Client.Delete(ctx, &kcs.Items[i]); err != nil && !kerrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		for i := range kcs.Items {
+			testenv.WaitForDeletion(t, wc, &kcs.Items[i], &v1alpha1.KubernetesClusterList{}, timeout)
+		}
+		// Nothing placer made is left in any member: no chaperon, pod or
+		// Service of a Workload, no copied dependency.
+		for _, m := range members {
+			chaps := &mcv1alpha1.PodChaperonList{}
+			if err := m.client.List(ctx, chaps); err != nil {
+				t.Fatal(err)
+			}
+			placerPods, err := m.target.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svcs, err := m.target.Clientset.CoreV1().Services("").List(ctx, metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies, err := m.target.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: propagator.LabelDependency})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(chaps.Items) + len(placerPods.Items) + len(svcs.Items) + len(copies.Items); n != 0 {
+				t.Errorf("%s holds %d chaperons, %d pods, %d Services and %d copied ConfigMaps of placer after its clusters were deleted",
+					m.name, len(chaps.Items), len(placerPods.Items), len(svcs.Items), len(copies.Items))
+			}
+		}
+		// 3. kubectl delete -k config/management (the manager goes with
+		// its Deployment; here, its process), then in each member
+		// kubectl delete -k config/member: every CRD goes, as nothing of
+		// placer holds a finalizer any more.
+		stopManager()
+		uninstall := func(cfg *rest.Config, dir string) {
+			t.Helper()
+			objs, err := deploy.Render(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := client.NewWithWatch(cfg, client.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				if err := cl.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !kerrors.IsNotFound(err) {
+					t.Errorf("kubectl delete -k config/%s: %s %s: %v", dir, o.GetKind(), o.GetName(), err)
+				}
+			}
+			for _, o := range objs {
+				if o.GetKind() == "CustomResourceDefinition" {
+					list := &unstructured.UnstructuredList{}
+					list.SetGroupVersionKind(o.GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
+					testenv.WaitForDeletion(t, cl, o, list, timeout)
+				}
+			}
+		}
+		uninstall(env.Config, "management")
+		for _, m := range members {
+			uninstall(m.target.RESTConfig(), "member")
 		}
 	})
 }
