@@ -148,6 +148,9 @@ func TestChartValues(t *testing.T) {
 	} else if got, _, _ := unstructured.NestedString(cm.Object, "data", "scheduler-config.yaml"); got != schedulerConfig {
 		t.Errorf("scheduler configuration %q, want %q", got, schedulerConfig)
 	}
+	if _, ok := objs["RoleBinding "+ns+"/placer-scheduler-config-reader"]; !ok {
+		t.Errorf("no RoleBinding that lets users read the scheduler configuration")
+	}
 	if _, ok := objs["PodDisruptionBudget "+ns+"/placer-manager"]; ok {
 		t.Errorf("podDisruptionBudget.enabled=false renders a PodDisruptionBudget")
 	}

@@ -55,12 +55,18 @@ func LoadConfiguration(path string) (*Configuration, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read scheduler configuration")
 	}
+	return ParseConfiguration(b, path)
+}
+
+// ParseConfiguration parses a configuration read from source (a file, a
+// ConfigMap), which errors name.
+func ParseConfiguration(b []byte, source string) (*Configuration, error) {
 	c := &Configuration{}
 	if err := yaml.UnmarshalStrict(b, c); err != nil {
-		return nil, errors.Wrapf(err, "cannot parse scheduler configuration %s", path)
+		return nil, errors.Wrapf(err, "cannot parse scheduler configuration %s", source)
 	}
 	if len(c.Profiles) == 0 {
-		return nil, errors.Errorf("scheduler configuration %s: profiles: at least one profile is required", path)
+		return nil, errors.Errorf("scheduler configuration %s: profiles: at least one profile is required", source)
 	}
 	return c, nil
 }

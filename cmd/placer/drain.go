@@ -23,7 +23,7 @@ import (
 
 func newDrainCommand() *cobra.Command {
 	f := &targetFlags{}
-	var schedulerConf string
+	var sf schedulerConfigFlags
 	var wait bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -46,9 +46,12 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 			if err != nil {
 				return err
 			}
-			conf, err := scheduler.LoadConfiguration(schedulerConf)
+			conf, note, err := sf.load(cmd.Context(), c)
 			if err != nil {
 				return err
+			}
+			if note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note:", note)
 			}
 			if err := cordon.Drain(cmd.Context(), c, key); err != nil {
 				return err
@@ -66,7 +69,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 	f.register(fs, "KubernetesCluster")
 	fs.BoolVar(&wait, "wait", false, "wait until no Workload runs in the cluster any more")
 	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
-	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file, for the schedulerNames placer serves; the default profile when empty")
+	sf.register(fs)
 	return cmd
 }
 

@@ -27,7 +27,7 @@ import (
 
 func newExplainCommand() *cobra.Command {
 	f := &targetFlags{}
-	var schedulerConf string
+	var sf schedulerConfigFlags
 	cmd := &cobra.Command{
 		Use:   "explain [NAMESPACE/]NAME",
 		Short: "Explain where a Workload landed and why not elsewhere",
@@ -45,9 +45,12 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 			if err != nil {
 				return err
 			}
-			conf, err := scheduler.LoadConfiguration(schedulerConf)
+			conf, note, err := sf.load(cmd.Context(), c)
 			if err != nil {
 				return err
+			}
+			if note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note:", note)
 			}
 			profiles, err := registry.NewProfiles(conf)
 			if err != nil {
@@ -58,7 +61,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 	}
 	fs := cmd.Flags()
 	f.register(fs, "Workload")
-	fs.StringVar(&schedulerConf, "scheduler-config", "", "the manager's scheduler configuration file; the default profile when empty")
+	sf.register(fs)
 	return cmd
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -256,5 +258,66 @@ func TestCommandNameAsKubectlPlugin(t *testing.T) {
 	}
 	if got := commandName("./placer"); got != "placer" {
 		t.Errorf("as placer: %q", got)
+	}
+}
+
+// TestSchedulerConfigFromCluster: explain and drain read the manager's
+// scheduler configuration from the cluster (the ConfigMap the chart
+// mounts into the manager), no local file needed.
+func TestSchedulerConfigFromCluster(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "placer-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	names := func(f schedulerConfigFlags, c client.Client) ([]string, string, error) {
+		conf, note, err := f.load(ctx, c)
+		if err != nil {
+			return nil, note, err
+		}
+		var out []string
+		for _, p := range conf.Profiles {
+			out = append(out, p.SchedulerName)
+		}
+		return out, note, nil
+	}
+	f := schedulerConfigFlags{namespace: "placer-system"}
+
+	// None: the manager runs the default profile, and so does explain.
+	if got, note, err := names(f, env.Client); err != nil || strings.Join(got, ",") != v1alpha1.DefaultSchedulerName || note != "" {
+		t.Errorf("without a ConfigMap: %v %q %v, want the default profile", got, note, err)
+	}
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "placer-system", Name: SchedulerConfigMap},
+		Data: map[string]string{SchedulerConfigKey: "profiles:\n- schedulerName: placer-scheduler\n- schedulerName: gpu-scheduler\n"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := names(f, env.Client); err != nil || strings.Join(got, ",") != "placer-scheduler,gpu-scheduler" {
+		t.Errorf("from the ConfigMap: %v %v, want placer-scheduler,gpu-scheduler", got, err)
+	}
+	// A local file still wins.
+	file := filepath.Join(t.TempDir(), "conf.yaml")
+	if err := os.WriteFile(file, []byte("profiles:\n- schedulerName: from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := names(schedulerConfigFlags{file: file, namespace: "placer-system"}, env.Client); err != nil || strings.Join(got, ",") != "from-file" {
+		t.Errorf("--scheduler-config: %v %v, want from-file", got, err)
+	}
+	// A user who may not read it is told the default is assumed.
+	stranger, err := client.New(env.UserConfig(t, "stranger"), client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, note, err := names(f, stranger); err != nil || strings.Join(got, ",") != v1alpha1.DefaultSchedulerName || !strings.Contains(note, "not readable with your rights") {
+		t.Errorf("forbidden: %v %q %v, want the default profile and a note", got, note, err)
+	}
+	// A broken one is an error naming it, not a silent default.
+	cm.Data[SchedulerConfigKey] = "profiles: []\n"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := names(f, env.Client); err == nil || !strings.Contains(err.Error(), "ConfigMap placer-system/placer-scheduler-config") {
+		t.Errorf("an empty configuration: %v, want an error naming the ConfigMap", err)
 	}
 }
