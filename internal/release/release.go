@@ -81,31 +81,9 @@ type Result struct {
 
 // Run builds the release.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if !semver.IsValid(o.Version) || semver.Canonical(o.Version) != strings.SplitN(o.Version, "+", 2)[0] {
-		return nil, errors.Errorf("version %q is not a semantic version with its v and three numbers (v0.1.0, v0.2.0-rc.1)", o.Version)
-	}
-	if o.Repository == "" {
-		o.Repository = DefaultRepository
-	}
-	if o.Download == "" {
-		o.Download = DefaultDownload
-	}
-	if o.CLIPlatforms == nil {
-		o.CLIPlatforms = DefaultCLIPlatforms
-	}
-	if o.ImagePlatforms == nil {
-		o.ImagePlatforms = DefaultImagePlatforms
-	}
-	if len(o.ImagePlatforms) == 0 {
-		return nil, errors.New("no image platform: the manifests need an image")
-	}
-	for _, p := range o.ImagePlatforms {
-		if !strings.HasPrefix(p, "linux/") {
-			return nil, errors.Errorf("image platform %q: the image is for linux only", p)
-		}
-	}
-	if entries, err := os.ReadDir(o.Out); err == nil && len(entries) > 0 {
-		return nil, errors.Errorf("%s is not empty: a release is written into a new folder", o.Out)
+	o, err := o.complete()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, errors.Wrap(err, "cannot create the release folder")
@@ -122,51 +100,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		binaries[p] = bin
 	}
-
 	r := &Result{Archives: map[string]string{}}
-	license, err := os.ReadFile(filepath.Join(o.ModuleDir, "LICENSE"))
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read the LICENSE")
+	if err := o.writeCLI(r, binaries); err != nil {
+		return nil, err
 	}
-	for _, p := range o.CLIPlatforms {
-		name, err := o.archive(p, binaries[p], license)
-		if err != nil {
-			return nil, err
-		}
-		r.Archives[p] = name
-		o.logf("archive %s", name)
-	}
-
 	r.Image = "image"
 	if r.Digest, err = writeImage(filepath.Join(o.Out, r.Image), o.Version, o.Commit, pick(binaries, o.ImagePlatforms)); err != nil {
 		return nil, err
 	}
 	r.Reference = fmt.Sprintf("%s:%s@%s", o.Repository, o.Version, r.Digest)
 	o.logf("image %s (OCI layout in %s)", r.Reference, r.Image)
-
-	for _, side := range []string{"management", "member"} {
-		name := "placer-" + side + ".yaml"
-		if err := writeManifests(filepath.Join(o.Out, name), side, r.Reference); err != nil {
-			return nil, err
-		}
-		r.Manifests = append(r.Manifests, name)
-		o.logf("manifests %s", name)
-	}
-
-	for _, c := range Charts {
-		name, err := o.packageChart(c, r.Digest)
-		if err != nil {
-			return nil, err
-		}
-		r.Charts = append(r.Charts, name)
-		o.logf("chart %s", name)
-	}
-
-	r.Krew = "placer.krew.yaml"
-	if err := o.writeKrew(filepath.Join(o.Out, r.Krew), r.Archives); err != nil {
+	if err := o.writeInstall(r); err != nil {
 		return nil, err
 	}
-
 	r.SBOM = fmt.Sprintf("placer_%s.spdx.json", o.Version)
 	// The modules are the same on every platform: the SBOM is read from
 	// the first binary.
@@ -174,7 +120,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := writeSBOM(filepath.Join(o.Out, r.SBOM), sbomOf, o.Version); err != nil {
 		return nil, err
 	}
-
 	r.Checksums = fmt.Sprintf("placer_%s_checksums.txt", o.Version)
 	files := append(slices.Sorted(maps.Values(r.Archives)), r.Manifests...)
 	files = append(files, r.Charts...)
@@ -184,6 +129,77 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	o.logf("checksums %s", r.Checksums)
 	return r, nil
+}
+
+// complete checks the options and fills in the defaults.
+func (o Options) complete() (Options, error) {
+	if !semver.IsValid(o.Version) || semver.Canonical(o.Version) != strings.SplitN(o.Version, "+", 2)[0] {
+		return o, errors.Errorf("version %q is not a semantic version with its v and three numbers (v0.1.0, v0.2.0-rc.1)", o.Version)
+	}
+	if o.Repository == "" {
+		o.Repository = DefaultRepository
+	}
+	if o.Download == "" {
+		o.Download = DefaultDownload
+	}
+	if o.CLIPlatforms == nil {
+		o.CLIPlatforms = DefaultCLIPlatforms
+	}
+	if o.ImagePlatforms == nil {
+		o.ImagePlatforms = DefaultImagePlatforms
+	}
+	if len(o.ImagePlatforms) == 0 {
+		return o, errors.New("no image platform: the manifests need an image")
+	}
+	for _, p := range o.ImagePlatforms {
+		if !strings.HasPrefix(p, "linux/") {
+			return o, errors.Errorf("image platform %q: the image is for linux only", p)
+		}
+	}
+	if entries, err := os.ReadDir(o.Out); err == nil && len(entries) > 0 {
+		return o, errors.Errorf("%s is not empty: a release is written into a new folder", o.Out)
+	}
+	return o, nil
+}
+
+// writeCLI writes the CLI's archives and the krew manifest that installs
+// them.
+func (o Options) writeCLI(r *Result, binaries map[string]string) error {
+	license, err := os.ReadFile(filepath.Join(o.ModuleDir, "LICENSE"))
+	if err != nil {
+		return errors.Wrap(err, "cannot read the LICENSE")
+	}
+	for _, p := range o.CLIPlatforms {
+		name, err := o.archive(p, binaries[p], license)
+		if err != nil {
+			return err
+		}
+		r.Archives[p] = name
+		o.logf("archive %s", name)
+	}
+	r.Krew = "placer.krew.yaml"
+	return o.writeKrew(filepath.Join(o.Out, r.Krew), r.Archives)
+}
+
+// writeInstall writes the manifests and the charts, pinned to the image.
+func (o Options) writeInstall(r *Result) error {
+	for _, side := range []string{"management", "member"} {
+		name := "placer-" + side + ".yaml"
+		if err := writeManifests(filepath.Join(o.Out, name), side, r.Reference); err != nil {
+			return err
+		}
+		r.Manifests = append(r.Manifests, name)
+		o.logf("manifests %s", name)
+	}
+	for _, c := range Charts {
+		name, err := o.packageChart(c, r.Digest)
+		if err != nil {
+			return err
+		}
+		r.Charts = append(r.Charts, name)
+		o.logf("chart %s", name)
+	}
+	return nil
 }
 
 func (o Options) logf(format string, args ...any) {
