@@ -312,7 +312,10 @@ func startMemberComponents(ctx context.Context, lc *local.Cluster, placer string
 		return err
 	}
 	return errors.Wrapf(lc.RunRestarting("candidate-scheduler", placer, sched.OutsidePod(
-		"--bind-address=127.0.0.1", "--secure-port="+strings.TrimPrefix(port, "127.0.0.1:"))...),
+		"--bind-address=127.0.0.1", "--secure-port="+strings.TrimPrefix(port, "127.0.0.1:"),
+		// What a pod's in-cluster config gives kube-scheduler to check
+		// /metrics callers.
+		"--authentication-kubeconfig="+sched.KubeconfigPath, "--authorization-kubeconfig="+sched.KubeconfigPath)...),
 		"cannot start the candidate scheduler of %s", lc.Name())
 }
 

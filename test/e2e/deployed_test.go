@@ -67,6 +67,9 @@ func runMemberComponents(t *testing.T, target *local.Cluster) string {
 	serving := freeAddr(t)
 	if err := target.RunRestarting("candidate-scheduler", placerBinary, sched.OutsidePod(
 		"--bind-address=127.0.0.1", "--secure-port="+strings.TrimPrefix(serving, "127.0.0.1:"),
+		// In a pod, kube-scheduler authenticates and authorizes /metrics
+		// callers through its in-cluster config; outside, through this.
+		"--authentication-kubeconfig="+sched.KubeconfigPath, "--authorization-kubeconfig="+sched.KubeconfigPath,
 		"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms")...); err != nil {
 		t.Fatal(err)
 	}
