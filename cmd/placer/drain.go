@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis"
@@ -56,7 +57,9 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 			if err := cordon.Drain(cmd.Context(), c, key); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s tainted %s:NoExecute\n", key, v1alpha1.TaintClusterDraining)
+			if err := f.printCluster(cmd.Context(), cmd.OutOrStdout(), c, key, drainDone); err != nil {
+				return err
+			}
 			if !wait {
 				return nil
 			}
@@ -66,12 +69,15 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer drain'.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "KubernetesCluster")
+	f.register(fs, drainDone)
 	fs.BoolVar(&wait, "wait", false, "wait until no Workload runs in the cluster any more")
 	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
 	sf.register(fs)
 	return cmd
 }
+
+// drainDone is what drain did to the cluster.
+const drainDone = "tainted " + v1alpha1.TaintClusterDraining + ":NoExecute"
 
 func newCordonCommand() *cobra.Command {
 	return editClusterCommand("cordon", "Keep new Workloads off a cluster; those there stay",
@@ -88,7 +94,7 @@ are now.`, "uncordoned", cordon.Uncordon)
 }
 
 // editClusterCommand is a command that edits the KubernetesCluster its
-// argument names and says so (cordon, uncordon).
+// argument names and says so (cordon, uncordon), or prints it as -o says.
 func editClusterCommand(name, short, long, done string, edit func(context.Context, client.Client, types.NamespacedName) error) *cobra.Command {
 	f := &targetFlags{}
 	cmd := &cobra.Command{
@@ -104,50 +110,70 @@ func editClusterCommand(name, short, long, done string, edit func(context.Contex
 			if err := edit(cmd.Context(), c, key); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "KubernetesCluster %s %s\n", key, done)
-			return nil
+			return f.printCluster(cmd.Context(), cmd.OutOrStdout(), c, key, done)
 		},
 	}
-	f.register(cmd.Flags(), "KubernetesCluster")
+	f.register(cmd.Flags(), done)
 	return cmd
 }
 
 // targetFlags name one object of the management cluster, [NAMESPACE/]NAME,
-// for the commands a user runs against it (drain, uncordon, explain).
+// for the commands a user runs against it (drain, cordon, uncordon,
+// explain), with kubectl's own flags (cli-runtime's genericclioptions:
+// --kubeconfig, --context, -n from the context, --as, …) and, for the
+// commands that change a cluster, -o.
 type targetFlags struct {
-	clientFlags
-	namespace string
+	config *genericclioptions.ConfigFlags
+	print  *genericclioptions.PrintFlags
 }
 
-// register adds --kubeconfig, --context and --namespace, as kubectl has
-// them; kind names the object.
-func (f *targetFlags) register(fs *pflag.FlagSet, kind string) {
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; $KUBECONFIG or ~/.kube/config when empty")
-	fs.StringVar(&f.context, "context", "", "kubeconfig context to use; the current one when empty")
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of the "+kind+" when the argument names none; the context's namespace (else default) when empty")
+// register adds kubectl's flags; done, when not empty, is what the command
+// did to the cluster, and adds -o to print it.
+func (f *targetFlags) register(fs *pflag.FlagSet, done string) {
+	f.config = genericclioptions.NewConfigFlags(true)
+	f.config.AddFlags(fs)
+	if done != "" {
+		f.print = genericclioptions.NewPrintFlags(done).WithTypeSetter(apis.NewScheme())
+		f.print.AddFlags(&cobra.Command{})
+		fs.StringVarP(f.print.OutputFormat, "output", "o", "", "print the KubernetesCluster afterwards: one of "+strings.Join(f.print.AllowedFormats(), ", "))
+	}
 }
 
 // target is a client of the management cluster that can also watch, and
 // the object [NAMESPACE/]NAME names.
 func (f *targetFlags) target(arg string) (client.WithWatch, types.NamespacedName, error) {
-	key := types.NamespacedName{Namespace: f.namespace, Name: arg}
-	if key.Namespace == "" {
-		// As kubectl: the context's namespace, else default.
-		ns, _, err := f.clientConfig().Namespace()
-		if err != nil {
-			return nil, key, errors.Wrap(err, "cannot load kubeconfig")
-		}
-		key.Namespace = ns
+	// As kubectl: -n, else the context's namespace, else default.
+	ns, _, err := f.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, types.NamespacedName{}, errors.Wrap(err, "cannot load kubeconfig")
 	}
+	key := types.NamespacedName{Namespace: ns, Name: arg}
 	if ns, name, ok := strings.Cut(arg, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: name}
 	}
-	cfg, err := f.restConfig()
+	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
-		return nil, key, err
+		return nil, key, errors.Wrap(err, "cannot load kubeconfig")
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: apis.NewScheme()})
 	return c, key, errors.Wrap(err, "cannot create a client")
+}
+
+// printCluster says what was done to the cluster, or prints it as -o says.
+func (f *targetFlags) printCluster(ctx context.Context, out io.Writer, c client.Client, key types.NamespacedName, done string) error {
+	if f.print == nil || *f.print.OutputFormat == "" {
+		fmt.Fprintf(out, "KubernetesCluster %s %s\n", key, done)
+		return nil
+	}
+	printer, err := f.print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := c.Get(ctx, key, kc); err != nil {
+		return errors.Wrapf(err, "cannot get KubernetesCluster %s", key)
+	}
+	return printer.PrintObj(kc, out)
 }
 
 // servedBy is whether placer's scheduler serves a schedulerName.

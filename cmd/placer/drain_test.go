@@ -195,6 +195,21 @@ func TestDrain(t *testing.T) {
 	if err := cordon.Uncordon(ctx, env.Client, key); err != nil {
 		t.Fatal(err)
 	}
+	// -n names the namespace, and -o prints the cluster as kubectl does.
+	var printed bytes.Buffer
+	cmd := newCordonCommand()
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-n", "default", "-o", "jsonpath={.metadata.namespace}/{.metadata.name} {.spec.unschedulable}", "a"})
+	cmd.SetOut(&printed)
+	if err := cmd.ExecuteContext(ctx); err != nil || printed.String() != "default/a true" {
+		t.Errorf("placer cordon -n default -o jsonpath=… a: %v, printed %q, want \"default/a true\"", err, printed.String())
+	}
+	printed.Reset()
+	cmd = newUncordonCommand()
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-n", "default", "-o", "name", "a"})
+	cmd.SetOut(&printed)
+	if err := cmd.ExecuteContext(ctx); err != nil || strings.TrimSpace(printed.String()) != "kubernetescluster.compute.placer.dev/a" {
+		t.Errorf("placer uncordon -o name: %v, printed %q", err, printed.String())
+	}
 	if got := taints(); slices.ContainsFunc(got, cordon.IsDrainTaint) || unschedulable() {
 		t.Errorf("after uncordon: taints %+v, unschedulable %v", got, unschedulable())
 	}

@@ -60,7 +60,7 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 		},
 	}
 	fs := cmd.Flags()
-	f.register(fs, "Workload")
+	f.register(fs, "")
 	sf.register(fs)
 	return cmd
 }
