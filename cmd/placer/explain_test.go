@@ -161,11 +161,15 @@ func TestExplainAsTenant(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "alice-view"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placer-tenant-view"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}}); err != nil {
-		t.Fatal(err)
+	// aliceViews gives the tenant's user view (placer's part of it) in ns.
+	aliceViews := func(ns string) {
+		if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-view"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placer-tenant-view"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	aliceViews("team-a")
 	inNamespace := func(ns string) st.ClusterOption {
 		return func(kc *v1alpha1.KubernetesCluster) { kc.Namespace = ns }
 	}
@@ -238,11 +242,7 @@ func TestExplainAsTenant(t *testing.T) {
 	}
 
 	// Given the right to read the clusters it binds, the tenant sees them.
-	if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "alice-view"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "placer-tenant-view"},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}}); err != nil {
-		t.Fatal(err)
-	}
+	aliceViews("platform")
 	out.Reset()
 	if err := explain(ctx, out, alice, profiles, key); err != nil {
 		t.Fatal(err)
