@@ -67,6 +67,13 @@ type Options struct {
 	// Profiling serves the API server's /debug/pprof (to its admins), for
 	// benchmarks.
 	Profiling bool
+	// CPUGroup, when set, holds every process of the cluster (its control
+	// plane and what RunRestarting starts), moved there as it starts: a
+	// machine of its own, as a benchmark measures a fleet.
+	CPUGroup *CPUGroup
+	// KwokGroup, when set, holds kwok, the nodes' simulation, which a real
+	// cluster's nodes would do on machines of their own.
+	KwokGroup *CPUGroup
 }
 
 // Cluster is a running local cluster.
@@ -249,7 +256,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	}
 	c.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	p, err := startProcess(c.dir, "etcd", bin,
+	p, err := c.startProcess("etcd", bin,
 		"--name=default",
 		"--data-dir="+c.path("etcd"),
 		"--listen-client-urls="+c.etcdURL,
@@ -289,7 +296,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProcess(c.dir, "kube-apiserver", bin,
+	p, err := c.startProcess("kube-apiserver", bin,
 		"--etcd-servers="+c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -387,7 +394,7 @@ func (c *Cluster) startControllers() error {
 	if err != nil {
 		return err
 	}
-	p, err := startProcess(c.dir, "kube-controller-manager", kcm,
+	p, err := c.startProcess("kube-controller-manager", kcm,
 		"--kubeconfig="+c.kubeconfig,
 		"--authentication-kubeconfig="+c.kubeconfig,
 		"--authorization-kubeconfig="+c.kubeconfig,
@@ -411,7 +418,7 @@ func (c *Cluster) startControllers() error {
 		if err != nil {
 			return err
 		}
-		p, err := startProcess(c.dir, "kube-scheduler", ks,
+		p, err := c.startProcess("kube-scheduler", ks,
 			"--kubeconfig="+c.kubeconfig,
 			"--authentication-kubeconfig="+c.kubeconfig,
 			"--authorization-kubeconfig="+c.kubeconfig,
@@ -436,7 +443,7 @@ func (c *Cluster) startControllers() error {
 	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
 		return errors.Wrap(err, "cannot write kwok's stages")
 	}
-	p, err = startProcess(c.dir, "kwok", kwok,
+	p, err = c.startProcess("kwok", kwok,
 		"--kubeconfig="+c.kubeconfig,
 		"--config="+stages,
 		"--manage-all-nodes=false",
@@ -457,6 +464,24 @@ func (c *Cluster) addProcess(p *process) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.others = append(c.others, p)
+}
+
+// startProcess starts one of the cluster's processes in the cluster's
+// folder and moves it into its CPU group, if any.
+func (c *Cluster) startProcess(name, binary string, args ...string) (*process, error) {
+	p, err := startProcess(c.dir, name, binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	group := c.opts.CPUGroup
+	if name == "kwok" {
+		group = c.opts.KwokGroup
+	}
+	if err := group.Add(p.PID()); err != nil {
+		p.stop(time.Second)
+		return nil, errors.Wrapf(err, "cannot move %s into its CPU group", name)
+	}
+	return p, nil
 }
 
 // Name of the cluster.
@@ -548,7 +573,7 @@ func (c *Cluster) Close() error {
 // half a minute while it keeps exiting at once, and its log says so.
 // Close stops it for good, by PID.
 func (c *Cluster) RunRestarting(name, binary string, args ...string) error {
-	p, err := startProcess(c.dir, name, binary, args...)
+	p, err := c.startProcess(name, binary, args...)
 	if err != nil {
 		return err
 	}
@@ -576,7 +601,7 @@ func (c *Cluster) restartOnExit(p *process, binary string, args []string) {
 			c.mu.Unlock()
 			return
 		}
-		next, err := startProcess(c.dir, p.name, binary, args...)
+		next, err := c.startProcess(p.name, binary, args...)
 		if err != nil {
 			c.mu.Unlock()
 			p.note(fmt.Sprintf("cannot be restarted: %v", err))

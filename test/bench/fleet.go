@@ -45,6 +45,9 @@ type fleet struct {
 	restarts map[string]int
 	pprof    string // the manager's pprof address, when profiling
 	metrics  string // the manager's /metrics address
+	// groups: a CPU group per cluster, kwok's and the benchmark's
+	// (-cluster-cpus); nil for the shared pool.
+	groups *cpuGroups
 }
 
 // namespaces the phases use, opened to placer in every member.
@@ -70,6 +73,7 @@ func (f *fleet) close() {
 	if f.mgmt != nil {
 		_ = f.mgmt.Close()
 	}
+	f.groups.remove(local.CgroupRoot)
 }
 
 func startFleet(ctx context.Context, o options) (*fleet, error) {
@@ -85,9 +89,15 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	for i := range o.members {
 		names = append(names, fmt.Sprintf("member-%d", i))
 	}
+	if o.clusterCPUs > 0 {
+		if f.groups, err = newCPUGroups(o, local.CgroupRoot, names); err != nil {
+			return f, err
+		}
+	}
 	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute, Profiling: o.profile}
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute, Profiling: o.profile,
+			CPUGroup: f.groups.of(name), KwokGroup: f.groups.of(groupKwok)}
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {
@@ -193,6 +203,11 @@ var errClosing = errors.New("the fleet is closing")
 func (f *fleet) spawn(name string, o options, args ...string) error {
 	p, err := local.Spawn(f.dir, name, o.placer, args...)
 	if err != nil {
+		return err
+	}
+	// Where it would run: in its cluster's group.
+	if err := f.groups.of(groupOf(name)).Add(p.PID()); err != nil {
+		p.Stop(10 * time.Second)
 		return err
 	}
 	f.mu.Lock()

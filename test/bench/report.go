@@ -43,6 +43,8 @@ type phaseResult struct {
 	writes   phaseWrites
 	cpu      map[string]float64
 	fleetCPU map[string]float64
+	// groupCPU: each CPU group's seconds (-cluster-cpus), by group.
+	groupCPU map[string]float64
 	wall     time.Duration
 	// waits: the manager's waits for tokens and in work queues.
 	waits waits
@@ -168,6 +170,7 @@ func triple(l latencies) string {
 // again.
 func header(b *strings.Builder, o options, f *fleet, measure string) {
 	fmt.Fprintf(b, "%s\n\n", runLine(o))
+	fmt.Fprintf(b, "%s\n\n", cpuMode(o))
 	if r := f.restartCounts(); len(r) > 0 {
 		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
 	}
@@ -199,6 +202,9 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 	writeHops(&b, rs)
 	writeCosts(&b, rs)
 	writeFleetCPU(&b, rs, rest)
+	if f.groups != nil {
+		writeGroupCPU(&b, rs, rest, f.groups.quotas())
+	}
 	writeWaits(&b, rs)
 	base := rs[0]
 	fmt.Fprintln(&b)
@@ -502,4 +508,64 @@ func runLine(o options) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("Run %s to %s on %s (%d cores, %s/%s), at commit %s.", o.started.UTC().Format(time.RFC3339), time.Now().UTC().Format("15:04:05Z"),
 		host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, o.commit)
+}
+
+// cpuMode says how the run shared the machine's CPU.
+func cpuMode(o options) string {
+	if o.clusterCPUs <= 0 {
+		return fmt.Sprintf("CPU: one shared pool: every cluster, kwok and the benchmark on the machine's %d cores, no quotas.", runtime.NumCPU())
+	}
+	quota := func(q float64) string {
+		if q <= 0 {
+			return "no quota, accounted"
+		}
+		return fmt.Sprintf("a quota of %g CPU", q)
+	}
+	return fmt.Sprintf("CPU: each cluster a machine of its own: a cgroup (v1 cpu and cpuacct) with a quota of %g CPU holding its control plane and the placer components that run in it; kwok (every member's nodes) %s; the benchmark %s (`-cluster-cpus %g -kwok-cpus %g -bench-cpus %g`).",
+		o.clusterCPUs, quota(o.kwokCPUs), quota(o.benchCPUs), o.clusterCPUs, o.kwokCPUs, o.benchCPUs)
+}
+
+// writeGroupCPU reports each group's CPU seconds per phase beside what its
+// quota allowed over the phase, and names the group that bound it.
+func writeGroupCPU(b *strings.Builder, rs []phaseResult, rest *phaseResult, quotas map[string]float64) {
+	all := rs
+	if rest != nil {
+		all = append([]phaseResult{*rest}, rs...)
+	}
+	names := groupNames(quotas)
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "CPU seconds of each group per phase, and the share of its quota it used (quota × wall time); the bound group is the one at 90% or more of its quota:")
+	fmt.Fprintln(b)
+	heads := make([]string, len(names))
+	for i, n := range names {
+		heads[i] = fmt.Sprintf("%s (%s)", n, quotaLabel(quotas[n]))
+	}
+	fmt.Fprintf(b, "| phase | wall (s) | %s | bound by |\n", strings.Join(heads, " | "))
+	fmt.Fprintf(b, "|---|---|%s---|\n", strings.Repeat("---|", len(names)))
+	for _, r := range all {
+		cells := make([]string, len(names))
+		for i, n := range names {
+			cells[i] = groupCell(r.groupCPU[n], quotas[n], r.wall.Seconds())
+		}
+		bound := "none"
+		if name, share := binding(r.groupCPU, quotas, r.wall.Seconds()); name != "" {
+			bound = fmt.Sprintf("%s (%.0f%%)", name, share*100)
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %s | %s |\n", r.name, r.wall.Seconds(), strings.Join(cells, " | "), bound)
+	}
+}
+
+func quotaLabel(q float64) string {
+	if q <= 0 {
+		return "no quota"
+	}
+	return fmt.Sprintf("%g CPU", q)
+}
+
+// groupCell is a group's seconds, and its share of its quota when it has one.
+func groupCell(used, quota, wall float64) string {
+	if quota <= 0 || wall <= 0 {
+		return fmt.Sprintf("%.1f", used)
+	}
+	return fmt.Sprintf("%.1f (%.0f%%)", used, used*100/(quota*wall))
 }

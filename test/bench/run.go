@@ -163,6 +163,7 @@ func run(ctx context.Context, o options) error {
 		writes   map[string]writes
 		cpu      map[string]float64
 		fleetCPU map[string]float64
+		groupCPU map[string]float64
 		waits    waits
 	}
 	// Scraping five /metrics pages takes seconds, and CPU, of its own:
@@ -173,6 +174,7 @@ func run(ctx context.Context, o options) error {
 		clock := func() {
 			m.at, m.cpu = time.Now(), f.cpuSeconds()
 			m.fleetCPU = f.fleetCPU(m.cpu)
+			m.groupCPU = f.groups.usage()
 		}
 		if !first {
 			clock()
@@ -202,6 +204,7 @@ func run(ctx context.Context, o options) error {
 		r.writes = diffWrites(after.writes, before.writes)
 		r.waits = after.waits.minus(before.waits)
 		r.cpu, r.fleetCPU = minus(after.cpu, before.cpu), minus(after.fleetCPU, before.fleetCPU)
+		r.groupCPU = minus(after.groupCPU, before.groupCPU)
 		r.wall = after.at.Sub(before.at)
 		return nil
 	}
