@@ -5,6 +5,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -74,6 +75,9 @@ type Options struct {
 	// KwokGroup, when set, holds kwok, the nodes' simulation, which a real
 	// cluster's nodes would do on machines of their own.
 	KwokGroup *CPUGroup
+	// ControllerManagerQPS is kube-controller-manager's --kube-api-qps
+	// (its burst twice it); its default (20) when zero.
+	ControllerManagerQPS int
 }
 
 // Cluster is a running local cluster.
@@ -408,6 +412,8 @@ func (c *Cluster) startControllers() error {
 		"--cluster-name="+c.opts.Name,
 		"--node-monitor-grace-period=40s",
 		"--v=0",
+		"--kube-api-qps="+itoa(cmp.Or(c.opts.ControllerManagerQPS, 20)),
+		"--kube-api-burst="+itoa(cmp.Or(2*c.opts.ControllerManagerQPS, 30)),
 	)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ type fleet struct {
 }
 
 // namespaces the phases use, opened to placer in every member.
-var phaseNamespaces = []string{"baseline", "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
+var phaseNamespaces = []string{nsBaseline, nsSpread, nsDeployments, "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
 
 // placerProcs are placer's processes running now, by name.
 func (f *fleet) placerProcs() map[string]*local.Process {
@@ -97,7 +97,7 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	opts := make([]local.Options, len(names))
 	for i, name := range names {
 		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute, Profiling: o.profile,
-			CPUGroup: f.groups.of(name), KwokGroup: f.groups.of(groupKwok)}
+			CPUGroup: f.groups.of(name), KwokGroup: f.groups.of(groupKwok), ControllerManagerQPS: kcmQPS(o)}
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {

@@ -37,6 +37,9 @@ type options struct {
 	// clusterCPUs: each cluster's CPU quota (0: one shared pool); kwok's
 	// and the benchmark's own (0: no quota).
 	clusterCPUs, kwokCPUs, benchCPUs float64
+	// kcmQPS: the members' kube-controller-manager's --kube-api-qps (0:
+	// kcmQPS's default from the client rate).
+	kcmQPS int
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
 	commit  string
@@ -64,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.writeCosts, "write-costs", false, "instead of the throughput phases, measure the API server's and etcd's CPU per write of each kind placer makes, beside the built-in writes, on one local control plane (results in write-costs.md)")
 	flag.IntVar(&o.writeCostN, "write-cost-n", 400, "writes of each kind per round of -write-costs")
 	flag.IntVar(&o.writeCostRounds, "write-cost-rounds", 3, "rounds of -write-costs")
+	flag.IntVar(&o.kcmQPS, "kcm-qps", 0, "--kube-api-qps of every cluster's kube-controller-manager (burst twice it); 0: six times -client-qps, at least 20 (a Deployment's pods are about three of its writes each)")
 	flag.Float64Var(&o.clusterCPUs, "cluster-cpus", 0, "give each cluster (its control plane and the placer components in it) a CPU quota of this many CPUs, as separate machines would (cgroup v1 cpu and cpuacct, as root); 0: one shared pool")
 	flag.Float64Var(&o.kwokCPUs, "kwok-cpus", 0, "with -cluster-cpus: kwok's quota (it plays every member's nodes); 0: none, accounted only")
 	flag.Float64Var(&o.benchCPUs, "bench-cpus", 0, "with -cluster-cpus: the benchmark's own quota (its clients and watches); 0: none, accounted only")

@@ -199,17 +199,21 @@ func (r *recorder) pod(o any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	name, replica := workloadName(p.Annotations), p.Labels[mcv1alpha1.LabelReplica]
-	if p.Namespace == "baseline" {
-		name, replica = p.Name, "0"
+	base := isBaseline(p.Namespace)
+	if base {
+		var ok bool
+		if name, replica, ok = recordOf(p); !ok {
+			return
+		}
 	}
 	rec := r.recs[p.Namespace+"/"+name]
 	if rec == nil {
 		return
 	}
-	if p.Namespace == "baseline" && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
+	if base && p.Spec.NodeName != "" && rec.scheduled.IsZero() {
 		rec.scheduled = now
 	}
-	if p.Namespace != "baseline" && p.DeletionTimestamp == nil {
+	if !base && p.DeletionTimestamp == nil {
 		rec.stampAll(rec.podReplicas, replica, &rec.pods, now)
 	}
 	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {

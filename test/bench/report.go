@@ -171,6 +171,8 @@ func triple(l latencies) string {
 func header(b *strings.Builder, o options, f *fleet, measure string) {
 	fmt.Fprintf(b, "%s\n\n", runLine(o))
 	fmt.Fprintf(b, "%s\n\n", cpuMode(o))
+	fmt.Fprintf(b, "Client limits: the benchmark's creating clients share %g QPS (burst %d); placer's components %g QPS (burst %d); every cluster's kube-controller-manager %d QPS (burst %d).\n\n",
+		o.qps, o.burst, o.componentQPS, o.componentBurst, kcmQPS(o), 2*kcmQPS(o))
 	if r := f.restartCounts(); len(r) > 0 {
 		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
 	}
@@ -191,7 +193,7 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		cand, cyc, trans := "–", "–", "–"
-		if r.name != "baseline" && r.pods > 0 {
+		if !isBaseline(r.name) && r.pods > 0 {
 			cand = fmt.Sprintf("%.2f", float64(r.counts.chaperons)/float64(r.pods))
 			cyc = fmt.Sprintf("%.2f", float64(r.counts.reserved)/float64(r.pods))
 			trans = fmt.Sprintf("%.2f", float64(r.counts.reservations)/float64(r.pods))
@@ -206,21 +208,7 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 		writeGroupCPU(&b, rs, rest, f.groups.quotas())
 	}
 	writeWaits(&b, rs)
-	base := rs[0]
-	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "placer against the baseline (create → Running, single-replica):")
-	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| phase | p50 added | p99 added | p50 ratio | p99 ratio | throughput ratio |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|")
-	for _, r := range rs[1:] {
-		if len(r.runing) == 0 || len(base.runing) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s ms | %s ms | %.2f | %.2f | %.2f |\n", r.name,
-			ms(r.runing.pct(50)-base.runing.pct(50)), ms(r.runing.pct(99)-base.runing.pct(99)),
-			float64(r.runing.pct(50))/float64(base.runing.pct(50)), float64(r.runing.pct(99))/float64(base.runing.pct(99)),
-			r.throughput/base.throughput)
-	}
+	writeAgainst(&b, rs)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Peak RSS (VmHWM) of placer's processes:")
 	fmt.Fprintln(&b)
@@ -568,4 +556,50 @@ func groupCell(used, quota, wall float64) string {
 		return fmt.Sprintf("%.1f", used)
 	}
 	return fmt.Sprintf("%.1f (%.0f%%)", used, used*100/(quota*wall))
+}
+
+// writeAgainst compares each placer phase with the baselines: latency
+// added to the member-0 pods' (create → Running, single-replica), and
+// throughput as a ratio of each baseline's.
+func writeAgainst(b *strings.Builder, rs []phaseResult) {
+	var bases []phaseResult
+	for _, r := range rs {
+		if isBaseline(r.name) {
+			bases = append(bases, r)
+		}
+	}
+	if len(bases) == 0 {
+		return
+	}
+	base := bases[0]
+	heads := make([]string, len(bases))
+	for i, bp := range bases {
+		heads[i] = "throughput ÷ " + bp.name
+	}
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "placer against the baselines (latency: create → Running, single-replica, against %s):\n", base.name)
+	fmt.Fprintln(b)
+	fmt.Fprintf(b, "| phase | p50 added | p99 added | p50 ratio | p99 ratio | %s |\n", strings.Join(heads, " | "))
+	fmt.Fprintf(b, "|---|---|---|---|---|%s\n", strings.Repeat("---|", len(bases)))
+	for _, r := range rs {
+		if isBaseline(r.name) || len(r.runing) == 0 || len(base.runing) == 0 {
+			continue
+		}
+		ratios := make([]string, len(bases))
+		for i, bp := range bases {
+			ratios[i] = fmt.Sprintf("%.2f", ratio(r.throughput, bp.throughput))
+		}
+		fmt.Fprintf(b, "| %s | %s ms | %s ms | %.2f | %.2f | %s |\n", r.name,
+			ms(r.runing.pct(50)-base.runing.pct(50)), ms(r.runing.pct(99)-base.runing.pct(99)),
+			float64(r.runing.pct(50))/float64(base.runing.pct(50)), float64(r.runing.pct(99))/float64(base.runing.pct(99)),
+			strings.Join(ratios, " | "))
+	}
+}
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }

@@ -225,39 +225,38 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("at rest: %.1f CPU seconds in %s", sumValues(rest.fleetCPU), rest.wall.Round(time.Millisecond))
 
-	// 1. Baseline: the same pods straight into member-0, its kube-scheduler.
-	before, err = take(true)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = createAll(ctx, its, func(ctx context.Context, it item) error {
-		for r := range it.replicas {
-			name := it.name
-			if it.replicas > 1 {
-				name = fmt.Sprintf("%s-%d", it.name, r)
-			}
-			rec.add(&record{phase: "baseline", name: name, replicas: 1, created: time.Now()})
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "baseline", Name: name, Labels: map[string]string{"group": it.name}}, Spec: podSpec}
-			if _, err := baseline.CoreV1().Pods("baseline").Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				return err
-			}
+	// 1. The baselines: the same pods straight into member-0, its
+	// kube-scheduler; round-robin over the members; as Deployments.
+	for _, bp := range baselines(f, o) {
+		before, err := take(true)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	total := o.workloads + o.multi*o.multiReplicas
-	got := rec.wait(ctx, "baseline", total, o.timeout)
-	logf("baseline: %d of %d pods Running in %s", got, total, time.Since(start).Round(time.Millisecond))
-	res := summarize("baseline", "stock kube-scheduler, pods created in member-0", rec.records("baseline"), rec.phaseCounts("baseline"))
-	if err := costs(&res, before); err != nil {
-		return err
-	}
-	results = append(results, res)
-	if err := cleanPhase(ctx, f, baseline, "baseline"); err != nil {
-		return err
+		start := time.Now()
+		total := 0
+		err = createAll(ctx, its, func(ctx context.Context, it item) error {
+			for _, r := range baselineRecords(bp.ns, it) {
+				r.created = time.Now()
+				rec.add(r)
+			}
+			return bp.create(ctx, it, itemIndex(its, it))
+		})
+		if err != nil {
+			return err
+		}
+		for _, it := range its {
+			total += len(baselineRecords(bp.ns, it))
+		}
+		got := rec.wait(ctx, bp.ns, total, o.timeout)
+		logf("%s: %d of %d Running in %s", bp.ns, got, total, time.Since(start).Round(time.Millisecond))
+		res := summarize(bp.ns, bp.what, rec.records(bp.ns), rec.phaseCounts(bp.ns))
+		if err := costs(&res, before); err != nil {
+			return err
+		}
+		results = append(results, res)
+		if err := cleanPhase(ctx, f, baseline, bp.ns); err != nil {
+			return err
+		}
 	}
 
 	// 2–4. placer with fanOut 1; with NoReservation (every member's own
@@ -328,12 +327,21 @@ func run(ctx context.Context, o options) error {
 // beside the last one's deletions.
 func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns string) error {
 	start := time.Now()
-	if ns == "baseline" {
-		if err := baseline.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	switch baselineKind[ns] {
+	case "pod":
+		for i := range f.members {
+			if err := f.memberClients[i].DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+				return err
+			}
+		}
+	case "deployment":
+		if err := baseline.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}, metav1.ListOptions{}); err != nil {
 			return err
 		}
-	} else if err := removeAll(ctx, f, ns); err != nil {
-		return err
+	default:
+		if err := removeAll(ctx, f, ns); err != nil {
+			return err
+		}
 	}
 	for i, m := range f.members {
 		if err := fleetwait.Gone(ctx, f.memberClients[i], &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &corev1.PodList{}); err != nil {
@@ -398,4 +406,14 @@ func writeProfile(dir, name string, b []byte) error {
 		return errors.Wrapf(err, "go tool pprof: %s", top)
 	}
 	return os.WriteFile(filepath.Join(dir, name+"-cpu-top.txt"), top, 0o644)
+}
+
+// itemIndex is an item's position among the phase's items.
+func itemIndex(its []item, it item) int {
+	for i := range its {
+		if its[i].name == it.name {
+			return i
+		}
+	}
+	return 0
 }
