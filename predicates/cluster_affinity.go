@@ -39,8 +39,15 @@ func (p *ClusterAffinity) PreFilter(_ context.Context, s *scheduler.CycleState, 
 	if len(errs) > 0 {
 		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, errs.ToAggregate().Error())
 	}
-	s.Write(clusterAffinityKey, sel)
+	s.Write(clusterAffinityKey, requiredAffinity{sel: sel, fields: scheduler.ClusterAffinityUsesFields(w, true)})
 	return nil
+}
+
+// requiredAffinity is the parsed required terms, and whether they match
+// fields.
+type requiredAffinity struct {
+	sel    *nodeaffinity.NodeSelector
+	fields bool
 }
 
 // Filter fails a cluster that matches no required term.
@@ -49,9 +56,12 @@ func (p *ClusterAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *
 	if !ok {
 		return errNoPreFilter
 	}
-	sel := v.(*nodeaffinity.NodeSelector)
-	if sel == nil || sel.Match(c.Node) {
+	ra := v.(requiredAffinity)
+	if ra.sel == nil || ra.sel.Match(c.MatchNode(ra.fields)) {
 		return nil
 	}
-	return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonClusterAffinity)
+	return statusClusterAffinity
 }
+
+// statusClusterAffinity is every ClusterAffinity failure: one status, shared.
+var statusClusterAffinity = scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonClusterAffinity).WithPlugin(ClusterAffinityName)

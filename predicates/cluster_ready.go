@@ -37,7 +37,13 @@ func (p *ClusterReady) Filter(_ context.Context, _ *scheduler.CycleState, _ *v1a
 		return nil
 	}
 	if c.Ready.Reason == v1alpha1.ReasonUnreachable {
-		return scheduler.NewStatus(scheduler.Unschedulable, ErrReasonUnreachable)
+		return statusUnreachable
 	}
-	return scheduler.NewStatus(scheduler.Unschedulable, ErrReasonNotReady)
+	return statusNotReady
 }
+
+// The plugin's failures: one status each, shared.
+var (
+	statusUnreachable = scheduler.NewStatus(scheduler.Unschedulable, ErrReasonUnreachable).WithPlugin(ClusterReadyName)
+	statusNotReady    = scheduler.NewStatus(scheduler.Unschedulable, ErrReasonNotReady).WithPlugin(ClusterReadyName)
+)

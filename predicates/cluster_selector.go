@@ -16,6 +16,9 @@ const ErrReasonSelector = "cluster(s) didn't match the cluster selector"
 
 const selectorKey = "PreFilter/" + ClusterSelectorName
 
+// statusSelector is every ClusterSelector failure: one status, shared.
+var statusSelector = scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonSelector).WithPlugin(ClusterSelectorName)
+
 // ClusterSelector passes clusters carrying every label of
 // spec.clusterSelector. Keys may be the Crossplane attribute names
 // (clusterName, clusterNamespace, clusterVersion, cloudProvider), which
@@ -67,7 +70,7 @@ func (p *ClusterSelector) Filter(_ context.Context, s *scheduler.CycleState, w *
 	}
 	for k, v := range sel.(map[string]string) {
 		if got, ok := c.Labels[k]; !ok || got != v {
-			return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonSelector)
+			return statusSelector
 		}
 	}
 	return nil

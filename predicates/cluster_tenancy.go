@@ -62,5 +62,8 @@ func (p *ClusterTenancy) Filter(_ context.Context, s *scheduler.CycleState, w *v
 	if ts := st.(tenancyState); v1alpha1.Serves(c.Key.Namespace, c.Tenants, w.Namespace, ts.labels, ts.bound) {
 		return nil
 	}
-	return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonOtherTenant)
+	return statusOtherTenant
 }
+
+// statusOtherTenant is every ClusterTenancy failure: one status, shared.
+var statusOtherTenant = scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonOtherTenant).WithPlugin(ClusterTenancyName)

@@ -32,10 +32,16 @@ func (p *ClusterUnschedulable) Name() string { return ClusterUnschedulableName }
 // Filter fails a cordoned cluster, and one being deleted.
 func (p *ClusterUnschedulable) Filter(_ context.Context, _ *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	if c.Cluster.DeletionTimestamp != nil {
-		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonDeleting)
+		return statusDeleting
 	}
 	if c.Cluster.Spec.Unschedulable {
-		return scheduler.NewStatus(scheduler.Unschedulable, ErrReasonCordoned)
+		return statusCordoned
 	}
 	return nil
 }
+
+// The plugin's failures: one status each, shared.
+var (
+	statusDeleting = scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, ErrReasonDeleting).WithPlugin(ClusterUnschedulableName)
+	statusCordoned = scheduler.NewStatus(scheduler.Unschedulable, ErrReasonCordoned).WithPlugin(ClusterUnschedulableName)
+)

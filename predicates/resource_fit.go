@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -36,9 +37,26 @@ func NewResourceFit(scheduler.Handle) (scheduler.Plugin, error) { return &Resour
 // Name of the plugin.
 func (p *ResourceFit) Name() string { return ResourceFitName }
 
-// PreFilter adds up one replica's requests once.
+// request is one resource a replica asks for.
+type request struct {
+	name corev1.ResourceName
+	want resource.Quantity
+}
+
+// PreFilter adds up one replica's requests once, and keeps those the
+// filter checks, by name (so the first that does not fit is always the
+// same one).
 func (p *ResourceFit) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	s.Write(requestsKey, scheduler.ReplicaRequests(w))
+	requests := scheduler.ReplicaRequests(w)
+	checked := make([]request, 0, len(requests))
+	for _, name := range slices.Sorted(maps.Keys(requests)) {
+		want := requests[name]
+		if want.IsZero() || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
+			continue
+		}
+		checked = append(checked, request{name: name, want: want})
+	}
+	s.Write(requestsKey, checked)
 	return nil
 }
 
@@ -52,12 +70,8 @@ func (p *ResourceFit) Filter(_ context.Context, s *scheduler.CycleState, _ *v1al
 	if st.LargestFreeNode == nil {
 		return nil
 	}
-	requests := v.(corev1.ResourceList)
-	for _, name := range slices.Sorted(maps.Keys(requests)) {
-		want := requests[name]
-		if want.IsZero() || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage {
-			continue
-		}
+	for _, r := range v.([]request) {
+		name, want := r.name, r.want
 		free := st.LargestFreeNode[name]
 		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
 			free = st.Allocatable[name].DeepCopy()

@@ -38,8 +38,15 @@ func (p *ClusterAffinity) PreScore(_ context.Context, s *scheduler.CycleState, w
 	if err != nil {
 		return scheduler.NewStatus(scheduler.Error, err.Error())
 	}
-	s.Write(preferredKey, terms)
+	s.Write(preferredKey, preferredAffinity{terms: terms, fields: scheduler.ClusterAffinityUsesFields(w, false)})
 	return nil
+}
+
+// preferredAffinity is the parsed preferred terms, and whether they match
+// fields.
+type preferredAffinity struct {
+	terms  *nodeaffinity.PreferredSchedulingTerms
+	fields bool
 }
 
 // Score sums the weights of the matching terms.
@@ -48,9 +55,9 @@ func (p *ClusterAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v
 	if !ok {
 		return 0, errNoPreScore
 	}
-	terms := v.(*nodeaffinity.PreferredSchedulingTerms)
-	if terms == nil {
+	pa := v.(preferredAffinity)
+	if pa.terms == nil {
 		return 0, nil
 	}
-	return terms.Score(c.Node), nil
+	return pa.terms.Score(c.MatchNode(pa.fields)), nil
 }

@@ -21,5 +21,11 @@ func TestClusterAffinity(t *testing.T) {
 			want: map[string]int64{"prod-eu": 80, "prod-us": 50, "dev": 0}},
 		{name: "DoesNotExist preference", clusters: clusters, w: st.Workload("w", st.PreferredClusterAffinity(10, st.Term(st.Expr("tier", "DoesNotExist")))),
 			want: map[string]int64{"prod-eu": 0, "prod-us": 0, "dev": 10}},
+		// The cluster is presented with its name only when a term matches
+		// fields (ClusterInfo.MatchNode).
+		{name: "matchFields on metadata.name, beside a labels-only term", clusters: clusters, w: st.Workload("w",
+			st.PreferredClusterAffinity(20, v1alpha1.ClusterSelectorTerm{MatchFields: []v1alpha1.ClusterFieldSelectorRequirement{{Key: "metadata.name", Operator: "In", Values: []string{"dev"}}}}),
+			st.PreferredClusterAffinity(5, st.Term(st.Expr("tier", "In", "production")))),
+			want: map[string]int64{"prod-eu": 5, "prod-us": 5, "dev": 20}},
 	})
 }

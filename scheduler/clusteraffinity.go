@@ -68,6 +68,35 @@ func PreferredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.PreferredSche
 	return nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
 }
 
+// ClusterAffinityUsesFields reports whether the Workload's required
+// (required true) or preferred cluster affinity terms match fields (the
+// cluster's name) besides labels: only then must a cluster be presented
+// with its name (ClusterInfo.MatchNode), which costs the node-affinity
+// helpers a map per match.
+func ClusterAffinityUsesFields(w *v1alpha1.Workload, required bool) bool {
+	ca := clusterAffinity(w)
+	if ca == nil {
+		return false
+	}
+	var terms []corev1.NodeSelectorTerm
+	if required && ca.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
+			terms = append(terms, nodeSelectorTerm(t))
+		}
+	}
+	if !required {
+		for _, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, nodeSelectorTerm(p.Preference))
+		}
+	}
+	for _, t := range terms {
+		if len(t.MatchFields) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func clusterAffinity(w *v1alpha1.Workload) *v1alpha1.ClusterAffinity {
 	if w.Spec.Affinity == nil {
 		return nil

@@ -1,9 +1,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,8 +24,22 @@ type ClusterScore struct {
 	Cluster *ClusterInfo
 	// Total is the weighted sum of the normalized plugin scores.
 	Total int64
-	// Scores are the normalized (1–10) scores, by plugin name, before weights.
-	Scores map[string]int64
+	// names and scores are the normalized (1–10) scores before weights,
+	// in the profile's order of scores (Scores), views of one array per
+	// cycle.
+	names  []string
+	scores []int64
+	// tie orders clusters of equal totals (tieBreak).
+	tie uint64
+}
+
+// Scores are the normalized (1–10) scores, by plugin name, before weights.
+func (c ClusterScore) Scores() map[string]int64 {
+	out := make(map[string]int64, len(c.names))
+	for i, n := range c.names {
+		out[n] = c.scores[i]
+	}
+	return out
 }
 
 // Result of one scheduling cycle.
@@ -62,7 +77,7 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 	for k, v := range o.State {
 		state.Write(k, v)
 	}
-	res := &Result{Failed: map[types.NamespacedName]*Status{}, Total: len(snap.Clusters)}
+	res := &Result{Failed: make(map[types.NamespacedName]*Status, len(snap.Clusters)), Total: len(snap.Clusters)}
 	if o.AllFilters {
 		res.Filters = map[types.NamespacedName][]*Status{}
 	}
@@ -127,12 +142,17 @@ func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Work
 			state.Write(preScoreFailedKey(pl.Name()), s)
 		}
 	}
+	names := make([]string, len(p.Scores))
+	for j, ws := range p.Scores {
+		names[j] = ws.Plugin.Name()
+	}
+	all := make([]int64, len(feasible)*len(names))
 	res.Ranked = make([]ClusterScore, len(feasible))
 	for i, c := range feasible {
-		res.Ranked[i] = ClusterScore{Cluster: c, Scores: make(map[string]int64, len(p.Scores))}
+		res.Ranked[i] = ClusterScore{Cluster: c, names: names, scores: all[i*len(names) : (i+1)*len(names) : (i+1)*len(names)]}
 	}
 	raw := make([]int64, len(feasible))
-	for _, ws := range p.Scores {
+	for j, ws := range p.Scores {
 		name := ws.Plugin.Name()
 		if _, failed := state.Read(preScoreFailedKey(name)); failed {
 			for i := range raw {
@@ -149,7 +169,7 @@ func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Work
 		}
 		Normalize(raw)
 		for i := range res.Ranked {
-			res.Ranked[i].Scores[name] = raw[i]
+			res.Ranked[i].scores[j] = raw[i]
 			res.Ranked[i].Total += raw[i] * ws.Weight
 		}
 	}
@@ -157,25 +177,41 @@ func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Work
 	// Workload always gets the same order (explain reproduces it), while
 	// a fleet of equal clusters shares the Workloads instead of the first
 	// by name taking them all.
-	tie := make(map[types.NamespacedName]uint64, len(res.Ranked))
-	for _, r := range res.Ranked {
-		tie[r.Cluster.Key] = tieBreak(w.UID, r.Cluster.Key)
+	// The feasible clusters come in the snapshot's order, by key: sorting
+	// by total, then tie, then key is the stable sort by total and tie.
+	for i := range res.Ranked {
+		res.Ranked[i].tie = tieBreak(w.UID, res.Ranked[i].Cluster.Key)
 	}
-	sort.SliceStable(res.Ranked, func(i, j int) bool {
-		a, b := res.Ranked[i], res.Ranked[j]
-		if a.Total != b.Total {
-			return a.Total > b.Total
-		}
-		return tie[a.Cluster.Key] < tie[b.Cluster.Key]
+	slices.SortFunc(res.Ranked, func(a, b ClusterScore) int {
+		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.tie, b.tie),
+			cmp.Compare(a.Cluster.Key.Namespace, b.Cluster.Key.Namespace), cmp.Compare(a.Cluster.Key.Name, b.Cluster.Key.Name))
 	})
 }
 
+// FNV-1a, 64 bits.
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// tieBreak is FNV-1a of the UID, a zero byte and the cluster's key
+// (namespace/name), computed without allocating: a cycle breaks a tie for
+// each feasible cluster.
 func tieBreak(uid types.UID, key types.NamespacedName) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(uid))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(key.String()))
-	return h.Sum64()
+	h := uint64(fnvOffset64)
+	add := func(s string) {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= fnvPrime64
+		}
+	}
+	add(string(uid))
+	h ^= 0
+	h *= fnvPrime64
+	add(key.Namespace)
+	add("/")
+	add(key.Name)
+	return h
 }
 
 func preScoreFailedKey(plugin string) string { return "PreScoreFailed/" + plugin }

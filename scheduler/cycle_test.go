@@ -79,7 +79,7 @@ func TestScheduleRanksAndExplains(t *testing.T) {
 	if diff := cmp.Diff([]string{"b", "c", "a"}, ranked(r)); diff != "" {
 		t.Errorf("ranking (-want,+got):\n%s", diff)
 	}
-	if got := r.Ranked[0].Scores["ResourceAllocation"]; got != 10 {
+	if got := r.Ranked[0].Scores()["ResourceAllocation"]; got != 10 {
 		t.Errorf("ResourceAllocation of the emptiest = %d, want 10", got)
 	}
 

@@ -70,7 +70,9 @@ func (s *Status) Message() string { return strings.Join(s.Reasons(), ", ") }
 
 // WithPlugin records which plugin returned the status.
 func (s *Status) WithPlugin(name string) *Status {
-	if s != nil {
+	// A status a plugin keeps for every failure of one kind carries its
+	// plugin already, and is never written: cycles share it.
+	if s != nil && s.plugin != name {
 		s.plugin = name
 	}
 	return s

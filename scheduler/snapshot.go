@@ -23,6 +23,9 @@ type ClusterInfo struct {
 	Labels labels.Set
 	// Node presents the cluster to node-affinity helpers: its name and labels.
 	Node *corev1.Node
+	// labelsOnly is Node without the name, for terms that match labels
+	// alone (MatchNode).
+	labelsOnly *corev1.Node
 	// Ready is the status of the cluster's Ready condition.
 	Ready xpv2.Condition
 	// Taints are the cluster's taints as node taints.
@@ -61,13 +64,24 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 		Cluster: kc,
 		Key:     types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},
 		Labels:  l,
-		Node:    &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
+		Node:       &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
+		labelsOnly: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}},
 		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
 		Taints:  nodeTaints(kc.Spec.Taints),
 		Tenants: kc.Tenants(),
 		// Read only: the cache copies it before adding to it.
 		Requested: kc.Status.Requested,
 	}
+}
+
+// MatchNode is the node that node-affinity terms are matched against: Node
+// when they match fields (the name), else the same labels without a name,
+// for which the helpers build no field set.
+func (c *ClusterInfo) MatchNode(fields bool) *corev1.Node {
+	if fields || c.labelsOnly == nil {
+		return c.Node
+	}
+	return c.labelsOnly
 }
 
 func nodeTaints(ts []v1alpha1.ClusterTaint) []corev1.Taint {

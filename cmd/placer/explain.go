@@ -168,13 +168,14 @@ func printCluster(out io.Writer, w *v1alpha1.Workload, snap *scheduler.Snapshot,
 	if i, ok := rank[k]; ok {
 		fmt.Fprintln(out, "  priorities (normalized 1-10 × weight):")
 		r := res.Ranked[i]
-		names := make([]string, 0, len(r.Scores))
-		for n := range r.Scores {
+		scores := r.Scores()
+		names := make([]string, 0, len(scores))
+		for n := range scores {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, r.Scores[n], weights[n], r.Scores[n]*weights[n])
+			fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, scores[n], weights[n], scores[n]*weights[n])
 		}
 	}
 	fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))

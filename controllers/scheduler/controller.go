@@ -357,21 +357,22 @@ func placedMessage(res *scheduler.Result) string {
 	if len(res.Ranked) == 1 {
 		return fmt.Sprintf("placed on %s, the only feasible cluster of %d", best.Cluster.Key, res.Total)
 	}
-	names := make([]string, 0, len(best.Scores))
-	for n, v := range best.Scores {
+	scores := best.Scores()
+	names := make([]string, 0, len(scores))
+	for n, v := range scores {
 		if v > scheduler.MinScore {
 			names = append(names, n)
 		}
 	}
 	sort.Slice(names, func(i, j int) bool {
-		if best.Scores[names[i]] != best.Scores[names[j]] {
-			return best.Scores[names[i]] > best.Scores[names[j]]
+		if scores[names[i]] != scores[names[j]] {
+			return scores[names[i]] > scores[names[j]]
 		}
 		return names[i] < names[j]
 	})
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %d", n, best.Scores[n])
+		parts[i] = fmt.Sprintf("%s %d", n, scores[n])
 	}
 	decided := "a tie, broken by a hash of the Workload's UID"
 	if len(parts) > 0 {
