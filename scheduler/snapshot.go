@@ -61,14 +61,14 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 	}
 	l[v1alpha1.LabelCrossplaneKubernetes] = kc.Namespace + "." + kc.Name
 	return &ClusterInfo{
-		Cluster: kc,
-		Key:     types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},
-		Labels:  l,
+		Cluster:    kc,
+		Key:        types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},
+		Labels:     l,
 		Node:       &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kc.Name, Labels: l}},
 		labelsOnly: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}},
-		Ready:   kc.Status.GetCondition(xpv2.TypeReady),
-		Taints:  nodeTaints(kc.Spec.Taints),
-		Tenants: kc.Tenants(),
+		Ready:      kc.Status.GetCondition(xpv2.TypeReady),
+		Taints:     nodeTaints(kc.Spec.Taints),
+		Tenants:    kc.Tenants(),
 		// Read only: the cache copies it before adding to it.
 		Requested: kc.Status.Requested,
 	}
