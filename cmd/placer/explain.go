@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,6 +20,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/propagator"
@@ -28,6 +31,7 @@ import (
 func newExplainCommand() *cobra.Command {
 	f := &targetFlags{}
 	var sf schedulerConfigFlags
+	var output string
 	cmd := &cobra.Command{
 		Use:   "explain [NAMESPACE/]NAME",
 		Short: "Explain where a Workload landed and why not elsewhere",
@@ -41,6 +45,9 @@ the first failure), leaving the Workload itself out of the placed ones.
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains([]string{"", "text", "json", "yaml"}, output) {
+				return errors.Errorf("-o %q: want json, yaml or text", output)
+			}
 			c, key, err := f.target(args[0])
 			if err != nil {
 				return err
@@ -56,11 +63,12 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 			if err != nil {
 				return err
 			}
-			return explain(cmd.Context(), cmd.OutOrStdout(), c, profiles, key)
+			return explain(cmd.Context(), cmd.OutOrStdout(), c, profiles, key, output)
 		},
 	}
 	fs := cmd.Flags()
 	f.register(fs, "")
+	fs.StringVarP(&output, "output", "o", "", "json or yaml: the explanation as data (every cluster's verdicts, scores and handshake); text when empty")
 	sf.register(fs)
 	return cmd
 }
@@ -73,50 +81,164 @@ func commandName(arg0 string) string {
 	return "placer"
 }
 
-// explain prints the placement of one Workload, cluster by cluster.
-func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[string]*scheduler.Profile, key types.NamespacedName) error {
-	w := &v1alpha1.Workload{}
-	if err := c.Get(ctx, key, w); err != nil {
-		return errors.Wrapf(err, "cannot get Workload %s", key)
-	}
-	fmt.Fprintf(out, "Workload %s (generation %d, schedulerName %s)\n", key, w.Generation, w.Spec.SchedulerName)
-	scheduled := w.Status.GetCondition(v1alpha1.TypeScheduled)
-	ready := w.Status.GetCondition(xpv2.TypeReady)
-	if w.Status.ClusterRef != nil {
-		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", w.ClusterKey(w.Status.ClusterRef), w.Status.ReadyReplicas, w.Status.Replicas)
-	} else {
-		fmt.Fprintln(out, "  placed on:   nowhere")
-	}
-	if scheduled.Message != "" {
-		fmt.Fprintf(out, "  Scheduled:   %s (%s): %s\n", scheduled.Status, scheduled.Reason, scheduled.Message)
-	}
-	if ready.Message != "" {
-		fmt.Fprintf(out, "  Ready:       %s (%s): %s\n", ready.Status, ready.Reason, ready.Message)
-	}
-	profile, ok := profiles[w.Spec.SchedulerName]
-	if !ok {
-		fmt.Fprintf(out, "\nschedulerName %q is not served by placer's scheduler: another scheduler places this Workload.\n", w.Spec.SchedulerName)
-		printHandshakes(out, w)
-		return nil
-	}
+// Explanation is what explain says of a Workload; -o json and -o yaml
+// print it as it is.
+type Explanation struct {
+	Workload      string `json:"workload"`
+	Generation    int64  `json:"generation"`
+	SchedulerName string `json:"schedulerName"`
+	// PlacedOn is the cluster it is placed on; empty for none.
+	PlacedOn      string            `json:"placedOn,omitempty"`
+	ReadyReplicas int32             `json:"readyReplicas"`
+	Replicas      int32             `json:"replicas"`
+	Scheduled     *ConditionSummary `json:"scheduled,omitempty"`
+	Ready         *ConditionSummary `json:"ready,omitempty"`
+	// ServedByPlacer is false when another scheduler serves its
+	// schedulerName; then Handshakes alone are said, not a cycle.
+	ServedByPlacer bool     `json:"servedByPlacer"`
+	Handshakes     []string `json:"handshakes,omitempty"`
+	// Notes say what the reader's rights did not let explain read.
+	Notes              []string             `json:"notes,omitempty"`
+	ClustersConsidered int                  `json:"clustersConsidered"`
+	Feasible           int                  `json:"feasible"`
+	Clusters           []ClusterExplanation `json:"clusters,omitempty"`
+}
 
-	snap, notes, err := fleetSnapshot(ctx, c, w)
+// ConditionSummary is a condition's status, reason and message.
+type ConditionSummary struct {
+	Status  corev1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason"`
+	Message string                 `json:"message"`
+}
+
+// ClusterExplanation is one cluster of the cycle: feasible clusters by
+// rank first, then the others by name.
+type ClusterExplanation struct {
+	Cluster  string `json:"cluster"`
+	Feasible bool   `json:"feasible"`
+	// Rank (1 is the best) and Total, of a feasible cluster.
+	Rank       int        `json:"rank,omitempty"`
+	Total      int64      `json:"total,omitempty"`
+	Predicates []Verdict  `json:"predicates"`
+	Priorities []Priority `json:"priorities,omitempty"`
+	Handshake  string     `json:"handshake"`
+	// Overrides say which spec.overrides apply there, when it has any.
+	Overrides string `json:"overrides,omitempty"`
+}
+
+// Verdict is a predicate's verdict on a cluster.
+type Verdict struct {
+	Plugin string `json:"plugin"`
+	Pass   bool   `json:"pass"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Priority is a priority's normalized score and weight on a cluster.
+type Priority struct {
+	Plugin string `json:"plugin"`
+	Score  int64  `json:"score"`
+	Weight int64  `json:"weight"`
+}
+
+// explain prints the placement of one Workload, cluster by cluster, as
+// text, or as JSON or YAML (format).
+func explain(ctx context.Context, out io.Writer, c client.Client, profiles map[string]*scheduler.Profile, key types.NamespacedName, format ...string) error {
+	e, err := explanation(ctx, c, profiles, key)
 	if err != nil {
 		return err
 	}
-	if len(notes) > 0 {
+	switch f := strings.Join(format, ""); f {
+	case "", "text":
+		printExplanation(out, e)
+		return nil
+	case "json":
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(e)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	default:
+		return errors.Errorf("-o %q: want json, yaml or text", f)
+	}
+}
+
+// explanation runs the scheduler's cycle now, on the fleet as the reader
+// may see it, with every predicate evaluated.
+func explanation(ctx context.Context, c client.Client, profiles map[string]*scheduler.Profile, key types.NamespacedName) (*Explanation, error) {
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, w); err != nil {
+		return nil, errors.Wrapf(err, "cannot get Workload %s", key)
+	}
+	e := &Explanation{Workload: key.String(), Generation: w.Generation, SchedulerName: w.Spec.SchedulerName,
+		ReadyReplicas: w.Status.ReadyReplicas, Replicas: w.Status.Replicas}
+	if w.Status.ClusterRef != nil {
+		e.PlacedOn = w.ClusterKey(w.Status.ClusterRef).String()
+	}
+	if sc := w.Status.GetCondition(v1alpha1.TypeScheduled); sc.Message != "" {
+		e.Scheduled = &ConditionSummary{Status: sc.Status, Reason: string(sc.Reason), Message: sc.Message}
+	}
+	if rc := w.Status.GetCondition(xpv2.TypeReady); rc.Message != "" {
+		e.Ready = &ConditionSummary{Status: rc.Status, Reason: string(rc.Reason), Message: rc.Message}
+	}
+	profile, ok := profiles[w.Spec.SchedulerName]
+	if !ok {
+		e.Handshakes = handshakes(w)
+		return e, nil
+	}
+	e.ServedByPlacer = true
+	snap, notes, err := fleetSnapshot(ctx, c, w)
+	if err != nil {
+		return nil, err
+	}
+	e.Notes = notes
+	explainCycle(e, w, profile, snap, profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true}))
+	return e, nil
+}
+
+// printExplanation prints an explanation as text.
+func printExplanation(out io.Writer, e *Explanation) {
+	fmt.Fprintf(out, "Workload %s (generation %d, schedulerName %s)\n", e.Workload, e.Generation, e.SchedulerName)
+	if e.PlacedOn != "" {
+		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", e.PlacedOn, e.ReadyReplicas, e.Replicas)
+	} else {
+		fmt.Fprintln(out, "  placed on:   nowhere")
+	}
+	if c := e.Scheduled; c != nil {
+		fmt.Fprintf(out, "  Scheduled:   %s (%s): %s\n", c.Status, c.Reason, c.Message)
+	}
+	if c := e.Ready; c != nil {
+		fmt.Fprintf(out, "  Ready:       %s (%s): %s\n", c.Status, c.Reason, c.Message)
+	}
+	if !e.ServedByPlacer {
+		fmt.Fprintf(out, "\nschedulerName %q is not served by placer's scheduler: another scheduler places this Workload.\n", e.SchedulerName)
+		for _, h := range e.Handshakes {
+			fmt.Fprintf(out, "  %s\n", h)
+		}
+		return
+	}
+	if len(e.Notes) > 0 {
 		fmt.Fprintln(out, "\nRead with your rights:")
-		for _, n := range notes {
+		for _, n := range e.Notes {
 			fmt.Fprintf(out, "  - %s\n", n)
 		}
 	}
-	printCycle(out, w, profile, snap, profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true}))
-	return nil
+	fmt.Fprintf(out, "\nA scheduling cycle now, over %d cluster(s), %d feasible:\n", e.ClustersConsidered, e.Feasible)
+	for _, c := range e.Clusters {
+		printCluster(out, c)
+	}
 }
 
-// printCycle prints a scheduling cycle of the Workload over the fleet:
+// explainCycle adds a scheduling cycle of the Workload over the fleet:
 // the feasible clusters by rank, then the others by name.
-func printCycle(out io.Writer, w *v1alpha1.Workload, profile *scheduler.Profile, snap *scheduler.Snapshot, res *scheduler.Result) {
+func explainCycle(e *Explanation, w *v1alpha1.Workload, profile *scheduler.Profile, snap *scheduler.Snapshot, res *scheduler.Result) {
 	rank := map[types.NamespacedName]int{}
 	for i, r := range res.Ranked {
 		rank[r.Cluster.Key] = i
@@ -141,46 +263,62 @@ func printCycle(out io.Writer, w *v1alpha1.Workload, profile *scheduler.Profile,
 		}
 		return keys[i].String() < keys[j].String()
 	})
-	fmt.Fprintf(out, "\nA scheduling cycle now, over %d cluster(s), %d feasible:\n", res.Total, len(res.Ranked))
+	e.ClustersConsidered, e.Feasible = res.Total, len(res.Ranked)
 	for _, k := range keys {
-		printCluster(out, w, snap, res, k, rank, weights)
+		e.Clusters = append(e.Clusters, explainCluster(w, snap, res, k, rank, weights))
 	}
 }
 
-// printCluster says why one cluster of the cycle is feasible or not, how
+// explainCluster says why one cluster of the cycle is feasible or not, how
 // it scored, and what its handshake and the overrides say there.
-func printCluster(out io.Writer, w *v1alpha1.Workload, snap *scheduler.Snapshot, res *scheduler.Result, k types.NamespacedName, rank map[types.NamespacedName]int, weights map[string]int64) {
-	fmt.Fprintln(out)
+func explainCluster(w *v1alpha1.Workload, snap *scheduler.Snapshot, res *scheduler.Result, k types.NamespacedName, rank map[types.NamespacedName]int, weights map[string]int64) ClusterExplanation {
+	ce := ClusterExplanation{Cluster: k.String(), Handshake: handshakeOutcome(w, k)}
+	for _, s := range res.Filters[k] {
+		v := Verdict{Plugin: s.Plugin(), Pass: s.IsSuccess()}
+		if !v.Pass {
+			v.Reason = s.Message()
+		}
+		ce.Predicates = append(ce.Predicates, v)
+	}
 	if i, ok := rank[k]; ok {
 		r := res.Ranked[i]
-		fmt.Fprintf(out, "%s: feasible, rank %d, total %d\n", k, i+1, r.Total)
+		ce.Feasible, ce.Rank, ce.Total = true, i+1, r.Total
+		scores := r.Scores()
+		for _, n := range slices.Sorted(maps.Keys(scores)) {
+			ce.Priorities = append(ce.Priorities, Priority{Plugin: n, Score: scores[n], Weight: weights[n]})
+		}
+	}
+	if len(w.Spec.Overrides) > 0 {
+		ce.Overrides = overridesIn(w, snap.Cluster(k))
+	}
+	return ce
+}
+
+// printCluster prints one cluster of the cycle as text.
+func printCluster(out io.Writer, c ClusterExplanation) {
+	fmt.Fprintln(out)
+	if c.Feasible {
+		fmt.Fprintf(out, "%s: feasible, rank %d, total %d\n", c.Cluster, c.Rank, c.Total)
 	} else {
-		fmt.Fprintf(out, "%s: not feasible\n", k)
+		fmt.Fprintf(out, "%s: not feasible\n", c.Cluster)
 	}
 	fmt.Fprintln(out, "  predicates:")
-	for _, s := range res.Filters[k] {
+	for _, v := range c.Predicates {
 		verdict := "pass"
-		if !s.IsSuccess() {
-			verdict = "FAIL  " + s.Message()
+		if !v.Pass {
+			verdict = "FAIL  " + v.Reason
 		}
-		fmt.Fprintf(out, "    %-22s %s\n", s.Plugin(), verdict)
+		fmt.Fprintf(out, "    %-22s %s\n", v.Plugin, verdict)
 	}
-	if i, ok := rank[k]; ok {
+	if c.Feasible {
 		fmt.Fprintln(out, "  priorities (normalized 1-10 × weight):")
-		r := res.Ranked[i]
-		scores := r.Scores()
-		names := make([]string, 0, len(scores))
-		for n := range scores {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", n, scores[n], weights[n], scores[n]*weights[n])
+		for _, p := range c.Priorities {
+			fmt.Fprintf(out, "    %-22s %2d × %d = %d\n", p.Plugin, p.Score, p.Weight, p.Score*p.Weight)
 		}
 	}
-	fmt.Fprintf(out, "  handshake: %s\n", handshakeOutcome(w, k))
-	if len(w.Spec.Overrides) > 0 {
-		fmt.Fprintf(out, "  overrides: %s\n", overridesIn(w, snap.Cluster(k)))
+	fmt.Fprintf(out, "  handshake: %s\n", c.Handshake)
+	if c.Overrides != "" {
+		fmt.Fprintf(out, "  overrides: %s\n", c.Overrides)
 	}
 }
 
@@ -317,17 +455,19 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	return "none"
 }
 
-// printHandshakes lists the handshake outcomes recorded on the Workload.
-func printHandshakes(out io.Writer, w *v1alpha1.Workload) {
+// handshakes lists the handshake outcomes recorded on the Workload.
+func handshakes(w *v1alpha1.Workload) []string {
 	now := time.Now()
+	var out []string
 	for _, rc := range w.Status.RejectedClusters {
 		if rc.Generation == w.Generation {
-			fmt.Fprintf(out, "  rejected by %s (%s): %s%s\n", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(w, &rc, now))
+			out = append(out, fmt.Sprintf("rejected by %s (%s): %s%s", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(w, &rc, now)))
 		}
 	}
 	for _, lc := range w.Status.LeftClusters {
-		fmt.Fprintf(out, "  left %s (%s): %s; %s\n", w.ClusterKey(&lc.Cluster), lc.Reason, lc.Message, stillThere(w, &lc))
+		out = append(out, fmt.Sprintf("left %s (%s): %s; %s", w.ClusterKey(&lc.Cluster), lc.Reason, lc.Message, stillThere(w, &lc)))
 	}
+	return out
 }
 
 // stillThere says what the propagator last counted in a cluster the

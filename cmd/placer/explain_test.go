@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -98,6 +99,42 @@ func TestExplain(t *testing.T) {
 		if n := len(regexp.MustCompile(`(?m)^\s*`+p+`\s+pass`).FindAllString(got, -1)); n != 4 {
 			t.Errorf("%s verdicts = %d, want 4 (one per cluster)", p, n)
 		}
+	}
+
+	// -o json: the same explanation as data.
+	out.Reset()
+	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "web"}, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var e Explanation
+	if err := json.Unmarshal(out.Bytes(), &e); err != nil {
+		t.Fatalf("-o json is not JSON: %v\n%s", err, out)
+	}
+	if e.PlacedOn != "default/east" || !e.ServedByPlacer || e.ClustersConsidered != 4 || e.Feasible != 1 || len(e.Clusters) != 4 {
+		t.Errorf("-o json: placed on %q, served %v, %d considered, %d feasible, %d clusters", e.PlacedOn, e.ServedByPlacer, e.ClustersConsidered, e.Feasible, len(e.Clusters))
+	} else {
+		first := e.Clusters[0]
+		if first.Cluster != "default/east" || !first.Feasible || first.Rank != 1 || len(first.Priorities) == 0 || first.Handshake != "committed; every replica ready" {
+			t.Errorf("-o json: first cluster %+v", first)
+		}
+		failedFit := false
+		for _, c := range e.Clusters {
+			for _, v := range c.Predicates {
+				if c.Cluster == "default/tiny" && v.Plugin == "ResourceFit" && !v.Pass && v.Reason != "" {
+					failedFit = true
+				}
+			}
+		}
+		if !failedFit {
+			t.Errorf("-o json: no failed ResourceFit verdict with its reason for default/tiny")
+		}
+	}
+	out.Reset()
+	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "web"}, "yaml"); err != nil || !strings.Contains(out.String(), "placedOn: default/east") {
+		t.Errorf("-o yaml: %v\n%s", err, out)
+	}
+	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "web"}, "wide"); err == nil {
+		t.Error("-o wide is accepted")
 	}
 
 	// A foreign schedulerName is explained as such.
