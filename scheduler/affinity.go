@@ -22,6 +22,8 @@ type AffinityTerm struct {
 	// Workload per term: one namespace, and a selector of matchLabels only.
 	oneNamespace string
 	matchLabels  [][2]string
+	// key identifies what the term selects (termKey), set on first use.
+	key string
 }
 
 // NewAffinityTerm parses a term of a Workload in namespace ns. As for pods:
@@ -84,6 +86,15 @@ func (t *AffinityTerm) Matches(namespace string, l labels.Set, namespaceLabels m
 // workloads (other than self) the term selects. Workloads whose cluster is
 // unknown or lacks the key count nowhere.
 func (t *AffinityTerm) Domains(snap *Snapshot, self types.UID) map[string]int64 {
+	if t.key == "" {
+		t.key = t.termKey()
+	}
+	if snap.asked != nil {
+		snap.asked.add(t.key, t)
+	}
+	if counts, ok := snap.termCounts[t.key]; ok {
+		return t.indexedDomains(snap, counts, self)
+	}
 	d := map[string]int64{}
 	for i, p := range snap.Placed {
 		c := snap.PlacedOn(i)
@@ -92,6 +103,32 @@ func (t *AffinityTerm) Domains(snap *Snapshot, self types.UID) map[string]int64 
 		}
 		if v, ok := c.Labels[t.TopologyKey]; ok {
 			d[v]++
+		}
+	}
+	return d
+}
+
+// indexedDomains is Domains from the cache's counts: per cluster in the
+// snapshot, then self taken off where it is counted.
+func (t *AffinityTerm) indexedDomains(snap *Snapshot, counts map[types.NamespacedName]int64, self types.UID) map[string]int64 {
+	d := map[string]int64{}
+	for k, n := range counts {
+		c := snap.byKey[k]
+		if c == nil {
+			continue
+		}
+		if v, ok := c.Labels[t.TopologyKey]; ok {
+			d[v] += n
+		}
+	}
+	if i, ok := snap.placedIndex(self); ok {
+		p, c := snap.Placed[i], snap.PlacedOn(i)
+		if c != nil && t.Matches(p.Namespace, p.Labels, snap.Namespaces) {
+			if v, ok := c.Labels[t.TopologyKey]; ok {
+				if d[v]--; d[v] <= 0 {
+					delete(d, v)
+				}
+			}
 		}
 	}
 	return d

@@ -35,7 +35,12 @@ type Cache struct {
 	// placed are the placed workloads, placedAt their index by UID: a
 	// snapshot copies a slice instead of walking a map.
 	placed   []*PlacedWorkload
-	placedAt map[types.UID]int
+	placedAt uidIndex
+	// terms count, per cluster, the placed workloads each affinity term
+	// the cycles asked about selects (termindex.go); asking collects what
+	// the current snapshot's cycles ask.
+	terms  termIndex
+	asking *askedTerms
 	// slots number the clusters placed workloads are in, so that a
 	// snapshot resolves them by index instead of by a map lookup each.
 	slots      map[types.NamespacedName]int
@@ -88,7 +93,7 @@ type assumption struct {
 func NewCache() *Cache {
 	return &Cache{
 		clusters:   map[types.NamespacedName]*ClusterInfo{},
-		placedAt:   map[types.UID]int{},
+		terms:      termIndex{terms: map[string]*termCounts{}},
 		slots:      map[types.NamespacedName]int{},
 		pending:    map[types.NamespacedName]pendingWorkload{},
 		namespaces: map[string]labels.Set{},
@@ -285,7 +290,7 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 	if ref != nil && w.DeletionTimestamp == nil {
 		p = NewPlacedWorkload(w)
 		p.Cluster = w.ClusterKey(ref)
-		if i, ok := c.placedAt[w.UID]; ok && samePlacement(c.placed[i], p) {
+		if i, ok := c.placedAt.get(w.UID); ok && samePlacement(c.placed[i], p) {
 			// A status change the cycle does not see (ready counts, a
 			// condition): the snapshot stays.
 			return
@@ -299,8 +304,9 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 		c.pending[key] = pendingWorkload{schedulerName: w.Spec.SchedulerName, affinity: hasRequiredAffinity(w)}
 	default:
 		p.slot = c.slotOf(p.Cluster)
-		c.placedAt[w.UID] = len(c.placed)
+		c.placedAt.set(w.UID, len(c.placed))
 		c.placed = append(c.placed, p)
+		c.terms.upsert(p, c.namespaces)
 		if p.Draining {
 			c.draining++
 		}
@@ -318,18 +324,19 @@ func samePlacement(a, b *PlacedWorkload) bool {
 }
 
 func (c *Cache) removePlaced(uid types.UID) {
-	i, ok := c.placedAt[uid]
+	i, ok := c.placedAt.get(uid)
 	if !ok {
 		return
 	}
 	p, last := c.placed[i], len(c.placed)-1
 	if i != last {
 		c.placed[i] = c.placed[last]
-		c.placedAt[c.placed[i].UID] = i
+		c.placedAt.set(c.placed[i].UID, i)
 	}
 	c.placed[last] = nil
 	c.placed = c.placed[:last]
-	delete(c.placedAt, uid)
+	c.placedAt.del(uid)
+	c.terms.remove(uid)
 	if p.Draining {
 		c.draining--
 	}
@@ -546,6 +553,7 @@ func (c *Cache) UpsertNamespace(name string, l map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.namespaces[name] = labels.Set(l)
+	c.terms.recount(c.placed, c.namespaces)
 	c.snap = nil
 }
 
@@ -554,6 +562,7 @@ func (c *Cache) DeleteNamespace(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.namespaces, name)
+	c.terms.recount(c.placed, c.namespaces)
 	c.snap = nil
 }
 
@@ -592,6 +601,8 @@ func (c *Cache) Snapshot() *Snapshot {
 	if c.snap != nil {
 		return c.snap
 	}
+	// What the last snapshot's cycles asked about is counted from now on.
+	c.terms.asked(c.asking, c.placed, c.namespaces)
 	clusters := make([]*ClusterInfo, 0, len(c.views))
 	bySlot := make([]*ClusterInfo, len(c.slots))
 	for key, ci := range c.views {
@@ -605,6 +616,9 @@ func (c *Cache) Snapshot() *Snapshot {
 		ns[k] = v
 	}
 	c.snap = newSnapshot(clusters, slices.Clone(c.placed), ns, bySlot)
+	c.snap.termCounts, c.snap.uids = c.terms.freeze(), c.placedAt.freeze()
+	c.asking = &askedTerms{}
+	c.snap.asked = c.asking
 	c.snap.RejectionSeen = c.RejectionSeen
 	c.snap.Bound = map[string]sets.Set[string]{}
 	for k, clusterNamespace := range c.bindings {

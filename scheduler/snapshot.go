@@ -135,6 +135,25 @@ type Snapshot struct {
 	// RejectionSeen, when set, says when the process first saw a
 	// Workload's rejection by a cluster (Cache.RejectionSeen).
 	RejectionSeen func(uid types.UID, cluster types.NamespacedName, attempts int32) (time.Time, bool)
+	// termCounts are the cache's counts of the placed workloads each
+	// indexed affinity term selects, per cluster (termindex.go); uids
+	// find a placed workload by UID; asked collects the terms cycles ask
+	// about, for the cache. All nil in a snapshot not from a cache.
+	termCounts map[string]map[types.NamespacedName]int64
+	uids       *[uidShards]map[types.UID]int
+	asked      *askedTerms
+}
+
+// placedIndex is the position of a placed workload in Placed.
+func (s *Snapshot) placedIndex(uid types.UID) (int, bool) {
+	if s.uids == nil || uid == "" {
+		return 0, false
+	}
+	i, ok := s.uids[shardOf(uid)][uid]
+	if !ok || i >= len(s.Placed) || s.Placed[i].UID != uid {
+		return 0, false
+	}
+	return i, true
 }
 
 // NewSnapshot builds a snapshot; clusters are sorted by namespace and name.
