@@ -20,8 +20,10 @@ import (
 // them (copy on write), and find a placed workload by UID in shards the
 // cache copies the same way.
 
-// maxIndexedTerms bounds the terms the cache counts for.
-const maxIndexedTerms = 512
+// maxIndexedTerms bounds the terms the cache counts for: each costs a
+// match per placed workload that comes or goes, and an entry per workload
+// it selects.
+const maxIndexedTerms = 128
 
 // termKey identifies what a term selects: its namespaces, namespace
 // selector and label selector, and its topology key. Weights do not
