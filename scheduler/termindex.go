@@ -38,7 +38,16 @@ func (t *AffinityTerm) termKey() string {
 		b.WriteString("<none>")
 	}
 	b.WriteString("|")
-	b.WriteString(t.selector.String())
+	// Everything and Nothing both print as "": a term with labelSelector
+	// {} selects every workload, one without none.
+	switch sel := t.selector.String(); {
+	case t.selector.Empty():
+		b.WriteString("<everything>")
+	case sel == "":
+		b.WriteString("<nothing>")
+	default:
+		b.WriteString(sel)
+	}
 	b.WriteString("|")
 	b.WriteString(t.TopologyKey)
 	return b.String()
@@ -162,15 +171,28 @@ func (x *termIndex) asked(a *askedTerms, placed []*PlacedWorkload, namespaces ma
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for key, t := range a.terms {
+	// Those counted already are fresh again first, so that registering
+	// the others never drops one that was just asked.
+	for key := range a.terms {
 		if tc, ok := x.terms[key]; ok {
 			tc.asked = x.gen
+		}
+	}
+	registered := 0
+	for _, key := range slices.Sorted(maps.Keys(a.terms)) {
+		if _, ok := x.terms[key]; ok || registered >= maxRegistrations {
 			continue
 		}
-		x.register(key, t, placed, namespaces)
+		x.register(key, a.terms[key], placed, namespaces)
+		registered++
 	}
 	a.terms = nil
 }
+
+// maxRegistrations bounds the terms a snapshot starts counting, each a
+// scan of the placed workloads under the cache's lock; the rest wait for
+// a later snapshot that asks again.
+const maxRegistrations = 8
 
 // askedTerms are the terms a snapshot's cycles asked about, for the cache.
 type askedTerms struct {

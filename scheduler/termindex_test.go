@@ -55,6 +55,9 @@ func TestIndexedDomainsMatchTheScan(t *testing.T) {
 		{LabelSelector: sel("tier", "t0"), TopologyKey: v1alpha1.LabelClusterName, Namespaces: []string{"a", "b"}},
 		{LabelSelector: sel("app", "app3"), TopologyKey: "region", NamespaceSelector: sel("team", "c")},
 		{LabelSelector: &v1alpha1.LabelSelector{}, TopologyKey: "zone", NamespaceSelector: &v1alpha1.LabelSelector{}},
+		// No labelSelector selects nothing, {} everything: the same key
+		// for both would give one the other's counts.
+		{TopologyKey: "zone", NamespaceSelector: &v1alpha1.LabelSelector{}},
 	}
 	var placed []*v1alpha1.Workload
 	next := 0
