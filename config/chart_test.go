@@ -107,7 +107,7 @@ func TestChartValues(t *testing.T) {
 	schedulerConfig := "apiVersion: compute.placer.dev/v1alpha1\nkind: SchedulerConfiguration\nprofiles:\n- schedulerName: placer-scheduler\n"
 	management := map[string]any{
 		"manager": map[string]any{
-			"replicas": 3, "extraArgs": []any{"--max-concurrent-moves=10"}, "antiAffinity": false,
+			"replicas": 3, "extraArgs": []any{"--max-concurrent-moves=10", "--zap-log-level", "4"}, "antiAffinity": false,
 			"resources":       map[string]any{"requests": map[string]any{"cpu": "1"}},
 			"nodeSelector":    map[string]any{"role": "control"},
 			"schedulerConfig": schedulerConfig,
@@ -135,7 +135,8 @@ func TestChartValues(t *testing.T) {
 	if len(m.Spec.Template.Spec.ImagePullSecrets) != 1 || m.Spec.Template.Spec.ImagePullSecrets[0].Name != "regcred" {
 		t.Errorf("manager imagePullSecrets %v", m.Spec.Template.Spec.ImagePullSecrets)
 	}
-	for _, arg := range []string{"--max-concurrent-moves=10", "--scheduler-config=/etc/placer/scheduler-config.yaml"} {
+	// "4" stays a string: an argument is quoted, whatever it looks like.
+	for _, arg := range []string{"--max-concurrent-moves=10", "--zap-log-level", "4", "--scheduler-config=/etc/placer/scheduler-config.yaml"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("manager args %v lack %s", c.Args, arg)
 		}

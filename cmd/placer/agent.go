@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math"
 	"strings"
 	"time"
 
@@ -43,10 +42,11 @@ with whether the candidate scheduler renews its Lease.`,
 			// for them instead of exiting: a crash loop's growing backoff
 			// would keep the member not Ready long after they are there.
 			// An answer that refuses (forbidden, invalid) is not waited out.
+			// (A wait.Backoff with a Cap stops once it reaches it: a poll
+			// every few seconds waits as long as it takes.)
 			log := f.logger(nil).WithName("agent")
 			var last error
-			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
-			err = wait.ExponentialBackoffWithContext(cmd.Context(), backoff, func(context.Context) (bool, error) {
+			err = wait.PollUntilContextCancel(cmd.Context(), crdPollInterval, true, func(context.Context) (bool, error) {
 				if last = agent.CRDsServed(cfg); last == nil || refused(last) {
 					return true, last
 				}
@@ -84,6 +84,9 @@ with whether the candidate scheduler renews its Lease.`,
 	cmd.Flags().StringVar(&candidateLease, "candidate-scheduler-lease", "placer-system/placer-candidate-scheduler", "NAMESPACE/NAME of the candidate scheduler's leader election Lease: the summary says whether it is renewed, and the manager counts the cluster Ready only while it is; empty: not checked")
 	return cmd
 }
+
+// crdPollInterval is how often a waiting agent asks again.
+const crdPollInterval = 2 * time.Second
 
 // refused reports an answer of the API server that a retry does not change.
 func refused(err error) bool {

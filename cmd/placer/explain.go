@@ -360,7 +360,11 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 	cache := scheduler.NewCache()
 	// The Workload's namespace's own: what its tenant may read.
 	cbs := &v1alpha1.ClusterBindingList{}
-	if err := c.List(ctx, cbs, client.InNamespace(w.Namespace)); err != nil {
+	switch err := c.List(ctx, cbs, client.InNamespace(w.Namespace)); {
+	case kerrors.IsForbidden(err):
+		cbs.Items = nil
+		notes = append(notes, fmt.Sprintf("the ClusterBindings of namespace %s are not readable with your rights: clusters of other namespaces are evaluated as not bound", w.Namespace))
+	case err != nil:
 		return nil, nil, errors.Wrap(err, "cannot list ClusterBindings")
 	}
 	for i := range cbs.Items {
@@ -382,6 +386,8 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 			switch err := c.List(ctx, in, client.InNamespace(ns)); {
 			case kerrors.IsForbidden(err) && ns != w.Namespace:
 				notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s, which a ClusterBinding names, are not readable with your rights: the cycle leaves them out", ns))
+			case kerrors.IsForbidden(err):
+				notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s are not readable with your rights: the cycle leaves them out", ns))
 			case err != nil:
 				return nil, nil, errors.Wrapf(err, "cannot list KubernetesClusters in namespace %s", ns)
 			default:

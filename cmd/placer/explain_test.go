@@ -278,6 +278,31 @@ func TestExplainAsTenant(t *testing.T) {
 		}
 	}
 
+	// A role of the tenant's own that reads Workloads alone: explain still
+	// answers, and says what it could not read.
+	if err := env.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "workloads-only"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: []string{"workloads"}, Verbs: []string{"get", "list"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "carol-workloads-only"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "workloads-only"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "carol"}}}); err != nil {
+		t.Fatal(err)
+	}
+	carol, err := client.New(env.UserConfig(t, "carol"), client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := explain(ctx, out, carol, profiles, key); err != nil {
+		t.Fatalf("explain with Workloads alone readable: %v", err)
+	}
+	for _, want := range []string{"the ClusterBindings of namespace team-a are not readable", "the KubernetesClusters of namespace team-a are not readable", "over 0 cluster(s)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain with Workloads alone readable lacks %q:\n%s", want, out)
+		}
+	}
+
 	// Given the right to read the clusters it binds, the tenant sees them.
 	aliceViews("platform")
 	out.Reset()

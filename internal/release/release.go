@@ -136,6 +136,9 @@ func (o Options) complete() (Options, error) {
 	if !semver.IsValid(o.Version) || semver.Canonical(o.Version) != strings.SplitN(o.Version, "+", 2)[0] {
 		return o, errors.Errorf("version %q is not a semantic version with its v and three numbers (v0.1.0, v0.2.0-rc.1)", o.Version)
 	}
+	if semver.Build(o.Version) != "" {
+		return o, errors.Errorf("version %q: build metadata (+…) cannot be an image tag", o.Version)
+	}
 	if o.Repository == "" {
 		o.Repository = DefaultRepository
 	}

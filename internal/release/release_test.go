@@ -227,6 +227,7 @@ func TestReleaseRefuses(t *testing.T) {
 		"no v":           {Version: "0.1.0", Out: t.TempDir()},
 		"two numbers":    {Version: "v0.1", Out: t.TempDir()},
 		"not a version":  {Version: "latest", Out: t.TempDir()},
+		"build metadata": {Version: "v0.1.0+build.1", Out: t.TempDir()},
 		"image for mac":  {Version: "v0.1.0", Out: t.TempDir(), ImagePlatforms: []string{"darwin/arm64"}},
 		"folder in use":  {Version: "v0.1.0", Out: full},
 		"bad platform":   {Version: "v0.1.0", Out: t.TempDir(), CLIPlatforms: []string{"linux"}, ImagePlatforms: []string{"linux/amd64"}, ModuleDir: "../.."},

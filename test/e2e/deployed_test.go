@@ -192,9 +192,10 @@ func TestAgentWaitsForItsCRDs(t *testing.T) {
 		p.Stop(10 * time.Second)
 	})
 
-	// It says what it waits for, and keeps running.
+	// It says what it waits for, and keeps running: six times over (a
+	// backoff that gives up would have ended it by then).
 	deadline := time.After(time.Minute)
-	for !strings.Contains(p.LogTail(50), "waiting for placer's member CRDs") {
+	for strings.Count(p.LogTail(200), "waiting for placer's member CRDs") < 6 {
 		select {
 		case <-p.Done():
 			t.Fatalf("the agent exited without its CRDs; its log ends:\n%s", p.LogTail(20))
