@@ -371,34 +371,13 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 		cache.UpsertBinding(client.ObjectKeyFromObject(&cbs.Items[i]), cbs.Items[i].Spec.ClusterNamespace)
 	}
 
-	kcs := &v1alpha1.KubernetesClusterList{}
-	switch err := c.List(ctx, kcs); {
-	case kerrors.IsForbidden(err):
-		kcs.Items = nil
-		namespaces := []string{w.Namespace}
-		for _, cb := range cbs.Items {
-			if !slices.Contains(namespaces, cb.Spec.ClusterNamespace) {
-				namespaces = append(namespaces, cb.Spec.ClusterNamespace)
-			}
-		}
-		for _, ns := range namespaces {
-			in := &v1alpha1.KubernetesClusterList{}
-			switch err := c.List(ctx, in, client.InNamespace(ns)); {
-			case kerrors.IsForbidden(err) && ns != w.Namespace:
-				notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s, which a ClusterBinding names, are not readable with your rights: the cycle leaves them out", ns))
-			case kerrors.IsForbidden(err):
-				notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s are not readable with your rights: the cycle leaves them out", ns))
-			case err != nil:
-				return nil, nil, errors.Wrapf(err, "cannot list KubernetesClusters in namespace %s", ns)
-			default:
-				kcs.Items = append(kcs.Items, in.Items...)
-			}
-		}
-	case err != nil:
-		return nil, nil, errors.Wrap(err, "cannot list KubernetesClusters")
+	kcs, more, err := readableClusters(ctx, c, w, cbs.Items)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i := range kcs.Items {
-		cache.UpsertCluster(&kcs.Items[i])
+	notes = append(notes, more...)
+	for i := range kcs {
+		cache.UpsertCluster(&kcs[i])
 	}
 
 	ws := &v1alpha1.WorkloadList{}
@@ -437,6 +416,41 @@ func fleetSnapshot(ctx context.Context, c client.Client, w *v1alpha1.Workload) (
 		cache.UpsertNamespace(ns.Name, ns.Labels)
 	}
 	return cache.Snapshot(), notes, nil
+}
+
+// readableClusters lists the KubernetesClusters the reader may see:
+// every one, else those of the Workload's namespace and of the namespaces
+// its ClusterBindings name, saying which it could not read.
+func readableClusters(ctx context.Context, c client.Client, w *v1alpha1.Workload, bindings []v1alpha1.ClusterBinding) ([]v1alpha1.KubernetesCluster, []string, error) {
+	all := &v1alpha1.KubernetesClusterList{}
+	switch err := c.List(ctx, all); {
+	case err == nil:
+		return all.Items, nil, nil
+	case !kerrors.IsForbidden(err):
+		return nil, nil, errors.Wrap(err, "cannot list KubernetesClusters")
+	}
+	namespaces := []string{w.Namespace}
+	for _, cb := range bindings {
+		if !slices.Contains(namespaces, cb.Spec.ClusterNamespace) {
+			namespaces = append(namespaces, cb.Spec.ClusterNamespace)
+		}
+	}
+	var out []v1alpha1.KubernetesCluster
+	var notes []string
+	for _, ns := range namespaces {
+		in := &v1alpha1.KubernetesClusterList{}
+		switch err := c.List(ctx, in, client.InNamespace(ns)); {
+		case kerrors.IsForbidden(err) && ns != w.Namespace:
+			notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s, which a ClusterBinding names, are not readable with your rights: the cycle leaves them out", ns))
+		case kerrors.IsForbidden(err):
+			notes = append(notes, fmt.Sprintf("the KubernetesClusters of namespace %s are not readable with your rights: the cycle leaves them out", ns))
+		case err != nil:
+			return nil, nil, errors.Wrapf(err, "cannot list KubernetesClusters in namespace %s", ns)
+		default:
+			out = append(out, in.Items...)
+		}
+	}
+	return out, notes, nil
 }
 
 // handshakeOutcome says what the propagator recorded for the cluster.
