@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ func writeImage(dir, version, commit string, binaries map[string]string) (v1.Has
 		return v1.Hash{}, err
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, platform := range sortedKeys(binaries) {
+	for _, platform := range slices.Sorted(maps.Keys(binaries)) {
 		goos, goarch, _ := strings.Cut(platform, "/")
 		bin, err := os.ReadFile(binaries[platform])
 		if err != nil {
@@ -132,13 +133,4 @@ func layerOf(entries []tarEntry) (v1.Layer, error) {
 	b := buf.Bytes()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(types.OCILayer))
 	return l, errors.Wrap(err, "cannot make a layer")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

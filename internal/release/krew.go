@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,13 +33,16 @@ type KrewPlatform struct {
 	Selector struct {
 		MatchLabels map[string]string `json:"matchLabels"`
 	} `json:"selector"`
-	URI    string `json:"uri"`
-	SHA256 string `json:"sha256"`
-	Bin    string `json:"bin"`
-	Files  []struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-	} `json:"files,omitempty"`
+	URI    string     `json:"uri"`
+	SHA256 string     `json:"sha256"`
+	Bin    string     `json:"bin"`
+	Files  []KrewFile `json:"files,omitempty"`
+}
+
+// KrewFile is a file krew copies out of an archive.
+type KrewFile struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // writeKrew writes the manifest that installs the archives as 'kubectl
@@ -53,13 +57,7 @@ func (o Options) writeKrew(path string, archives map[string]string) error {
 		"each placement with the cluster's own kube-scheduler. The plugin explains\n" +
 		"where a Workload can go and why (kubectl placer explain), and cordons,\n" +
 		"drains and uncordons member clusters.\n"
-	for _, p := range slices.Sorted(func(yield func(string) bool) {
-		for p := range archives {
-			if !yield(p) {
-				return
-			}
-		}
-	}) {
+	for _, p := range slices.Sorted(maps.Keys(archives)) {
 		goos, goarch, _ := strings.Cut(p, "/")
 		sum, err := fileSHA256(filepath.Join(o.Out, archives[p]))
 		if err != nil {
@@ -67,13 +65,7 @@ func (o Options) writeKrew(path string, archives map[string]string) error {
 		}
 		kp := KrewPlatform{URI: fmt.Sprintf("%s/%s/%s", strings.TrimSuffix(o.Download, "/"), o.Version, archives[p]), SHA256: sum, Bin: binaryName(goos)}
 		kp.Selector.MatchLabels = map[string]string{"os": goos, "arch": goarch}
-		kp.Files = append(kp.Files, struct {
-			From string `json:"from"`
-			To   string `json:"to"`
-		}{From: binaryName(goos), To: "."}, struct {
-			From string `json:"from"`
-			To   string `json:"to"`
-		}{From: "LICENSE", To: "."})
+		kp.Files = []KrewFile{{From: binaryName(goos), To: "."}, {From: "LICENSE", To: "."}}
 		k.Spec.Platforms = append(k.Spec.Platforms, kp)
 	}
 	b, err := yaml.Marshal(k)
