@@ -47,6 +47,8 @@ type Registry struct {
 	conns map[types.NamespacedName]*Connection
 	// onChaperon and onSynced are read by watch handlers, never under mu.
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
+	// alsoOnChaperon are further handlers (AlsoOnChaperon), copied on write.
+	alsoOnChaperon atomic.Pointer[[]func(types.NamespacedName)]
 	onSynced   atomic.Pointer[func(context.Context, types.NamespacedName)]
 }
 
@@ -68,9 +70,31 @@ func (r *Registry) OnSynced(f func(ctx context.Context, cluster types.Namespaced
 	r.onSynced.Store(&f)
 }
 
+// AlsoOnChaperon adds a handler called (it must not block) as the one
+// OnChaperon sets, after it: another controller that follows chaperons
+// (the proxy pods').
+func (r *Registry) AlsoOnChaperon(f func(workload types.NamespacedName)) {
+	for {
+		old := r.alsoOnChaperon.Load()
+		var next []func(types.NamespacedName)
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, f)
+		if r.alsoOnChaperon.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
 func (r *Registry) chaperonChanged(workload types.NamespacedName) {
 	if f := r.onChaperon.Load(); f != nil {
 		(*f)(workload)
+	}
+	if fs := r.alsoOnChaperon.Load(); fs != nil {
+		for _, f := range *fs {
+			f(workload)
+		}
 	}
 }
 

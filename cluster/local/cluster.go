@@ -27,6 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/placer-dev/placer/internal/pki"
 )
 
 // kwokStages are the pod lifecycles kwok plays: a bound pod runs and is
@@ -85,7 +87,7 @@ type Cluster struct {
 	opts       Options
 	dir        string
 	ownDir     bool
-	ca         *authority
+	ca         *pki.Authority
 	apiPort    int
 	etcdURL    string
 	kubeconfig string
@@ -212,15 +214,15 @@ func (c *Cluster) path(name string) string { return filepath.Join(c.dir, name) }
 // writeCredentials creates the CA, the serving certificate, the admin
 // identity and the service account signing key.
 func (c *Cluster) writeCredentials() error {
-	ca, err := newAuthority(c.opts.Name)
+	ca, err := pki.NewAuthority(c.opts.Name)
 	if err != nil {
 		return err
 	}
 	c.ca = ca
-	if err := os.WriteFile(c.path("ca.crt"), ca.certPEM(), 0o600); err != nil {
+	if err := os.WriteFile(c.path("ca.crt"), ca.CertPEM(), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write CA certificate")
 	}
-	crt, key, err := ca.issue("kube-apiserver", nil, true)
+	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Hosts: servingHosts, Lifetime: tenYears})
 	if err != nil {
 		return err
 	}
@@ -374,11 +376,11 @@ func (c *Cluster) writeAdminKubeconfig() error {
 // KubeconfigFor mints a kubeconfig for a client-certificate identity with
 // the given user name and groups. It holds no more rights than RBAC grants it.
 func (c *Cluster) KubeconfigFor(user string, groups ...string) ([]byte, error) {
-	crt, key, err := c.ca.issue(user, groups, false)
+	crt, key, err := c.ca.Issue(pki.Request{CommonName: user, Organizations: groups, Lifetime: tenYears})
 	if err != nil {
 		return nil, err
 	}
-	return Kubeconfig(c.opts.Name, c.Server(), c.ca.certPEM(), user, &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key})
+	return Kubeconfig(c.opts.Name, c.Server(), c.ca.CertPEM(), user, &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key})
 }
 
 // Kubeconfig encodes a one-context kubeconfig of a server, its CA and a

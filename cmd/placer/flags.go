@@ -132,9 +132,9 @@ func (f *clientFlags) metricsOptions() metricsserver.Options {
 }
 
 // newManager builds a controller-runtime manager with health checks.
-func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manager, error) {
+func (f *clientFlags) newManager(cfg *rest.Config, leaderID string, more ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	ctrl.SetLogger(f.logger(nil))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  apis.NewScheme(),
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        leaderID,
@@ -148,7 +148,11 @@ func (f *clientFlags) newManager(cfg *rest.Config, leaderID string) (ctrl.Manage
 		HealthProbeBindAddress:        f.healthAddr,
 		Metrics:                       f.metricsOptions(),
 		PprofBindAddress:              f.pprofAddr,
-	})
+	}
+	for _, m := range more {
+		m(&opts)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create manager")
 	}

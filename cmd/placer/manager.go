@@ -34,6 +34,7 @@ type managerOptions struct {
 	maxMoves           int
 	maxRunnerUps       int
 	policy             cluster.KubeconfigPolicy
+	proxyPods          proxyPodFlags
 }
 
 func newManagerCommand() *cobra.Command {
@@ -46,7 +47,9 @@ controller, which connects to every KubernetesCluster, probes it and publishes
 its Ready condition, version, built-in labels and capacity summary; the
 scheduler controller, which places each Workload whose schedulerName one of
 its profiles serves; and the propagator, which proves the placement with
-candidate pods in the member clusters and delivers the Workload there.`,
+candidate pods in the member clusters and delivers the Workload there; and
+the front end for ordinary pods (Admiralty's source pods): a mutating webhook,
+one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// How long requests wait for tokens, on /metrics.
@@ -59,11 +62,15 @@ candidate pods in the member clusters and delivers the Workload there.`,
 			if err != nil {
 				return err
 			}
-			mgr, err := o.newManager(cfg, "placer-manager")
+			certs, err := o.proxyPods.certs(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			if _, err := controllers.Setup(mgr, controllers.Options{
+			mgr, err := o.newManager(cfg, "placer-manager", o.proxyPods.managerOptions(certs))
+			if err != nil {
+				return err
+			}
+			reg, err := controllers.Setup(mgr, controllers.Options{
 				Cluster: clusterctrl.Options{
 					ProbeInterval:  o.probeInterval,
 					HeartbeatGrace: o.heartbeatGrace,
@@ -80,7 +87,11 @@ candidate pods in the member clusters and delivers the Workload there.`,
 				NotReadyTolerationSeconds:    o.notReadySeconds,
 				UnreachableTolerationSeconds: o.unreachableSeconds,
 				MaxConcurrentMoves:           o.maxMoves,
-			}); err != nil {
+			})
+			if err != nil {
+				return err
+			}
+			if err := o.proxyPods.setup(mgr, reg, certs); err != nil {
 				return err
 			}
 			return errors.Wrap(mgr.Start(cmd.Context()), "manager stopped")
@@ -106,6 +117,7 @@ candidate pods in the member clusters and delivers the Workload there.`,
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
 	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")
+	o.proxyPods.register(f)
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
 	return cmd
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"strconv"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/proxypod"
+)
+
+// proxyPodFlags configure the front end for ordinary pods: the mutating
+// webhook, virtual nodes and proxy pods (config/management/webhook.yaml).
+type proxyPodFlags struct {
+	enabled       bool
+	bindAddress   string
+	namespace     string
+	service       string
+	secret        string
+	configuration string
+	hosts         []string
+}
+
+func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.enabled, "proxy-pods", true, "run the front end for ordinary pods (Admiralty's source pods): the mutating webhook, one virtual node per KubernetesCluster, and the proxy pods' controller")
+	fs.StringVar(&f.bindAddress, "webhook-bind-address", ":9443", "address the mutating webhook serves on (TLS)")
+	fs.StringVar(&f.namespace, "placer-namespace", "placer-system", "the namespace placer's manager runs in: its webhook Service and certificate Secret are there")
+	fs.StringVar(&f.service, "webhook-service", "placer-webhook", "the webhook's Service (its certificate serves the Service's names)")
+	fs.StringVar(&f.secret, "webhook-secret", "placer-webhook-tls", "the Secret holding the webhook's CA and serving certificate, made and renewed by the manager")
+	fs.StringVar(&f.configuration, "webhook-configuration", "placer-proxy-pods", "the MutatingWebhookConfiguration whose caBundle the manager keeps")
+	fs.StringSliceVar(&f.hosts, "webhook-host", nil, "further names or addresses the certificate serves (the API server reaching the manager outside a Service)")
+}
+
+// managerOptions narrows the manager's cache to what the front end
+// follows (proxy pods, virtual nodes) and serves the webhook with the
+// certificate certs keeps.
+func (f *proxyPodFlags) managerOptions(certs *proxypod.Certs) func(*ctrl.Options) {
+	return func(o *ctrl.Options) {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  {Field: fields.OneTermEqualSelector("spec.schedulerName", v1alpha1.ProxySchedulerName)},
+			&corev1.Node{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider})},
+		}
+		if !f.enabled {
+			return
+		}
+		host, port, _ := net.SplitHostPort(f.bindAddress)
+		p, _ := strconv.Atoi(port)
+		o.WebhookServer = webhook.NewServer(webhook.Options{
+			Host: host, Port: p,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }},
+		})
+	}
+}
+
+// certs returns the webhook's certificate keeper, its certificate made
+// (or read) already, so that the webhook serves from its first request.
+func (f *proxyPodFlags) certs(ctx context.Context, cfg *rest.Config) (*proxypod.Certs, error) {
+	if !f.enabled {
+		return nil, nil
+	}
+	if _, _, err := net.SplitHostPort(f.bindAddress); err != nil {
+		return nil, errors.Wrap(err, "invalid --webhook-bind-address")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	certs := &proxypod.Certs{
+		Client: c, Namespace: f.namespace, Secret: f.secret, Configuration: f.configuration,
+		Hosts: append(proxypod.ServiceHosts(f.service, f.namespace), f.hosts...),
+	}
+	return certs, certs.Ensure(ctx)
+}
+
+// setup adds the webhook and the controllers of the front end.
+func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *proxypod.Certs) error {
+	if !f.enabled {
+		return nil
+	}
+	if err := mgr.Add(certs); err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
+		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()),
+	}})
+	return proxypod.Setup(mgr, reg)
+}

@@ -1,0 +1,194 @@
+package proxypod
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/internal/pki"
+)
+
+// +kubebuilder:rbac:groups="",namespace=placer-system,resources=secrets,verbs=create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+
+// The webhook's serving certificate lives in a Secret of the manager's
+// namespace (config/rbac: the placer-manager-webhook Role), so that every
+// replica serves the same one: the first replica to start makes it (a CA
+// and a certificate it signs), the others read it, and each writes the
+// CA into the MutatingWebhookConfiguration's caBundle.
+const (
+	keyCACert      = "ca.crt"
+	keyCAKey       = "ca.key"
+	certLifetime   = 365 * 24 * time.Hour
+	renewBefore    = 90 * 24 * time.Hour
+	caLifetimeLeft = 2 * certLifetime
+)
+
+// Certs manages the webhook's serving certificate.
+type Certs struct {
+	// Client reads and writes the Secret and the webhook configuration
+	// straight through the API server (not the manager's cache, which
+	// holds no Secrets).
+	Client client.Client
+	// Namespace and Secret name the Secret.
+	Namespace, Secret string
+	// Configuration names the MutatingWebhookConfiguration.
+	Configuration string
+	// Hosts the certificate serves: the Service's names, and any address
+	// the API server reaches the manager at instead (--webhook-host).
+	Hosts []string
+
+	current atomic.Pointer[tls.Certificate]
+}
+
+// ServiceHosts are the names a Service answers to, inside the cluster.
+func ServiceHosts(service, namespace string) []string {
+	return []string{service, service + "." + namespace, service + "." + namespace + ".svc", service + "." + namespace + ".svc.cluster.local"}
+}
+
+// GetCertificate serves the current certificate (tls.Config.GetCertificate).
+func (c *Certs) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if cert := c.current.Load(); cert != nil {
+		return cert, nil
+	}
+	return nil, errors.New("the webhook's certificate is not ready")
+}
+
+// Ensure makes or renews the certificate when it is missing, ends within
+// renewBefore or does not serve every host, serves it, and writes its CA
+// into the webhook configuration.
+func (c *Certs) Ensure(ctx context.Context) error {
+	var ca []byte
+	err := retry.OnError(retry.DefaultRetry, func(err error) bool { return kerrors.IsConflict(err) || kerrors.IsAlreadyExists(err) }, func() error {
+		s := &corev1.Secret{}
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Secret}, s)
+		if err != nil && !kerrors.IsNotFound(err) {
+			return errors.Wrapf(err, "cannot get Secret %s/%s", c.Namespace, c.Secret)
+		}
+		exists := err == nil
+		if !c.usable(s.Data) {
+			if err := c.issue(s); err != nil {
+				return err
+			}
+			s.Name, s.Namespace, s.Type = c.Secret, c.Namespace, corev1.SecretTypeTLS
+			if exists {
+				err = c.Client.Update(ctx, s)
+			} else {
+				err = c.Client.Create(ctx, s)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		if err != nil {
+			return errors.Wrap(err, "cannot read the webhook's key pair")
+		}
+		c.current.Store(&pair)
+		ca = s.Data[keyCACert]
+		return nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "cannot make the webhook's certificate")
+	}
+	return errors.Wrap(c.publishCA(ctx, ca), "cannot write the webhook's caBundle")
+}
+
+// usable reports whether the Secret's data serves every host for longer
+// than renewBefore.
+func (c *Certs) usable(data map[string][]byte) bool {
+	certs, err := certutil.ParseCertsPEM(data[corev1.TLSCertKey])
+	if err != nil || len(certs) == 0 || len(data[corev1.TLSPrivateKeyKey]) == 0 || len(data[keyCACert]) == 0 {
+		return false
+	}
+	leaf := certs[0]
+	if time.Until(leaf.NotAfter) < renewBefore {
+		return false
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data[keyCACert]) {
+		return false
+	}
+	for _, h := range c.Hosts {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: h, Roots: roots}); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// issue writes a new certificate into the Secret, signed by its CA while
+// that lives long enough, else by a new one.
+func (c *Certs) issue(s *corev1.Secret) error {
+	ca, err := pki.LoadAuthority(s.Data[keyCACert], s.Data[keyCAKey])
+	if err != nil || time.Until(ca.Cert.NotAfter) < caLifetimeLeft {
+		if ca, err = pki.NewAuthority("placer-webhook"); err != nil {
+			return err
+		}
+	}
+	crt, key, err := ca.Issue(pki.Request{CommonName: c.Hosts[0], Hosts: c.Hosts, Lifetime: certLifetime})
+	if err != nil {
+		return err
+	}
+	caKey, err := ca.KeyPEM()
+	if err != nil {
+		return err
+	}
+	s.Data = map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, keyCACert: ca.CertPEM(), keyCAKey: caKey}
+	return nil
+}
+
+// publishCA writes ca into the caBundle of every webhook of the
+// configuration that does not hold it yet.
+func (c *Certs) publishCA(ctx context.Context, ca []byte) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: c.Configuration}, mwc); err != nil {
+			return err
+		}
+		changed := false
+		for i := range mwc.Webhooks {
+			if !bytes.Equal(mwc.Webhooks[i].ClientConfig.CABundle, ca) {
+				mwc.Webhooks[i].ClientConfig.CABundle = slices.Clone(ca)
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return c.Client.Update(ctx, mwc)
+	})
+}
+
+// Start keeps the certificate fresh: it checks it once a day (a
+// certificate lives a year and is renewed 90 days before it ends).
+func (c *Certs) Start(ctx context.Context) error {
+	t := time.NewTicker(24 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := c.Ensure(ctx); err != nil {
+				// The current certificate still serves for months.
+				continue
+			}
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (c *Certs) NeedLeaderElection() bool { return false }

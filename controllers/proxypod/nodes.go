@@ -1,0 +1,254 @@
+package proxypod
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;update;patch
+
+// LeaseDuration is how long a virtual node's Lease holds; it is renewed
+// every LeaseDuration/4, as a kubelet renews its own.
+const LeaseDuration = 40 * time.Second
+
+// Nodes keeps one virtual Node per KubernetesCluster in the management
+// cluster: labelled as the cluster is (its built-in labels included),
+// with its capacity, Ready as it is, cordoned when it is, and tainted so
+// that only proxy pods go there. Which namespaces may use a cluster is
+// still decided by tenancy, never by which nodes exist.
+type Nodes struct {
+	Client client.Client
+}
+
+// SetupNodes adds the virtual node controller and the Leases' heartbeat.
+func SetupNodes(mgr ctrl.Manager) error {
+	n := &Nodes{Client: mgr.GetClient()}
+	if err := mgr.Add(&heartbeat{client: mgr.GetClient(), every: LeaseDuration / 4}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("virtualnode").
+		For(&v1alpha1.KubernetesCluster{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if key, ok := v1alpha1.ClusterOfVirtualNode(o.GetName()); ok {
+				return []reconcile.Request{{NamespacedName: key}}
+			}
+			return nil
+		})).
+		Complete(n)
+}
+
+// Reconcile makes the cluster's virtual node what the cluster is, or
+// removes it with the cluster.
+func (n *Nodes) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	kc := &v1alpha1.KubernetesCluster{}
+	name := v1alpha1.VirtualNodeName(req.NamespacedName)
+	if err := n.Client.Get(ctx, req.NamespacedName, kc); err != nil {
+		if !kerrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		err := n.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	want := VirtualNode(kc)
+	node := &corev1.Node{}
+	if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if !kerrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		if err := n.Client.Create(ctx, want); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot create the virtual node")
+		}
+		node = want.DeepCopy()
+		if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if merged, changed := mergeNode(node, want); changed {
+		if err := n.Client.Update(ctx, merged); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot update the virtual node")
+		}
+		node = merged
+	}
+	status := want.Status
+	status.Conditions = readyCondition(node.Status.Conditions, kc)
+	if !equality.Semantic.DeepEqual(node.Status, status) {
+		node.Status = status
+		if err := n.Client.Status().Update(ctx, node); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot update the virtual node's status")
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// VirtualNode is the Node that stands for a cluster.
+func VirtualNode(kc *v1alpha1.KubernetesCluster) *corev1.Node {
+	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
+	name := v1alpha1.VirtualNodeName(key)
+	labels := maps.Clone(kc.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, map[string]string{
+		v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider,
+		v1alpha1.LabelClusterTargetName:      kc.Name,
+		v1alpha1.LabelClusterName:            kc.Name,
+		v1alpha1.LabelClusterNamespace:       kc.Namespace,
+		"type":                               "virtual-kubelet",
+		"kubernetes.io/role":                 "cluster",
+		corev1.LabelHostname:                 name,
+		corev1.LabelOSStable:                 "linux",
+	})
+	alloc := kc.Status.Allocatable.DeepCopy()
+	if alloc == nil {
+		alloc = corev1.ResourceList{}
+	}
+	if _, ok := alloc[corev1.ResourcePods]; !ok {
+		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(110*max(kc.Status.NodeCount, 1)), resource.DecimalSI)
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
+			v1alpha1.AnnotationVirtualNodeCluster: key.String(),
+		}},
+		Spec: corev1.NodeSpec{
+			Unschedulable: kc.Spec.Unschedulable,
+			Taints: []corev1.Taint{{
+				Key: v1alpha1.LabelVirtualKubeletProvider, Value: v1alpha1.VirtualKubeletProvider, Effect: corev1.TaintEffectNoSchedule,
+			}},
+		},
+		Status: corev1.NodeStatus{
+			Capacity: alloc, Allocatable: alloc,
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+			NodeInfo: corev1.NodeSystemInfo{
+				KubeletVersion: kc.Status.Version, OperatingSystem: "linux",
+				OSImage: "placer virtual node of KubernetesCluster " + key.String(),
+			},
+		},
+	}
+}
+
+// mergeNode sets what placer owns on a node (its labels, annotations,
+// taint and cordon) and keeps everything else: the node lifecycle
+// controller's taints, others' labels.
+func mergeNode(node, want *corev1.Node) (*corev1.Node, bool) {
+	out := node.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	maps.Copy(out.Labels, want.Labels)
+	maps.Copy(out.Annotations, want.Annotations)
+	out.Spec.Unschedulable = want.Spec.Unschedulable
+	own := want.Spec.Taints[0]
+	found := false
+	for _, t := range out.Spec.Taints {
+		found = found || t.MatchTaint(&own)
+	}
+	if !found {
+		out.Spec.Taints = append(out.Spec.Taints, own)
+	}
+	return out, !equality.Semantic.DeepEqual(out.ObjectMeta, node.ObjectMeta) || !equality.Semantic.DeepEqual(out.Spec, node.Spec)
+}
+
+// readyCondition is the node's Ready as the cluster's Ready, its times
+// kept while it does not change.
+func readyCondition(old []corev1.NodeCondition, kc *v1alpha1.KubernetesCluster) []corev1.NodeCondition {
+	c := kc.Status.GetCondition(xpv2.TypeReady)
+	status := corev1.ConditionStatus(c.Status)
+	if status == "" {
+		status = corev1.ConditionUnknown
+	}
+	reason, msg := string(c.Reason), c.Message
+	if reason == "" {
+		reason = "ClusterNotProbed"
+	}
+	now := metav1.Now()
+	cond := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	for _, o := range old {
+		if o.Type == corev1.NodeReady && o.Status == status && o.Reason == reason && o.Message == msg {
+			return old
+		}
+		if o.Type == corev1.NodeReady && o.Status == status {
+			cond.LastTransitionTime = o.LastTransitionTime
+		}
+	}
+	return []corev1.NodeCondition{cond}
+}
+
+// heartbeat renews every virtual node's Lease in kube-node-lease, as a
+// kubelet does, so that the node lifecycle controller sees it alive while
+// the manager runs. It is a timer by nature: a Lease is renewed on time.
+type heartbeat struct {
+	client client.Client
+	every  time.Duration
+}
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+func (h *heartbeat) Start(ctx context.Context) error {
+	t := time.NewTicker(h.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			h.renewAll(ctx)
+		}
+	}
+}
+
+func (h *heartbeat) renewAll(ctx context.Context) {
+	nodes := &corev1.NodeList{}
+	if err := h.client.List(ctx, nodes, client.MatchingLabels{v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider}); err != nil {
+		return
+	}
+	for i := range nodes.Items {
+		_ = renewLease(ctx, h.client, &nodes.Items[i])
+	}
+}
+
+// renewLease renews (or creates) a node's Lease, owned by the node.
+func renewLease(ctx context.Context, c client.Client, node *corev1.Node) error {
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordinationv1.Lease{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, l)
+	if kerrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+			}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node.Name), LeaseDurationSeconds: ptr.To(int32(LeaseDuration.Seconds())), RenewTime: &now},
+		}
+		return c.Create(ctx, l)
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.RenewTime = &now
+	return c.Update(ctx, l)
+}
+
+// NeedLeaderElection is true: only the leader writes heartbeats.
+func (h *heartbeat) NeedLeaderElection() bool { return true }

@@ -1,0 +1,170 @@
+package proxypod
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/apis/compute/validation"
+)
+
+// WebhookPath is where the manager serves the mutating webhook.
+const WebhookPath = "/mutate-v1-pod"
+
+// Mutator turns a source pod into a proxy pod at admission. The
+// MutatingWebhookConfiguration sends it only the pods it should see (its
+// namespaceSelector and matchConditions, config/webhook); it checks both
+// again, reading the namespace's labels through reader.
+type Mutator struct {
+	Reader  client.Reader
+	Decoder admission.Decoder
+}
+
+var _ admission.Handler = &Mutator{}
+
+// Handle refuses a source pod placer could not place, naming the field,
+// and lets every other pod through untouched.
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pod := &corev1.Pod{}
+	if err := m.Decoder.Decode(req, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	pod.Namespace = req.Namespace
+	ns := &corev1.Namespace{}
+	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if !IsSource(pod, ns.Labels) || IsProxy(pod) {
+		return admission.Allowed("not a source pod")
+	}
+	proxy, errs := Mutate(pod)
+	if len(errs) > 0 {
+		status := kerrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, podName(pod), errs).Status()
+		status.Message = "placer refuses the source pod: " + errs.ToAggregate().Error()
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	}
+	raw, err := json.Marshal(proxy)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+func podName(p *corev1.Pod) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	return p.GenerateName
+}
+
+// Mutate returns the proxy pod of a source pod: the source saved as it
+// was written (but what the management cluster's own admission added for
+// it), scheduled by placer only onto virtual nodes. It refuses, naming
+// the field, what the Workload path refuses too: placer's own keys, a
+// template kube-apiserver would refuse, a constraints annotation it
+// cannot read.
+func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
+	source := savedSource(pod)
+	w, ferr := WorkloadFor(source, OwnerOf(pod))
+	if ferr != nil {
+		return nil, field.ErrorList{ferr}
+	}
+	if errs := reservedKeys(pod); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := validation.ValidateTemplate(w); len(errs) > 0 {
+		return nil, errs
+	}
+	manifest, err := json.Marshal(source)
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	proxy := pod.DeepCopy()
+	if proxy.Annotations == nil {
+		proxy.Annotations = map[string]string{}
+	}
+	proxy.Annotations[v1alpha1.AnnotationSourcePodManifest] = string(manifest)
+	proxy.Spec.SchedulerName = v1alpha1.ProxySchedulerName
+	proxy.Spec.NodeSelector = map[string]string{v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider}
+	proxy.Spec.Affinity = nil
+	proxy.Spec.TopologySpreadConstraints = nil
+	// Virtual nodes are tainted for proxy pods alone; a cluster's trouble
+	// moves its pods by placer's move policy, never by the management
+	// cluster's taint eviction.
+	proxy.Spec.Tolerations = []corev1.Toleration{
+		{Key: v1alpha1.LabelVirtualKubeletProvider, Operator: corev1.TolerationOpEqual, Value: v1alpha1.VirtualKubeletProvider, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	}
+	return proxy, nil
+}
+
+// reservedKeys refuses placer's own labels and annotations on a source
+// pod, as the Workload API refuses them in a template.
+func reservedKeys(pod *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	for k := range pod.Labels {
+		if v1alpha1.IsReservedKey(k) {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(k), "placer's own key"))
+		}
+	}
+	for k := range pod.Annotations {
+		if v1alpha1.IsReservedKey(k) {
+			errs = append(errs, field.Forbidden(annotationsPath.Key(k), "placer's own key"))
+		}
+	}
+	return errs
+}
+
+// savedSource is the pod as its author wrote it: without the service
+// account token volume the management cluster's admission mounted (the
+// member mounts its own) and the priority it computed (the member
+// computes its own from the class).
+func savedSource(pod *corev1.Pod) *corev1.Pod {
+	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace,
+		Labels: pod.Labels, Annotations: pod.Annotations,
+	}, Spec: *pod.Spec.DeepCopy()}
+	var dropped []string
+	vols := s.Spec.Volumes[:0]
+	for _, v := range s.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			dropped = append(dropped, v.Name)
+			continue
+		}
+		vols = append(vols, v)
+	}
+	s.Spec.Volumes = vols
+	if len(s.Spec.Volumes) == 0 {
+		s.Spec.Volumes = nil
+	}
+	for _, cs := range [][]corev1.Container{s.Spec.InitContainers, s.Spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = withoutMounts(cs[i].VolumeMounts, dropped)
+		}
+	}
+	s.Spec.Priority, s.Spec.PreemptionPolicy = nil, nil
+	return s
+}
+
+func withoutMounts(ms []corev1.VolumeMount, names []string) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for _, m := range ms {
+		if !slices.Contains(names, m.Name) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
