@@ -130,8 +130,8 @@ func reservedKeys(pod *corev1.Pod) field.ErrorList {
 
 // savedSource is the pod as its author wrote it: without the service
 // account token volume the management cluster's admission mounted (the
-// member mounts its own) and the priority it computed (the member
-// computes its own from the class).
+// member mounts its own), the priority it computed (the member computes
+// its own from the class) and the default ServiceAccount it named.
 func savedSource(pod *corev1.Pod) *corev1.Pod {
 	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace,
@@ -156,6 +156,11 @@ func savedSource(pod *corev1.Pod) *corev1.Pod {
 		}
 	}
 	s.Spec.Priority, s.Spec.PreemptionPolicy = nil, nil
+	// The namespace's default ServiceAccount is the member's own; another
+	// one goes with the pods, as a Workload's does.
+	if s.Spec.ServiceAccountName == "default" {
+		s.Spec.ServiceAccountName, s.Spec.DeprecatedServiceAccount = "", ""
+	}
 	return s
 }
 

@@ -180,6 +180,8 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		return f, err
 	}
 	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--allow-loopback-clusters", "--pprof-bind-address="+pprof,
+		// config/ is not installed: no webhook to serve (the proxy pods' benchmark installs it).
+		"--proxy-pods=false",
 		"--health-probe-bind-address=0", "--metrics-bind-address="+f.metrics, "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),

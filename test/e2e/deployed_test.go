@@ -82,6 +82,9 @@ func managerArgs(c deploy.Component, ports managerPorts) []string {
 	return c.OutsidePod(
 		"--health-probe-bind-address="+ports.health, "--metrics-bind-address="+ports.metrics,
 		"--leader-election-namespace="+c.Namespace,
+		// The API server calls the webhook at this address
+		// (deploy.WebhooksAt), not through its Service.
+		"--webhook-bind-address="+ports.webhook, "--webhook-host=127.0.0.1",
 		// A killed manager's successor waits out the Lease: short here.
 		"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
 		// Local members listen on loopback, which a deployed manager refuses.

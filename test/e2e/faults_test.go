@@ -167,7 +167,7 @@ func TestFaults(t *testing.T) {
 	toX := newLink(t, x)
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
-	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
 	// A short handshake timeout: it is also the bind window of a gang of one.
 	args := append(managerArgs(mgmt, ports), "--handshake-timeout=10s")
 	kill := runManager(t, args, logDir)

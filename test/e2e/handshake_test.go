@@ -114,8 +114,8 @@ func registerAt(t *testing.T, c client.Client, m *member, server string, labels 
 	}
 }
 
-// managerPorts are the manager's health and metrics addresses.
-type managerPorts struct{ health, metrics string }
+// managerPorts are the manager's health, metrics and webhook addresses.
+type managerPorts struct{ health, metrics, webhook string }
 
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t *testing.T) string {
@@ -329,7 +329,7 @@ func TestHandshake(t *testing.T) {
 	// ClusterRole and the Deployment's flags.
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
-	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t)}
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
 	args := managerArgs(mgmt, ports)
 	startManager := func() func() { return runManager(t, args, logDir) }
 	stopManager := startManager()

@@ -61,7 +61,7 @@ func TestSecurity(t *testing.T) {
 		}
 	}
 	mgmt := install(t, env.Config, "management")["placer-manager"]
-	runManager(t, managerArgs(mgmt, managerPorts{health: freeAddr(t), metrics: freeAddr(t)}), t.TempDir())
+	runManager(t, managerArgs(mgmt, managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}), t.TempDir())
 	kubeconfig, err := m.target.KubeconfigFor("placer-manager")
 	if err != nil {
 		t.Fatal(err)

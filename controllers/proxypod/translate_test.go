@@ -1,0 +1,181 @@
+package proxypod
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+func sourcePod(annotations map[string]string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	a := map[string]string{v1alpha1.AnnotationElect: ""}
+	for k, v := range annotations {
+		a[k] = v
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "team", UID: "u1", Labels: map[string]string{"app": "web"}, Annotations: a},
+		Spec: corev1.PodSpec{
+			Containers:    []corev1.Container{{Name: "app", Image: "nginx", VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-abcde", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}, {Name: "data", MountPath: "/data"}}}},
+			Volumes:       []corev1.Volume{{Name: "kube-api-access-abcde", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}, {Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			NodeSelector:  map[string]string{"disk": "ssd"},
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst, TerminationGracePeriodSeconds: new(int64),
+		},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func TestIsSource(t *testing.T) {
+	enabled := map[string]string{v1alpha1.LabelSourceNamespace: v1alpha1.SourceNamespaceEnabled}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		ns   map[string]string
+		want bool
+	}{
+		"annotated, labelled namespace": {sourcePod(nil), enabled, true},
+		"annotated, unlabelled":         {sourcePod(nil), map[string]string{}, false},
+		"labelled, not annotated":       {&corev1.Pod{}, enabled, false},
+		"namespace disabled":            {sourcePod(nil), map[string]string{v1alpha1.LabelSourceNamespace: "disabled"}, false},
+	}
+	for name, tc := range cases {
+		if got := IsSource(tc.pod, tc.ns); got != tc.want {
+			t.Errorf("%s: IsSource = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestMutate(t *testing.T) {
+	proxy, errs := Mutate(sourcePod(nil))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !IsProxy(proxy) || proxy.Spec.NodeSelector[v1alpha1.LabelVirtualKubeletProvider] != v1alpha1.VirtualKubeletProvider || len(proxy.Spec.NodeSelector) != 1 {
+		t.Errorf("proxy pod: scheduler %q, nodeSelector %v", proxy.Spec.SchedulerName, proxy.Spec.NodeSelector)
+	}
+	source, err := SourceOf(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pod as written: its node selector kept (it picks the member's
+	// nodes), the token volume the management cluster mounted dropped.
+	if source.Spec.NodeSelector["disk"] != "ssd" || len(source.Spec.Volumes) != 1 || source.Spec.Volumes[0].Name != "data" || len(source.Spec.Containers[0].VolumeMounts) != 1 {
+		t.Errorf("saved source: nodeSelector %v, volumes %v, mounts %v", source.Spec.NodeSelector, source.Spec.Volumes, source.Spec.Containers[0].VolumeMounts)
+	}
+	if source.Spec.SchedulerName != "" {
+		t.Errorf("saved source carries schedulerName %q", source.Spec.SchedulerName)
+	}
+}
+
+func TestMutateRefuses(t *testing.T) {
+	cases := map[string]struct {
+		pod   *corev1.Pod
+		field string
+	}{
+		"placer's own annotation": {sourcePod(map[string]string{"multicluster.placer.dev/is-allowed": "true"}), "metadata.annotations[multicluster.placer.dev/is-allowed]"},
+		"placer's own label": {sourcePod(nil, func(p *corev1.Pod) { p.Labels["compute.placer.dev/x"] = "y" }), "metadata.labels[compute.placer.dev/x]"},
+		"constraints unreadable": {sourcePod(map[string]string{v1alpha1.AnnotationProxyPodSchedulingConstraints: "nodeSelectr: {a: b}"}),
+			"metadata.annotations[" + v1alpha1.AnnotationProxyPodSchedulingConstraints + "]"},
+		"a template kube-apiserver refuses": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.Containers[0].Name = "Not_A_Name" }), "containers[0].name"},
+	}
+	for name, tc := range cases {
+		_, errs := Mutate(tc.pod)
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.field) {
+			t.Errorf("%s: errors %v, want one naming %s", name, errs, tc.field)
+		}
+	}
+}
+
+func TestWorkloadFor(t *testing.T) {
+	owner := OwnerOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-x1", UID: "u1"}})
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want func(w *v1alpha1.Workload) string
+	}{
+		"default: the spec picks the member's nodes, any cluster": {sourcePod(nil), func(w *v1alpha1.Workload) string {
+			if w.Spec.ClusterSelector != nil || w.Spec.TargetDeployment.Template.Spec.NodeSelector["disk"] != "ssd" {
+				return "clusterSelector set, or the template lost its nodeSelector"
+			}
+			if w.Name != "web-x1" || *w.Spec.TargetDeployment.Replicas != 1 || w.Labels[v1alpha1.LabelProxyPod] != "u1" || w.OwnerReferences[0].UID != "u1" {
+				return "not the gang of one of the pod's Workload"
+			}
+			if _, ok := w.Spec.TargetDeployment.Template.Annotations[v1alpha1.AnnotationElect]; ok {
+				return "Admiralty's keys go to the member"
+			}
+			return ""
+		}},
+		"constraints from the spec pick clusters": {sourcePod(map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""}, func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: "eu", v1alpha1.LabelClusterTargetName: "a"}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists}}
+		}), func(w *v1alpha1.Workload) string {
+			want := map[string]v1alpha1.LabelValue{v1alpha1.LabelRegion: "eu", v1alpha1.LabelClusterName: "a"}
+			if d := cmp.Diff(want, w.Spec.ClusterSelector); d != "" {
+				return "clusterSelector: " + d
+			}
+			if len(w.Spec.ClusterTolerations) != 1 || w.Spec.ClusterTolerations[0].Key != "gpu" {
+				return "clusterTolerations"
+			}
+			if w.Spec.TargetDeployment.Template.Spec.NodeSelector != nil || w.Spec.TargetDeployment.Template.Spec.Tolerations != nil {
+				return "the template kept the constraints that picked clusters"
+			}
+			return ""
+		}},
+		"the annotation's constraints pick clusters, the spec's nodes": {sourcePod(map[string]string{
+			v1alpha1.AnnotationProxyPodSchedulingConstraints: `
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: tier, operator: In, values: [gold]}]
+        matchFields: [{key: metadata.name, operator: In, values: [placer.default.b]}]
+    preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 5
+      preference:
+        matchExpressions: [{key: multicluster.admiralty.io/cluster-target-name, operator: In, values: [c]}]
+`,
+			v1alpha1.AnnotationNoReservation: "",
+		}), func(w *v1alpha1.Workload) string {
+			ca := w.Spec.Affinity.ClusterAffinity
+			term := ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms[0]
+			if term.MatchExpressions[0].Key != "tier" || term.MatchFields[0].Values[0] != "b" {
+				return "required term not carried over"
+			}
+			if p := ca.PreferredDuringSchedulingIgnoredDuringExecution[0]; p.Weight != 5 || p.Preference.MatchExpressions[0].Key != v1alpha1.LabelClusterName {
+				return "preferred term not carried over"
+			}
+			if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
+				return "no-reservation ignored"
+			}
+			if w.Spec.TargetDeployment.Template.Spec.NodeSelector["disk"] != "ssd" {
+				return "the spec's node selector left the template"
+			}
+			return ""
+		}},
+	}
+	for name, tc := range cases {
+		w, err := WorkloadFor(tc.pod, owner)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if msg := tc.want(w); msg != "" {
+			t.Errorf("%s: %s", name, msg)
+		}
+	}
+}
+
+func TestVirtualNodeName(t *testing.T) {
+	key := types.NamespacedName{Namespace: "team-a", Name: "eu.west-1"}
+	got, ok := v1alpha1.ClusterOfVirtualNode(v1alpha1.VirtualNodeName(key))
+	if !ok || got != key {
+		t.Errorf("round trip of %s: %v %v", key, got, ok)
+	}
+	if _, ok := v1alpha1.ClusterOfVirtualNode("node-1"); ok {
+		t.Error("an ordinary node taken for a virtual one")
+	}
+}

@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/testenv"
+)
+
+// proxyFleet is a management cluster with its own controllers (a
+// Deployment's, a Job's, the garbage collector, the node lifecycle), the
+// manager as config/management deploys it, its webhook called by the API
+// server, and two members in two regions.
+type proxyFleet struct {
+	cs      kubernetes.Interface
+	c       client.Client
+	wc      client.WithWatch
+	members []*member
+}
+
+func startProxyFleet(t *testing.T) *proxyFleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mgmt, err := local.Start(ctx, local.Options{Name: "mgmt", NoKwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Close() })
+	cfg := mgmt.RESTConfig()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := local.WaitForServiceAccount(ctx, cs, "default", "default"); err != nil {
+		t.Fatal(err)
+	}
+	comp := install(t, cfg, "management")["placer-manager"]
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
+	if err := deploy.WebhooksAt(ctx, cfg, ports.webhook); err != nil {
+		t.Fatal(err)
+	}
+	runManager(t, managerArgs(comp, ports), t.TempDir())
+	f := &proxyFleet{cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
+	for _, r := range []struct{ name, region string }{{"pa", "eu"}, {"pb", "us"}} {
+		m := startMember(t, r.name, false, local.Node{Name: r.name + "-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: r.region}})
+		register(t, f.c, m, nil, "default")
+		f.members = append(f.members, m)
+	}
+	// Source pods are those of a labelled namespace.
+	ns := &corev1.Namespace{}
+	if err := f.c.Get(ctx, client.ObjectKey{Name: "default"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels[v1alpha1.LabelSourceNamespace] = v1alpha1.SourceNamespaceEnabled
+	if err := f.c.Update(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// elected is a pod template of a source pod.
+func elected(name string, annotations map[string]string) corev1.PodTemplateSpec {
+	a := map[string]string{v1alpha1.AnnotationElect: ""}
+	for k, v := range annotations {
+		a[k] = v
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}, Annotations: a},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		}}}},
+	}
+}
+
+// delegates lists the pods of the members that run for proxy pods
+// labelled app=name, by image.
+func (f *proxyFleet) delegates(t *testing.T, app string) (running map[string]int, clusters map[string]int) {
+	t.Helper()
+	running, clusters = map[string]int{}, map[string]int{}
+	for _, m := range f.members {
+		l := &corev1.PodList{}
+		if err := m.client.List(context.Background(), l, client.InNamespace("default"), client.MatchingLabels{"app": app}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range l.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				running[p.Spec.Containers[0].Image]++
+				clusters[m.name]++
+			}
+		}
+	}
+	return running, clusters
+}
+
+func TestProxyPods(t *testing.T) {
+	f := startProxyFleet(t)
+	ctx := context.Background()
+
+	t.Run("every cluster has a Ready virtual node labelled as the cluster", func(t *testing.T) {
+		for _, m := range f.members {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "placer.default." + m.name}}
+			testenv.WaitFor(t, f.wc, node, &corev1.NodeList{}, timeout, func(n *corev1.Node) bool {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady {
+						return c.Status == corev1.ConditionTrue && n.Labels[v1alpha1.LabelRegion] != ""
+					}
+				}
+				return false
+			})
+			if node.Labels[v1alpha1.LabelClusterTargetName] != m.name || len(node.Spec.Taints) == 0 {
+				t.Errorf("node %s: labels %v, taints %v", node.Name, node.Labels, node.Spec.Taints)
+			}
+		}
+	})
+
+	t.Run("a Deployment of 6 annotated replicas runs in the members, and rolls out", func(t *testing.T) {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](6), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: elected("web", nil),
+			},
+		}
+		if err := f.c.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		rolledOut := func(d *appsv1.Deployment) bool {
+			return d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == 6 && d.Status.AvailableReplicas == 6 && d.Status.Replicas == 6
+		}
+		testenv.WaitFor(t, f.wc, d, &appsv1.DeploymentList{}, 3*timeout, rolledOut)
+		pods := &corev1.PodList{}
+		if err := f.c.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Spec.NodeName, "placer.default.") || p.Spec.SchedulerName != v1alpha1.ProxySchedulerName || p.Status.PodIP == "" {
+				t.Errorf("pod %s: node %q, scheduler %q, IP %q", p.Name, p.Spec.NodeName, p.Spec.SchedulerName, p.Status.PodIP)
+			}
+		}
+		if running, _ := f.delegates(t, "web"); running["nginx:1"] != 6 {
+			t.Errorf("delegates running: %v, want 6 of nginx:1", running)
+		}
+		// A rolling update: the Deployment completes it, and no delegate
+		// of the old template is left.
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:2"
+		if err := f.c.Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, d, &appsv1.DeploymentList{}, 3*timeout, rolledOut)
+		waitUntil(t, timeout, func() (bool, string) {
+			running, _ := f.delegates(t, "web")
+			return running["nginx:1"] == 0 && running["nginx:2"] == 6, fmt.Sprintf("delegates %v", running)
+		})
+	})
+
+	t.Run("a Job completes, and a failing one ends Failed after its retries", func(t *testing.T) {
+		job := func(name, code string, completions, parallelism, backoff int32) *batchv1.Job {
+			tmpl := elected(name, map[string]string{"kwok.placer.dev/exit-code": code})
+			tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+				Spec:       batchv1.JobSpec{Completions: &completions, Parallelism: &parallelism, BackoffLimit: &backoff, Template: tmpl},
+			}
+		}
+		ok, bad := job("batch", "0", 5, 2, 6), job("crash", "1", 1, 1, 1)
+		for _, j := range []*batchv1.Job{ok, bad} {
+			if err := f.c.Create(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ended := func(cond batchv1.JobConditionType) func(j *batchv1.Job) bool {
+			return func(j *batchv1.Job) bool {
+				for _, c := range j.Status.Conditions {
+					if c.Type == cond && c.Status == corev1.ConditionTrue {
+						return true
+					}
+				}
+				return false
+			}
+		}
+		testenv.WaitFor(t, f.wc, ok, &batchv1.JobList{}, 3*timeout, ended(batchv1.JobComplete))
+		if ok.Status.Succeeded != 5 || ok.Status.Failed != 0 {
+			t.Errorf("job batch: %d succeeded, %d failed; want 5, 0", ok.Status.Succeeded, ok.Status.Failed)
+		}
+		testenv.WaitFor(t, f.wc, bad, &batchv1.JobList{}, 3*timeout, ended(batchv1.JobFailed))
+		if bad.Status.Failed != 2 {
+			t.Errorf("job crash: %d failed, want 2 (backoffLimit 1)", bad.Status.Failed)
+		}
+	})
+
+	t.Run("a node selector on a region picks only that region's cluster; one that fits nowhere says why", func(t *testing.T) {
+		pod := func(name, region string) *corev1.Pod {
+			tmpl := elected(name, map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""})
+			tmpl.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: region}
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+		}
+		us, mars := pod("in-us", "us"), pod("on-mars", "mars")
+		for _, p := range []*corev1.Pod{us, mars} {
+			if err := f.c.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testenv.WaitFor(t, f.wc, us, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if us.Spec.NodeName != "placer.default.pb" {
+			t.Errorf("in-us runs on %s, want placer.default.pb", us.Spec.NodeName)
+		}
+		testenv.WaitFor(t, f.wc, mars, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					return true
+				}
+			}
+			return false
+		})
+		waitUntil(t, timeout, func() (bool, string) {
+			events := &corev1.EventList{}
+			if err := f.c.List(ctx, events, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == "on-mars" && e.Reason == "FailedScheduling" {
+					return strings.Contains(e.Message, "0/2 clusters are available") && strings.Contains(e.Message, "selector"), e.Message
+				}
+			}
+			return false, "no FailedScheduling Event"
+		})
+		if mars.Spec.NodeName != "" {
+			t.Errorf("on-mars bound to %s", mars.Spec.NodeName)
+		}
+	})
+
+	t.Run("pods not annotated, and pods of namespaces not labelled, are never touched", func(t *testing.T) {
+		plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
+		if err := f.c.Create(ctx, plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := local.WaitForServiceAccount(ctx, f.cs, "plain", "default"); err != nil {
+			t.Fatal(err)
+		}
+		unannotated := elected("plain", nil)
+		unannotated.Annotations = nil
+		for _, p := range []*corev1.Pod{
+			{ObjectMeta: metav1.ObjectMeta{Name: "unannotated", Namespace: "default"}, Spec: unannotated.Spec},
+			{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled-ns", Namespace: "plain", Annotations: elected("x", nil).Annotations}, Spec: unannotated.Spec},
+		} {
+			if err := f.c.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.SchedulerName != corev1.DefaultSchedulerName || p.Annotations[v1alpha1.AnnotationSourcePodManifest] != "" {
+				t.Errorf("%s/%s was mutated: scheduler %q, annotations %v", p.Namespace, p.Name, p.Spec.SchedulerName, p.Annotations)
+			}
+		}
+	})
+
+	t.Run("a source pod with placer's own annotation is refused at admission, naming it", func(t *testing.T) {
+		tmpl := elected("bad", map[string]string{"multicluster.placer.dev/is-allowed": "true"})
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+		err := f.c.Create(ctx, p)
+		if err == nil || !strings.Contains(err.Error(), "metadata.annotations[multicluster.placer.dev/is-allowed]") {
+			t.Errorf("created, or refused without naming the field: %v", err)
+		}
+	})
+
+	t.Run("deleting a proxy pod deletes its delegate, then the pod goes", func(t *testing.T) {
+		us := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "in-us", Namespace: "default"}}
+		if err := f.c.Delete(ctx, us); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, f.wc, us, &corev1.PodList{}, timeout)
+		waitUntil(t, timeout, func() (bool, string) {
+			_, clusters := f.delegates(t, "in-us")
+			return len(clusters) == 0, fmt.Sprintf("delegates left: %v", clusters)
+		})
+		w := &v1alpha1.Workload{}
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "in-us"}, w); err == nil {
+			t.Errorf("the pod's Workload outlived it")
+		}
+	})
+}
+
+// waitUntil polls cond (a list across clusters no single watch covers)
+// until it holds, and fails with its last word after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", why)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
