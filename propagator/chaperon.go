@@ -92,6 +92,10 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 		}
 	}
 	annotations[mcv1alpha1.AnnotationWorkload] = w.Namespace + "/" + w.Name
+	if _, proxy := w.Labels[v1alpha1.LabelProxyPod]; proxy {
+		// A proxy pod shows the delegate's whole status.
+		annotations[mcv1alpha1.AnnotationMirrorStatus] = mcv1alpha1.MirrorStatusFull
+	}
 	spec := *tmpl.Spec.DeepCopy()
 	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName

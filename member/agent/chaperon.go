@@ -349,7 +349,8 @@ func (r *ChaperonReconciler) reportRefused(ctx context.Context, ch *mcv1alpha1.P
 // annotations outside placer's own prefix (those are the chaperon's, set
 // by the scheduler plugin and the propagator). Both are merge patches: the
 // agent is the one writer of a chaperon's status, and annotations merge
-// key by key.
+// key by key. A chaperon annotated mirror-status=full (a proxy pod's)
+// carries the Pod's whole status.
 //
 // The status of a pod just bound is held back a moment (hold), so that
 // it is mirrored with the pod's start in one write. The chaperon (its pod
@@ -376,6 +377,9 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 		}
 	}
 	status := mirrored(pod.Status)
+	if ch.Annotations[mcv1alpha1.AnnotationMirrorStatus] == mcv1alpha1.MirrorStatusFull {
+		status = *pod.Status.DeepCopy()
+	}
 	if !worthMirroring(ch.Status, status) {
 		return reconcile.Result{}, nil
 	}

@@ -56,6 +56,27 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
+	t.Run("a proxy pod's chaperon carries the whole status, another its summary", func(t *testing.T) {
+		if ch.Status.PodIP != "" || len(ch.Status.ContainerStatuses) != 0 {
+			t.Errorf("a chaperon not asking for it carries the pod IP %q and %d container statuses", ch.Status.PodIP, len(ch.Status.ContainerStatuses))
+		}
+		full := &mcv1alpha1.PodChaperon{
+			ObjectMeta: metav1.ObjectMeta{Name: "proxy-0", Namespace: "default", Annotations: map[string]string{
+				mcv1alpha1.AnnotationMirrorStatus: mcv1alpha1.MirrorStatusFull,
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}
+		if err := c.Create(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, full, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning && ch.Status.PodIP != "" && len(ch.Status.ContainerStatuses) == 1
+		})
+		if err := c.Delete(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a pod annotation is mirrored; placer's own are not", func(t *testing.T) {
 		pod, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
 		if err != nil {

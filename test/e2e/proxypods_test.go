@@ -279,6 +279,9 @@ func TestProxyPods(t *testing.T) {
 
 	t.Run("deleting a proxy pod deletes its delegate, then the pod goes", func(t *testing.T) {
 		us := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "in-us", Namespace: "default"}}
+		if _, clusters := f.delegates(t, "in-us"); clusters["pb"] != 1 {
+			t.Fatalf("delegates before the deletion: %v, want one in pb", clusters)
+		}
 		if err := f.c.Delete(ctx, us); err != nil {
 			t.Fatal(err)
 		}

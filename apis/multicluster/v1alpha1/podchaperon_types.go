@@ -32,6 +32,16 @@ const (
 	// the pod, and the candidate scheduler schedules the candidates of the
 	// chosen cluster before it (of equal pod priority).
 	AnnotationRunnerUp = AnnotationPrefix + "runner-up"
+	// AnnotationMirrorStatus "full" (set by the propagator when the
+	// chaperon is created for a proxy pod's Workload) asks the agent to
+	// mirror the candidate Pod's whole status (container statuses, restart
+	// counts, exit codes, addresses), which the proxy pod shows; without
+	// it the agent mirrors what the management side reads (phase, reason,
+	// message, PodScheduled and Ready), a write saved per container change.
+	AnnotationMirrorStatus = AnnotationPrefix + "mirror-status"
+	// MirrorStatusFull is the value of AnnotationMirrorStatus that asks
+	// for the whole status.
+	MirrorStatusFull = "full"
 
 	// AnnotationBindWindow (a Go duration, set by the propagator when it
 	// creates an allow-when-reserved chaperon for a cluster not yet
