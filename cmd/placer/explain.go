@@ -33,7 +33,7 @@ func newExplainCommand() *cobra.Command {
 	var sf schedulerConfigFlags
 	var output string
 	cmd := &cobra.Command{
-		Use:   "explain [NAMESPACE/]NAME",
+		Use:   "explain [workload/|pod/][NAMESPACE/]NAME",
 		Short: "Explain where a Workload landed and why not elsewhere",
 		Long: `Explain a Workload's placement: for every cluster, each predicate's verdict
 and reason, each priority's score and weight and the weighted total, and the
@@ -42,15 +42,25 @@ proving as a fan-out runner-up). It runs the scheduler's cycle now, on the
 fleet as it is now, with every predicate evaluated (the scheduler stops at
 the first failure), leaving the Workload itself out of the placed ones.
 
+pod/NAME explains a proxy pod (an ordinary pod placed through the front end
+for Admiralty's source pods): it is placed as the Workload of its own name,
+which it owns.
+
 Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains([]string{"", "text", "json", "yaml"}, output) {
 				return errors.Errorf("-o %q: want json, yaml or text", output)
 			}
-			c, key, err := f.target(args[0])
+			arg, pod := kindOf(args[0])
+			c, key, err := f.target(arg)
 			if err != nil {
 				return err
+			}
+			if pod {
+				if err := proxyPodWorkload(cmd.Context(), c, key); err != nil {
+					return err
+				}
 			}
 			conf, note, err := sf.load(cmd.Context(), c)
 			if err != nil {
@@ -71,6 +81,39 @@ Installed as kubectl-placer on the PATH, it is also 'kubectl placer explain'.`,
 	fs.StringVarP(&output, "output", "o", "", "json or yaml: the explanation as data (every cluster's verdicts, scores and handshake); text when empty")
 	sf.register(fs)
 	return cmd
+}
+
+// kindOf strips a kubectl-style kind prefix: workload/ (the default) or
+// pod/, which names a proxy pod.
+func kindOf(arg string) (string, bool) {
+	for _, p := range []string{"pod/", "pods/", "po/"} {
+		if rest, ok := strings.CutPrefix(arg, p); ok {
+			return rest, true
+		}
+	}
+	for _, p := range []string{"workload/", "workloads/"} {
+		if rest, ok := strings.CutPrefix(arg, p); ok {
+			return rest, false
+		}
+	}
+	return arg, false
+}
+
+// proxyPodWorkload checks that the pod key names is a proxy pod placed
+// through the Workload of its name, and says so clearly otherwise.
+func proxyPodWorkload(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, w); err != nil {
+		if kerrors.IsNotFound(err) {
+			return errors.Errorf("pod %s is not placed by placer: no Workload of its name (a proxy pod is placed as one; is it annotated %s, in a namespace labelled %s=%s?)",
+				key, v1alpha1.AnnotationElect, v1alpha1.LabelSourceNamespace, v1alpha1.SourceNamespaceEnabled)
+		}
+		return errors.Wrapf(err, "cannot get Workload %s", key)
+	}
+	if _, ok := w.Labels[v1alpha1.LabelProxyPod]; !ok {
+		return errors.Errorf("Workload %s is not a proxy pod's: explain it as workload/%s", key, key.Name)
+	}
+	return nil
 }
 
 // commandName is how the user called us: "kubectl placer" as a plugin.

@@ -177,6 +177,38 @@ func createClusters(t *testing.T, env *testenv.Env, kcs ...*v1alpha1.KubernetesC
 // edit and admin aggregate) in its own namespace: it works, shows the
 // namespace's own clusters, says what it could not read, and never shows
 // another namespace's objects.
+// TestExplainProxyPod: pod/NAME explains a proxy pod's Workload, and says
+// plainly when the pod is not one.
+func TestExplainProxyPod(t *testing.T) {
+	for arg, want := range map[string]struct {
+		name string
+		pod  bool
+	}{"web": {"web", false}, "workload/ns/web": {"ns/web", false}, "pod/web-1": {"web-1", true}, "pods/ns/web-1": {"ns/web-1", true}} {
+		if name, pod := kindOf(arg); name != want.name || pod != want.pod {
+			t.Errorf("kindOf(%q) = %q, %v; want %q, %v", arg, name, pod, want.name, want.pod)
+		}
+	}
+	env := testenv.Start(t)
+	ctx := context.Background()
+	proxy := st.Workload("web-1", st.WLabels(v1alpha1.LabelProxyPod, "uid-1"))
+	plain := st.Workload("web")
+	for _, w := range []*v1alpha1.Workload{proxy, plain} {
+		w.UID, w.Generation = "", 0
+		if err := env.Client.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := proxyPodWorkload(ctx, env.Client, types.NamespacedName{Namespace: "default", Name: "web-1"}); err != nil {
+		t.Errorf("a proxy pod's Workload: %v", err)
+	}
+	if err := proxyPodWorkload(ctx, env.Client, types.NamespacedName{Namespace: "default", Name: "web"}); err == nil || !strings.Contains(err.Error(), "not a proxy pod's") {
+		t.Errorf("a Workload of its own taken for a proxy pod's: %v", err)
+	}
+	if err := proxyPodWorkload(ctx, env.Client, types.NamespacedName{Namespace: "default", Name: "nginx"}); err == nil || !strings.Contains(err.Error(), "not placed by placer") {
+		t.Errorf("an ordinary pod: %v", err)
+	}
+}
+
 func TestExplainAsTenant(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()

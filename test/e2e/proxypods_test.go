@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,9 @@ import (
 // manager as config/management deploys it, its webhook called by the API
 // server, and two members in two regions.
 type proxyFleet struct {
-	cs      kubernetes.Interface
+	// kubeconfig is the management cluster's, for placer's commands.
+	kubeconfig string
+	cs         kubernetes.Interface
 	c       client.Client
 	wc      client.WithWatch
 	members []*member
@@ -53,7 +56,7 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 		t.Fatal(err)
 	}
 	runManager(t, managerArgs(comp, ports), t.TempDir())
-	f := &proxyFleet{cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
+	f := &proxyFleet{kubeconfig: mgmt.KubeconfigPath(), cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
 	for _, r := range []struct{ name, region string }{{"pa", "eu"}, {"pb", "us"}} {
 		m := startMember(t, r.name, false, local.Node{Name: r.name + "-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: r.region}})
 		register(t, f.c, m, nil, "default")
@@ -243,6 +246,112 @@ func TestProxyPods(t *testing.T) {
 		if mars.Spec.NodeName != "" {
 			t.Errorf("on-mars bound to %s", mars.Spec.NodeName)
 		}
+		// placer explain pod/NAME answers as for a Workload.
+		out, err := exec.Command(placerBinary, "explain", "pod/on-mars", "--kubeconfig="+f.kubeconfig, "-n", "default").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ClusterSelector") || !strings.Contains(string(out), "default/pa") {
+			t.Errorf("placer explain pod/on-mars: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("a StatefulSet of 3 starts in ordinal order across clusters", func(t *testing.T) {
+		sts := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](3), ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+				Template: elected("db", nil),
+			},
+		}
+		if err := f.c.Create(ctx, sts); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, sts, &appsv1.StatefulSetList{}, 3*timeout, func(s *appsv1.StatefulSet) bool { return s.Status.ReadyReplicas == 3 })
+		var readyAt metav1.Time
+		for i := range 3 {
+			p := &corev1.Pod{}
+			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: fmt.Sprintf("db-%d", i)}, p); err != nil {
+				t.Fatal(err)
+			}
+			// Each ordinal is created only once the one before runs Ready.
+			if i > 0 && p.CreationTimestamp.Before(&readyAt) {
+				t.Errorf("db-%d created at %s, before db-%d was Ready at %s", i, p.CreationTimestamp, i-1, readyAt)
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					readyAt = c.LastTransitionTime
+				}
+			}
+		}
+	})
+
+	t.Run("a delegate deleted in its member is replaced there; the proxy pod stays", func(t *testing.T) {
+		p := &corev1.Pod{}
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "db-0"}, p); err != nil {
+			t.Fatal(err)
+		}
+		cluster, _ := v1alpha1.ClusterOfVirtualNode(p.Spec.NodeName)
+		m := memberNamed(f.members, cluster.Name)
+		l := &corev1.PodList{}
+		if err := m.client.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"app": "db"}); err != nil {
+			t.Fatal(err)
+		}
+		var old *corev1.Pod
+		for i := range l.Items {
+			if l.Items[i].Status.PodIP == p.Status.PodIP {
+				old = &l.Items[i]
+			}
+		}
+		if old == nil {
+			t.Fatalf("no delegate of db-0 (IP %s) in %s", p.Status.PodIP, m.name)
+		}
+		if err := m.client.Delete(ctx, old, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, timeout, func() (bool, string) {
+			if err := m.client.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"app": "db"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range l.Items {
+				if d.Name == old.Name && d.UID != old.UID && d.Status.Phase == corev1.PodRunning {
+					return true, ""
+				}
+			}
+			return false, "no replacement of the delegate"
+		})
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil || p.DeletionTimestamp != nil {
+			t.Errorf("the proxy pod did not stay: %v %v", err, p.DeletionTimestamp)
+		}
+	})
+
+	t.Run("a ConfigMap the pods use follows them; deleting the Deployment cleans up every member", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "fast"}}
+		if err := f.c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		tmpl := elected("cfg", nil)
+		tmpl.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cfg"}}, Template: tmpl},
+		}
+		if err := f.c.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, d, &appsv1.DeploymentList{}, 3*timeout, func(d *appsv1.Deployment) bool { return d.Status.AvailableReplicas == 2 })
+		_, clusters := f.delegates(t, "cfg")
+		for name := range clusters {
+			got := &corev1.ConfigMap{}
+			if err := memberNamed(f.members, name).client.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["mode"] != "fast" {
+				t.Errorf("ConfigMap in %s: %v %v", name, err, got.Data)
+			}
+		}
+		if err := f.c.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, f.wc, d, &appsv1.DeploymentList{}, 3*timeout)
+		waitUntil(t, timeout, func() (bool, string) {
+			_, clusters := f.delegates(t, "cfg")
+			return len(clusters) == 0, fmt.Sprintf("delegates left: %v", clusters)
+		})
 	})
 
 	t.Run("pods not annotated, and pods of namespaces not labelled, are never touched", func(t *testing.T) {
