@@ -5,6 +5,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
@@ -98,7 +99,12 @@ one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 		},
 	}
 	o.register(cmd, true)
-	f := cmd.Flags()
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags registers the manager's own flags.
+func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.probeInterval, "cluster-probe-interval", 30*time.Second, "how often each member cluster's /version is probed")
 	f.DurationVar(&o.heartbeatGrace, "cluster-heartbeat-grace", 40*time.Second, "how long a member's agent may go without renewing its ClusterSummary (agent --heartbeat-interval) before the member stops being Ready")
 	f.DurationVar(&o.probeTimeout, "cluster-probe-timeout", 5*time.Second, "how long one probe may take")
@@ -119,5 +125,4 @@ one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")
 	o.proxyPods.register(f)
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
-	return cmd
 }

@@ -144,6 +144,9 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	if err := showFleetDynamics(ctx, out, c, "small", cut, 2*time.Minute); err != nil {
 		return errors.Wrap(err, "fleet dynamics")
 	}
+	if err := showOrdinaryPods(ctx, out, c, 2*time.Minute); err != nil {
+		return errors.Wrap(err, "ordinary pods")
+	}
 	if o.once {
 		return nil
 	}
@@ -208,8 +211,18 @@ func startPlacer(ctx, startCtx context.Context, out io.Writer, o *sandboxOptions
 	}
 	fmt.Fprintln(out, "Started an agent and a candidate scheduler in every member, registered the members; starting the placer manager ...")
 
+	// The API server calls the manager's webhook at a loopback address
+	// (a local cluster has no pod network to reach its Service through).
+	webhook, err := local.FreeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := deploy.WebhooksAt(startCtx, mgmt.RESTConfig(), webhook); err != nil {
+		return nil, nil, errors.Wrap(err, "cannot point the webhook at the manager")
+	}
 	if err := mgmt.RunRestarting("manager", placer, manager.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
+		"--webhook-bind-address="+webhook, "--webhook-host=127.0.0.1",
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s",
 		// The failover step shows within a minute (300 s in config/).

@@ -74,6 +74,10 @@ func TestSandboxOnce(t *testing.T) {
 		"Workload default/leader runs in default/",
 		"Workload default/reports: placed there by the scheduler example-cheapest",
 		"Nothing is left in large",
+		// Ordinary pods through the front end.
+		"Deployment default/hello: 3/3 available",
+		"Job default/count: 2/2 succeeded",
+		"on node placer.default.",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the fleet dynamics' output lacks %q", want)
