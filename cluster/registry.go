@@ -49,7 +49,7 @@ type Registry struct {
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
 	// alsoOnChaperon are further handlers (AlsoOnChaperon), copied on write.
 	alsoOnChaperon atomic.Pointer[[]func(types.NamespacedName)]
-	onSynced   atomic.Pointer[func(context.Context, types.NamespacedName)]
+	onSynced       atomic.Pointer[func(context.Context, types.NamespacedName)]
 }
 
 var _ Members = &Registry{}

@@ -79,7 +79,7 @@ func TestMutateRefuses(t *testing.T) {
 		field string
 	}{
 		"placer's own annotation": {sourcePod(map[string]string{"multicluster.placer.dev/is-allowed": "true"}), "metadata.annotations[multicluster.placer.dev/is-allowed]"},
-		"placer's own label": {sourcePod(nil, func(p *corev1.Pod) { p.Labels["compute.placer.dev/x"] = "y" }), "metadata.labels[compute.placer.dev/x]"},
+		"placer's own label":      {sourcePod(nil, func(p *corev1.Pod) { p.Labels["compute.placer.dev/x"] = "y" }), "metadata.labels[compute.placer.dev/x]"},
 		"constraints unreadable": {sourcePod(map[string]string{v1alpha1.AnnotationProxyPodSchedulingConstraints: "nodeSelectr: {a: b}"}),
 			"metadata.annotations[" + v1alpha1.AnnotationProxyPodSchedulingConstraints + "]"},
 		"a template kube-apiserver refuses": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.Containers[0].Name = "Not_A_Name" }), "containers[0].name"},

@@ -31,9 +31,9 @@ type proxyFleet struct {
 	// kubeconfig is the management cluster's, for placer's commands.
 	kubeconfig string
 	cs         kubernetes.Interface
-	c       client.Client
-	wc      client.WithWatch
-	members []*member
+	c          client.Client
+	wc         client.WithWatch
+	members    []*member
 }
 
 func startProxyFleet(t *testing.T) *proxyFleet {
