@@ -24,7 +24,7 @@ import (
 	"github.com/placer-dev/placer/controllers/shared"
 )
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;delete
@@ -34,6 +34,7 @@ const (
 	reasonFailedScheduling = "FailedScheduling"
 	reasonScheduled        = "Scheduled"
 	reasonNameTaken        = "WorkloadNameTaken"
+	reasonMoved            = "Moved"
 )
 
 // Chaperons finds a Workload's chaperons in a member (cluster.Registry).
@@ -193,6 +194,9 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		}
 		return nil
 	}
+	if moved, err := p.labelCluster(ctx, pod, w.ClusterKey(w.Status.ClusterRef)); err != nil || moved {
+		return err
+	}
 	if pod.Spec.NodeName == "" {
 		node := v1alpha1.VirtualNodeName(w.ClusterKey(w.Status.ClusterRef))
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
@@ -210,6 +214,28 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 	}
 	pod.Status = status
 	return errors.Wrap(p.Client.Status().Update(ctx, pod), "cannot update the proxy pod's status")
+}
+
+// labelCluster labels the pod with the cluster its delegate runs in
+// (kubectl get pods -L compute.placer.dev/cluster-name), and says, with an
+// Event, when that changed: the Workload moved (its cluster was lost or
+// drained, by the move policy), while the pod stays bound to the virtual
+// node of the cluster it first ran in. It reports whether it wrote.
+func (p *Proxies) labelCluster(ctx context.Context, pod *corev1.Pod, key types.NamespacedName) (bool, error) {
+	name, ns := pod.Labels[v1alpha1.LabelClusterName], pod.Labels[v1alpha1.LabelClusterNamespace]
+	if name == key.Name && ns == key.Namespace {
+		return false, nil
+	}
+	orig := pod.DeepCopy()
+	metav1.SetMetaDataLabel(&pod.ObjectMeta, v1alpha1.LabelClusterName, key.Name)
+	metav1.SetMetaDataLabel(&pod.ObjectMeta, v1alpha1.LabelClusterNamespace, key.Namespace)
+	if err := p.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
+		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot label the proxy pod with its cluster")
+	}
+	if name != "" {
+		p.Record.Event(pod, event.Normal(reasonMoved, "runs in "+key.String()+" now (it ran in "+ns+"/"+name+"); the pod stays bound to node "+pod.Spec.NodeName))
+	}
+	return true, nil
 }
 
 // delegate is the Workload's chaperon bound in its cluster (the delegate

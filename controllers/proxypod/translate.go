@@ -113,10 +113,36 @@ func (c Constraints) apply(spec *v1alpha1.WorkloadSpec) {
 		if t.Key == v1alpha1.LabelVirtualKubeletProvider || strings.HasPrefix(t.Key, "node.kubernetes.io/") {
 			continue
 		}
-		spec.ClusterTolerations = append(spec.ClusterTolerations, v1alpha1.ClusterToleration{
-			Key: t.Key, Operator: v1alpha1.TolerationOperator(t.Operator), Value: t.Value,
-			Effect: v1alpha1.TaintEffect(t.Effect), TolerationSeconds: t.TolerationSeconds,
-		})
+		spec.ClusterTolerations = append(spec.ClusterTolerations, clusterToleration(t, t.Key))
+	}
+}
+
+// conditionTaints are the node condition taints whose tolerations a pod
+// carries anyway (the DefaultTolerationSeconds admission plugin adds them,
+// 300 s) and the cluster taints that mean the same of a cluster: how long
+// the pod stays on a cluster that does not answer, or is not ready, before
+// it moves, as on a node.
+var conditionTaints = map[string]string{
+	corev1.TaintNodeUnreachable: v1alpha1.TaintClusterUnreachable,
+	corev1.TaintNodeNotReady:    v1alpha1.TaintClusterNotReady,
+}
+
+// conditionTolerations are the pod's tolerations of node conditions, as
+// tolerations of the same conditions of clusters.
+func conditionTolerations(ts []corev1.Toleration) []v1alpha1.ClusterToleration {
+	var out []v1alpha1.ClusterToleration
+	for _, t := range ts {
+		if key, ok := conditionTaints[t.Key]; ok && (t.Effect == "" || t.Effect == corev1.TaintEffectNoExecute) {
+			out = append(out, clusterToleration(t, key))
+		}
+	}
+	return out
+}
+
+func clusterToleration(t corev1.Toleration, key string) v1alpha1.ClusterToleration {
+	return v1alpha1.ClusterToleration{
+		Key: key, Operator: v1alpha1.TolerationOperator(t.Operator), Value: t.Value,
+		Effect: v1alpha1.TaintEffect(t.Effect), TolerationSeconds: t.TolerationSeconds,
 	}
 }
 
@@ -202,6 +228,7 @@ func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Wor
 		w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
 	}
 	c.apply(&w.Spec)
+	w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, conditionTolerations(source.Spec.Tolerations)...)
 	return w, nil
 }
 

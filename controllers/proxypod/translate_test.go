@@ -1,6 +1,7 @@
 package proxypod
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
@@ -110,6 +112,12 @@ func TestWorkloadFor(t *testing.T) {
 			}
 			return ""
 		}},
+		"the pod's time on an unreachable node is its time on an unreachable cluster": {sourcePod(nil, func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](7)}}
+		}), func(w *v1alpha1.Workload) string {
+			want := []v1alpha1.ClusterToleration{{Key: v1alpha1.TaintClusterUnreachable, Operator: "Exists", Effect: v1alpha1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](7)}}
+			return cmp.Diff(want, w.Spec.ClusterTolerations)
+		}},
 		"constraints from the spec pick clusters": {sourcePod(map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""}, func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: "eu", v1alpha1.LabelClusterTargetName: "a"}
 			p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists}}
@@ -118,8 +126,10 @@ func TestWorkloadFor(t *testing.T) {
 			if d := cmp.Diff(want, w.Spec.ClusterSelector); d != "" {
 				return "clusterSelector: " + d
 			}
-			if len(w.Spec.ClusterTolerations) != 1 || w.Spec.ClusterTolerations[0].Key != "gpu" {
-				return "clusterTolerations"
+			// The pod's own toleration of an unready node is its toleration
+			// of an unready cluster.
+			if len(w.Spec.ClusterTolerations) != 2 || w.Spec.ClusterTolerations[0].Key != "gpu" || w.Spec.ClusterTolerations[1].Key != v1alpha1.TaintClusterNotReady {
+				return fmt.Sprintf("clusterTolerations %+v", w.Spec.ClusterTolerations)
 			}
 			if w.Spec.TargetDeployment.Template.Spec.NodeSelector != nil || w.Spec.TargetDeployment.Template.Spec.Tolerations != nil {
 				return "the template kept the constraints that picked clusters"

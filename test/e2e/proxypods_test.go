@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -403,6 +404,77 @@ func TestProxyPods(t *testing.T) {
 		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "in-us"}, w); err == nil {
 			t.Errorf("the pod's Workload outlived it")
 		}
+	})
+
+	t.Run("a member lost: its proxy pods move by the move policy, and the Deployment keeps its pods", f.memberLost)
+}
+
+// TestProxyPods' last case, apart so that the function stays readable:
+// a member lost, its proxy pods move by the move policy, the Deployment
+// keeps its pods.
+func (f *proxyFleet) memberLost(t *testing.T) {
+	ctx := context.Background()
+	// Both replicas prefer pa; each stays 5 s on a cluster that does not
+	// answer (the pod's own toleration of an unreachable node, 300 s by
+	// default, is its toleration of an unreachable cluster).
+	tmpl := elected("mover", map[string]string{v1alpha1.AnnotationProxyPodSchedulingConstraints: `{"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [{"key": "multicluster.admiralty.io/cluster-target-name", "operator": "In", "values": ["pa"]}]}}]}}}`})
+	tmpl.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "mover", Namespace: "default"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mover"}}, Template: tmpl},
+	}
+	if err := f.c.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, f.wc, d, &appsv1.DeploymentList{}, 3*timeout, func(d *appsv1.Deployment) bool { return d.Status.AvailableReplicas == 2 })
+	before := &corev1.PodList{}
+	if err := f.c.List(ctx, before, client.InNamespace("default"), client.MatchingLabels{"app": "mover"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before.Items {
+		if p.Labels[v1alpha1.LabelClusterName] != "pa" {
+			t.Fatalf("pod %s runs in %q, want pa (preferred)", p.Name, p.Labels[v1alpha1.LabelClusterName])
+		}
+	}
+	pa := memberNamed(f.members, "pa")
+	restart := stopAPIServer(t, pa)
+	waitUntil(t, 3*timeout, func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := f.c.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "mover"}); err != nil {
+			t.Fatal(err)
+		}
+		moved := 0
+		for _, p := range pods.Items {
+			if p.Labels[v1alpha1.LabelClusterName] == "pb" && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+				moved++
+			}
+		}
+		return moved == 2, fmt.Sprintf("%d of 2 proxy pods run Ready in pb", moved)
+	})
+	// The same pods, moved: the Deployment replaced none.
+	after := &corev1.PodList{}
+	if err := f.c.List(ctx, after, client.InNamespace("default"), client.MatchingLabels{"app": "mover"}); err != nil {
+		t.Fatal(err)
+	}
+	uids := func(l *corev1.PodList) []string {
+		var out []string
+		for _, p := range l.Items {
+			out = append(out, string(p.UID))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if !slices.Equal(uids(before), uids(after)) {
+		t.Errorf("the Deployment's pods changed: %v, then %v", uids(before), uids(after))
+	}
+	if _, clusters := f.delegates(t, "mover"); clusters["pb"] != 2 {
+		t.Errorf("delegates in pb: %v, want 2", clusters)
+	}
+	// pa answers again: what the pods left there goes.
+	restart()
+	waitUntil(t, timeout, func() (bool, string) {
+		_, clusters := f.delegates(t, "mover")
+		return clusters["pa"] == 0, fmt.Sprintf("delegates %v", clusters)
 	})
 }
 
