@@ -172,11 +172,6 @@ func createClusters(t *testing.T, env *testenv.Env, kcs ...*v1alpha1.KubernetesC
 	}
 }
 
-// TestExplainAsTenant explains a Workload as its tenant does, with no
-// rights but the placer-tenant-view role (config/rbac/tenant, which view,
-// edit and admin aggregate) in its own namespace: it works, shows the
-// namespace's own clusters, says what it could not read, and never shows
-// another namespace's objects.
 // TestExplainProxyPod: pod/NAME explains a proxy pod's Workload, and says
 // plainly when the pod is not one.
 func TestExplainProxyPod(t *testing.T) {
@@ -209,6 +204,11 @@ func TestExplainProxyPod(t *testing.T) {
 	}
 }
 
+// TestExplainAsTenant explains a Workload as its tenant does, with no
+// rights but the placer-tenant-view role (config/rbac/tenant, which view,
+// edit and admin aggregate) in its own namespace: it works, shows the
+// namespace's own clusters, says what it could not read, and never shows
+// another namespace's objects.
 func TestExplainAsTenant(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()

@@ -20,11 +20,12 @@ import (
 	"github.com/placer-dev/placer/internal/pki"
 )
 
-// +kubebuilder:rbac:groups="",namespace=placer-system,resources=secrets,verbs=create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// The rights these need are in config/rbac/webhook_role.yaml, by name
+// (markers cannot name objects): the Secret and the
+// MutatingWebhookConfiguration, nothing else of their kinds.
 
 // The webhook's serving certificate lives in a Secret of the manager's
-// namespace (config/rbac: the placer-manager-webhook Role), so that every
+// namespace (config/rbac/webhook_role.yaml), so that every
 // replica serves the same one: the first replica to start makes it (a CA
 // and a certificate it signs), the others read it, and each writes the
 // CA into the MutatingWebhookConfiguration's caBundle.

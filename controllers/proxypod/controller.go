@@ -11,6 +11,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,8 @@ const (
 	reasonScheduled        = "Scheduled"
 	reasonNameTaken        = "WorkloadNameTaken"
 	reasonMoved            = "Moved"
+	reasonInvalidSourcePod = "InvalidSourcePod"
+	reasonStatusRefused    = "StatusRefused"
 )
 
 // Chaperons finds a Workload's chaperons in a member (cluster.Registry).
@@ -70,16 +73,15 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry) error {
 		pod, ok := o.(*corev1.Pod)
 		return ok && pod.Spec.SchedulerName == v1alpha1.ProxySchedulerName
 	})
-	ownedByPod := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if _, ok := o.GetLabels()[v1alpha1.LabelProxyPod]; ok {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
-		}
-		return nil
+	// A Workload is a proxy pod's, or holds a pod's name (WorkloadNameTaken
+	// ends with it): either way its pod is the one of its name.
+	ofName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("proxypod").
 		For(&corev1.Pod{}, builder.WithPredicates(proxies)).
-		Watches(&v1alpha1.Workload{}, ownedByPod).
+		Watches(&v1alpha1.Workload{}, ofName).
 		WatchesRawSource(t.Source()).
 		Complete(p)
 }
@@ -111,10 +113,12 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if pod.DeletionTimestamp != nil {
 		return reconcile.Result{}, p.letGo(ctx, pod, w)
 	}
+	if podutil.IsPodPhaseTerminal(pod.Status.Phase) {
+		// It ended: nothing is placed for it again, and its status is
+		// final (its Workload ended too, or is gone).
+		return reconcile.Result{}, nil
+	}
 	if w == nil {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			return reconcile.Result{}, nil
-		}
 		return reconcile.Result{}, p.createWorkload(ctx, pod)
 	}
 	return reconcile.Result{}, p.follow(ctx, pod, w)
@@ -137,8 +141,7 @@ func (p *Proxies) otherWorkload(ctx context.Context, pod *corev1.Pod, w *v1alpha
 		return reconcile.Result{}, p.deleteWorkload(ctx, w, "")
 	}
 	msg := "a Workload named " + w.Name + " exists and is not this pod's: placer places each proxy pod through a Workload of its own name"
-	p.Record.Event(pod, event.Warning(reasonNameTaken, errors.New(msg)))
-	return reconcile.Result{}, p.setPodScheduled(ctx, pod, corev1.ConditionFalse, reasonNameTaken, msg)
+	return reconcile.Result{}, p.unschedulable(ctx, pod, reasonNameTaken, msg)
 }
 
 // deleteWorkload deletes a Workload a pod controlled (uid, when set,
@@ -157,21 +160,46 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 	if w != nil {
 		return p.deleteWorkload(ctx, w, pod.UID)
 	}
+	if !podutil.IsPodPhaseTerminal(pod.Status.Phase) {
+		// As a kubelet ends a deleted pod's containers: Failed, so that
+		// its controller (a Job tracking it by a finalizer) counts it.
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.Reason, pod.Status.Message = "Deleted", "the pod was deleted; its delegate is gone"
+		if err := p.Client.Status().Update(ctx, pod); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
 	err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	return client.IgnoreNotFound(err)
 }
 
 func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
+	ns := &corev1.Namespace{}
+	if err := p.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		return err
+	}
+	if !IsSource(pod, ns.Labels) {
+		// Only a source pod of an opened namespace is placed, whatever
+		// marks another pod carries (the webhook made every source pod
+		// a proxy pod when it was created).
+		return nil
+	}
 	source, err := SourceOf(pod)
 	if err != nil {
-		return p.setPodScheduled(ctx, pod, corev1.ConditionFalse, "InvalidSourcePod", "cannot read the source pod's manifest: "+err.Error())
+		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, "cannot read the source pod's manifest: "+err.Error())
 	}
 	source.Namespace = pod.Namespace
 	w, ferr := WorkloadFor(source, OwnerOf(pod))
 	if ferr != nil {
-		return p.setPodScheduled(ctx, pod, corev1.ConditionFalse, "InvalidSourcePod", ferr.Error())
+		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, ferr.Error())
 	}
-	return client.IgnoreAlreadyExists(p.Client.Create(ctx, w))
+	err = p.Client.Create(ctx, w)
+	if kerrors.IsInvalid(err) || kerrors.IsForbidden(err) {
+		// The API server refuses the Workload (its schema or CEL rules):
+		// no retry makes it valid; the pod says why.
+		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, "the API server refuses the pod's Workload: "+err.Error())
+	}
+	return client.IgnoreAlreadyExists(err)
 }
 
 // follow binds the pod once its delegate is bound, and keeps its status
@@ -206,14 +234,35 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		p.Record.Event(pod, event.Normal(reasonScheduled, "Successfully assigned "+pod.Namespace+"/"+pod.Name+" to "+node))
 		return nil
 	}
-	status := *delegate.Status.DeepCopy()
-	status.QOSClass = pod.Status.QOSClass
-	status.NominatedNodeName = ""
+	status := followed(delegate.Status, pod.Status)
 	if equality.Semantic.DeepEqual(status, pod.Status) {
 		return nil
 	}
 	pod.Status = status
-	return errors.Wrap(p.Client.Status().Update(ctx, pod), "cannot update the proxy pod's status")
+	err = p.Client.Status().Update(ctx, pod)
+	if kerrors.IsInvalid(err) {
+		// A transition the API server forbids of a pod (a container
+		// that terminated, under restartPolicy Never, running again in
+		// a replaced delegate): no retry makes it valid.
+		p.Record.Event(pod, event.Warning(reasonStatusRefused, errors.Wrap(err, "the delegate's status cannot be the pod's")))
+		return nil
+	}
+	return errors.Wrap(err, "cannot update the proxy pod's status")
+}
+
+// followed is the delegate's status as its proxy pod shows it: the
+// pod's own QoS class, no node-level address (it stays in the member),
+// no generation of the member's.
+func followed(delegate, own corev1.PodStatus) corev1.PodStatus {
+	s := *delegate.DeepCopy()
+	s.QOSClass = own.QOSClass
+	s.NominatedNodeName = ""
+	s.HostIP, s.HostIPs = "", nil
+	s.ObservedGeneration = 0
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = 0
+	}
+	return s
 }
 
 // labelCluster labels the pod with the cluster its delegate runs in
@@ -254,7 +303,7 @@ func (p *Proxies) delegate(ctx context.Context, w *v1alpha1.Workload) (*mcv1alph
 	}
 	var best *mcv1alpha1.PodChaperon
 	for _, ch := range chs {
-		if ch.DeletionTimestamp != nil || !scheduled(&ch.Status) {
+		if _, c := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodScheduled); ch.DeletionTimestamp != nil || c == nil || c.Status != corev1.ConditionTrue {
 			continue
 		}
 		if best == nil || best.CreationTimestamp.Before(&ch.CreationTimestamp) {
@@ -264,39 +313,17 @@ func (p *Proxies) delegate(ctx context.Context, w *v1alpha1.Workload) (*mcv1alph
 	return best, nil
 }
 
-func scheduled(s *corev1.PodStatus) bool {
-	for _, c := range s.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // unschedulable says on the pod why its Workload is not placed, as
 // kube-scheduler says it of a pod (PodScheduled False, reason
 // Unschedulable, and a FailedScheduling Event when the message changes).
 func (p *Proxies) unschedulable(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Message == msg {
-			return nil
-		}
-	}
-	p.Record.Event(pod, event.Warning(reasonFailedScheduling, errors.New(msg)))
 	if reason == v1alpha1.ReasonUnschedulable {
 		reason = corev1.PodReasonUnschedulable
 	}
-	return p.setPodScheduled(ctx, pod, corev1.ConditionFalse, reason, msg)
-}
-
-func (p *Proxies) setPodScheduled(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) error {
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(time.Now())}
-	out := pod.Status.Conditions[:0:0]
-	for _, c := range pod.Status.Conditions {
-		if c.Type != corev1.PodScheduled {
-			out = append(out, c)
-		}
+	cond := &corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(time.Now())}
+	if !podutil.UpdatePodCondition(&pod.Status, cond) {
+		return nil
 	}
-	pod.Status.Conditions = append(out, cond)
+	p.Record.Event(pod, event.Warning(reasonFailedScheduling, errors.New(msg)))
 	return client.IgnoreNotFound(p.Client.Status().Update(ctx, pod))
 }

@@ -2,6 +2,7 @@ package proxypod
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"time"
 
@@ -39,10 +40,23 @@ type Nodes struct {
 	Client client.Client
 }
 
+// indexNodeName indexes proxy pods by the node they are bound to.
+const indexNodeName = "spec.nodeName"
+
 // SetupNodes adds the virtual node controller and the Leases' heartbeat.
 func SetupNodes(mgr ctrl.Manager) error {
 	n := &Nodes{Client: mgr.GetClient()}
-	if err := mgr.Add(&heartbeat{client: mgr.GetClient(), every: LeaseDuration / 4}); err != nil {
+	// Leases are read straight from the API server: the cache would hold
+	// every node's.
+	if err := mgr.Add(&heartbeat{client: mgr.GetClient(), reader: mgr.GetAPIReader(), every: LeaseDuration / 4}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, indexNodeName, func(o client.Object) []string {
+		if name := o.(*corev1.Pod).Spec.NodeName; name != "" {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -50,6 +64,13 @@ func SetupNodes(mgr ctrl.Manager) error {
 		For(&v1alpha1.KubernetesCluster{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if key, ok := v1alpha1.ClusterOfVirtualNode(o.GetName()); ok {
+				return []reconcile.Request{{NamespacedName: key}}
+			}
+			return nil
+		})).
+		// A pod gone from a deleted cluster's node may let the node go.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if key, ok := v1alpha1.ClusterOfVirtualNode(o.(*corev1.Pod).Spec.NodeName); ok {
 				return []reconcile.Request{{NamespacedName: key}}
 			}
 			return nil
@@ -66,8 +87,7 @@ func (n *Nodes) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		if !kerrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
-		err := n.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, n.removed(ctx, name)
 	}
 	want := VirtualNode(kc)
 	node := &corev1.Node{}
@@ -98,6 +118,41 @@ func (n *Nodes) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// removed deletes the virtual node of a cluster that is gone, once no
+// proxy pod is bound to it: a pod whose Workload moved away before the
+// cluster went stays bound to it (a node name never changes), and the pod
+// garbage collector deletes the pods of a node that does not exist. Until
+// then the node stays, cordoned and not Ready.
+func (n *Nodes) removed(ctx context.Context, name string) error {
+	pods := &corev1.PodList{}
+	if err := n.Client.List(ctx, pods, client.MatchingFields{indexNodeName: name}); err != nil {
+		return err
+	}
+	node := &corev1.Node{}
+	if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if len(pods.Items) == 0 {
+		return client.IgnoreNotFound(n.Client.Delete(ctx, node, client.Preconditions{UID: &node.UID}))
+	}
+	if !node.Spec.Unschedulable {
+		orig := node.DeepCopy()
+		node.Spec.Unschedulable = true
+		if err := n.Client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+			return err
+		}
+	}
+	gone := &v1alpha1.KubernetesCluster{}
+	gone.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "ClusterDeleted",
+		Message: fmt.Sprintf("the KubernetesCluster is gone; %d proxy pod(s) that ran there are still bound to this node", len(pods.Items))})
+	conds := readyCondition(node.Status.Conditions, gone)
+	if equality.Semantic.DeepEqual(conds, node.Status.Conditions) {
+		return nil
+	}
+	node.Status.Conditions = conds
+	return n.Client.Status().Update(ctx, node)
 }
 
 // VirtualNode is the Node that stands for a cluster.
@@ -201,6 +256,7 @@ func readyCondition(old []corev1.NodeCondition, kc *v1alpha1.KubernetesCluster) 
 // the manager runs. It is a timer by nature: a Lease is renewed on time.
 type heartbeat struct {
 	client client.Client
+	reader client.Reader
 	every  time.Duration
 }
 
@@ -225,15 +281,15 @@ func (h *heartbeat) renewAll(ctx context.Context) {
 		return
 	}
 	for i := range nodes.Items {
-		_ = renewLease(ctx, h.client, &nodes.Items[i])
+		_ = renewLease(ctx, h.client, h.reader, &nodes.Items[i])
 	}
 }
 
 // renewLease renews (or creates) a node's Lease, owned by the node.
-func renewLease(ctx context.Context, c client.Client, node *corev1.Node) error {
+func renewLease(ctx context.Context, c client.Client, r client.Reader, node *corev1.Node) error {
 	now := metav1.NewMicroTime(time.Now())
 	l := &coordinationv1.Lease{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, l)
+	err := r.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node.Name}, l)
 	if kerrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: node.Name, OwnerReferences: []metav1.OwnerReference{{

@@ -233,9 +233,9 @@ func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Wor
 }
 
 // OwnerOf is the controller reference of a proxy pod over its Workload.
+// It does not block the pod's deletion: the proxy pods' controller
+// deletes the Workload first, and a blocking reference would need the
+// right to update pods/finalizers where owner references are enforced.
 func OwnerOf(pod *corev1.Pod) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}
 }

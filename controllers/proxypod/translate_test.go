@@ -1,15 +1,21 @@
 package proxypod
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
@@ -75,6 +81,48 @@ func TestMutate(t *testing.T) {
 	}
 }
 
+// TestWebhookForgedProxy: a source pod that comes already marked a proxy
+// (a manifest of its own, placer's proxy scheduler) is made a proxy pod
+// from what it is, never let through as it came; an unannotated pod or
+// one of a namespace not opened is let through untouched.
+func TestWebhookForgedProxy(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	opened := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.LabelSourceNamespace: v1alpha1.SourceNamespaceEnabled}}}
+	closed := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}
+	m := &Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(opened, closed).Build(), Decoder: admission.NewDecoder(scheme)}
+	review := func(p *corev1.Pod) admission.Response {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Namespace: p.Namespace, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+		}})
+	}
+	forged := sourcePod(map[string]string{v1alpha1.AnnotationSourcePodManifest: `{"spec":{"containers":[{"name":"x","image":"evil"}]}}`},
+		func(p *corev1.Pod) { p.Spec.SchedulerName = v1alpha1.ProxySchedulerName })
+	r := review(forged)
+	var saved string
+	for _, op := range r.Patches {
+		if strings.HasSuffix(op.Path, "sourcepod-manifest") {
+			saved, _ = op.Value.(string)
+		}
+	}
+	if !r.Allowed || !strings.Contains(saved, `"image":"nginx"`) || strings.Contains(saved, "evil") {
+		t.Errorf("forged proxy: allowed %v, manifest saved %q; want the pod's own", r.Allowed, saved)
+	}
+	plain := sourcePod(nil)
+	plain.Annotations = nil
+	elsewhere := sourcePod(nil)
+	elsewhere.Namespace = "other"
+	for name, p := range map[string]*corev1.Pod{"unannotated": plain, "namespace not opened": elsewhere} {
+		if r := review(p); !r.Allowed || len(r.Patches) != 0 {
+			t.Errorf("%s: allowed %v with %d patches; want through untouched", name, r.Allowed, len(r.Patches))
+		}
+	}
+}
+
 func TestMutateRefuses(t *testing.T) {
 	cases := map[string]struct {
 		pod   *corev1.Pod
@@ -84,12 +132,13 @@ func TestMutateRefuses(t *testing.T) {
 		"placer's own label":      {sourcePod(nil, func(p *corev1.Pod) { p.Labels["compute.placer.dev/x"] = "y" }), "metadata.labels[compute.placer.dev/x]"},
 		"constraints unreadable": {sourcePod(map[string]string{v1alpha1.AnnotationProxyPodSchedulingConstraints: "nodeSelectr: {a: b}"}),
 			"metadata.annotations[" + v1alpha1.AnnotationProxyPodSchedulingConstraints + "]"},
-		"a template kube-apiserver refuses": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.Containers[0].Name = "Not_A_Name" }), "containers[0].name"},
+		"a template kube-apiserver refuses, named as the pod's field": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.Containers[0].Name = "Not_A_Name" }), "spec.containers[0].name"},
+		"a node named": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }), "spec.nodeName"},
 	}
 	for name, tc := range cases {
 		_, errs := Mutate(tc.pod)
-		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.field) {
-			t.Errorf("%s: errors %v, want one naming %s", name, errs, tc.field)
+		if len(errs) == 0 || errs[0].Field != tc.field {
+			t.Errorf("%s: errors %v, want one of the field %s", name, errs, tc.field)
 		}
 	}
 }

@@ -46,9 +46,11 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if !IsSource(pod, ns.Labels) || IsProxy(pod) {
+	if !IsSource(pod, ns.Labels) {
 		return admission.Allowed("not a source pod")
 	}
+	// A source pod is always made a proxy pod here, whatever proxy marks
+	// it came with: the manifest placer places is the one saved now.
 	proxy, errs := Mutate(pod)
 	if len(errs) > 0 {
 		status := kerrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, podName(pod), errs).Status()
@@ -76,6 +78,10 @@ func podName(p *corev1.Pod) string {
 // template kube-apiserver would refuse, a constraints annotation it
 // cannot read.
 func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
+	if pod.Spec.NodeName != "" {
+		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"), "a source pod is bound by placer, to its cluster's virtual node; it may not name a node")}
+	}
+	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
 	source := savedSource(pod)
 	w, ferr := WorkloadFor(source, OwnerOf(pod))
 	if ferr != nil {
@@ -84,7 +90,7 @@ func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
 	if errs := reservedKeys(pod); len(errs) > 0 {
 		return nil, errs
 	}
-	if errs := validation.ValidateTemplate(w); len(errs) > 0 {
+	if errs := podPaths(validation.ValidateTemplate(w)); len(errs) > 0 {
 		return nil, errs
 	}
 	manifest, err := json.Marshal(source)
@@ -109,6 +115,16 @@ func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
 		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
 	}
 	return proxy, nil
+}
+
+// podPaths re-roots the errors of a Workload's template at the pod the
+// user wrote: spec.targetDeployment.template.spec.x is the pod's spec.x.
+func podPaths(errs field.ErrorList) field.ErrorList {
+	prefix := validation.TemplatePath.String() + "."
+	for _, e := range errs {
+		e.Field = strings.TrimPrefix(e.Field, prefix)
+	}
+	return errs
 }
 
 // reservedKeys refuses placer's own labels and annotations on a source

@@ -282,6 +282,23 @@ func TestProxyPods(t *testing.T) {
 				}
 			}
 		}
+		// A StatefulSet's pod deleted comes back under the same name: its
+		// new proxy pod is placed once the old one's Workload is gone.
+		old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "default"}}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "default"}}
+		testenv.WaitFor(t, f.wc, again, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning && podReady(p)
+		})
+		w := &v1alpha1.Workload{}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(again), w); err != nil || w.Labels[v1alpha1.LabelProxyPod] != string(again.UID) {
+			t.Errorf("db-1's Workload is not the new pod's: %v, %v", err, w.Labels)
+		}
 	})
 
 	t.Run("a delegate deleted in its member is replaced there; the proxy pod stays", func(t *testing.T) {
@@ -318,9 +335,16 @@ func TestProxyPods(t *testing.T) {
 			}
 			return false, "no replacement of the delegate"
 		})
-		if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil || p.DeletionTimestamp != nil {
-			t.Errorf("the proxy pod did not stay: %v %v", err, p.DeletionTimestamp)
+		// The proxy pod stays, and shows its new delegate.
+		var replacement corev1.Pod
+		for _, d := range l.Items {
+			if d.Name == old.Name && d.UID != old.UID {
+				replacement = d
+			}
 		}
+		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+			return p.DeletionTimestamp == nil && p.Status.PodIP == replacement.Status.PodIP
+		})
 	})
 
 	t.Run("a ConfigMap the pods use follows them; deleting the Deployment cleans up every member", func(t *testing.T) {
