@@ -491,8 +491,12 @@ func (f *proxyFleet) memberLost(t *testing.T) {
 	if !slices.Equal(uids(before), uids(after)) {
 		t.Errorf("the Deployment's pods changed: %v, then %v", uids(before), uids(after))
 	}
-	if _, clusters := f.delegates(t, "mover"); clusters["pb"] != 2 {
-		t.Errorf("delegates in pb: %v, want 2", clusters)
+	inPB := &corev1.PodList{}
+	if err := memberNamed(f.members, "pb").client.List(ctx, inPB, client.InNamespace("default"), client.MatchingLabels{"app": "mover"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(inPB.Items) != 2 {
+		t.Errorf("%d delegates in pb, want 2", len(inPB.Items))
 	}
 	// pa answers again: what the pods left there goes.
 	restart()
