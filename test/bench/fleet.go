@@ -13,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -21,6 +22,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
+	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/fleetwait"
 	"github.com/placer-dev/placer/member/agent"
 )
@@ -51,7 +53,7 @@ type fleet struct {
 }
 
 // namespaces the phases use, opened to placer in every member.
-var phaseNamespaces = []string{nsBaseline, nsSpread, nsDeployments, "fanout-1", "noreservation", "fanout-all", "failover", "drain"}
+var phaseNamespaces = []string{nsBaseline, nsSpread, nsDeployments, "fanout-1", "noreservation", "fanout-all", nsFrontend, "failover", "drain"}
 
 // placerProcs are placer's processes running now, by name.
 func (f *fleet) placerProcs() map[string]*local.Process {
@@ -117,7 +119,12 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		return f, err
 	}
 	for _, ns := range phaseNamespaces {
-		if err := f.mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if ns == nsFrontend {
+			// Its pods are source pods (Admiralty's front end).
+			nsObj.Labels = map[string]string{v1alpha1.LabelSourceNamespace: v1alpha1.SourceNamespaceEnabled}
+		}
+		if err := f.mc.Create(ctx, nsObj); err != nil {
 			return f, err
 		}
 		// Each phase's namespace accepts the platform's clusters (default).
@@ -179,9 +186,12 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	if f.metrics, err = local.FreeAddr(); err != nil {
 		return f, err
 	}
+	webhook, err := f.installWebhook(ctx)
+	if err != nil {
+		return f, err
+	}
 	if err := f.spawn("manager", o, "manager", "--kubeconfig="+f.mgmt.KubeconfigPath(), "--leader-elect=false", "--allow-loopback-clusters", "--pprof-bind-address="+pprof,
-		// config/ is not installed: no webhook to serve (the proxy pods' benchmark installs it).
-		"--proxy-pods=false",
+		"--webhook-bind-address="+webhook, "--webhook-host=127.0.0.1", "--placer-namespace="+deploy.Namespace,
 		"--health-probe-bind-address=0", "--metrics-bind-address="+f.metrics, "--cluster-probe-interval=10s",
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),
@@ -317,6 +327,34 @@ func (f *fleet) register(ctx context.Context, m *local.Cluster) error {
 		return err
 	}
 	return nil
+}
+
+// installWebhook installs config/management's MutatingWebhookConfiguration
+// (the front end for ordinary pods), pointed at a loopback address the
+// manager serves it on, which it returns, and the namespace of the
+// webhook's certificate Secret.
+func (f *fleet) installWebhook(ctx context.Context) (string, error) {
+	objs, err := deploy.Render("management")
+	if err != nil {
+		return "", err
+	}
+	var webhooks []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			webhooks = append(webhooks, o)
+		}
+	}
+	if err := f.mc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deploy.Namespace}}); err != nil {
+		return "", err
+	}
+	if err := deploy.ApplyAll(ctx, f.mgmt.RESTConfig(), webhooks); err != nil {
+		return "", err
+	}
+	addr, err := local.FreeAddr()
+	if err != nil {
+		return "", err
+	}
+	return addr, deploy.WebhooksAt(ctx, f.mgmt.RESTConfig(), addr)
 }
 
 // waitClustersReady waits until every member is Ready with all its nodes.

@@ -37,6 +37,9 @@ type record struct {
 	running time.Time
 
 	allowed, boundReplicas, runningReplicas, candidateReplicas, podReplicas map[string]bool
+	// proxy: a proxy pod's record (the front end): Running is the proxy
+	// pod's, stamped by watchProxyPods, not its delegate's.
+	proxy bool
 }
 
 // phaseCounts are the handshake's costs in one phase.
@@ -67,6 +70,10 @@ func newRecorder() *recorder {
 func (r *recorder) add(rec *record) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.addLocked(rec)
+}
+
+func (r *recorder) addLocked(rec *record) {
 	rec.allowed, rec.boundReplicas, rec.runningReplicas = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	rec.candidateReplicas, rec.podReplicas = map[string]bool{}, map[string]bool{}
 	r.recs[rec.phase+"/"+rec.name] = rec
@@ -219,7 +226,7 @@ func (r *recorder) pod(o any) {
 	if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
 		rec.stampAll(rec.boundReplicas, replica, &rec.bound, now)
 	}
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || rec.proxy {
 		return
 	}
 	if rec.stampAll(rec.runningReplicas, replica, &rec.running, now) {

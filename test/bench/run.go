@@ -318,6 +318,45 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
+	// 5. Ordinary pods through the front end: a Deployment of as many
+	// replicas as the phases above have pods, its template annotated;
+	// each proxy pod is placed as a Workload of one.
+	if err := rec.watchProxyPods(ctx, f.mgmt.RESTConfig()); err != nil {
+		return err
+	}
+	before, err = take(true)
+	if err != nil {
+		return err
+	}
+	hooked, err := scrapeWebhookLatency(ctx, f.mgmt.RESTConfig())
+	if err != nil {
+		return err
+	}
+	pods := 0
+	for _, it := range its {
+		pods += it.replicas
+	}
+	if err := runFrontend(ctx, mc, rec, pods, o.timeout); err != nil {
+		return err
+	}
+	res := summarize(nsFrontend, fmt.Sprintf("placer's front end: a Deployment of %d replicas, its pod template annotated %s; each proxy pod a Workload of one, fanOut 1", pods, v1alpha1.AnnotationElect),
+		rec.records(nsFrontend), rec.phaseCounts(nsFrontend))
+	if err := costs(&res, before); err != nil {
+		return err
+	}
+	after, err := scrapeWebhookLatency(ctx, f.mgmt.RESTConfig())
+	if err != nil {
+		return err
+	}
+	res.webhook = after.minus(hooked)
+	results = append(results, res)
+	if err := cleanFrontend(ctx, f.mc); err != nil {
+		return err
+	}
+	if err := cleanPhase(ctx, f, baseline, nsFrontend); err != nil {
+		return err
+	}
+
 	rss := f.peakRSS()
 	return report(o, f, results, rest, rss)
 }
