@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
@@ -60,7 +62,7 @@ func TestIsSource(t *testing.T) {
 }
 
 func TestMutate(t *testing.T) {
-	proxy, errs := Mutate(sourcePod(nil))
+	proxy, _, errs := Mutate(sourcePod(nil))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -86,11 +88,11 @@ func TestMutate(t *testing.T) {
 // from what it is, never let through as it came; an unannotated pod or
 // one of a namespace not opened is let through untouched.
 func TestWebhookForgedProxy(t *testing.T) {
-	scheme := runtime.NewScheme()
-	_ = corev1.AddToScheme(scheme)
+	scheme := apis.NewScheme()
 	opened := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.LabelSourceNamespace: v1alpha1.SourceNamespaceEnabled}}}
 	closed := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}
-	m := &Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(opened, closed).Build(), Decoder: admission.NewDecoder(scheme)}
+	own := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a"}}
+	m := &Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(opened, closed, own).Build(), Decoder: admission.NewDecoder(scheme)}
 	review := func(p *corev1.Pod) admission.Response {
 		raw, err := json.Marshal(p)
 		if err != nil {
@@ -136,7 +138,7 @@ func TestMutateRefuses(t *testing.T) {
 		"a node named": {sourcePod(nil, func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }), "spec.nodeName"},
 	}
 	for name, tc := range cases {
-		_, errs := Mutate(tc.pod)
+		_, _, errs := Mutate(tc.pod)
 		if len(errs) == 0 || errs[0].Field != tc.field {
 			t.Errorf("%s: errors %v, want one of the field %s", name, errs, tc.field)
 		}
@@ -236,5 +238,33 @@ func TestVirtualNodeName(t *testing.T) {
 	}
 	if _, ok := v1alpha1.ClusterOfVirtualNode("node-1"); ok {
 		t.Error("an ordinary node taken for a virtual one")
+	}
+}
+
+// TestWebhookRefusesWhatNoClusterAdmits: a source pod that no cluster
+// could receive is refused at admission, naming why, as the Workload path
+// refuses it per cluster: no cluster serves its namespace, or none that
+// does admits it at its Pod Security level.
+func TestWebhookRefusesWhatNoClusterAdmits(t *testing.T) {
+	scheme := apis.NewScheme()
+	opened := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.LabelSourceNamespace: v1alpha1.SourceNamespaceEnabled}}}
+	others := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "p"}}
+	strict := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s"}, Spec: v1alpha1.KubernetesClusterSpec{PodSecurity: v1alpha1.PodSecurityRestricted}}
+	for name, tc := range map[string]struct {
+		clusters []client.Object
+		field    string
+	}{
+		"no cluster serves the namespace":          {[]client.Object{others}, "metadata.namespace"},
+		"the only cluster that does is too strict": {[]client.Object{others, strict}, "spec"},
+	} {
+		m := &Mutator{Reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(tc.clusters, opened)...).Build(), Decoder: admission.NewDecoder(scheme)}
+		raw, err := json.Marshal(sourcePod(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := m.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: "team", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
+		if r.Allowed || r.Result == nil || r.Result.Details == nil || len(r.Result.Details.Causes) == 0 || r.Result.Details.Causes[0].Field != tc.field {
+			t.Errorf("%s: allowed %v, result %+v; want refused naming %s", name, r.Allowed, r.Result, tc.field)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package proxypod
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -51,7 +52,10 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	// A source pod is always made a proxy pod here, whatever proxy marks
 	// it came with: the manifest placer places is the one saved now.
-	proxy, errs := Mutate(pod)
+	proxy, w, errs := Mutate(pod)
+	if len(errs) == 0 {
+		errs = m.admittedSomewhere(ctx, w, ns.Labels)
+	}
 	if len(errs) > 0 {
 		status := kerrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, podName(pod), errs).Status()
 		status.Message = "placer refuses the source pod: " + errs.ToAggregate().Error()
@@ -77,25 +81,25 @@ func podName(p *corev1.Pod) string {
 // the field, what the Workload path refuses too: placer's own keys, a
 // template kube-apiserver would refuse, a constraints annotation it
 // cannot read.
-func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
+func Mutate(pod *corev1.Pod) (*corev1.Pod, *v1alpha1.Workload, field.ErrorList) {
 	if pod.Spec.NodeName != "" {
-		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"), "a source pod is bound by placer, to its cluster's virtual node; it may not name a node")}
+		return nil, nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"), "a source pod is bound by placer, to its cluster's virtual node; it may not name a node")}
 	}
 	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
 	source := savedSource(pod)
 	w, ferr := WorkloadFor(source, OwnerOf(pod))
 	if ferr != nil {
-		return nil, field.ErrorList{ferr}
+		return nil, nil, field.ErrorList{ferr}
 	}
 	if errs := reservedKeys(pod); len(errs) > 0 {
-		return nil, errs
+		return nil, nil, errs
 	}
 	if errs := podPaths(validation.ValidateTemplate(w)); len(errs) > 0 {
-		return nil, errs
+		return nil, nil, errs
 	}
 	manifest, err := json.Marshal(source)
 	if err != nil {
-		return nil, field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+		return nil, nil, field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
 	proxy := pod.DeepCopy()
 	if proxy.Annotations == nil {
@@ -114,7 +118,44 @@ func Mutate(pod *corev1.Pod) (*corev1.Pod, field.ErrorList) {
 		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
 		{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
 	}
-	return proxy, nil
+	return proxy, w, nil
+}
+
+// admittedSomewhere refuses, at admission, a pod no cluster could ever
+// receive, as the Workload path refuses it per cluster: no
+// KubernetesCluster serves its namespace (tenancy), or none that does
+// admits its template at that cluster's Pod Security level. Whether a
+// cluster has room, or is Ready, is the scheduler's to say, on the pod.
+func (m *Mutator) admittedSomewhere(ctx context.Context, w *v1alpha1.Workload, nsLabels map[string]string) field.ErrorList {
+	cbs := &v1alpha1.ClusterBindingList{}
+	if err := m.Reader.List(ctx, cbs, client.InNamespace(w.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata", "namespace"), err)}
+	}
+	kcs := &v1alpha1.KubernetesClusterList{}
+	if err := m.Reader.List(ctx, kcs, client.UnsafeDisableDeepCopy); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata", "namespace"), err)}
+	}
+	bound, verdict := v1alpha1.BoundNamespaces(cbs.Items), validation.Judge(w)
+	served, refusal := 0, ""
+	for i := range kcs.Items {
+		kc := &kcs.Items[i]
+		reason, msg := verdict.Admit(kc, nsLabels, bound)
+		switch reason {
+		case "":
+			return nil
+		case validation.ReasonNamespaceNotServed:
+		default:
+			served++
+			if refusal == "" {
+				refusal = msg
+			}
+		}
+	}
+	if served == 0 {
+		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"),
+			fmt.Sprintf("no KubernetesCluster serves the pods of namespace %s: its own, or one offered to it and bound by a ClusterBinding there", w.Namespace))}
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"), fmt.Sprintf("no cluster that serves namespace %s admits the pod (%d refuse it): %s", w.Namespace, served, refusal))}
 }
 
 // podPaths re-roots the errors of a Workload's template at the pod the

@@ -112,6 +112,8 @@ func (f *proxyFleet) delegates(t *testing.T, app string) (running map[string]int
 func TestProxyPods(t *testing.T) {
 	f := startProxyFleet(t)
 	ctx := context.Background()
+	// A CronJob every minute, from the start: the last case counts its runs.
+	cron := f.startCronJob(t)
 
 	t.Run("every cluster has a Ready virtual node labelled as the cluster", func(t *testing.T) {
 		for _, m := range f.members {
@@ -431,6 +433,37 @@ func TestProxyPods(t *testing.T) {
 	})
 
 	t.Run("a member lost: its proxy pods move by the move policy, and the Deployment keeps its pods", f.memberLost)
+
+	t.Run("a CronJob runs twice", func(t *testing.T) {
+		waitUntil(t, 3*timeout, func() (bool, string) {
+			jobs := &batchv1.JobList{}
+			if err := f.c.List(ctx, jobs, client.InNamespace("default")); err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			for _, j := range jobs.Items {
+				if metav1.IsControlledBy(&j, cron) && j.Status.Succeeded == 1 {
+					done++
+				}
+			}
+			return done >= 2, fmt.Sprintf("%d of its Jobs completed", done)
+		})
+	})
+}
+
+// startCronJob creates a CronJob of source pods that runs every minute.
+func (f *proxyFleet) startCronJob(t *testing.T) *batchv1.CronJob {
+	t.Helper()
+	tmpl := elected("tick", map[string]string{"kwok.placer.dev/exit-code": "0"})
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	cron := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "tick", Namespace: "default"},
+		Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+	}
+	if err := f.c.Create(context.Background(), cron); err != nil {
+		t.Fatal(err)
+	}
+	return cron
 }
 
 // TestProxyPods' last case, apart so that the function stays readable:
