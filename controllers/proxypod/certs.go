@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,19 +177,10 @@ func (c *Certs) publishCA(ctx context.Context, ca []byte) error {
 // Start keeps the certificate fresh: it checks it once a day (a
 // certificate lives a year and is renewed 90 days before it ends).
 func (c *Certs) Start(ctx context.Context) error {
-	t := time.NewTicker(24 * time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := c.Ensure(ctx); err != nil {
-				// The current certificate still serves for months.
-				continue
-			}
-		}
-	}
+	// An error leaves the current certificate, which serves for months
+	// yet; the next day tries again.
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = c.Ensure(ctx) }, 24*time.Hour)
+	return nil
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.

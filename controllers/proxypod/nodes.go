@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -263,16 +264,8 @@ type heartbeat struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 func (h *heartbeat) Start(ctx context.Context) error {
-	t := time.NewTicker(h.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			h.renewAll(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, h.renewAll, h.every)
+	return nil
 }
 
 func (h *heartbeat) renewAll(ctx context.Context) {
