@@ -34,6 +34,7 @@ type proxyPodFlags struct {
 	secret        string
 	configuration string
 	hosts         []string
+	workers       int
 }
 
 func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.service, "webhook-service", "placer-webhook", "the webhook's Service (its certificate serves the Service's names)")
 	fs.StringVar(&f.secret, "webhook-secret", "placer-webhook-tls", "the Secret holding the webhook's CA and serving certificate, made and renewed by the manager")
 	fs.StringVar(&f.configuration, "webhook-configuration", "placer-proxy-pods", "the MutatingWebhookConfiguration whose caBundle the manager keeps")
+	fs.IntVar(&f.workers, "proxy-pod-workers", 16, "proxy pods the front end handles at once (each waits on the API server: a label, a binding, a status)")
 	fs.StringSliceVar(&f.hosts, "webhook-host", nil, "further names or addresses the certificate serves (the API server reaching the manager outside a Service)")
 }
 
@@ -98,5 +100,5 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
 		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()),
 	}})
-	return proxypod.Setup(mgr, reg)
+	return proxypod.Setup(mgr, reg, f.workers)
 }

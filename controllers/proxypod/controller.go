@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -58,8 +59,9 @@ type Proxies struct {
 }
 
 // Setup adds the proxy pod controller (and the virtual nodes') to the
-// manager; reg tells it of chaperon changes.
-func Setup(mgr ctrl.Manager, reg *cluster.Registry) error {
+// manager, handling workers pods at once; reg tells it of chaperon
+// changes.
+func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int) error {
 	if err := SetupNodes(mgr); err != nil {
 		return err
 	}
@@ -80,6 +82,7 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("proxypod").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		For(&corev1.Pod{}, builder.WithPredicates(proxies)).
 		Watches(&v1alpha1.Workload{}, ofName).
 		WatchesRawSource(t.Source()).
@@ -222,17 +225,20 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		}
 		return nil
 	}
-	if moved, err := p.labelCluster(ctx, pod, w.ClusterKey(w.Status.ClusterRef)); err != nil || moved {
-		return err
-	}
+	key := w.ClusterKey(w.Status.ClusterRef)
 	if pod.Spec.NodeName == "" {
-		node := v1alpha1.VirtualNodeName(w.ClusterKey(w.Status.ClusterRef))
-		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+		node := v1alpha1.VirtualNodeName(key)
+		// The binding also annotates the pod with its cluster: one write.
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			Annotations: map[string]string{v1alpha1.AnnotationRunsIn: key.String()}}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 		if err := p.Client.SubResource("binding").Create(ctx, pod, b); err != nil {
 			return errors.Wrap(err, "cannot bind the proxy pod to its virtual node")
 		}
 		p.Record.Event(pod, event.Normal(reasonScheduled, "Successfully assigned "+pod.Namespace+"/"+pod.Name+" to "+node))
 		return nil
+	}
+	if moved, err := p.movedTo(ctx, pod, key); err != nil || moved {
+		return err
 	}
 	status := followed(delegate.Status, pod.Status)
 	if equality.Semantic.DeepEqual(status, pod.Status) {
@@ -265,25 +271,23 @@ func followed(delegate, own corev1.PodStatus) corev1.PodStatus {
 	return s
 }
 
-// labelCluster labels the pod with the cluster its delegate runs in
-// (kubectl get pods -L compute.placer.dev/cluster-name), and says, with an
-// Event, when that changed: the Workload moved (its cluster was lost or
-// drained, by the move policy), while the pod stays bound to the virtual
-// node of the cluster it first ran in. It reports whether it wrote.
-func (p *Proxies) labelCluster(ctx context.Context, pod *corev1.Pod, key types.NamespacedName) (bool, error) {
-	name, ns := pod.Labels[v1alpha1.LabelClusterName], pod.Labels[v1alpha1.LabelClusterNamespace]
-	if name == key.Name && ns == key.Namespace {
+// movedTo annotates a bound pod with the cluster its delegate runs in
+// now, when that is not the one it was bound for (its binding annotated
+// it so), and says so with an Event: the Workload moved (its cluster was
+// lost or drained, by the move policy), while the pod stays bound to the
+// virtual node of the cluster it first ran in. It reports whether it
+// wrote.
+func (p *Proxies) movedTo(ctx context.Context, pod *corev1.Pod, key types.NamespacedName) (bool, error) {
+	was := pod.Annotations[v1alpha1.AnnotationRunsIn]
+	if pod.Spec.NodeName == "" || was == key.String() {
 		return false, nil
 	}
 	orig := pod.DeepCopy()
-	metav1.SetMetaDataLabel(&pod.ObjectMeta, v1alpha1.LabelClusterName, key.Name)
-	metav1.SetMetaDataLabel(&pod.ObjectMeta, v1alpha1.LabelClusterNamespace, key.Namespace)
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, v1alpha1.AnnotationRunsIn, key.String())
 	if err := p.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
-		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot label the proxy pod with its cluster")
+		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot annotate the proxy pod with its cluster")
 	}
-	if name != "" {
-		p.Record.Event(pod, event.Normal(reasonMoved, "runs in "+key.String()+" now (it ran in "+ns+"/"+name+"); the pod stays bound to node "+pod.Spec.NodeName))
-	}
+	p.Record.Event(pod, event.Normal(reasonMoved, "runs in "+key.String()+" now (it ran in "+was+"); the pod stays bound to node "+pod.Spec.NodeName))
 	return true, nil
 }
 

@@ -489,8 +489,8 @@ func (f *proxyFleet) memberLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range before.Items {
-		if p.Labels[v1alpha1.LabelClusterName] != "pa" {
-			t.Fatalf("pod %s runs in %q, want pa (preferred)", p.Name, p.Labels[v1alpha1.LabelClusterName])
+		if p.Annotations[v1alpha1.AnnotationRunsIn] != "default/pa" || p.Spec.NodeName != "placer.default.pa" {
+			t.Fatalf("pod %s on %s runs in %q, want default/pa (preferred)", p.Name, p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationRunsIn])
 		}
 	}
 	pa := memberNamed(f.members, "pa")
@@ -502,7 +502,7 @@ func (f *proxyFleet) memberLost(t *testing.T) {
 		}
 		moved := 0
 		for _, p := range pods.Items {
-			if p.Labels[v1alpha1.LabelClusterName] == "pb" && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			if p.Annotations[v1alpha1.AnnotationRunsIn] == "default/pb" && p.Status.Phase == corev1.PodRunning && podReady(&p) {
 				moved++
 			}
 		}

@@ -52,6 +52,10 @@ const (
 	// LabelProxyPod marks a Workload made for a proxy pod (its value is the
 	// pod's UID); the pod owns it.
 	LabelProxyPod = Group + "/proxy-pod"
+	// AnnotationRunsIn, on a bound proxy pod, is the KubernetesCluster
+	// (namespace/name) its delegate runs in: the one of its virtual node,
+	// until its Workload moves.
+	AnnotationRunsIn = Group + "/runs-in"
 )
 
 // VirtualNodeName is the name of a KubernetesCluster's virtual node:
