@@ -47,8 +47,10 @@ type Registry struct {
 	conns map[types.NamespacedName]*Connection
 	// onChaperon and onSynced are read by watch handlers, never under mu.
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
-	// alsoOnChaperon are further handlers (AlsoOnChaperon), copied on write.
+	// alsoOnChaperon and alsoOnSynced are further handlers
+	// (AlsoOnChaperon, AlsoOnSynced), copied on write.
 	alsoOnChaperon atomic.Pointer[[]func(types.NamespacedName)]
+	alsoOnSynced   atomic.Pointer[[]func(context.Context, types.NamespacedName)]
 	onSynced       atomic.Pointer[func(context.Context, types.NamespacedName)]
 }
 
@@ -74,14 +76,24 @@ func (r *Registry) OnSynced(f func(ctx context.Context, cluster types.Namespaced
 // OnChaperon sets, after it: another controller that follows chaperons
 // (the proxy pods').
 func (r *Registry) AlsoOnChaperon(f func(workload types.NamespacedName)) {
+	appendHandler(&r.alsoOnChaperon, f)
+}
+
+// AlsoOnSynced adds a handler called as the one OnSynced sets, after it.
+func (r *Registry) AlsoOnSynced(f func(ctx context.Context, cluster types.NamespacedName)) {
+	appendHandler(&r.alsoOnSynced, f)
+}
+
+// appendHandler adds f to the handlers hs points at, copying on write.
+func appendHandler[F any](hs *atomic.Pointer[[]F], f F) {
 	for {
-		old := r.alsoOnChaperon.Load()
-		var next []func(types.NamespacedName)
+		old := hs.Load()
+		var next []F
 		if old != nil {
 			next = append(next, *old...)
 		}
 		next = append(next, f)
-		if r.alsoOnChaperon.CompareAndSwap(old, &next) {
+		if hs.CompareAndSwap(old, &next) {
 			return
 		}
 	}
@@ -213,6 +225,11 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	c.synced = func() {
 		if f := r.onSynced.Load(); f != nil && ctx.Err() == nil {
 			(*f)(ctx, key)
+		}
+		if fs := r.alsoOnSynced.Load(); fs != nil && ctx.Err() == nil {
+			for _, f := range *fs {
+				f(ctx, key)
+			}
 		}
 	}
 	r.conns[key] = c

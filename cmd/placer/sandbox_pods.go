@@ -72,8 +72,7 @@ func showOrdinaryPods(ctx context.Context, out io.Writer, c client.WithWatch, ti
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	for _, p := range pods.Items {
-		cluster, _ := v1alpha1.ClusterOfVirtualNode(p.Spec.NodeName)
-		fmt.Fprintf(out, "  Pod %s/%s %s on node %s: runs in %s\n", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, cluster)
+		fmt.Fprintf(out, "  Pod %s/%s %s on node %s: runs in %s\n", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationRunsIn])
 	}
 	fmt.Fprintf(out, "  (kubectl get pods -n %s -o wide shows the same; kubectl get nodes, a virtual node per cluster)\n", sandboxPodsNamespace)
 	return nil

@@ -134,8 +134,15 @@ func (c *Certs) usable(data map[string][]byte) bool {
 // issue writes a new certificate into the Secret, signed by its CA while
 // that lives long enough, else by a new one.
 func (c *Certs) issue(s *corev1.Secret) error {
+	bundle := []byte(nil)
 	ca, err := pki.LoadAuthority(s.Data[keyCACert], s.Data[keyCAKey])
 	if err != nil || time.Until(ca.Cert.NotAfter) < caLifetimeLeft {
+		if err == nil {
+			// A new CA: the old one stays trusted beside it, so that a
+			// replica still serving a certificate it signed is called
+			// until it reloads (within the hour).
+			bundle = ca.CertPEM()
+		}
 		if ca, err = pki.NewAuthority("placer-webhook"); err != nil {
 			return err
 		}
@@ -148,7 +155,7 @@ func (c *Certs) issue(s *corev1.Secret) error {
 	if err != nil {
 		return err
 	}
-	s.Data = map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, keyCACert: ca.CertPEM(), keyCAKey: caKey}
+	s.Data = map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, keyCACert: append(ca.CertPEM(), bundle...), keyCAKey: caKey}
 	return nil
 }
 
@@ -174,12 +181,13 @@ func (c *Certs) publishCA(ctx context.Context, ca []byte) error {
 	})
 }
 
-// Start keeps the certificate fresh: it checks it once a day (a
-// certificate lives a year and is renewed 90 days before it ends).
+// Start keeps the certificate fresh: it reads the Secret every hour (a
+// certificate lives a year and is renewed 90 days before it ends; the
+// replica that renews it writes it there, the others load it from there).
 func (c *Certs) Start(ctx context.Context) error {
 	// An error leaves the current certificate, which serves for months
-	// yet; the next day tries again.
-	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = c.Ensure(ctx) }, 24*time.Hour)
+	// yet; the next hour tries again.
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = c.Ensure(ctx) }, time.Hour)
 	return nil
 }
 

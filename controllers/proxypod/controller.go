@@ -33,12 +33,13 @@ import (
 
 // Reasons of the proxy pods' Events.
 const (
-	reasonFailedScheduling = "FailedScheduling"
-	reasonScheduled        = "Scheduled"
-	reasonNameTaken        = "WorkloadNameTaken"
-	reasonMoved            = "Moved"
-	reasonInvalidSourcePod = "InvalidSourcePod"
-	reasonStatusRefused    = "StatusRefused"
+	reasonFailedScheduling  = "FailedScheduling"
+	reasonScheduled         = "Scheduled"
+	reasonNameTaken         = "WorkloadNameTaken"
+	reasonMoved             = "Moved"
+	reasonInvalidSourcePod  = "InvalidSourcePod"
+	reasonStatusRefused     = "StatusRefused"
+	reasonWorkloadForbidden = "WorkloadForbidden"
 )
 
 // Chaperons finds a Workload's chaperons in a member (cluster.Registry).
@@ -67,6 +68,21 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int) error {
 	}
 	t := &shared.Trigger{}
 	reg.AlsoOnChaperon(t.Enqueue)
+	// A member's watch that has listed its chaperons (after a restart, a
+	// reconnection) brings back every proxy pod placed there: what their
+	// delegates did meanwhile was not seen.
+	c := mgr.GetClient()
+	reg.AlsoOnSynced(func(ctx context.Context, cluster types.NamespacedName) {
+		ws := &v1alpha1.WorkloadList{}
+		if err := c.List(ctx, ws, client.HasLabels{v1alpha1.LabelProxyPod}); err != nil {
+			return
+		}
+		for i := range ws.Items {
+			if ref := ws.Items[i].Status.ClusterRef; ref != nil && ws.Items[i].ClusterKey(ref) == cluster {
+				t.Enqueue(types.NamespacedName{Namespace: ws.Items[i].Namespace, Name: ws.Items[i].Name})
+			}
+		}
+	})
 	p := &Proxies{
 		Client: mgr.GetClient(), Members: reg,
 		Record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-proxy")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -110,11 +126,14 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if !IsProxy(pod) {
 		return reconcile.Result{}, nil
 	}
+	if pod.DeletionTimestamp != nil {
+		if w != nil && controllerUID(w) != pod.UID {
+			w = nil // another pod's, or a user's: not this pod's to wait for
+		}
+		return reconcile.Result{}, p.letGo(ctx, pod, w)
+	}
 	if w != nil && controllerUID(w) != pod.UID {
 		return p.otherWorkload(ctx, pod, w)
-	}
-	if pod.DeletionTimestamp != nil {
-		return reconcile.Result{}, p.letGo(ctx, pod, w)
 	}
 	if podutil.IsPodPhaseTerminal(pod.Status.Phase) {
 		// It ended: nothing is placed for it again, and its status is
@@ -122,6 +141,11 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	if w == nil {
+		if len(pod.Spec.SchedulingGates) > 0 {
+			// Gated (a queue such as Kueue holds it): placed once the last
+			// gate goes, an update of the pod that brings it back.
+			return reconcile.Result{}, nil
+		}
 		return reconcile.Result{}, p.createWorkload(ctx, pod)
 	}
 	return reconcile.Result{}, p.follow(ctx, pod, w)
@@ -197,10 +221,18 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, ferr.Error())
 	}
 	err = p.Client.Create(ctx, w)
-	if kerrors.IsInvalid(err) || kerrors.IsForbidden(err) {
+	switch {
+	case kerrors.IsInvalid(err):
 		// The API server refuses the Workload (its schema or CEL rules):
 		// no retry makes it valid; the pod says why.
 		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, "the API server refuses the pod's Workload: "+err.Error())
+	case kerrors.IsForbidden(err):
+		// A quota, or a policy, that may allow it later: the pod says
+		// why, and it is tried again with backoff.
+		if uerr := p.unschedulable(ctx, pod, reasonWorkloadForbidden, "the API server forbids the pod's Workload: "+err.Error()); uerr != nil {
+			return uerr
+		}
+		return err
 	}
 	return client.IgnoreAlreadyExists(err)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -43,6 +45,10 @@ const LeaseDuration = 40 * time.Second
 type Nodes struct {
 	Client client.Client
 }
+
+// annotationOwnLabels, on a virtual node, lists the label keys placer set
+// there (the cluster's), so that one the cluster drops goes too.
+const annotationOwnLabels = v1alpha1.Group + "/own-labels"
 
 // indexNodeName indexes proxy pods by the node they are bound to.
 const indexNodeName = "spec.nodeName"
@@ -190,6 +196,7 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
 			v1alpha1.AnnotationVirtualNodeCluster: key.String(),
+			annotationOwnLabels:                   strings.Join(slices.Sorted(maps.Keys(labels)), ","),
 		}},
 		Spec: corev1.NodeSpec{
 			Unschedulable: kc.Spec.Unschedulable,
@@ -218,6 +225,13 @@ func mergeNode(node, want *corev1.Node) (*corev1.Node, bool) {
 	}
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
+	}
+	// The labels placer set before and the cluster no longer has go;
+	// others' labels stay.
+	for _, k := range strings.Split(node.Annotations[annotationOwnLabels], ",") {
+		if _, keep := want.Labels[k]; !keep {
+			delete(out.Labels, k)
+		}
 	}
 	maps.Copy(out.Labels, want.Labels)
 	maps.Copy(out.Annotations, want.Annotations)

@@ -212,6 +212,9 @@ func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Wor
 	}
 	tmpl.Spec.NodeName = ""
 	tmpl.Spec.SchedulerName = ""
+	// Gates hold the proxy pod in the management cluster (its queue's);
+	// none of them belongs to a member, where nothing would lift it.
+	tmpl.Spec.SchedulingGates = nil
 	w := &v1alpha1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: owner.Name, Namespace: source.Namespace,

@@ -268,3 +268,31 @@ func TestWebhookRefusesWhatNoClusterAdmits(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeNode: placer sets the cluster's labels, its taint and cordon on
+// a virtual node, removes a label the cluster dropped, and keeps what
+// others set (a label, the node lifecycle controller's taint).
+func TestMergeNode(t *testing.T) {
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Labels: map[string]string{"tier": "gold", "old": "x"}}}
+	node := VirtualNode(kc)
+	node.Labels["team.example.com/owner"] = "ops"
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute})
+	delete(kc.Labels, "old")
+	kc.Spec.Unschedulable = true
+	merged, changed := mergeNode(node, VirtualNode(kc))
+	if !changed {
+		t.Fatal("no change seen")
+	}
+	if _, ok := merged.Labels["old"]; ok {
+		t.Error("a label the cluster dropped stayed")
+	}
+	if merged.Labels["tier"] != "gold" || merged.Labels["team.example.com/owner"] != "ops" || merged.Labels[v1alpha1.LabelClusterTargetName] != "a" {
+		t.Errorf("labels %v", merged.Labels)
+	}
+	if len(merged.Spec.Taints) != 2 || !merged.Spec.Unschedulable {
+		t.Errorf("taints %v, unschedulable %v; want placer's and the lifecycle controller's, cordoned", merged.Spec.Taints, merged.Spec.Unschedulable)
+	}
+	if _, again := mergeNode(merged, VirtualNode(kc)); again {
+		t.Error("a second merge changed the node again")
+	}
+}
