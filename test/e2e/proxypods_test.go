@@ -458,7 +458,7 @@ func (f *proxyFleet) startCronJob(t *testing.T) *batchv1.CronJob {
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	cron := &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "tick", Namespace: "default"},
-		Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+		Spec:       batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
 	}
 	if err := f.c.Create(context.Background(), cron); err != nil {
 		t.Fatal(err)
