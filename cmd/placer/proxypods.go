@@ -98,7 +98,7 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 		return err
 	}
 	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
-		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()),
+		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()), Signer: certs,
 	}})
-	return proxypod.Setup(mgr, reg, f.workers)
+	return proxypod.Setup(mgr, reg, f.workers, certs)
 }

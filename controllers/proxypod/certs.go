@@ -3,8 +3,12 @@ package proxypod
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -31,11 +35,17 @@ import (
 // and a certificate it signs), the others read it, and each writes the
 // CA into the MutatingWebhookConfiguration's caBundle.
 const (
-	keyCACert      = "ca.crt"
-	keyCAKey       = "ca.key"
-	certLifetime   = 365 * 24 * time.Hour
-	renewBefore    = 90 * 24 * time.Hour
-	caLifetimeLeft = 2 * certLifetime
+	keyCACert = "ca.crt"
+	keyCAKey  = "ca.key"
+	// keyManifest is the key of the HMAC with which the webhook signs
+	// the source manifests it saves: the proxy pods' controller places
+	// only a manifest the webhook wrote (a pod annotated after its
+	// creation never passed it). Kept across renewals.
+	keyManifest      = "manifest-key"
+	certLifetime     = 365 * 24 * time.Hour
+	renewBefore      = 90 * 24 * time.Hour
+	caLifetimeLeft   = 2 * certLifetime
+	manifestKeyBytes = 32
 )
 
 // Certs manages the webhook's serving certificate.
@@ -52,7 +62,26 @@ type Certs struct {
 	// the API server reaches the manager at instead (--webhook-host).
 	Hosts []string
 
-	current atomic.Pointer[tls.Certificate]
+	current     atomic.Pointer[tls.Certificate]
+	manifestKey atomic.Pointer[[]byte]
+}
+
+// Sign returns the signature of a source manifest ("" before the key is
+// read).
+func (c *Certs) Sign(manifest []byte) string {
+	key := c.manifestKey.Load()
+	if key == nil {
+		return ""
+	}
+	mac := hmac.New(sha256.New, *key)
+	mac.Write(manifest)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// Verify reports whether sig is the signature of manifest.
+func (c *Certs) Verify(manifest []byte, sig string) bool {
+	want := c.Sign(manifest)
+	return want != "" && hmac.Equal([]byte(want), []byte(sig))
 }
 
 // ServiceHosts are the names a Service answers to, inside the cluster.
@@ -99,6 +128,8 @@ func (c *Certs) Ensure(ctx context.Context) error {
 			return errors.Wrap(err, "cannot read the webhook's key pair")
 		}
 		c.current.Store(&pair)
+		key := slices.Clone(s.Data[keyManifest])
+		c.manifestKey.Store(&key)
 		ca = s.Data[keyCACert]
 		return nil
 	})
@@ -111,6 +142,9 @@ func (c *Certs) Ensure(ctx context.Context) error {
 // usable reports whether the Secret's data serves every host for longer
 // than renewBefore.
 func (c *Certs) usable(data map[string][]byte) bool {
+	if len(data[keyManifest]) != manifestKeyBytes {
+		return false
+	}
 	certs, err := certutil.ParseCertsPEM(data[corev1.TLSCertKey])
 	if err != nil || len(certs) == 0 || len(data[corev1.TLSPrivateKeyKey]) == 0 || len(data[keyCACert]) == 0 {
 		return false
@@ -155,7 +189,14 @@ func (c *Certs) issue(s *corev1.Secret) error {
 	if err != nil {
 		return err
 	}
-	s.Data = map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, keyCACert: append(ca.CertPEM(), bundle...), keyCAKey: caKey}
+	manifest := s.Data[keyManifest]
+	if len(manifest) != manifestKeyBytes {
+		manifest = make([]byte, manifestKeyBytes)
+		if _, err := rand.Read(manifest); err != nil {
+			return err
+		}
+	}
+	s.Data = map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, keyCACert: append(ca.CertPEM(), bundle...), keyCAKey: caKey, keyManifest: manifest}
 	return nil
 }
 

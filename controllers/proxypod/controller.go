@@ -40,6 +40,7 @@ const (
 	reasonInvalidSourcePod  = "InvalidSourcePod"
 	reasonStatusRefused     = "StatusRefused"
 	reasonWorkloadForbidden = "WorkloadForbidden"
+	reasonUnsignedSourcePod = "UnsignedSourcePod"
 )
 
 // Chaperons finds a Workload's chaperons in a member (cluster.Registry).
@@ -57,12 +58,17 @@ type Proxies struct {
 	Client  client.Client
 	Members Chaperons
 	Record  event.Recorder
+	// Verifier checks that the webhook wrote a pod's source manifest
+	// (Certs); every manifest is taken when nil.
+	Verifier interface {
+		Verify(manifest []byte, sig string) bool
+	}
 }
 
 // Setup adds the proxy pod controller (and the virtual nodes') to the
 // manager, handling workers pods at once; reg tells it of chaperon
 // changes.
-func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int) error {
+func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs) error {
 	if err := SetupNodes(mgr); err != nil {
 		return err
 	}
@@ -86,6 +92,9 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int) error {
 	p := &Proxies{
 		Client: mgr.GetClient(), Members: reg,
 		Record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-proxy")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+	}
+	if certs != nil {
+		p.Verifier = certs
 	}
 	proxies := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		pod, ok := o.(*corev1.Pod)
@@ -210,6 +219,10 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 		// marks another pod carries (the webhook made every source pod
 		// a proxy pod when it was created).
 		return nil
+	}
+	if p.Verifier != nil && !p.Verifier.Verify([]byte(pod.Annotations[v1alpha1.AnnotationSourcePodManifest]), pod.Annotations[v1alpha1.AnnotationSourceSignature]) {
+		return p.unschedulable(ctx, pod, reasonUnsignedSourcePod, "the pod's source manifest was not written by placer's webhook: a pod becomes a source pod when it is created annotated "+
+			v1alpha1.AnnotationElect+" in a namespace labelled "+v1alpha1.LabelSourceNamespace+"="+v1alpha1.SourceNamespaceEnabled+", never later")
 	}
 	source, err := SourceOf(pod)
 	if err != nil {

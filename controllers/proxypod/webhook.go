@@ -31,6 +31,9 @@ const WebhookPath = "/mutate-v1-pod"
 type Mutator struct {
 	Reader  client.Reader
 	Decoder admission.Decoder
+	// Signer signs the source manifest it saves (Certs), so that the
+	// proxy pods' controller places only one it wrote; none when nil.
+	Signer interface{ Sign(manifest []byte) string }
 }
 
 var _ admission.Handler = &Mutator{}
@@ -60,6 +63,9 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		status := kerrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, podName(pod), errs).Status()
 		status.Message = "placer refuses the source pod: " + errs.ToAggregate().Error()
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	}
+	if m.Signer != nil {
+		proxy.Annotations[v1alpha1.AnnotationSourceSignature] = m.Signer.Sign([]byte(proxy.Annotations[v1alpha1.AnnotationSourcePodManifest]))
 	}
 	raw, err := json.Marshal(proxy)
 	if err != nil {

@@ -404,6 +404,32 @@ func TestProxyPods(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod annotated after its creation, with a manifest of its own, is never placed", func(t *testing.T) {
+		tmpl := elected("forged", nil)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "default", Annotations: map[string]string{
+			v1alpha1.AnnotationSourcePodManifest: `{"metadata":{"name":"forged"},"spec":{"containers":[{"name":"app","image":"evil"}]}}`,
+		}}, Spec: tmpl.Spec}
+		p.Spec.SchedulerName = v1alpha1.ProxySchedulerName
+		if err := f.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Annotations[v1alpha1.AnnotationElect] = ""
+		if err := f.c.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Reason == "UnsignedSourcePod" {
+					return true
+				}
+			}
+			return false
+		})
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), &v1alpha1.Workload{}); err == nil {
+			t.Error("a Workload was made from the forged manifest")
+		}
+	})
+
 	t.Run("a source pod with placer's own annotation is refused at admission, naming it", func(t *testing.T) {
 		tmpl := elected("bad", map[string]string{"multicluster.placer.dev/is-allowed": "true"})
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default", Annotations: tmpl.Annotations}, Spec: tmpl.Spec}

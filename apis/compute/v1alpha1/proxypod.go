@@ -56,6 +56,9 @@ const (
 	// (namespace/name) its delegate runs in: the one of its virtual node,
 	// until its Workload moves.
 	AnnotationRunsIn = Group + "/runs-in"
+	// AnnotationSourceSignature, on a proxy pod, is the webhook's HMAC of
+	// its source manifest: only a manifest the webhook wrote is placed.
+	AnnotationSourceSignature = Group + "/source-signature"
 )
 
 // VirtualNodeName is the name of a KubernetesCluster's virtual node:
