@@ -92,6 +92,10 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		}
 	}
 	h.Message = fmt.Sprintf("%s answers", h.Version)
+	if msg := UnsupportedVersion(h.Version); msg != "" {
+		h.Reason, h.Message = v1alpha1.ReasonUnsupportedVersion, h.Message+"; "+msg
+		return h, nil
+	}
 	if err := conn.Watch(ctx); err != nil {
 		h.Reason = v1alpha1.ReasonAgentNotRunning
 		h.Message += "; placer's agent is not installed or does not run: " + DescribeError(err)

@@ -111,7 +111,7 @@ func TestStale(t *testing.T) {
 // or does not answer, says so; the connection is the registry's until the
 // kubeconfig changes.
 func TestRegistryCheck(t *testing.T) {
-	unauthorized := false
+	unauthorized, served := false, "v1.35.4"
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case unauthorized:
@@ -119,7 +119,7 @@ func TestRegistryCheck(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
 		case r.URL.Path == "/version":
-			_, _ = w.Write([]byte(`{"major":"1","minor":"35","gitVersion":"v1.35.4"}`))
+			_, _ = w.Write([]byte(`{"major":"1","minor":"35","gitVersion":"` + served + `"}`))
 		default:
 			http.NotFound(w, r)
 		}
@@ -148,6 +148,14 @@ func TestRegistryCheck(t *testing.T) {
 	if err := r.Connect(key, kc, nil); err != nil || r.Get(key) != first {
 		t.Errorf("the same kubeconfig made a new connection (%v)", err)
 	}
+	// A member too old for the candidate scheduler is refused, both
+	// versions named.
+	served = "v1.34.2"
+	if h, err = r.Check(context.Background(), key, kc, Last{}, o); err != nil || h.Reason != v1alpha1.ReasonUnsupportedVersion ||
+		!strings.Contains(h.Message, "v1.34.2") || !strings.Contains(h.Message, CandidateSchedulerVersion) {
+		t.Errorf("a member of v1.34.2: %+v (%v), want UnsupportedVersion naming both versions", h, err)
+	}
+	served = "v1.35.4"
 	unauthorized = true
 	if h, err = r.Check(context.Background(), key, kc, Last{}, o); err != nil || h.Reason != v1alpha1.ReasonUnauthorized {
 		t.Errorf("credentials refused: %+v (%v), want Unauthorized", h, err)

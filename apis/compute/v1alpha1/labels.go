@@ -70,6 +70,10 @@ const (
 	// candidate scheduler does not renew its Lease, so no handshake there
 	// could succeed.
 	ReasonCandidateSchedulerNotRunning = "CandidateSchedulerNotRunning"
+	// ReasonUnsupportedVersion: the cluster answers, at a version placer's
+	// candidate scheduler may not run against (Kubernetes' version-skew
+	// policy); the message names both versions.
+	ReasonUnsupportedVersion = "UnsupportedVersion"
 	ReasonUnauthorized                 = "Unauthorized"
 	ReasonUnschedulable                = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
