@@ -74,8 +74,8 @@ const (
 	// candidate scheduler may not run against (Kubernetes' version-skew
 	// policy); the message names both versions.
 	ReasonUnsupportedVersion = "UnsupportedVersion"
-	ReasonUnauthorized                 = "Unauthorized"
-	ReasonUnschedulable                = "Unschedulable"
+	ReasonUnauthorized       = "Unauthorized"
+	ReasonUnschedulable      = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
 	ReasonNotReady = "NotReady"
 	// ReasonTainted: a Workload left a cluster with a NoExecute taint it
