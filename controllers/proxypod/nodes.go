@@ -123,7 +123,7 @@ func (n *Nodes) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		node = merged
 	}
 	status := want.Status
-	status.Conditions = readyCondition(node.Status.Conditions, kc)
+	status.Conditions = readyCondition(node.Status.Conditions, kc.Status.GetCondition(xpv2.TypeReady))
 	if !equality.Semantic.DeepEqual(node.Status, status) {
 		node.Status = status
 		if err := n.Client.Status().Update(ctx, node); err != nil {
@@ -157,10 +157,8 @@ func (n *Nodes) removed(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	gone := &v1alpha1.KubernetesCluster{}
-	gone.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: "ClusterDeleted",
+	conds := readyCondition(node.Status.Conditions, xpv2.Condition{Status: corev1.ConditionFalse, Reason: "ClusterDeleted",
 		Message: fmt.Sprintf("the KubernetesCluster is gone; %d proxy pod(s) that ran there are still bound to this node", len(pods.Items))})
-	conds := readyCondition(node.Status.Conditions, gone)
 	if equality.Semantic.DeepEqual(conds, node.Status.Conditions) {
 		return nil
 	}
@@ -247,10 +245,9 @@ func mergeNode(node, want *corev1.Node) (*corev1.Node, bool) {
 	return out, !equality.Semantic.DeepEqual(out.ObjectMeta, node.ObjectMeta) || !equality.Semantic.DeepEqual(out.Spec, node.Spec)
 }
 
-// readyCondition is the node's Ready as the cluster's Ready, its times
+// readyCondition is the node's Ready as c, the cluster's Ready, its times
 // kept while it does not change.
-func readyCondition(old []corev1.NodeCondition, kc *v1alpha1.KubernetesCluster) []corev1.NodeCondition {
-	c := kc.Status.GetCondition(xpv2.TypeReady)
+func readyCondition(old []corev1.NodeCondition, c xpv2.Condition) []corev1.NodeCondition {
 	status := corev1.ConditionStatus(c.Status)
 	if status == "" {
 		status = corev1.ConditionUnknown

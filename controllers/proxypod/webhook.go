@@ -91,6 +91,7 @@ func Mutate(pod *corev1.Pod) (*corev1.Pod, *v1alpha1.Workload, field.ErrorList) 
 	if pod.Spec.NodeName != "" {
 		return nil, nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"), "a source pod is bound by placer, to its cluster's virtual node; it may not name a node")}
 	}
+	pod = pod.DeepCopy() // the caller's pod stays as it came
 	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
 	source := savedSource(pod)
 	w, ferr := WorkloadFor(source, OwnerOf(pod))

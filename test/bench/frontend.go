@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/fleetwait"
 	"github.com/placer-dev/placer/internal/promtext"
 )
 
@@ -95,20 +95,7 @@ func cleanFrontend(ctx context.Context, mc client.WithWatch) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	for {
-		l := &corev1.PodList{}
-		if err := mc.List(ctx, l, client.InNamespace(nsFrontend)); err != nil {
-			return err
-		}
-		if len(l.Items) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d proxy pods left: %w", len(l.Items), ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
+	return fleetwait.Gone(ctx, mc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsFrontend}}, &corev1.PodList{})
 }
 
 // histogram is a Prometheus histogram's cumulative buckets (upper bound
