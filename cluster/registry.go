@@ -284,6 +284,18 @@ func (r *Registry) Close() {
 	}
 }
 
+// RequestToken asks the member, as the connection's identity, for a token
+// of one of its ServiceAccounts lasting ttl (RequestToken).
+func (r *Registry) RequestToken(ctx context.Context, key, sa types.NamespacedName, ttl time.Duration) (string, error) {
+	c := r.Get(key)
+	if c == nil {
+		return "", errors.Errorf("no connection to %s", key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
+	defer cancel()
+	return RequestToken(ctx, c.Client, sa, ttl)
+}
+
 // Connect keeps the cluster's connection (Ensure) and the member
 // namespaces it serves (spec.targetNamespaces).
 func (r *Registry) Connect(key types.NamespacedName, kubeconfig []byte, targetNamespaces map[string]v1alpha1.NamespaceName, opts ...EnsureOption) error {

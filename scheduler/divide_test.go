@@ -36,7 +36,9 @@ func fleet(specs ...string) []scheduler.ClusterScore {
 	return out
 }
 
-func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "default", Name: name}
+}
 
 // counts maps cluster names to replicas.
 func counts(kv ...any) map[types.NamespacedName]int {

@@ -34,6 +34,7 @@ type managerOptions struct {
 	unreachableSeconds int64
 	maxMoves           int
 	maxRunnerUps       int
+	tokenRenewal       float64
 	policy             cluster.KubeconfigPolicy
 	proxyPods          proxyPodFlags
 }
@@ -75,6 +76,7 @@ one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 				Cluster: clusterctrl.Options{
 					ProbeInterval:  o.probeInterval,
 					HeartbeatGrace: o.heartbeatGrace,
+					TokenRenewal:   o.tokenRenewal,
 					Registry: cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout,
 						RequestTimeout: o.requestTimeout, MaxInFlight: o.maxInFlight, Policy: o.policy},
 				},
@@ -120,6 +122,7 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&o.unreachableSeconds, "default-unreachable-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterUnreachable+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.IntVar(&o.maxMoves, "max-concurrent-moves", 50, "how many Workloads may leave clusters that still answer (drains: a NoExecute taint, a deletion) at once, fleet-wide; 0 for no bound")
 	f.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 30, "runner-up candidates (fan-out: those in nominated clusters other than the chosen one, waiting for a commit elsewhere) waiting in one member beyond which no Workload starts new ones there (it proves its chosen cluster alone; a gang begun is finished); 0 for no bound")
+	f.Float64Var(&o.tokenRenewal, "member-token-renewal", 0.8, "fraction of its lifetime after which a member token that 'placer join' wrote (a Secret annotated "+cluster.AnnotationRenewToken+") is renewed through the member's TokenRequest API; between 0 and 1")
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
 	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -39,3 +41,7 @@ func (f *fakeConns) Check(_ context.Context, key types.NamespacedName, _ []byte,
 }
 
 func (f *fakeConns) Remove(key types.NamespacedName) { f.removed = append(f.removed, key) }
+
+func (f *fakeConns) RequestToken(context.Context, types.NamespacedName, types.NamespacedName, time.Duration) (string, error) {
+	return "", errors.New("the fake has no member to ask")
+}

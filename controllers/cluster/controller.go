@@ -52,6 +52,10 @@ type Options struct {
 	HeartbeatGrace time.Duration
 	// Registry options for the member connections.
 	Registry cluster.Options
+	// TokenRenewal is the fraction of a renewable member token's lifetime
+	// (cluster.AnnotationRenewToken) after which the manager renews it
+	// (0.8 when zero).
+	TokenRenewal float64
 }
 
 // Reconciler keeps one connection per KubernetesCluster, probes it
@@ -70,6 +74,8 @@ type Reconciler struct {
 	health cluster.HealthOptions
 	ready  readiness
 	drains drains
+	// renewal is Options.TokenRenewal.
+	renewal float64
 }
 
 // connections are the member connections the controller keeps, and the
@@ -79,11 +85,14 @@ type connections interface {
 	Connect(key types.NamespacedName, kubeconfig []byte, targetNamespaces map[string]v1alpha1.NamespaceName, opts ...cluster.EnsureOption) error
 	Check(ctx context.Context, key types.NamespacedName, kubeconfig []byte, last cluster.Last, o cluster.HealthOptions, opts ...cluster.EnsureOption) (cluster.Health, error)
 	Remove(key types.NamespacedName)
+	// RequestToken asks the member for a token of one of its
+	// ServiceAccounts, as the connection's identity.
+	RequestToken(ctx context.Context, key types.NamespacedName, sa types.NamespacedName, ttl time.Duration) (string, error)
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -95,6 +104,9 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	}
 	if o.HeartbeatGrace == 0 {
 		o.HeartbeatGrace = 40 * time.Second
+	}
+	if o.TokenRenewal <= 0 || o.TokenRenewal >= 1 {
+		o.TokenRenewal = 0.8
 	}
 	t := &shared.Trigger{}
 	reg := cluster.NewRegistry(o.Registry, t.Enqueue)
@@ -111,6 +123,7 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 		record:  event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		log:     logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
 		health:  cluster.HealthOptions{Interval: o.ProbeInterval, Grace: o.HeartbeatGrace},
+		renewal: o.TokenRenewal,
 	}
 	if err := mgr.Add(shared.Closer(func() { watches.Close(); reg.Close() })); err != nil {
 		return nil, err
@@ -202,7 +215,7 @@ func (r *Reconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster)
 // keeps its condition.
 func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(kc)
-	kubeconfig, notReady := r.kubeconfig(ctx, kc)
+	kubeconfig, secret, notReady := r.kubeconfig(ctx, kc)
 	if notReady != nil {
 		// Nothing to retry: the Secret watch brings the cluster back when it changes.
 		r.conns.Remove(key)
@@ -232,7 +245,14 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if err := r.publish(ctx, kc, readyCondition(h), &h); err != nil {
 		return shared.IgnoreConflict(err)
 	}
-	return reconcile.Result{RequeueAfter: h.Next}, nil
+	next, err := r.renew(ctx, kc, secret, kubeconfig)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if next == 0 || h.Next > 0 && h.Next < next {
+		next = h.Next
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // lastOf is what the cluster's status says of its last check.
@@ -246,7 +266,7 @@ func lastOf(kc *v1alpha1.KubernetesCluster) cluster.Last {
 }
 
 // kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
-func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *xpv2.Condition) {
+func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *corev1.Secret, *xpv2.Condition) {
 	ref := kc.Spec.ConnectionSecretRef
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
 	// The watch of this one Secret is its cache (objectWatches: the
@@ -267,18 +287,15 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
 		}
-		return nil, &c
+		return nil, nil, &c
 	}
-	dataKey := ref.Key
-	if dataKey == "" {
-		dataKey = "kubeconfig"
-	}
+	dataKey := dataKeyOf(kc)
 	b, ok := s.Data[dataKey]
 	if !ok || len(b) == 0 {
 		c := notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s has no key %q", secretRef(kc), dataKey))
-		return nil, &c
+		return nil, nil, &c
 	}
-	return b, nil
+	return b, s, nil
 }
 
 func secretRef(kc *v1alpha1.KubernetesCluster) string {
