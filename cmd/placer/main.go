@@ -45,6 +45,8 @@ func newRoot() *cobra.Command {
 		newCordonCommand(),
 		newDrainCommand(),
 		newUncordonCommand(),
+		newJoinCommand(),
+		newUnjoinCommand(),
 	)
 	return root
 }
