@@ -259,7 +259,7 @@ func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *
 		return err
 	}
 	svc := &corev1.Service{}
-	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.Name}, svc)
+	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.ServiceName()}, svc)
 	if kerrors.IsForbidden(err) || err == nil && svc.Labels[mcv1alpha1.LabelWorkloadUID] != string(w.UID) {
 		return nil
 	}

@@ -448,6 +448,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
 	w := r.written.Latest(req.NamespacedName, cached)
+	if w.Spreads() && !meta.FinalizerExists(w, finalizer) {
+		// Divided or Duplicated: its shares, each a Workload of its own,
+		// are what the propagator proves and delivers.
+		return reconcile.Result{}, nil
+	}
 	if w.DeletionTimestamp != nil {
 		return r.cleanup(ctx, w)
 	}

@@ -188,7 +188,7 @@ func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1a
 	if err != nil {
 		return err
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.Name}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.ServiceName()}}
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {
 		if uid := svc.Labels[mcv1alpha1.LabelWorkloadUID]; !svc.CreationTimestamp.IsZero() && uid != string(w.UID) {
 			// Not placer's, or another Workload's: never taken over.

@@ -68,7 +68,10 @@ type Options struct {
 // assumes the decision in its cache at once (so the next cycle sees it),
 // and hands the status write to a pool of writers.
 type Reconciler struct {
-	client   client.Reader
+	client client.Reader
+	// writes are the shares of spread Workloads and their status, with
+	// the scheduler's own client.
+	writes   client.Client
 	cache    *scheduler.Cache
 	profiles map[string]*scheduler.Profile
 	served   map[string]bool
@@ -83,7 +86,7 @@ type Reconciler struct {
 	waiters moveWaiters
 }
 
-// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=clusterbindings,verbs=get;list;watch
@@ -101,6 +104,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	r := &Reconciler{
 		client:   mgr.GetClient(),
+		writes:   wc,
 		cache:    scheduler.NewCache(),
 		profiles: o.Profiles,
 		served:   map[string]bool{},
@@ -147,6 +151,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if _, ok := r.profiles[w.Spec.SchedulerName]; !ok || w.DeletionTimestamp != nil {
 		// Another scheduler's Workload: never touched.
 		return reconcile.Result{}, nil
+	}
+	if w.Spreads() {
+		// Divided or Duplicated: placed through its shares.
+		return r.divide(ctx, w)
 	}
 	if r.cache.Assumed(w.UID) {
 		// A decision about it is being written, or written and not yet

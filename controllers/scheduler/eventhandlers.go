@@ -87,7 +87,15 @@ func (r *Reconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
 	r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
 }
 
+// shareChanged brings a share's Workload back to the division.
+func (r *Reconciler) shareChanged(w *v1alpha1.Workload) {
+	if of := w.Labels[v1alpha1.LabelShareOf]; of != "" {
+		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: of})
+	}
+}
+
 func (r *Reconciler) addWorkload(w *v1alpha1.Workload) {
+	r.shareChanged(w)
 	r.cache.UpsertWorkload(w)
 	if w.Status.ClusterRef != nil {
 		// A placement can only satisfy another's required affinity: it
@@ -101,6 +109,7 @@ func (r *Reconciler) addWorkload(w *v1alpha1.Workload) {
 // cluster, or a placed one's labels or affinity changing, every pending
 // one (it may free capacity or an anti-affinity domain).
 func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
+	r.shareChanged(w)
 	if r.cache.UpsertWorkload(w) {
 		// The informer's copy confirmed a written decision: the decision
 		// loop passed the Workload over while it was assumed.
@@ -120,6 +129,7 @@ func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
 }
 
 func (r *Reconciler) deleteWorkload(w *v1alpha1.Workload) {
+	r.shareChanged(w)
 	r.cache.DeleteWorkload(w)
 	// Its place under --max-concurrent-moves, if it held or awaited one.
 	r.waiters.done(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})

@@ -390,12 +390,21 @@ type Placement struct {
 	// +kubebuilder:default=StartBeforeStop
 	// +optional
 	Move MovePolicy `json:"move,omitempty"`
+
+	// ReplicaScheduling says how the replicas spread over clusters: all in
+	// one (Single, the default), split across several (Divided) or all in
+	// each of several (Duplicated).
+	// +optional
+	ReplicaScheduling *ReplicaScheduling `json:"replicaScheduling,omitempty"`
 }
 
 // WorkloadSpec is what to run and where it may run.
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, p.port >= 1 && p.port <= 65535)",message="ports must be between 1 and 65535",fieldPath=".targetService.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, !has(p.targetPort) || (type(p.targetPort) == int ? p.targetPort >= 0 && p.targetPort <= 65535 : p.targetPort.size() <= 15))",message="targetPort must be a port number between 1 and 65535 (0: the port) or a port name of at most 15 characters",fieldPath=".targetService.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.type) || self.targetService.type in ['ClusterIP', 'NodePort', 'LoadBalancer']",message="supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"",fieldPath=".targetService.type"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.targetCluster)",message="targetCluster names one cluster; a Divided or Duplicated Workload spreads over several (select them with clusterSelector or affinity)",fieldPath=".targetCluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.placement.fanOut) || self.placement.fanOut == 1",message="fanOut must be 1 for a Divided or Duplicated Workload: each share proves its own cluster",fieldPath=".placement.fanOut"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.placement) && has(oldSelf.placement.replicaScheduling) && has(oldSelf.placement.replicaScheduling.type) ? oldSelf.placement.replicaScheduling.type : 'Single') == (has(self.placement) && has(self.placement.replicaScheduling) && has(self.placement.replicaScheduling.type) ? self.placement.replicaScheduling.type : 'Single')",message="may not change: a Workload placed whole is not turned into shares, nor back; create another Workload",fieldPath=".placement.replicaScheduling"
 type WorkloadSpec struct {
 	// TargetCluster names the cluster the Workload must run in.
 	// +optional
@@ -751,6 +760,13 @@ type WorkloadStatus struct {
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 
+	// Placements are the shares of a Divided or Duplicated Workload, one
+	// per cluster (clusterRef stays empty: the shares are placed, each a
+	// Workload of its own).
+	// +listType=atomic
+	// +optional
+	Placements []SharePlacement `json:"placements,omitempty"`
+
 	// ReadyOfDesired is readyReplicas/spec.replicas, as kubectl shows a
 	// Deployment's READY column (2/3).
 	// +optional
@@ -800,6 +816,7 @@ type Dependency struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pwl,categories=placer
 // +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.clusterRef.name`
+// +kubebuilder:printcolumn:name="SHARES",type=string,JSONPath=`.status.placements[*].cluster.name`,priority=1
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.readyOfDesired`
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
 // +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`

@@ -1,0 +1,326 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/predicates"
+	"github.com/placer-dev/placer/scheduler"
+)
+
+// A Divided or Duplicated Workload is placed as shares. One cycle ranks the
+// clusters for it as for any Workload (the same profile, predicates and
+// scores); scheduler.Divide splits its replicas over them; and each
+// cluster's share is a Workload of its own, owned by it, pinned to the
+// cluster by targetCluster and labelled compute.placer.dev/share-of, which
+// the scheduler and the propagator place like any other: its own gang in
+// the handshake, its dependencies, overrides and move policy. The
+// Workload's status lists the shares (status.placements) and adds up
+// their ready replicas. A share whose cluster rejected it, or that must
+// leave its cluster, gives its replicas back to the division; the share
+// that replaces it starts at once, and the old one goes once every share
+// is Ready (make-before-break).
+
+// annotationShareSpec, on a share, is the hash of the spec it was last
+// given, so that a share is updated only when what it should be changes
+// (the API server's defaults never make it differ).
+const annotationShareSpec = "compute.placer.dev/share-spec"
+
+// Reasons of the Events of a spread Workload.
+const (
+	reasonDivided     event.Reason = "Divided"
+	reasonShareGone   event.Reason = "ShareRemoved"
+	reasonCannotShare event.Reason = "CannotDivide"
+)
+
+// divideScope is one reconcile of a spread Workload.
+type divideScope struct {
+	w, orig *v1alpha1.Workload
+	// shares are its share Workloads, by cluster.
+	shares map[types.NamespacedName]*v1alpha1.Workload
+	// gone are the clusters whose share gives its replicas back, and why.
+	gone map[types.NamespacedName]string
+	now  time.Time
+}
+
+// divide places a Divided or Duplicated Workload through its shares.
+func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
+	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, now: time.Now()}
+	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
+		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
+		return reconcile.Result{}, r.writeSpread(ctx, s)
+	}
+	var err error
+	if s.shares, err = r.sharesOf(ctx, w); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.giveBack(s)
+	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
+	d := scheduler.Divide(r.divisionInput(s, res), policyOf(w))
+	if d.Reason != "" || len(d.Shares) == 0 {
+		why := d.Reason
+		if len(res.Ranked) == 0 {
+			why = res.Message()
+		}
+		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, why, w.Generation))
+		r.writer.record.Event(w, event.Warning(reasonCannotShare, errors.New(why)))
+		r.statusOfShares(s, nil)
+		return reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)}, r.writeSpread(ctx, s)
+	}
+	if err := r.applyShares(ctx, s, d); err != nil {
+		return reconcile.Result{}, err
+	}
+	s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total), w.Generation))
+	if !s.orig.Status.GetCondition(v1alpha1.TypeScheduled).Equal(s.w.Status.GetCondition(v1alpha1.TypeScheduled)) {
+		r.writer.record.Event(w, event.Normal(reasonDivided, s.w.Status.GetCondition(v1alpha1.TypeScheduled).Message))
+	}
+	var after time.Duration
+	if d.Unplaced > 0 {
+		after = unschedulableRetry
+	}
+	return reconcile.Result{RequeueAfter: after}, r.writeSpread(ctx, s)
+}
+
+// sharesOf lists the Workload's shares, by cluster.
+func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
+	l := &v1alpha1.WorkloadList{}
+	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: w.Name}); err != nil {
+		return nil, errors.Wrap(err, "cannot list the Workload's shares")
+	}
+	out := map[types.NamespacedName]*v1alpha1.Workload{}
+	for i := range l.Items {
+		sh := &l.Items[i]
+		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil {
+			continue
+		}
+		out[sh.ClusterKey(sh.Spec.TargetCluster)] = sh
+	}
+	return out, nil
+}
+
+// giveBack finds the shares whose replicas go back to the division: one
+// its cluster rejected (the rejection, kept in the Workload's own status,
+// keeps the cluster out until it expires, as for any Workload), and one
+// that must leave its cluster (a NoExecute taint it does not tolerate, a
+// drain, a deletion).
+func (r *Reconciler) giveBack(s *divideScope) {
+	for key, sh := range s.shares {
+		if rc := sh.Rejection(key); rc != nil && rc.Generation == sh.Generation {
+			s.gone[key] = "rejected the share: " + rc.Message
+			if s.w.Rejection(key) == nil {
+				own := *rc.DeepCopy()
+				own.Generation = s.w.Generation
+				s.w.Status.RejectedClusters = append(s.w.Status.RejectedClusters, own)
+			}
+			continue
+		}
+		ci := r.cache.Cluster(key)
+		if ci == nil {
+			continue
+		}
+		if leave, _ := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now); leave != nil {
+			s.gone[key] = leave.Message
+		}
+	}
+}
+
+// divisionInput is what the division starts from: the ranking, each
+// cluster's room for one more replica, and the shares that stay.
+func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) scheduler.DivisionInput {
+	in := scheduler.DivisionInput{Replicas: s.w.ReplicaCount(), Ranked: res.Ranked, Room: map[types.NamespacedName]int{}, Current: map[types.NamespacedName]int{}}
+	perReplica := scheduler.ReplicaRequests(s.w)
+	for _, c := range res.Ranked {
+		if room := scheduler.RoomFor(c.Cluster, perReplica); room >= 0 {
+			in.Room[c.Cluster.Key] = room
+		}
+	}
+	for key, sh := range s.shares {
+		if _, gone := s.gone[key]; !gone {
+			in.Current[key] = sh.ReplicaCount()
+		}
+	}
+	return in
+}
+
+// policyOf is the division the Workload asks for.
+func policyOf(w *v1alpha1.Workload) scheduler.DivisionPolicy {
+	rs := w.Spec.Placement.ReplicaScheduling
+	p := scheduler.DivisionPolicy{Mode: scheduler.Divided}
+	if rs.Type == v1alpha1.ReplicaSchedulingDuplicated {
+		p.Mode = scheduler.Duplicated
+	}
+	for _, sw := range rs.StaticWeights {
+		sel := labels.SelectorFromSet(predicates.ResolveAliases(v1alpha1.Labels(sw.ClusterSelector)))
+		p.StaticWeights = append(p.StaticWeights, scheduler.StaticWeight{Selector: sel, Weight: int64(sw.Weight)})
+	}
+	for _, sc := range rs.SpreadConstraints {
+		p.Spread = append(p.Spread, scheduler.SpreadConstraint{TopologyKey: sc.TopologyKey, MinGroups: int(sc.MinGroups), MaxGroups: int(sc.MaxGroups)})
+	}
+	return p
+}
+
+// applyShares makes the shares the division says, and removes those it
+// no longer has: at once when nothing of them is Ready, else once every
+// share it has is Ready.
+func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d scheduler.Division) error {
+	want := map[types.NamespacedName]scheduler.Share{}
+	allReady := true
+	for _, sh := range d.Shares {
+		want[sh.Cluster] = sh
+		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh)
+		if err != nil {
+			return err
+		}
+		s.shares[sh.Cluster] = cur
+		allReady = allReady && cur.Status.ReadyReplicas >= int32(sh.Replicas) && cur.Generation == cur.Status.ObservedGeneration
+	}
+	for key, cur := range s.shares {
+		if _, ok := want[key]; ok || cur.Status.ReadyReplicas > 0 && !allReady {
+			continue
+		}
+		if err := r.writes.Delete(ctx, cur); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrapf(err, "cannot delete share %s", cur.Name)
+		}
+		why := s.gone[key]
+		if why == "" {
+			why = "the division gives it no share"
+		}
+		r.writer.record.Event(s.w, event.Normal(reasonShareGone, fmt.Sprintf("removed share %s in %s: %s", cur.Name, key, why)))
+		delete(s.shares, key)
+	}
+	r.statusOfShares(s, want)
+	return nil
+}
+
+// ensureShare creates or updates the share of one cluster.
+func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur *v1alpha1.Workload, sh scheduler.Share) (*v1alpha1.Workload, error) {
+	spec := shareSpec(w, sh)
+	hash := specHash(spec)
+	if cur != nil && cur.Annotations[annotationShareSpec] == hash {
+		return cur, nil
+	}
+	if cur == nil {
+		cur = &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: shareName(w, sh.Cluster)}}
+	} else {
+		cur = cur.DeepCopy()
+	}
+	cur.Labels = map[string]string{}
+	for k, v := range w.Labels {
+		cur.Labels[k] = v
+	}
+	cur.Labels[v1alpha1.LabelShareOf] = w.Name
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	cur.Annotations[annotationShareSpec] = hash
+	cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID, Controller: ptr.To(true)}}
+	cur.Spec = spec
+	var err error
+	if cur.ResourceVersion == "" {
+		err = r.writes.Create(ctx, cur)
+	} else {
+		err = r.writes.Update(ctx, cur)
+	}
+	return cur, errors.Wrapf(err, "cannot write share %s", cur.Name)
+}
+
+// shareSpec is the spec of a share: the Workload's, its replicas the
+// share's, pinned to the share's cluster, spreading no further.
+func shareSpec(w *v1alpha1.Workload, sh scheduler.Share) v1alpha1.WorkloadSpec {
+	spec := *w.Spec.DeepCopy()
+	spec.TargetCluster = &v1alpha1.ClusterReference{Name: sh.Cluster.Name, Namespace: sh.Cluster.Namespace}
+	spec.TargetDeployment.Replicas = ptr.To(int32(sh.Replicas))
+	spec.Placement.ReplicaScheduling = nil
+	spec.Placement.FanOut = 1
+	return spec
+}
+
+func specHash(spec v1alpha1.WorkloadSpec) string {
+	b, _ := json.Marshal(spec)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// shareName names a share after the Workload and its cluster: web-east;
+// web-platform-east for a cluster of another namespace; a hash where that
+// would be longer than a Service name may be.
+func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
+	name := w.Name + "-" + cluster.Name
+	if cluster.Namespace != w.Namespace {
+		name = w.Name + "-" + cluster.Namespace + "-" + cluster.Name
+	}
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(cluster.String()))
+	return strings.TrimRight(w.Name[:min(len(w.Name), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
+}
+
+// statusOfShares lists the shares in the Workload's status and adds up
+// their replicas.
+func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedName]scheduler.Share) {
+	st := &s.w.Status
+	st.Placements, st.Replicas, st.ScheduledReplicas, st.ReadyReplicas = nil, 0, 0, 0
+	for key, sh := range s.shares {
+		p := v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Workload: sh.Name,
+			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
+		if ws, ok := want[key]; ok {
+			p.Reason = ws.Why
+		} else {
+			p.Reason = "leaving once every other share is Ready: " + s.gone[key]
+		}
+		st.Placements = append(st.Placements, p)
+		st.Replicas += sh.Status.Replicas
+		st.ScheduledReplicas += sh.Status.ScheduledReplicas
+		st.ReadyReplicas += sh.Status.ReadyReplicas
+	}
+	slices.SortFunc(st.Placements, func(a, b v1alpha1.SharePlacement) int { return strings.Compare(a.Workload, b.Workload) })
+	desired := int32(s.w.ReplicaCount())
+	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
+		desired *= int32(len(want))
+	}
+	st.ReadyOfDesired = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
+	st.ObservedGeneration = s.w.Generation
+	if st.ReadyReplicas >= desired && desired > 0 && len(want) > 0 {
+		st.SetConditions(v1alpha1.Available(fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(want)), s.w.Generation))
+	} else {
+		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(st.Placements)), s.w.Generation))
+	}
+}
+
+// writeSpread writes the spread Workload's status.
+func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope) error {
+	_, err := shared.PatchStatus(ctx, r.writes, r.client, s.w, s.orig)
+	return err
+}
+
+// divisionMessage says how the replicas were divided.
+func divisionMessage(d scheduler.Division, replicas, feasible, total int) string {
+	parts := make([]string, len(d.Shares))
+	for i, sh := range d.Shares {
+		parts[i] = fmt.Sprintf("%s %d", sh.Cluster, sh.Replicas)
+	}
+	msg := fmt.Sprintf("divided %d replicas over %d of %d feasible of %d clusters: %s", replicas, len(d.Shares), feasible, total, strings.Join(parts, ", "))
+	if d.Unplaced > 0 {
+		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)
+	}
+	return msg
+}

@@ -1,0 +1,203 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/testenv"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+func divided(min, max int32, weights ...v1alpha1.StaticClusterWeight) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, StaticWeights: weights}
+		if min > 0 || max > 0 {
+			w.Spec.Placement.ReplicaScheduling.SpreadConstraints = []v1alpha1.SpreadConstraint{{TopologyKey: v1alpha1.LabelRegion, MinGroups: min, MaxGroups: max}}
+		}
+	}
+}
+
+// sharesOf waits until the Workload's shares are what cond wants, and
+// returns them by cluster name.
+func (e *schedulerEnv) sharesOf(parent string, cond func(map[string]*v1alpha1.Workload) bool) map[string]*v1alpha1.Workload {
+	e.t.Helper()
+	var got map[string]*v1alpha1.Workload
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: parent}}
+	// Each change of a share brings the parent's status along: wait on it.
+	testenv.WaitFor(e.t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(*v1alpha1.Workload) bool {
+		l := &v1alpha1.WorkloadList{}
+		if err := e.env.Client.List(context.Background(), l, client.InNamespace(e.ns), client.MatchingLabels{v1alpha1.LabelShareOf: parent}); err != nil {
+			e.t.Fatal(err)
+		}
+		got = map[string]*v1alpha1.Workload{}
+		for i := range l.Items {
+			if l.Items[i].DeletionTimestamp == nil {
+				got[l.Items[i].Spec.TargetCluster.Name] = &l.Items[i]
+			}
+		}
+		return cond(got)
+	})
+	return got
+}
+
+func sum(shares map[string]*v1alpha1.Workload) int {
+	n := 0
+	for _, s := range shares {
+		n += s.ReplicaCount()
+	}
+	return n
+}
+
+// TestDividedWorkload: a Divided Workload becomes shares, one Workload per
+// cluster, pinned there and placed by the scheduler like any other; its
+// status adds them up; scaling changes only the difference; a share its
+// cluster rejected gives its replicas to the others; a Duplicated Workload
+// gains a share in a cluster labelled later; the API refuses what cannot be.
+func TestDividedWorkload(t *testing.T) {
+	ctx := context.Background()
+	e := newSchedulerEnv(t).namespace(t, "divided")
+	e.cluster("a", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+	e.cluster("b", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("2", "100Gi", "0", "0", "2", "100Gi"))
+	e.cluster("c", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+	e.workload("web", st.Replicas(12), st.Requests("1", "1Gi"), divided(2, 0))
+
+	shares := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 12 })
+	if len(shares) != 3 || shares["b"].ReplicaCount() > 2 {
+		t.Errorf("shares %v: want a, b (at most its room of 2) and c", counts(shares))
+	}
+	for name, s := range shares {
+		if !metav1.IsControlledBy(s, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{UID: e.get("web").UID}}) || s.Name != "web-"+name || s.Spec.Placement.ReplicaScheduling != nil {
+			t.Errorf("share %s: owner %v, spread %v", s.Name, s.OwnerReferences, s.Spec.Placement.ReplicaScheduling)
+		}
+		e.wantPlaced(s.Name, name)
+	}
+	parent := e.get("web")
+	if len(parent.Status.Placements) != 3 || parent.Status.ClusterRef != nil || !strings.Contains(parent.Status.GetCondition(v1alpha1.TypeScheduled).Message, "divided 12 replicas over 3") {
+		t.Errorf("status: placements %v, clusterRef %v, Scheduled %q", parent.Status.Placements, parent.Status.ClusterRef, parent.Status.GetCondition(v1alpha1.TypeScheduled).Message)
+	}
+
+	// The propagator does not run here: the shares' ready replicas are set
+	// by hand, and the parent adds them up.
+	for _, s := range shares {
+		e.shareStatus(s.Name, func(s *v1alpha1.Workload) {
+			s.Status.ReadyReplicas, s.Status.ObservedGeneration = int32(s.ReplicaCount()), s.Generation
+		})
+	}
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"}}
+	testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.ReadyOfDesired == "12/12" && w.Status.GetCondition("Ready").Status == corev1.ConditionTrue
+	})
+
+	// Scaled up by 3, only the difference is added.
+	before := counts(shares)
+	w.Spec.TargetDeployment.Replicas = ptr.To[int32](15)
+	if err := e.env.Client.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	shares = e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 15 })
+	for name, n := range counts(shares) {
+		if n < before[name] {
+			t.Errorf("scaling up took a replica from %s: %d → %d", name, before[name], n)
+		}
+	}
+
+	// Cluster a rejects its share: its replicas go to b and c (within
+	// their room), and the Workload keeps the rejection.
+	e.shareStatus(shares["a"].Name, func(a *v1alpha1.Workload) {
+		a.Status.ReadyReplicas = 0
+		a.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: e.ns}, Reason: "Unschedulable",
+			Message: "0/3 nodes are available", Generation: a.Generation, Time: ptr.To(metav1.Now()), RetryAfter: ptr.To(metav1.NewTime(metav1.Now().Add(time.Hour)))}}
+	})
+	shares = e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["a"] == nil })
+	if got := counts(shares); got["b"] > 2 || sum(shares) != 12 {
+		// b has room for 2 and c for 10: 3 of the 15 find no room.
+		t.Errorf("after a's rejection: %v, want b at most 2 and 12 placed", got)
+	}
+	if parent := e.get("web"); parent.Rejection(types.NamespacedName{Namespace: e.ns, Name: "a"}) == nil ||
+		!strings.Contains(parent.Status.GetCondition(v1alpha1.TypeScheduled).Message, "found no room") {
+		t.Errorf("the parent: rejections %v, Scheduled %q", parent.Status.RejectedClusters, parent.Status.GetCondition(v1alpha1.TypeScheduled).Message)
+	}
+
+	t.Run("Duplicated", func(t *testing.T) {
+		e := e.namespace(t, "duplicated")
+		e.cluster("x", st.Labels("tier", "prod"))
+		y := e.cluster("y", st.Labels("tier", "dev"))
+		e.workload("cache", st.Replicas(2), st.Selector("tier", "prod"), func(w *v1alpha1.Workload) {
+			w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated}
+		})
+		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 1 && s["x"] != nil && s["x"].ReplicaCount() == 2 })
+		y.Labels["tier"] = "prod"
+		if err := e.env.Client.Update(ctx, y); err != nil {
+			t.Fatal(err)
+		}
+		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && s["y"] != nil && s["y"].ReplicaCount() == 2 })
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		for what, tc := range map[string]struct {
+			opt  st.WorkloadOption
+			want string
+		}{
+			"targetCluster": {func(w *v1alpha1.Workload) {
+				divided(0, 0)(w)
+				w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: "a"}
+			}, "spec.targetCluster"},
+			"minGroups above maxGroups": {divided(3, 2), "maxGroups: Invalid value"},
+			"weights of a Duplicated Workload": {func(w *v1alpha1.Workload) {
+				w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated, StaticWeights: []v1alpha1.StaticClusterWeight{{Weight: 1}}}
+			}, "staticWeights"},
+		} {
+			w := st.Workload("refused", st.WNamespace(e.ns), tc.opt)
+			w.UID = ""
+			if err := e.env.Client.Create(ctx, w); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want a refusal naming %s", what, err, tc.want)
+			}
+		}
+		w := e.get("web")
+		w.Spec.Placement.ReplicaScheduling = nil
+		if err := e.env.Client.Update(ctx, w); err == nil || !strings.Contains(err.Error(), "may not change") {
+			t.Errorf("a Divided Workload made Single: %v", err)
+		}
+	})
+}
+
+func counts(shares map[string]*v1alpha1.Workload) map[string]int {
+	out := map[string]int{}
+	for name, s := range shares {
+		out[name] = s.ReplicaCount()
+	}
+	return out
+}
+
+// shareStatus changes a share's status as the propagator would, from its
+// latest copy (the scheduler writes it too).
+func (e *schedulerEnv) shareStatus(name string, change func(*v1alpha1.Workload)) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := e.get(name)
+		change(w)
+		return e.env.Client.Status().Update(context.Background(), w)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *schedulerEnv) get(name string) *v1alpha1.Workload {
+	e.t.Helper()
+	w := &v1alpha1.Workload{}
+	if err := e.env.Client.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, w); err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
