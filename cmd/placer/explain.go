@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
 	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/scheduler"
 	"github.com/placer-dev/placer/scheduler/registry"
@@ -145,6 +146,19 @@ type Explanation struct {
 	ClustersConsidered int                  `json:"clustersConsidered"`
 	Feasible           int                  `json:"feasible"`
 	Clusters           []ClusterExplanation `json:"clusters,omitempty"`
+	// Shares are a Divided or Duplicated Workload's shares as its status
+	// lists them; Division is how a cycle now would divide it.
+	Shares   []v1alpha1.SharePlacement `json:"shares,omitempty"`
+	Division *DivisionExplanation      `json:"division,omitempty"`
+}
+
+// DivisionExplanation is how the replicas would be divided now: each
+// cluster's share and why, each feasible cluster without one and why.
+type DivisionExplanation struct {
+	Shares   []scheduler.Share `json:"shares,omitempty"`
+	Excluded map[string]string `json:"excluded,omitempty"`
+	Unplaced int               `json:"unplaced,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
 }
 
 // ConditionSummary is a condition's status, reason and message.
@@ -242,16 +256,61 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 		return nil, err
 	}
 	e.Notes = notes
-	explainCycle(e, w, profile, snap, profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true}))
+	res := profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true})
+	explainCycle(e, w, profile, snap, res)
+	if w.Spreads() {
+		explainDivision(e, w, res)
+	}
 	return e, nil
+}
+
+// explainDivision adds a spread Workload's shares, and how a cycle now
+// would divide it, starting from them.
+func explainDivision(e *Explanation, w *v1alpha1.Workload, res *scheduler.Result) {
+	e.Shares = w.Status.Placements
+	current := map[types.NamespacedName]int{}
+	for _, p := range w.Status.Placements {
+		current[w.ClusterKey(&p.Cluster)] = int(p.Replicas)
+	}
+	d := scheduler.Divide(schedulerctrl.DivisionInput(w, res, current), schedulerctrl.PolicyOf(w))
+	e.Division = &DivisionExplanation{Shares: d.Shares, Unplaced: d.Unplaced, Reason: d.Reason, Excluded: map[string]string{}}
+	for k, why := range d.Excluded {
+		e.Division.Excluded[k.String()] = why
+	}
+}
+
+// printDivision prints a spread Workload's shares and division.
+func printDivision(out io.Writer, e *Explanation) {
+	fmt.Fprintf(out, "  shares:      %d\n", len(e.Shares))
+	for _, p := range e.Shares {
+		fmt.Fprintf(out, "    %s/%s: %d replica(s), %d ready (Workload %s): %s\n", p.Cluster.Namespace, p.Cluster.Name, p.Replicas, p.ReadyReplicas, p.Workload, p.Reason)
+	}
+	d := e.Division
+	fmt.Fprintln(out, "\nA division now, from those shares:")
+	if d.Reason != "" {
+		fmt.Fprintf(out, "  none: %s\n", d.Reason)
+		return
+	}
+	for _, sh := range d.Shares {
+		fmt.Fprintf(out, "  %s: %d replica(s): %s\n", sh.Cluster, sh.Replicas, sh.Why)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Excluded)) {
+		fmt.Fprintf(out, "  %s: no share: %s\n", k, d.Excluded[k])
+	}
+	if d.Unplaced > 0 {
+		fmt.Fprintf(out, "  %d replica(s) find no room\n", d.Unplaced)
+	}
 }
 
 // printExplanation prints an explanation as text.
 func printExplanation(out io.Writer, e *Explanation) {
 	fmt.Fprintf(out, "Workload %s (generation %d, schedulerName %s)\n", e.Workload, e.Generation, e.SchedulerName)
-	if e.PlacedOn != "" {
+	switch {
+	case e.Division != nil:
+		fmt.Fprintf(out, "  placed as:   shares (%d/%d replicas ready)\n", e.ReadyReplicas, e.Replicas)
+	case e.PlacedOn != "":
 		fmt.Fprintf(out, "  placed on:   %s (%d/%d replicas ready)\n", e.PlacedOn, e.ReadyReplicas, e.Replicas)
-	} else {
+	default:
 		fmt.Fprintln(out, "  placed on:   nowhere")
 	}
 	if c := e.Scheduled; c != nil {
@@ -276,6 +335,10 @@ func printExplanation(out io.Writer, e *Explanation) {
 	fmt.Fprintf(out, "\nA scheduling cycle now, over %d cluster(s), %d feasible:\n", e.ClustersConsidered, e.Feasible)
 	for _, c := range e.Clusters {
 		printCluster(out, c)
+	}
+	if e.Division != nil {
+		fmt.Fprintln(out)
+		printDivision(out, e)
 	}
 }
 

@@ -415,3 +415,54 @@ func TestSchedulerConfigFromCluster(t *testing.T) {
 		t.Errorf("an empty configuration: %v, want an error naming the ConfigMap", err)
 	}
 }
+
+// TestExplainDivided explains a Divided Workload: its shares as its status
+// lists them, and how a cycle now divides it, with each cluster left out
+// and why.
+func TestExplainDivided(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	createClusters(t, env,
+		st.Cluster("east", st.Labels(v1alpha1.LabelRegion, "us-east"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+		st.Cluster("west", st.Labels(v1alpha1.LabelRegion, "us-west"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+		st.Cluster("nolabel", st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+	)
+	w := st.Workload("web", st.Replicas(6), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: v1alpha1.LabelRegion, MinGroups: 2}}}
+	})
+	w.UID, w.Generation = "", 0
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Status.Placements = []v1alpha1.SharePlacement{
+		{Cluster: v1alpha1.ClusterReference{Name: "east", Namespace: "default"}, Workload: "web-east", Replicas: 3, ReadyReplicas: 3, Reason: "3 of 6 replicas by room weight 16 of 32"},
+		{Cluster: v1alpha1.ClusterReference{Name: "west", Namespace: "default"}, Workload: "web-west", Replicas: 3, ReadyReplicas: 2, Reason: "3 of 6 replicas by room weight 16 of 32"},
+	}
+	w.Status.Replicas, w.Status.ReadyReplicas = 6, 5
+	if err := env.Client.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &bytes.Buffer{}
+	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	t.Log(got)
+	for _, want := range []string{
+		"placed as:   shares (5/6 replicas ready)",
+		"default/east: 3 replica(s), 3 ready (Workload web-east)",
+		"default/west: 3 replica(s), 2 ready (Workload web-west)",
+		"A division now, from those shares:",
+		"default/east: 3 replica(s): 3 of 6 replicas by room weight",
+		"default/nolabel: no share: no label topology.kubernetes.io/region",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain output lacks %q", want)
+		}
+	}
+}

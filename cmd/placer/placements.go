@@ -50,6 +50,8 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 		} else {
 			p.w, p.err = waitSettled(ctx, c, w, each)
 			switch {
+			case p.w != nil && p.w.Spreads() && p.w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue:
+				p.cluster = sharesLanded(p.w)
 			case p.w != nil && p.w.Status.ClusterRef != nil && (p.w.Finished() || p.w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue):
 				p.cluster = p.w.Status.ClusterRef.Name
 			case p.w != nil && p.w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable:
@@ -64,6 +66,17 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 		res = append(res, p)
 	}
 	return res
+}
+
+// sharesLanded says where a Divided or Duplicated Workload's shares are,
+// as an example expects them: "large=4,small=2", by cluster name.
+func sharesLanded(w *v1alpha1.Workload) string {
+	parts := make([]string, 0, len(w.Status.Placements))
+	for _, p := range w.Status.Placements {
+		parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster.Name, p.Replicas))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 // createNeeds creates the objects an example's pods use (its file's
@@ -83,7 +96,7 @@ func waitSettled(ctx context.Context, c client.WithWatch, w *v1alpha1.Workload, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := fleetwait.Until(ctx, c, w, &v1alpha1.WorkloadList{}, func(w *v1alpha1.Workload) bool {
-		return w.Status.ClusterRef != nil && (w.Finished() || w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue) ||
+		return (w.Status.ClusterRef != nil || w.Spreads()) && (w.Finished() || w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue) ||
 			w.Status.GetCondition(v1alpha1.TypeScheduled).Reason == v1alpha1.ReasonUnschedulable
 	})
 	if err != nil {
@@ -103,6 +116,8 @@ func printPlacements(out io.Writer, ps []placement) {
 		switch {
 		case p.w != nil && p.w.Finished():
 			ready = finishedMessage(p.w)
+		case p.w != nil && p.w.Spreads():
+			ready = p.w.Status.ReadyOfDesired
 		case p.w != nil && p.w.Status.ClusterRef != nil:
 			ready = fmt.Sprintf("%d/%d", p.w.Status.ReadyReplicas, p.w.Status.Replicas)
 		}

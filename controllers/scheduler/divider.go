@@ -74,7 +74,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	}
 	r.giveBack(s)
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
-	d := scheduler.Divide(r.divisionInput(s, res), policyOf(w))
+	d := scheduler.Divide(r.divisionInput(s, res), PolicyOf(w))
 	if d.Reason != "" || len(d.Shares) == 0 {
 		why := d.Reason
 		if len(res.Ranked) == 0 {
@@ -99,7 +99,8 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	return reconcile.Result{RequeueAfter: after}, r.writeSpread(ctx, s)
 }
 
-// sharesOf lists the Workload's shares, by cluster.
+// sharesOf lists the Workload's shares, by cluster, but those being
+// deleted.
 func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
 	l := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: w.Name}); err != nil {
@@ -108,7 +109,9 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 	out := map[types.NamespacedName]*v1alpha1.Workload{}
 	for i := range l.Items {
 		sh := &l.Items[i]
-		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil {
+		// A share being deleted is on its way out: what it still runs
+		// counts for nothing here (its cluster's summary has its pods).
+		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil || sh.DeletionTimestamp != nil {
 			continue
 		}
 		out[sh.ClusterKey(sh.Spec.TargetCluster)] = sh
@@ -142,26 +145,33 @@ func (r *Reconciler) giveBack(s *divideScope) {
 	}
 }
 
-// divisionInput is what the division starts from: the ranking, each
-// cluster's room for one more replica, and the shares that stay.
+// divisionInput is what the division starts from: the shares that stay.
 func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) scheduler.DivisionInput {
-	in := scheduler.DivisionInput{Replicas: s.w.ReplicaCount(), Ranked: res.Ranked, Room: map[types.NamespacedName]int{}, Current: map[types.NamespacedName]int{}}
-	perReplica := scheduler.ReplicaRequests(s.w)
+	current := map[types.NamespacedName]int{}
+	for key, sh := range s.shares {
+		if _, gone := s.gone[key]; !gone {
+			current[key] = sh.ReplicaCount()
+		}
+	}
+	return DivisionInput(s.w, res, current)
+}
+
+// DivisionInput is what the division of a spread Workload starts from:
+// the cycle's ranking, each ranked cluster's room for more of its
+// replicas, and the replicas its shares hold now (current).
+func DivisionInput(w *v1alpha1.Workload, res *scheduler.Result, current map[types.NamespacedName]int) scheduler.DivisionInput {
+	in := scheduler.DivisionInput{Replicas: w.ReplicaCount(), Ranked: res.Ranked, Room: map[types.NamespacedName]int{}, Current: current}
+	perReplica := scheduler.ReplicaRequests(w)
 	for _, c := range res.Ranked {
 		if room := scheduler.RoomFor(c.Cluster, perReplica); room >= 0 {
 			in.Room[c.Cluster.Key] = room
 		}
 	}
-	for key, sh := range s.shares {
-		if _, gone := s.gone[key]; !gone {
-			in.Current[key] = sh.ReplicaCount()
-		}
-	}
 	return in
 }
 
-// policyOf is the division the Workload asks for.
-func policyOf(w *v1alpha1.Workload) scheduler.DivisionPolicy {
+// PolicyOf is the division a spread Workload asks for.
+func PolicyOf(w *v1alpha1.Workload) scheduler.DivisionPolicy {
 	rs := w.Spec.Placement.ReplicaScheduling
 	p := scheduler.DivisionPolicy{Mode: scheduler.Divided}
 	if rs.Type == v1alpha1.ReplicaSchedulingDuplicated {

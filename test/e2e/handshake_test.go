@@ -1621,6 +1621,73 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	t.Run("Divided: 12 replicas over two tiers at least, each share proven in its member; a drained member's share moves without downtime; Duplicated runs in every selected member", func(t *testing.T) {
+		spread := placedSpread(t, env.Client, wc, "spread", 12, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}})
+		dup := placedSpread(t, env.Client, wc, "dup", 1, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated},
+			st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "gold", "silver"))))
+		// envtest runs no garbage collector: the shares go by hand, first.
+		t.Cleanup(func() { remove(t, append(sharesOf(t, env.Client, spread), sharesOf(t, env.Client, dup)...)...) })
+		removeLater(t, spread, dup)
+		if got := sharesByCluster(t, env.Client, dup); len(got) != 2 || got["a"] != 1 || got["b"] != 1 {
+			t.Errorf("Duplicated shares %v, want one replica in a and one in b", got)
+		}
+		shares := sharesByCluster(t, env.Client, spread)
+		if len(shares) < 2 {
+			t.Fatalf("shares %v: minGroups 2 by tier wants two members at least", shares)
+		}
+		for _, sh := range sharesOf(t, env.Client, spread) {
+			if n := running(memberNamed(members, sh.Spec.TargetCluster.Name), sh); n != sh.ReplicaCount() {
+				t.Errorf("share %s: %d pods run in %s, want %d", sh.Name, n, sh.Spec.TargetCluster.Name, sh.ReplicaCount())
+			}
+		}
+		checkOneBoundPerReplica(t, members...)
+
+		// Drain the member with the largest share: only its share moves,
+		// and 12 pods are Ready throughout.
+		drained := ""
+		for name, n := range shares {
+			if drained == "" || n > shares[drained] {
+				drained = name
+			}
+		}
+		t.Logf("shares %v; draining %s", shares, drained)
+		low := sampleLabelled(members, "app", "spread")
+		t.Cleanup(low.stop)
+		editCluster(t, drained, func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
+		})
+		defer editCluster(t, drained, func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "example.com/maintenance" })
+		})
+		testenv.WaitFor(t, wc, spread, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			for _, p := range w.Status.Placements {
+				if p.Cluster.Name == drained {
+					return false
+				}
+			}
+			return w.Status.ReadyOfDesired == "12/12"
+		})
+		after := sharesByCluster(t, env.Client, spread)
+		t.Logf("shares after the drain %v", after)
+		if total := after["a"] + after["b"] + after["c"]; after[drained] != 0 || total != 12 {
+			t.Errorf("shares after the drain of %s: %v, want 12 replicas, none in %s", drained, after, drained)
+		}
+		for name, n := range shares {
+			if name != drained && after[name] < n {
+				t.Errorf("%s's share went from %d to %d: only the drained member's share moves", name, n, after[name])
+			}
+		}
+		if lowest := low.lowest(); lowest < 12 {
+			t.Errorf("%d Ready pods at the lowest during the drain of %s, want 12", lowest, drained)
+		}
+		waitUntil(t, timeout, func() (bool, string) {
+			n := len(labelledPods(t, memberNamed(members, drained), "app", "spread"))
+			return n == 0, fmt.Sprintf("%d pods of the Divided Workload left in %s", n, drained)
+		})
+		checkOneBoundPerReplica(t, members...)
+	})
+
 	t.Run("a deleted KubernetesCluster is drained before it goes", func(t *testing.T) {
 		w := placed(t, "on-deleted", st.Replicas(2), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "b", "c"))))
 		removeLater(t, w)

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/testenv"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// placedSpread creates a Divided or Duplicated Workload whose pods are
+// labelled app=NAME and waits until all its replicas are Ready.
+func placedSpread(t *testing.T, c client.Client, wc client.WithWatch, name string, replicas int32, rs *v1alpha1.ReplicaScheduling, opts ...st.WorkloadOption) *v1alpha1.Workload {
+	t.Helper()
+	w := st.Workload(name, append([]st.WorkloadOption{st.Replicas(replicas), st.Requests("100m", "64Mi")}, opts...)...)
+	w.UID, w.Generation = "", 0
+	w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": name}
+	w.Spec.Placement.ReplicaScheduling = rs
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	})
+	return w
+}
+
+// sharesOf lists a spread Workload's shares, but those being deleted.
+func sharesOf(t *testing.T, c client.Client, w *v1alpha1.Workload) []*v1alpha1.Workload {
+	t.Helper()
+	l := &v1alpha1.WorkloadList{}
+	if err := c.List(context.Background(), l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: w.Name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []*v1alpha1.Workload
+	for i := range l.Items {
+		if l.Items[i].DeletionTimestamp == nil {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}
+
+// sharesByCluster maps each member to the replicas of the Workload's share
+// there.
+func sharesByCluster(t *testing.T, c client.Client, w *v1alpha1.Workload) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, sh := range sharesOf(t, c, w) {
+		out[sh.Spec.TargetCluster.Name] += sh.ReplicaCount()
+	}
+	return out
+}
+
+// labelledPods are the pods of a member with the label, not being deleted.
+func labelledPods(t *testing.T, m *member, key, value string) []corev1.Pod {
+	t.Helper()
+	l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: key + "=" + value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range l.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// labelledSampler counts the Ready pods with a label across members every
+// 100 ms and keeps the lowest count.
+type labelledSampler struct {
+	quit, done chan struct{}
+	once       sync.Once
+	low        int
+}
+
+func sampleLabelled(members []*member, key, value string) *labelledSampler {
+	s := &labelledSampler{quit: make(chan struct{}), done: make(chan struct{}), low: -1}
+	count := func() (int, bool) {
+		n := 0
+		for _, m := range members {
+			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: key + "=" + value})
+			if err != nil {
+				return 0, false
+			}
+			for i := range l.Items {
+				if l.Items[i].DeletionTimestamp == nil && podReady(&l.Items[i]) {
+					n++
+				}
+			}
+		}
+		return n, true
+	}
+	sample := func() {
+		if n, ok := count(); ok && (s.low < 0 || n < s.low) {
+			s.low = n
+		}
+	}
+	sample()
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *labelledSampler) stop() {
+	s.once.Do(func() { close(s.quit) })
+	<-s.done
+}
+
+// lowest stops the sampling and returns the lowest count.
+func (s *labelledSampler) lowest() int {
+	s.stop()
+	return s.low
+}
