@@ -135,12 +135,16 @@ func TestDividedWorkload(t *testing.T) {
 		e.workload("cache", st.Replicas(2), st.Selector("tier", "prod"), func(w *v1alpha1.Workload) {
 			w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated}
 		})
-		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 1 && s["x"] != nil && s["x"].ReplicaCount() == 2 })
+		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool {
+			return len(s) == 1 && s["x"] != nil && s["x"].ReplicaCount() == 2
+		})
 		y.Labels["tier"] = "prod"
 		if err := e.env.Client.Update(ctx, y); err != nil {
 			t.Fatal(err)
 		}
-		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && s["y"] != nil && s["y"].ReplicaCount() == 2 })
+		e.sharesOf("cache", func(s map[string]*v1alpha1.Workload) bool {
+			return len(s) == 2 && s["y"] != nil && s["y"].ReplicaCount() == 2
+		})
 	})
 
 	t.Run("refused", func(t *testing.T) {
