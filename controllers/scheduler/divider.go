@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +73,12 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	var err error
 	if s.shares, err = r.sharesOf(ctx, w); err != nil {
 		return reconcile.Result{}, err
+	}
+	if finished(s.shares, w.ReplicaCount()) {
+		// A batch Workload whose every replica ran to its end: nothing
+		// is divided again.
+		r.statusOfShares(s, nil)
+		return reconcile.Result{}, r.writeSpread(ctx, s)
 	}
 	r.giveBack(s)
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
@@ -209,10 +217,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 		if err := r.writes.Delete(ctx, cur); resource.IgnoreNotFound(err) != nil {
 			return errors.Wrapf(err, "cannot delete share %s", cur.Name)
 		}
-		why := s.gone[key]
-		if why == "" {
-			why = "the division gives it no share"
-		}
+		why := cmp.Or(s.gone[key], "the division gives it no share")
 		r.writer.record.Event(s.w, event.Normal(reasonShareGone, fmt.Sprintf("removed share %s in %s: %s", cur.Name, key, why)))
 		delete(s.shares, key)
 	}
@@ -284,31 +289,59 @@ func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 	return strings.TrimRight(w.Name[:min(len(w.Name), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
 }
 
+// finished reports whether every replica's share ran to its end.
+func finished(shares map[types.NamespacedName]*v1alpha1.Workload, replicas int) bool {
+	n := 0
+	for _, sh := range shares {
+		if !sh.Finished() {
+			return false
+		}
+		n += sh.ReplicaCount()
+	}
+	return len(shares) > 0 && n >= replicas
+}
+
 // statusOfShares lists the shares in the Workload's status and adds up
 // their replicas.
 func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedName]scheduler.Share) {
 	st := &s.w.Status
-	st.Placements, st.Replicas, st.ScheduledReplicas, st.ReadyReplicas = nil, 0, 0, 0
+	st.Placements, st.Replicas, st.ScheduledReplicas, st.ReadyReplicas, st.Succeeded, st.Failed = nil, 0, 0, 0, 0, 0
 	for key, sh := range s.shares {
 		p := v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Workload: sh.Name,
 			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
-		if ws, ok := want[key]; ok {
+		switch ws, ok := want[key]; {
+		case ok:
 			p.Reason = ws.Why
-		} else {
-			p.Reason = "leaving once every other share is Ready: " + s.gone[key]
+		case sh.Finished():
+			p.Reason = string(sh.Status.GetCondition(v1alpha1.TypeComplete).Reason + sh.Status.GetCondition(v1alpha1.TypeFailed).Reason)
+		case want == nil:
+			p.Reason = "kept while no division meets the Workload's policy"
+		default:
+			p.Reason = "leaving once every other share is Ready: " + cmp.Or(s.gone[key], "the division gives it no share")
 		}
 		st.Placements = append(st.Placements, p)
 		st.Replicas += sh.Status.Replicas
 		st.ScheduledReplicas += sh.Status.ScheduledReplicas
 		st.ReadyReplicas += sh.Status.ReadyReplicas
+		st.Succeeded += sh.Status.Succeeded
+		st.Failed += sh.Status.Failed
 	}
 	slices.SortFunc(st.Placements, func(a, b v1alpha1.SharePlacement) int { return strings.Compare(a.Workload, b.Workload) })
 	desired := int32(s.w.ReplicaCount())
 	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
-		desired *= int32(len(want))
+		desired *= int32(max(len(want), len(s.shares)))
 	}
 	st.ReadyOfDesired = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
 	st.ObservedGeneration = s.w.Generation
+	if want == nil && finished(s.shares, s.w.ReplicaCount()) {
+		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %d share(s)", st.Succeeded, len(s.shares))
+		if st.Failed > 0 {
+			t, reason, msg = v1alpha1.TypeFailed, v1alpha1.ReasonReplicasFailed, fmt.Sprintf("%d of %d replicas failed in %d share(s)", st.Failed, st.Succeeded+st.Failed, len(s.shares))
+		}
+		fin, ready := v1alpha1.Finished(t, reason, msg, s.w.Generation)
+		st.SetConditions(fin, ready)
+		return
+	}
 	if st.ReadyReplicas >= desired && desired > 0 && len(want) > 0 {
 		st.SetConditions(v1alpha1.Available(fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(want)), s.w.Generation))
 	} else {

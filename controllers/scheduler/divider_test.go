@@ -147,6 +147,25 @@ func TestDividedWorkload(t *testing.T) {
 		})
 	})
 
+	t.Run("batch: the Workload completes when every share has", func(t *testing.T) {
+		e := e.namespace(t, "batch")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.workload("job", st.Replicas(4), divided(2, 0))
+		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && len(s) == 2 })
+		for _, sh := range shares {
+			e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
+				fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+				w.Status.SetConditions(fin, ready)
+				w.Status.Succeeded = int32(w.ReplicaCount())
+			})
+		}
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "job"}}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(v1alpha1.TypeComplete).Status == corev1.ConditionTrue && w.Status.Succeeded == 4
+		})
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for what, tc := range map[string]struct {
 			opt  st.WorkloadOption
