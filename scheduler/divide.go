@@ -103,6 +103,9 @@ type Division struct {
 	Reason string
 }
 
+// maxDynamicWeight bounds a weight by room.
+const maxDynamicWeight = 1 << 30
+
 // divCand is a cluster the division may use.
 type divCand struct {
 	key    types.NamespacedName
@@ -118,6 +121,10 @@ type divCand struct {
 // Divide divides in.Replicas over in.Ranked as the policy asks.
 func Divide(in DivisionInput, p DivisionPolicy) Division {
 	d := Division{Excluded: map[types.NamespacedName]string{}}
+	if in.Replicas == 0 {
+		// Nothing to place: no share anywhere.
+		return d
+	}
 	for i, c := range p.Spread {
 		if p.Mode != Duplicated && c.MinGroups > in.Replicas {
 			d.Reason = fmt.Sprintf("spreadConstraints[%d]: minGroups %d needs at least %d replicas; there are %d", i, c.MinGroups, c.MinGroups, in.Replicas)
@@ -134,8 +141,11 @@ func Divide(in DivisionInput, p DivisionPolicy) Division {
 		for _, c := range chosen {
 			c.n = in.Replicas
 		}
-	} else {
-		d.Unplaced = apportion(chosen, p.Spread, in.Replicas)
+	} else if d.Unplaced = apportion(chosen, p.Spread, in.Replicas); d.Unplaced < 0 {
+		// The seeds every minGroups needs outnumber the replicas (several
+		// constraints, each wanting domains of its own).
+		d.Reason, d.Unplaced = fmt.Sprintf("the spread constraints' minGroups need %d replicas in domains of their own; there are %d", in.Replicas-d.Unplaced, in.Replicas), 0
+		return d
 	}
 	slices.SortFunc(chosen, func(a, b *divCand) int { return a.rank - b.rank })
 	d.Shares = shares(chosen, p, in.Replicas)
@@ -200,7 +210,8 @@ func (c *divCand) admit(ci *ClusterInfo, replicas int, p DivisionPolicy) string 
 			return "no static weight above 0 selects it"
 		}
 	case c.limit > 0:
-		c.weight = int64(c.limit)
+		// Bounded, so that weight × (2n+1) never overflows.
+		c.weight = int64(min(c.limit, maxDynamicWeight))
 	default:
 		c.weight = int64(max(replicas, 1))
 	}

@@ -36,6 +36,19 @@ func fleet(specs ...string) []scheduler.ClusterScore {
 	return out
 }
 
+// labelled is a ranking of clusters c0, c1, … with the labels given.
+func labelled(ls ...map[string]string) []scheduler.ClusterScore {
+	out := make([]scheduler.ClusterScore, len(ls))
+	for i, l := range ls {
+		kv := []string{}
+		for k, v := range l {
+			kv = append(kv, k, v)
+		}
+		out[i] = scheduler.ClusterScore{Cluster: scheduler.NewClusterInfo(st.Cluster(fmt.Sprintf("c%d", i), st.Labels(kv...)))}
+	}
+	return out
+}
+
 func key(name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: "default", Name: name}
 }
@@ -136,6 +149,14 @@ func TestDivide(t *testing.T) {
 		name: "minGroups and a maxGroups of another key that cannot both hold", ranked: fleet("a:eu", "b:us"), replicas: 4,
 		policy: scheduler.DivisionPolicy{Spread: append(region(2, 0), scheduler.SpreadConstraint{TopologyKey: v1alpha1.LabelClusterNamespace, MaxGroups: 1})},
 		want:   map[string]int{"a": 2, "b": 2},
+	}, {
+		// Three constraints, each seeded in rank order: four clusters
+		// for two replicas, of which three are needed whichever go.
+		name: "minGroups of several constraints whose seeds outnumber the replicas", replicas: 2,
+		ranked: labelled(map[string]string{"x": "1", "y": "1", "z": "1"}, map[string]string{"x": "2", "y": "1", "z": "1"},
+			map[string]string{"x": "1", "y": "2", "z": "1"}, map[string]string{"x": "1", "y": "1", "z": "2"}),
+		policy: scheduler.DivisionPolicy{Spread: []scheduler.SpreadConstraint{{TopologyKey: "x", MinGroups: 2}, {TopologyKey: "y", MinGroups: 2}, {TopologyKey: "z", MinGroups: 2}}},
+		reason: "minGroups need 3 replicas in domains of their own; there are 2",
 	}, {
 		name: "nothing feasible", ranked: nil, replicas: 3, reason: "no feasible cluster",
 	}, {

@@ -74,8 +74,9 @@ type Reconciler struct {
 	health cluster.HealthOptions
 	ready  readiness
 	drains drains
-	// renewal is Options.TokenRenewal.
+	// renewal is Options.TokenRenewal; renewed when each token was.
 	renewal float64
+	renewed renewals
 }
 
 // connections are the member connections the controller keeps, and the

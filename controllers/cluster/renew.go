@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -48,6 +50,12 @@ func (r *Reconciler) renew(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	if wait := time.Until(times.RenewAt(r.renewal)); wait > 0 {
 		return wait, nil
 	}
+	if since := r.renewed.since(client.ObjectKeyFromObject(kc)); since < renewRetry {
+		// Renewed a moment ago, and due again already: a token that says
+		// it was issued long ago, from a server that is not a real
+		// member's. Never more than once per renewRetry.
+		return renewRetry - since, nil
+	}
 	if left := time.Until(times.Expires); left <= 0 {
 		r.record.Event(kc, event.Warning(reasonCannotRenewToken, errors.Errorf("Secret %s: the token expired at %s; run placer join again to renew it", secretRef(kc), times.Expires.UTC().Format(time.RFC3339))))
 		return 0, nil
@@ -62,12 +70,39 @@ func (r *Reconciler) renew(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	}
 	s = s.DeepCopy()
 	s.Data[dataKeyOf(kc)] = kubeconfig
+	r.renewed.mark(client.ObjectKeyFromObject(kc))
 	if err := r.client.Update(ctx, s); err != nil {
 		return 0, errors.Wrapf(err, "cannot write the renewed token into Secret %s", secretRef(kc))
 	}
 	next, _ := cluster.ReadTokenTimes(token)
 	r.record.Event(kc, event.Normal(reasonTokenRenewed, fmt.Sprintf("renewed the token of ServiceAccount %s in Secret %s; it expires at %s", sa, secretRef(kc), next.Expires.UTC().Format(time.RFC3339))))
-	return time.Until(next.RenewAt(r.renewal)), nil
+	return max(time.Until(next.RenewAt(r.renewal)), time.Second), nil
+}
+
+// renewals remembers when each cluster's token was last renewed, to bound
+// how often (in memory: a restart may renew once more).
+type renewals struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+func (rs *renewals) since(key types.NamespacedName) time.Duration {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	t, ok := rs.last[key]
+	if !ok {
+		return renewRetry
+	}
+	return time.Since(t)
+}
+
+func (rs *renewals) mark(key types.NamespacedName) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.last == nil {
+		rs.last = map[types.NamespacedName]time.Time{}
+	}
+	rs.last[key] = time.Now()
 }
 
 // dataKeyOf is the key of the connection Secret holding the kubeconfig.

@@ -351,23 +351,11 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
 }
 
-// Rejections expire: a cluster is tried again after rejectionBackoffBase,
-// doubling with each rejection of the same generation up to
-// rejectionBackoffMax (and sooner when the cluster opens up: the scheduler
-// sees it).
-const (
-	rejectionBackoffBase = 30 * time.Second
-	rejectionBackoffMax  = 10 * time.Minute
-)
+// Rejections expire (v1alpha1.RejectionBackoff).
+const rejectionBackoffBase = v1alpha1.RejectionBackoffBase
 
 // rejectionBackoff is how long a cluster's attempts-th rejection lasts.
-func rejectionBackoff(attempts int32) time.Duration {
-	d := rejectionBackoffBase
-	for i := int32(1); i < attempts && d < rejectionBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, rejectionBackoffMax)
-}
+func rejectionBackoff(attempts int32) time.Duration { return v1alpha1.RejectionBackoff(attempts) }
 
 // next is where a reconcile goes after a phase.
 type next int

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -83,7 +86,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	r.giveBack(s)
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	d := scheduler.Divide(r.divisionInput(s, res), PolicyOf(w))
-	if d.Reason != "" || len(d.Shares) == 0 {
+	if d.Reason != "" || len(d.Shares) == 0 && w.ReplicaCount() > 0 {
 		why := d.Reason
 		if len(res.Ranked) == 0 {
 			why = res.Message()
@@ -94,7 +97,8 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		return reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)}, r.writeSpread(ctx, s)
 	}
 	if err := r.applyShares(ctx, s, d); err != nil {
-		return reconcile.Result{}, err
+		// The status of what was written goes anyway; the error retries.
+		return reconcile.Result{}, errors.Join(err, r.writeSpread(ctx, s))
 	}
 	s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total), w.Generation))
 	if !s.orig.Status.GetCondition(v1alpha1.TypeScheduled).Equal(s.w.Status.GetCondition(v1alpha1.TypeScheduled)) {
@@ -111,7 +115,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 // deleted.
 func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
 	l := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: w.Name}); err != nil {
+	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: shareOfLabel(w.Name)}); err != nil {
 		return nil, errors.Wrap(err, "cannot list the Workload's shares")
 	}
 	out := map[types.NamespacedName]*v1alpha1.Workload{}
@@ -133,14 +137,11 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 // that must leave its cluster (a NoExecute taint it does not tolerate, a
 // drain, a deletion).
 func (r *Reconciler) giveBack(s *divideScope) {
+	s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool { return rc.Generation != s.w.Generation })
 	for key, sh := range s.shares {
 		if rc := sh.Rejection(key); rc != nil && rc.Generation == sh.Generation {
 			s.gone[key] = "rejected the share: " + rc.Message
-			if s.w.Rejection(key) == nil {
-				own := *rc.DeepCopy()
-				own.Generation = s.w.Generation
-				s.w.Status.RejectedClusters = append(s.w.Status.RejectedClusters, own)
-			}
+			s.keepRejection(key, rc)
 			continue
 		}
 		ci := r.cache.Cluster(key)
@@ -153,15 +154,51 @@ func (r *Reconciler) giveBack(s *divideScope) {
 	}
 }
 
-// divisionInput is what the division starts from: the shares that stay.
-func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) scheduler.DivisionInput {
-	current := map[types.NamespacedName]int{}
-	for key, sh := range s.shares {
-		if _, gone := s.gone[key]; !gone {
-			current[key] = sh.ReplicaCount()
+// keepRejection records a share's rejection in the Workload's own status,
+// where the cycle's HandshakeRejected predicate keeps the cluster out until
+// it expires. A share is made anew after each rejection, so the Workload
+// counts them: the backoff doubles from one share to the next.
+func (s *divideScope) keepRejection(key types.NamespacedName, rc *v1alpha1.RejectedCluster) {
+	prev := s.w.Rejection(key)
+	if prev != nil && (rc.Time == nil || prev.Time != nil && !rc.Time.After(prev.Time.Time)) {
+		return
+	}
+	own := *rc.DeepCopy()
+	own.Generation = s.w.Generation
+	if prev != nil {
+		own.Attempts = max(own.Attempts, prev.Attempts+1)
+		if own.Time != nil {
+			own.RetryAfter = ptr.To(metav1.NewTime(own.Time.Add(v1alpha1.RejectionBackoff(own.Attempts))))
 		}
 	}
-	return DivisionInput(s.w, res, current)
+	s.w.Status.RejectedClusters = append(slices.DeleteFunc(s.w.Status.RejectedClusters, func(x v1alpha1.RejectedCluster) bool { return s.w.ClusterKey(&x.Cluster) == key }), own)
+}
+
+// divisionInput is what the division starts from: the shares that stay.
+// A share stays where it is, as a placed Workload does, whatever the
+// cycle says of its cluster now (full, a NoSchedule taint, a short
+// outage): only a rejection or having to leave (giveBack) moves it. So a
+// cluster holding a share is ranked, last, even when a filter fails it.
+func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) scheduler.DivisionInput {
+	current := map[types.NamespacedName]int{}
+	ranked := slices.Clone(res.Ranked)
+	var kept []types.NamespacedName
+	for _, key := range slices.SortedFunc(maps.Keys(s.shares), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		if _, gone := s.gone[key]; gone {
+			continue
+		}
+		current[key] = s.shares[key].ReplicaCount()
+		if ci := r.cache.Cluster(key); ci != nil && !slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
+			ranked = append(ranked, scheduler.ClusterScore{Cluster: ci})
+			kept = append(kept, key)
+		}
+	}
+	in := DivisionInput(s.w, &scheduler.Result{Ranked: ranked}, current)
+	for _, key := range kept {
+		// It keeps what it has, and takes no more.
+		in.Room[key] = 0
+	}
+	return in
 }
 
 // DivisionInput is what the division of a spread Workload starts from:
@@ -201,11 +238,17 @@ func PolicyOf(w *v1alpha1.Workload) scheduler.DivisionPolicy {
 func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d scheduler.Division) error {
 	want := map[types.NamespacedName]scheduler.Share{}
 	allReady := true
+	var errs []error
 	for _, sh := range d.Shares {
 		want[sh.Cluster] = sh
 		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh)
 		if err != nil {
-			return err
+			// One share that cannot be written (its name taken by a
+			// share still being deleted, or by another Workload) holds
+			// neither the others nor the status.
+			errs = append(errs, err)
+			allReady = false
+			continue
 		}
 		s.shares[sh.Cluster] = cur
 		allReady = allReady && cur.Status.ReadyReplicas >= int32(sh.Replicas) && cur.Generation == cur.Status.ObservedGeneration
@@ -215,13 +258,19 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 			continue
 		}
 		if err := r.writes.Delete(ctx, cur); resource.IgnoreNotFound(err) != nil {
-			return errors.Wrapf(err, "cannot delete share %s", cur.Name)
+			errs = append(errs, errors.Wrapf(err, "cannot delete share %s", cur.Name))
+			continue
 		}
 		why := cmp.Or(s.gone[key], "the division gives it no share")
 		r.writer.record.Event(s.w, event.Normal(reasonShareGone, fmt.Sprintf("removed share %s in %s: %s", cur.Name, key, why)))
 		delete(s.shares, key)
 	}
 	r.statusOfShares(s, want)
+	if len(errs) > 0 {
+		err := kerrors.NewAggregate(errs)
+		r.writer.record.Event(s.w, event.Warning(reasonCannotShare, err))
+		return err
+	}
 	return nil
 }
 
@@ -241,11 +290,12 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	for k, v := range w.Labels {
 		cur.Labels[k] = v
 	}
-	cur.Labels[v1alpha1.LabelShareOf] = w.Name
+	cur.Labels[v1alpha1.LabelShareOf] = shareOfLabel(w.Name)
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
 	}
 	cur.Annotations[annotationShareSpec] = hash
+	cur.Annotations[v1alpha1.AnnotationShareOf] = w.Name
 	cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID, Controller: ptr.To(true)}}
 	cur.Spec = spec
 	var err error
@@ -275,18 +325,33 @@ func specHash(spec v1alpha1.WorkloadSpec) string {
 }
 
 // shareName names a share after the Workload and its cluster: web-east;
-// web-platform-east for a cluster of another namespace; a hash where that
-// would be longer than a Service name may be.
+// web-platform-east for a cluster of another namespace; the Workload's
+// name cut short and a hash of the cluster where that would not be a valid
+// name (a Service's, when the Workload has one).
 func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 	name := w.Name + "-" + cluster.Name
 	if cluster.Namespace != w.Namespace {
 		name = w.Name + "-" + cluster.Namespace + "-" + cluster.Name
 	}
-	if len(name) <= 63 {
+	valid := len(validation.IsDNS1123Subdomain(name)) == 0
+	if w.Spec.TargetService != nil {
+		valid = len(validation.IsDNS1035Label(name)) == 0
+	}
+	if valid {
 		return name
 	}
 	sum := sha256.Sum256([]byte(cluster.String()))
 	return strings.TrimRight(w.Name[:min(len(w.Name), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
+}
+
+// shareOfLabel is the value of a share's LabelShareOf: the Workload's
+// name, or a hash of it when the name is too long for a label value.
+func shareOfLabel(name string) string {
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "h-" + hex.EncodeToString(sum[:16])
 }
 
 // finished reports whether every replica's share ran to its end.
@@ -342,8 +407,8 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		st.SetConditions(fin, ready)
 		return
 	}
-	if st.ReadyReplicas >= desired && desired > 0 && len(want) > 0 {
-		st.SetConditions(v1alpha1.Available(fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(want)), s.w.Generation))
+	if st.ReadyReplicas >= desired && desired > 0 && len(s.shares) > 0 {
+		st.SetConditions(v1alpha1.Available(fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(s.shares)), s.w.Generation))
 	} else {
 		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(st.Placements)), s.w.Generation))
 	}

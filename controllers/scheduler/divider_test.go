@@ -100,15 +100,39 @@ func TestDividedWorkload(t *testing.T) {
 
 	// Scaled up by 3, only the difference is added.
 	before := counts(shares)
-	w.Spec.TargetDeployment.Replicas = ptr.To[int32](15)
-	if err := e.env.Client.Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+	e.scale("web", 15)
 	shares = e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 15 })
 	for name, n := range counts(shares) {
 		if n < before[name] {
 			t.Errorf("scaling up took a replica from %s: %d → %d", name, before[name], n)
 		}
+	}
+
+	// c cordoned: its share stays as it is (as a placed Workload stays),
+	// and takes none of one more replica.
+	cc := &v1alpha1.KubernetesCluster{}
+	if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "c"}, cc); err != nil {
+		t.Fatal(err)
+	}
+	cc.Spec.Unschedulable = true
+	if err := e.env.Client.Update(ctx, cc); err != nil {
+		t.Fatal(err)
+	}
+	before = counts(shares)
+	e.scale("web", 16)
+	shares = e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 16 })
+	if got := counts(shares); got["c"] != before["c"] {
+		t.Errorf("cordoned c's share went from %d to %d; want it kept as it is", before["c"], got["c"])
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(cc), cc); err != nil {
+			return err
+		}
+		cc.Spec.Unschedulable = false
+		return e.env.Client.Update(ctx, cc)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	// Cluster a rejects its share: its replicas go to b and c (within
@@ -120,13 +144,17 @@ func TestDividedWorkload(t *testing.T) {
 	})
 	shares = e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["a"] == nil })
 	if got := counts(shares); got["b"] > 2 || sum(shares) != 12 {
-		// b has room for 2 and c for 10: 3 of the 15 find no room.
+		// b has room for 2 and c for 10: 4 of the 16 find no room.
 		t.Errorf("after a's rejection: %v, want b at most 2 and 12 placed", got)
 	}
 	if parent := e.get("web"); parent.Rejection(types.NamespacedName{Namespace: e.ns, Name: "a"}) == nil ||
 		!strings.Contains(parent.Status.GetCondition(v1alpha1.TypeScheduled).Message, "found no room") {
 		t.Errorf("the parent: rejections %v, Scheduled %q", parent.Status.RejectedClusters, parent.Status.GetCondition(v1alpha1.TypeScheduled).Message)
 	}
+
+	// Scaled to zero, no share is left.
+	e.scale("web", 0)
+	e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 0 })
 
 	t.Run("Duplicated", func(t *testing.T) {
 		e := e.namespace(t, "duplicated")
@@ -200,6 +228,19 @@ func counts(shares map[string]*v1alpha1.Workload) map[string]int {
 		out[name] = s.ReplicaCount()
 	}
 	return out
+}
+
+// scale sets a Workload's replicas.
+func (e *schedulerEnv) scale(name string, n int32) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := e.get(name)
+		w.Spec.TargetDeployment.Replicas = &n
+		return e.env.Client.Update(context.Background(), w)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // shareStatus changes a share's status as the propagator would, from its

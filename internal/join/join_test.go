@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,6 +99,13 @@ func TestJoinUnjoin(t *testing.T) {
 	}
 	checkRights(ctx, t, member, cfg2)
 
+	// A binding an admin shared between the manager and someone else.
+	shared := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "shared-view"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: deploy.Namespace, Name: join.ServiceAccount}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}
+	if err := member.Client.Create(ctx, shared); err != nil {
+		t.Fatal(err)
+	}
+
 	// Unjoined, the cluster and its Secret are gone, the token no longer
 	// opens the member, and the member side is uninstalled.
 	if err := join.Unjoin(ctx, join.UnjoinOptions{Name: "east", Namespace: "default", Management: testenv.Watcher(t, mgmt.Config), Member: member.Config, Uninstall: true, Wait: time.Minute}); err != nil {
@@ -126,6 +134,9 @@ func TestJoinUnjoin(t *testing.T) {
 	}
 	if err := member.Client.Get(ctx, types.NamespacedName{Namespace: deploy.Namespace, Name: "placer-agent"}, agent); !kerrors.IsNotFound(err) {
 		t.Errorf("the agent's Deployment after unjoin --uninstall: %v", err)
+	}
+	if err := member.Client.Get(ctx, client.ObjectKeyFromObject(shared), shared); err != nil || len(shared.Subjects) != 1 || shared.Subjects[0].Name != "alice" {
+		t.Errorf("a binding shared with the manager after unjoin: %v, subjects %v; want alice alone", err, shared.Subjects)
 	}
 }
 

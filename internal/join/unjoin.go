@@ -115,8 +115,18 @@ func forget(ctx context.Context, cs kubernetes.Interface) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot list the member's ClusterRoleBindings")
 	}
-	for _, crb := range crbs.Items {
+	for i := range crbs.Items {
+		crb := &crbs.Items[i]
 		if !slices.ContainsFunc(crb.Subjects, isManager) {
+			continue
+		}
+		if others := slices.DeleteFunc(slices.Clone(crb.Subjects), isManager); len(others) > 0 {
+			// A binding someone shared with the manager keeps its other
+			// subjects.
+			crb.Subjects = others
+			if _, err := cs.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); resource.IgnoreNotFound(err) != nil {
+				return errors.Wrapf(err, "cannot remove the manager from ClusterRoleBinding %s", crb.Name)
+			}
 			continue
 		}
 		if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Name, metav1.DeleteOptions{}); resource.IgnoreNotFound(err) != nil {

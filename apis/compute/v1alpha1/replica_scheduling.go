@@ -1,7 +1,5 @@
 package v1alpha1
 
-import "strings"
-
 // ReplicaSchedulingType says how a Workload's replicas spread over
 // clusters.
 // +kubebuilder:validation:Enum=Single;Divided;Duplicated
@@ -119,8 +117,11 @@ type SharePlacement struct {
 
 // Label and annotation of a share.
 const (
-	// LabelShareOf, on a share, names the Workload it is a share of.
+	// LabelShareOf, on a share, names the Workload it is a share of (a
+	// hash of the name when it is too long for a label value).
 	LabelShareOf = "compute.placer.dev/share-of"
+	// AnnotationShareOf, on a share, names the Workload it is a share of.
+	AnnotationShareOf = "compute.placer.dev/share-of"
 )
 
 // Spreads reports whether the Workload spreads over several clusters
@@ -134,8 +135,12 @@ func (w *Workload) Spreads() bool {
 // share's Service is named as the Workload it is a share of, so that every
 // member's Service has the name the user gave.
 func (w *Workload) ServiceName() string {
-	if of := w.Labels[LabelShareOf]; of != "" && strings.HasPrefix(w.Name, of+"-") {
-		return of
+	if of := w.Annotations[AnnotationShareOf]; of != "" {
+		for _, o := range w.OwnerReferences {
+			if o.Controller != nil && *o.Controller && o.Kind == "Workload" && o.Name == of {
+				return of
+			}
+		}
 	}
 	return w.Name
 }

@@ -272,3 +272,21 @@ func (w *Workload) CountsChosen() bool {
 	c := w.Counted(w.ClusterKey(w.Status.ClusterRef))
 	return c != nil && c.LeftAt == nil
 }
+
+// Rejections expire: a cluster is tried again after RejectionBackoffBase,
+// doubling with each rejection of the same generation up to
+// RejectionBackoffMax (and sooner when the cluster opens up: the scheduler
+// sees it).
+const (
+	RejectionBackoffBase = 30 * time.Second
+	RejectionBackoffMax  = 10 * time.Minute
+)
+
+// RejectionBackoff is how long a cluster's attempts-th rejection lasts.
+func RejectionBackoff(attempts int32) time.Duration {
+	d := RejectionBackoffBase
+	for i := int32(1); i < attempts && d < RejectionBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, RejectionBackoffMax)
+}
