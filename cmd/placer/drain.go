@@ -233,6 +233,10 @@ func stayOf(w *v1alpha1.Workload, key types.NamespacedName, served func(schedule
 		return foreign, fmt.Sprintf("placed there by the scheduler %s, which must move it", w.Spec.SchedulerName)
 	case w.PlacedOn(key) && w.Finished():
 		return endedThere, "ran to its end there: " + finishedMessage(w) + "; not moved"
+	case w.PlacedOn(key) && w.DeletionTimestamp != nil:
+		// A share its Workload gave up (or any Workload deleted): its
+		// pods there go when the cluster answers.
+		return copiesLeft, "deleted; what it left there goes when the cluster answers"
 	case w.PlacedOn(key):
 		if cond := w.Status.GetCondition(v1alpha1.TypeScheduled); cond.Reason == v1alpha1.ReasonMovePending {
 			return waitingToMove, "waiting to move: " + cond.Message

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -240,6 +241,8 @@ func TestStayOf(t *testing.T) {
 			w.Status.SetConditions(complete, ready)
 		}), endedThere, [3]bool{true, true, true}},
 		{"moved, copies left", st.Workload("w", st.PlacedOn("b"), left), copiesLeft, [3]bool{false, true, false}},
+		{"deleted, its member not answering", st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			copiesLeft, [3]bool{false, true, false}},
 		{"elsewhere", st.Workload("w", st.PlacedOn("b")), none, [3]bool{true, true, true}},
 	}
 	for _, tc := range cases {
