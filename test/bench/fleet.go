@@ -53,7 +53,7 @@ type fleet struct {
 }
 
 // namespaces the phases use, opened to placer in every member.
-var phaseNamespaces = []string{nsBaseline, nsSpread, nsDeployments, "fanout-1", "noreservation", "fanout-all", nsFrontend, "failover", "drain"}
+var phaseNamespaces = []string{nsBaseline, nsSpread, nsDeployments, "fanout-1", "noreservation", "fanout-all", nsFrontend, "failover", "drain", "single", "divided"}
 
 // placerProcs are placer's processes running now, by name.
 func (f *fleet) placerProcs() map[string]*local.Process {

@@ -22,18 +22,21 @@ import (
 
 type options struct {
 	members, nodes, workloads, multi, multiReplicas int
-	qps                                             float64
-	burst                                           int
-	componentQPS                                    float64
-	componentBurst                                  int
-	propagatorWorkers                               int
-	maxRunnerUps                                    int
-	binDir, placer, out                             string
-	timeout                                         time.Duration
-	profile                                         bool
-	dynamics                                        string
-	writeCosts                                      bool
-	writeCostN, writeCostRounds                     int
+	// divided: instead of the throughput phases, this many Workloads of
+	// dividedReplicas each, single-cluster and then Divided.
+	divided, dividedReplicas    int
+	qps                         float64
+	burst                       int
+	componentQPS                float64
+	componentBurst              int
+	propagatorWorkers           int
+	maxRunnerUps                int
+	binDir, placer, out         string
+	timeout                     time.Duration
+	profile                     bool
+	dynamics                    string
+	writeCosts                  bool
+	writeCostN, writeCostRounds int
 	// clusterCPUs: each cluster's CPU quota (0: one shared pool); kwok's
 	// and the benchmark's own (0: no quota).
 	clusterCPUs, kwokCPUs, benchCPUs float64
@@ -52,6 +55,8 @@ func main() {
 	flag.IntVar(&o.workloads, "workloads", 1000, "single-replica workloads (and baseline pods) per phase")
 	flag.IntVar(&o.multi, "multi", 20, "multi-replica workloads per phase")
 	flag.IntVar(&o.multiReplicas, "multi-replicas", 5, "replicas of each multi-replica workload")
+	flag.IntVar(&o.divided, "divided", 0, "instead of the throughput phases, create this many Workloads of -divided-replicas each, first each in one cluster (fanOut 1), then Divided over the members by their room, and compare")
+	flag.IntVar(&o.dividedReplicas, "divided-replicas", 12, "replicas of each Workload of -divided")
 	flag.Float64Var(&o.qps, "client-qps", 50, "QPS of the client that creates workloads and baseline pods")
 	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
 	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")

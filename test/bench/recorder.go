@@ -61,10 +61,13 @@ type recorder struct {
 	seen    map[string]bool // chaperon UIDs counted, and reserved ones
 	done    map[string]int  // completed records per phase
 	changed chan struct{}
+	// shareOf maps a share of a Divided Workload to the Workload.
+	shareOf map[string]string
 }
 
 func newRecorder() *recorder {
-	return &recorder{recs: map[string]*record{}, counts: map[string]*phaseCounts{}, seen: map[string]bool{}, done: map[string]int{}, changed: make(chan struct{}, 1)}
+	return &recorder{recs: map[string]*record{}, counts: map[string]*phaseCounts{}, seen: map[string]bool{}, done: map[string]int{}, changed: make(chan struct{}, 1),
+		shareOf: map[string]string{}}
 }
 
 func (r *recorder) add(rec *record) {
@@ -111,13 +114,20 @@ func (r *recorder) watchManagement(ctx context.Context, f *fleet) error {
 	}
 	if _, err := inf.AddEventHandler(handler(func(o any) {
 		w, ok := o.(*v1alpha1.Workload)
-		if !ok || w.Status.ClusterRef == nil {
+		if !ok {
 			return
 		}
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if rec := r.recs[w.Namespace+"/"+w.Name]; rec != nil && rec.scheduled.IsZero() {
+		key := w.Namespace + "/" + w.Name
+		if of := w.Annotations[v1alpha1.AnnotationShareOf]; of != "" {
+			// A share of a Divided Workload: its chaperons and pods
+			// count for the Workload's record.
+			r.shareOf[key] = w.Namespace + "/" + of
+			key = r.shareOf[key]
+		}
+		if rec := r.recs[key]; rec != nil && rec.scheduled.IsZero() && (w.Status.ClusterRef != nil || len(w.Status.Placements) > 0) {
 			rec.scheduled = now
 		}
 	})); err != nil {
@@ -184,17 +194,17 @@ func (r *recorder) chaperon(o any) {
 		counts.reservations++
 	}
 	r.seen[uid+"/now-reserved"] = isReserved
-	rec := r.recs[ch.Namespace+"/"+workloadName(ch.Annotations)]
+	rec, replica := r.recordOf(ch.Namespace, workloadName(ch.Annotations), ch.Labels[mcv1alpha1.LabelReplica])
 	if rec == nil {
 		return
 	}
-	rec.stampAll(rec.candidateReplicas, ch.Labels[mcv1alpha1.LabelReplica], &rec.candidates, now)
+	rec.stampAll(rec.candidateReplicas, replica, &rec.candidates, now)
 	committed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
 		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && isReserved
 	if !committed {
 		return
 	}
-	rec.stampAll(rec.allowed, ch.Labels[mcv1alpha1.LabelReplica], &rec.committed, now)
+	rec.stampAll(rec.allowed, replica, &rec.committed, now)
 }
 
 func (r *recorder) pod(o any) {
@@ -213,7 +223,12 @@ func (r *recorder) pod(o any) {
 			return
 		}
 	}
-	rec := r.recs[p.Namespace+"/"+name]
+	var rec *record
+	if base {
+		rec = r.recs[p.Namespace+"/"+name]
+	} else {
+		rec, replica = r.recordOf(p.Namespace, name, replica)
+	}
 	if rec == nil {
 		return
 	}
@@ -233,6 +248,17 @@ func (r *recorder) pod(o any) {
 		r.done[rec.phase]++
 		r.notify()
 	}
+}
+
+// recordOf is the record of a Workload's chaperon or pod, and the key of
+// its replica there: a share's count for the Workload it is a share of,
+// each share's replicas apart.
+func (r *recorder) recordOf(namespace, workload, replica string) (*record, string) {
+	key := namespace + "/" + workload
+	if parent, ok := r.shareOf[key]; ok {
+		return r.recs[parent], workload + "/" + replica
+	}
+	return r.recs[key], replica
 }
 
 // stampAll marks the replica seen in one of rec's per-replica sets and

@@ -159,6 +159,37 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 }
 
+// writeWhole reports, for the items of more than one replica, the time
+// from create until every replica runs: a Divided Workload's last share
+// included.
+func writeWhole(b *strings.Builder, rs []phaseResult) {
+	var rows []string
+	for _, r := range rs {
+		var l latencies
+		for _, rec := range r.records {
+			if d, ok := since(rec.created, rec.running); ok && rec.replicas > 1 {
+				l = append(l, d)
+			}
+		}
+		if len(l) == 0 {
+			continue
+		}
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s |", r.name, len(l), triple(l)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "Items of more than one replica, from create until every replica runs, milliseconds, p50 / p90 / p99:")
+	fmt.Fprintln(b)
+	fmt.Fprintln(b, "| phase | items | → every replica Running |")
+	fmt.Fprintln(b, "|---|---|---|")
+	for _, row := range rows {
+		fmt.Fprintln(b, row)
+	}
+}
+
 func triple(l latencies) string {
 	if len(l) == 0 {
 		return "–"
@@ -189,7 +220,11 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 		return err
 	}
 	var b strings.Builder
-	header(&b, o, f, fmt.Sprintf("-workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d", o.workloads, o.multi, o.multiReplicas, o.qps, o.burst))
+	flags := fmt.Sprintf("-workloads %d -multi %d -multi-replicas %d -client-qps %g -client-burst %d", o.workloads, o.multi, o.multiReplicas, o.qps, o.burst)
+	if o.divided > 0 {
+		flags = fmt.Sprintf("-divided %d -divided-replicas %d -client-qps %g -client-burst %d", o.divided, o.dividedReplicas, o.qps, o.burst)
+	}
+	header(&b, o, f, flags)
 	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| phase | what | items (pods) complete | → Scheduled | → committed | → bound (single) | → Running | throughput (pods/s) | candidates per placed pod | candidates reserved (or bound) per placed pod | reserved (or bound) transitions per placed pod |")
@@ -204,6 +239,7 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 		fmt.Fprintf(&b, "| %s | %s | %d/%d (%d) | %s | %s | %s | %s | %.1f | %s | %s | %s |\n", r.name, r.what, r.complete, r.n, r.pods,
 			triple(r.scheduled), triple(r.committed), triple(r.bound), triple(r.runing), r.throughput, cand, cyc, trans)
 	}
+	writeWhole(&b, rs)
 	writeHops(&b, rs)
 	writeCosts(&b, rs)
 	writeFleetCPU(&b, rs, rest)

@@ -95,3 +95,26 @@ func TestRecorderStamps(t *testing.T) {
 		t.Fatalf("%d completed (running %v, bound %v) with both replicas running, seen twice; want 1, both stamped", got, rec().running, rec().bound)
 	}
 }
+
+// TestRecorderShares: the pods of a Divided Workload's shares count for
+// the Workload's record, each share's replicas apart (both shares have a
+// replica 0).
+func TestRecorderShares(t *testing.T) {
+	r := newRecorder()
+	r.add(&record{phase: "divided", name: "d", replicas: 2, created: time.Now()})
+	r.shareOf["divided/d-member-0"], r.shareOf["divided/d-member-1"] = "divided/d", "divided/d"
+	running := func(share string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "divided", Name: share + "-0", UID: types.UID(share),
+			Labels:      map[string]string{mcv1alpha1.LabelReplica: "0"},
+			Annotations: map[string]string{mcv1alpha1.AnnotationWorkload: "divided/" + share}},
+			Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	r.pod(running("d-member-0"))
+	if got := r.completed("divided"); got != 0 {
+		t.Fatalf("%d completed with one share's replica running, want 0", got)
+	}
+	r.pod(running("d-member-1"))
+	if got := r.completed("divided"); got != 1 {
+		t.Fatalf("%d completed with both shares' replicas running, want 1", got)
+	}
+}

@@ -227,7 +227,11 @@ func run(ctx context.Context, o options) error {
 
 	// 1. The baselines: the same pods straight into member-0, its
 	// kube-scheduler; round-robin over the members; as Deployments.
-	for _, bp := range baselines(f, o) {
+	bps := baselines(f, o)
+	if o.divided > 0 {
+		bps = nil
+	}
+	for _, bp := range bps {
 		before, err := take(true)
 		if err != nil {
 			return err
@@ -262,16 +266,38 @@ func run(ctx context.Context, o options) error {
 	// 2–4. placer with fanOut 1; with NoReservation (every member's own
 	// kube-scheduler binds at once: the handshake's own cost is the
 	// difference); then fanOut over every member.
-	for _, ph := range []struct {
+	type placerPhase struct {
 		ns     string
 		fanOut int32
 		mode   v1alpha1.PlacementMode
 		what   string
-	}{
-		{"fanout-1", 1, v1alpha1.PlacementModeReserve, "placer, fanOut 1"},
-		{"noreservation", 1, v1alpha1.PlacementModeNoReservation, "placer, NoReservation (no handshake)"},
-		{"fanout-all", int32(o.members), v1alpha1.PlacementModeReserve, fmt.Sprintf("placer, fanOut %d", o.members)},
-	} {
+		// its: the phase's own items (items(o) when nil); spread: how
+		// their replicas spread.
+		its    []item
+		spread *v1alpha1.ReplicaScheduling
+	}
+	phases := []placerPhase{
+		{ns: "fanout-1", fanOut: 1, mode: v1alpha1.PlacementModeReserve, what: "placer, fanOut 1"},
+		{ns: "noreservation", fanOut: 1, mode: v1alpha1.PlacementModeNoReservation, what: "placer, NoReservation (no handshake)"},
+		{ns: "fanout-all", fanOut: int32(o.members), mode: v1alpha1.PlacementModeReserve, what: fmt.Sprintf("placer, fanOut %d", o.members)},
+	}
+	if o.divided > 0 {
+		var dits []item
+		for i := range o.divided {
+			dits = append(dits, item{name: fmt.Sprintf("d%04d", i), replicas: o.dividedReplicas})
+		}
+		phases = []placerPhase{
+			{ns: "single", fanOut: 1, mode: v1alpha1.PlacementModeReserve, its: dits,
+				what: fmt.Sprintf("%d Workloads × %d replicas, each in one cluster, fanOut 1", o.divided, o.dividedReplicas)},
+			{ns: "divided", fanOut: 1, mode: v1alpha1.PlacementModeReserve, its: dits, spread: &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided},
+				what: "the same, Divided over the members by their room: one share (a Workload) per member"},
+		}
+	}
+	for _, ph := range phases {
+		its := its
+		if ph.its != nil {
+			its = ph.its
+		}
 		before, err := take(true)
 		if err != nil {
 			return err
@@ -287,7 +313,7 @@ func run(ctx context.Context, o options) error {
 			w := &v1alpha1.Workload{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ph.ns, Name: it.name},
 				Spec: v1alpha1.WorkloadSpec{
-					Placement: v1alpha1.Placement{FanOut: ph.fanOut, Mode: ph.mode},
+					Placement: v1alpha1.Placement{FanOut: ph.fanOut, Mode: ph.mode, ReplicaScheduling: ph.spread},
 					TargetDeployment: v1alpha1.TargetDeployment{
 						Replicas: ptr.To(int32(it.replicas)),
 						Template: corev1.PodTemplateSpec{Spec: podSpec},
@@ -316,6 +342,10 @@ func run(ctx context.Context, o options) error {
 		if err := cleanPhase(ctx, f, baseline, ph.ns); err != nil {
 			return err
 		}
+	}
+
+	if o.divided > 0 {
+		return report(o, f, results, rest, f.peakRSS())
 	}
 
 	// 5. Ordinary pods through the front end: a Deployment of as many
