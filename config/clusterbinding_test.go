@@ -26,11 +26,7 @@ func TestClusterBindingNeedsBind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := testenv.Start(t)
-	objs, err := deploy.Render("management")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := deploy.ApplyAll(ctx, env.Config, objs); err != nil {
+	if err := deploy.ApplyDir(ctx, env.Config, "management"); err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"team-a", "platform"} {

@@ -24,11 +24,7 @@ func TestTokenRenewalPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := testenv.Start(t)
-	objs, err := deploy.Render("management")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := deploy.ApplyAll(ctx, env.Config, objs); err != nil {
+	if err := deploy.ApplyDir(ctx, env.Config, "management"); err != nil {
 		t.Fatal(err)
 	}
 	renewable := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "east-kubeconfig",

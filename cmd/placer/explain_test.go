@@ -443,16 +443,7 @@ func TestExplainDivided(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &bytes.Buffer{}
-	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "web"}); err != nil {
-		t.Fatal(err)
-	}
-	got := out.String()
-	t.Log(got)
+	got := explainText(t, env, "web")
 	for _, want := range []string{
 		"placed as:   shares (5/6 replicas ready)",
 		"default/east: 3 replica(s), 3 ready (Workload web-east)",
@@ -465,4 +456,20 @@ func TestExplainDivided(t *testing.T) {
 			t.Errorf("explain output lacks %q", want)
 		}
 	}
+}
+
+// explainText is placer explain's text of a Workload of namespace default,
+// with the default scheduler profile.
+func explainText(t *testing.T, env *testenv.Env, name string) string {
+	t.Helper()
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &bytes.Buffer{}
+	if err := explain(context.Background(), out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	return out.String()
 }

@@ -36,11 +36,7 @@ func TestTokenRenewal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mgmt, member := testenv.Start(t), testenv.Start(t)
-	objs, err := deploy.Render("management")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := deploy.ApplyAll(ctx, mgmt.Config, objs); err != nil {
+	if err := deploy.ApplyDir(ctx, mgmt.Config, "management"); err != nil {
 		t.Fatal(err)
 	}
 	res, err := join.Join(ctx, join.Options{Name: "renewed", Namespace: "default", Member: member.Config, Management: mgmt.Client, TokenTTL: 10 * time.Minute})

@@ -146,6 +146,16 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 	return out, ApplyAll(ctx, cfg, rest)
 }
 
+// ApplyDir applies everything config/<dir> renders, Deployments included,
+// as 'kubectl apply --server-side -k config/<dir>' does.
+func ApplyDir(ctx context.Context, cfg *rest.Config, dir string) error {
+	objs, err := Render(dir)
+	if err != nil {
+		return err
+	}
+	return ApplyAll(ctx, cfg, objs)
+}
+
 // ApplyAll applies every object with server-side apply, in order.
 func ApplyAll(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
 	c, err := client.New(cfg, client.Options{})

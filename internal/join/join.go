@@ -176,12 +176,10 @@ func install(ctx context.Context, cfg *rest.Config, image string) error {
 	if err != nil {
 		return err
 	}
-	if image != "" {
-		for _, o := range objs {
-			if o.GetKind() == "Deployment" {
-				if err := setImage(o, image); err != nil {
-					return err
-				}
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && image != "" {
+			if err := setImage(o, image); err != nil {
+				return err
 			}
 		}
 	}

@@ -183,25 +183,33 @@ func waitNoPods(t *testing.T, m *member, w *v1alpha1.Workload) {
 }
 
 // readySampler counts, every 100 ms until stopped, the Ready pods (not
-// being deleted) of Workloads across members, and keeps the lowest count
-// of each: what a user's traffic would have met.
+// being deleted) across members that each of some label selectors
+// selects, and keeps the lowest count of each: what a user's traffic would
+// have met.
 type readySampler struct {
 	done   chan struct{}
 	quit   chan struct{}
 	once   sync.Once
-	counts map[types.UID]int
+	counts map[string]int
 }
 
-// sampleReady starts sampling; the first sample is taken before it returns.
+// sampleReady samples the pods of Workloads, by UID (lowestOf).
 func sampleReady(members []*member, ws ...*v1alpha1.Workload) *readySampler {
-	uids := make([]types.UID, len(ws))
+	selectors := make([]string, len(ws))
 	for i, w := range ws {
-		uids[i] = w.UID // copied: the caller's Workloads change as it waits
+		selectors[i] = uidSelector(w.UID) // copied: the caller's Workloads change as it waits
 	}
-	count := func(uid types.UID) (int, bool) {
+	return sampleSelected(members, selectors...)
+}
+
+func uidSelector(uid types.UID) string { return mcv1alpha1.LabelWorkloadUID + "=" + string(uid) }
+
+// sampleSelected starts sampling; the first sample is taken before it returns.
+func sampleSelected(members []*member, selectors ...string) *readySampler {
+	count := func(selector string) (int, bool) {
 		n := 0
 		for _, m := range members {
-			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: mcv1alpha1.LabelWorkloadUID + "=" + string(uid)})
+			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return 0, false
 			}
@@ -213,12 +221,12 @@ func sampleReady(members []*member, ws ...*v1alpha1.Workload) *readySampler {
 		}
 		return n, true
 	}
-	s := &readySampler{done: make(chan struct{}), quit: make(chan struct{}), counts: map[types.UID]int{}}
+	s := &readySampler{done: make(chan struct{}), quit: make(chan struct{}), counts: map[string]int{}}
 	sample := func() {
-		for _, uid := range uids {
-			if n, ok := count(uid); ok {
-				if low, seen := s.counts[uid]; !seen || n < low {
-					s.counts[uid] = n
+		for _, sel := range selectors {
+			if n, ok := count(sel); ok {
+				if low, seen := s.counts[sel]; !seen || n < low {
+					s.counts[sel] = n
 				}
 			}
 		}
@@ -246,10 +254,21 @@ func (s *readySampler) stop() {
 	<-s.done
 }
 
-// lowest stops the sampling and returns the lowest count of each Workload.
-func (s *readySampler) lowest() map[types.UID]int {
+// lowest stops the sampling and returns the lowest count of each selector.
+func (s *readySampler) lowest() map[string]int {
 	s.stop()
 	return s.counts
+}
+
+// lowestOf stops the sampling and returns the lowest count of each
+// Workload sampleReady was given.
+func (s *readySampler) lowestOf() map[types.UID]int {
+	out := map[types.UID]int{}
+	for sel, n := range s.lowest() {
+		_, uid, _ := strings.Cut(sel, "=")
+		out[types.UID(uid)] = n
+	}
+	return out
 }
 
 // checkOneBoundPerReplica is the fleet invariant: across all members, at
@@ -644,7 +663,7 @@ func TestHandshake(t *testing.T) {
 		for i := range l.Items {
 			testenv.WaitForDeletion(t, a.client, &l.Items[i], &mcv1alpha1.PodChaperonList{}, timeout)
 		}
-		if low := sampler.lowest()[w.UID]; low < w.ReplicaCount() {
+		if low := sampler.lowestOf()[w.UID]; low < w.ReplicaCount() {
 			t.Errorf("%d Ready pods at the lowest during the rolling update, want never below %d", low, w.ReplicaCount())
 		}
 	})
@@ -1599,7 +1618,7 @@ func TestHandshake(t *testing.T) {
 			})
 			waitNoChaperons(t, a, w)
 		}
-		lowest := sampler.lowest()
+		lowest := sampler.lowestOf()
 		for _, w := range ws {
 			if lowest[w.UID] < w.ReplicaCount() {
 				t.Errorf("%s: %d Ready pods at the lowest during the drain, want at least %d", w.Name, lowest[w.UID], w.ReplicaCount())
@@ -1652,7 +1671,7 @@ func TestHandshake(t *testing.T) {
 			}
 		}
 		t.Logf("shares %v; draining %s", shares, drained)
-		low := sampleLabelled(members, "app", "spread")
+		low := sampleSelected(members, "app=spread")
 		t.Cleanup(low.stop)
 		editCluster(t, drained, func(kc *v1alpha1.KubernetesCluster) {
 			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
@@ -1678,7 +1697,7 @@ func TestHandshake(t *testing.T) {
 				t.Errorf("%s's share went from %d to %d: only the drained member's share moves", name, n, after[name])
 			}
 		}
-		if lowest := low.lowest(); lowest < 12 {
+		if lowest := low.lowest()["app=spread"]; lowest < 12 {
 			t.Errorf("%d Ready pods at the lowest during the drain of %s, want 12", lowest, drained)
 		}
 		waitUntil(t, timeout, func() (bool, string) {

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -74,62 +72,4 @@ func labelledPods(t *testing.T, m *member, key, value string) []corev1.Pod {
 		}
 	}
 	return out
-}
-
-// labelledSampler counts the Ready pods with a label across members every
-// 100 ms and keeps the lowest count.
-type labelledSampler struct {
-	quit, done chan struct{}
-	once       sync.Once
-	low        int
-}
-
-func sampleLabelled(members []*member, key, value string) *labelledSampler {
-	s := &labelledSampler{quit: make(chan struct{}), done: make(chan struct{}), low: -1}
-	count := func() (int, bool) {
-		n := 0
-		for _, m := range members {
-			l, err := m.target.Clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{LabelSelector: key + "=" + value})
-			if err != nil {
-				return 0, false
-			}
-			for i := range l.Items {
-				if l.Items[i].DeletionTimestamp == nil && podReady(&l.Items[i]) {
-					n++
-				}
-			}
-		}
-		return n, true
-	}
-	sample := func() {
-		if n, ok := count(); ok && (s.low < 0 || n < s.low) {
-			s.low = n
-		}
-	}
-	sample()
-	go func() {
-		defer close(s.done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.quit:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	}()
-	return s
-}
-
-func (s *labelledSampler) stop() {
-	s.once.Do(func() { close(s.quit) })
-	<-s.done
-}
-
-// lowest stops the sampling and returns the lowest count.
-func (s *labelledSampler) lowest() int {
-	s.stop()
-	return s.low
 }
