@@ -18,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -77,8 +80,11 @@ type Reconciler struct {
 	served   map[string]bool
 	log      logging.Logger
 	trigger  *shared.Trigger
-	writer   *statusWriter
-	verdicts validation.Verdicts
+	// divisions queues the spread Workloads for the divider, which runs
+	// beside the decision loop: its writes never hold a cycle.
+	divisions *shared.Trigger
+	writer    *statusWriter
+	verdicts  validation.Verdicts
 
 	defaultTolerations []corev1.Toleration
 	maxMoves           int
@@ -111,6 +117,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("scheduler")),
 		trigger:  &shared.Trigger{},
 
+		divisions: &shared.Trigger{},
+
 		defaultTolerations: o.DefaultTolerations,
 		maxMoves:           o.MaxConcurrentMoves,
 	}
@@ -126,12 +134,27 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(r.writer); err != nil {
 		return errors.Wrap(err, "cannot add the scheduler's writers")
 	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("divider").
+		For(&v1alpha1.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			w, ok := o.(*v1alpha1.Workload)
+			return ok && w.Spreads()
+		}))).
+		WatchesRawSource(r.divisions.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: dividers}).
+		Complete(reconcile.Func(r.reconcileDivision))
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
 		For(&v1alpha1.Workload{}).
 		WatchesRawSource(r.trigger.Source()).
 		Complete(r)
 }
+
+// dividers is how many spread Workloads are divided at once.
+const dividers = 4
 
 // Reconcile decides about one Workload and hands the decision to the
 // writers; it never waits for a write.
@@ -153,8 +176,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if w.Spreads() {
-		// Divided or Duplicated: placed through its shares.
-		return r.divide(ctx, w)
+		// Divided or Duplicated: placed through its shares, by the
+		// divider (a cluster's change requeues it here).
+		r.divisions.Enqueue(req.NamespacedName)
+		return reconcile.Result{}, nil
 	}
 	if r.cache.Assumed(w.UID) {
 		// A decision about it is being written, or written and not yet

@@ -66,6 +66,18 @@ type divideScope struct {
 	now  time.Time
 }
 
+// reconcileDivision is the divider's reconcile: one spread Workload.
+func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
+		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
+	}
+	if _, ok := r.profiles[w.Spec.SchedulerName]; !ok || w.DeletionTimestamp != nil || !w.Spreads() {
+		return reconcile.Result{}, nil
+	}
+	return r.divide(ctx, w)
+}
+
 // divide places a Divided or Duplicated Workload through its shares.
 func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
 	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, now: time.Now()}

@@ -90,7 +90,7 @@ func (r *Reconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
 // shareChanged brings a share's Workload back to the division.
 func (r *Reconciler) shareChanged(w *v1alpha1.Workload) {
 	if of := w.Annotations[v1alpha1.AnnotationShareOf]; of != "" {
-		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: of})
+		r.divisions.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: of})
 	}
 }
 
