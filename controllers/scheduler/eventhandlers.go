@@ -5,6 +5,7 @@ import (
 	"github.com/placer-dev/placer/scheduler"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/placer-dev/placer/internal/informers"
 
@@ -87,12 +88,18 @@ func (r *Reconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {
 	r.cache.DeleteCluster(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name})
 }
 
-// shareChanged brings a share's Workload back to the division.
+// shareChanged brings a share's Workload back to the division, a moment
+// later: the changes of its shares in that moment (their replicas
+// starting one by one) make one look, and one status write.
 func (r *Reconciler) shareChanged(w *v1alpha1.Workload) {
 	if of := w.Annotations[v1alpha1.AnnotationShareOf]; of != "" {
-		r.divisions.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: of})
+		r.divisions.EnqueueAfter(types.NamespacedName{Namespace: w.Namespace, Name: of}, shareSettle)
 	}
 }
+
+// shareSettle is how long a share's change waits for the next before its
+// Workload looks.
+const shareSettle = 500 * time.Millisecond
 
 func (r *Reconciler) addWorkload(w *v1alpha1.Workload) {
 	r.shareChanged(w)
