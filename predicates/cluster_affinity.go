@@ -54,7 +54,7 @@ type requiredAffinity struct {
 func (p *ClusterAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	v, ok := s.Read(clusterAffinityKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	ra := v.(requiredAffinity)
 	if ra.sel == nil || ra.sel.Match(c.MatchNode(ra.fields)) {

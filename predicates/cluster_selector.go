@@ -66,7 +66,7 @@ func (p *ClusterSelector) Filter(_ context.Context, s *scheduler.CycleState, w *
 	}
 	sel, ok := s.Read(selectorKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	for k, v := range sel.(map[string]string) {
 		if got, ok := c.Labels[k]; !ok || got != v {

@@ -48,7 +48,7 @@ func (p *ClusterTaints) Filter(_ context.Context, s *scheduler.CycleState, _ *v1
 	}
 	tolerations, ok := s.Read(tolerationsKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	taint, untolerated := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), c.Taints, tolerations.([]corev1.Toleration), func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute

@@ -57,7 +57,7 @@ func (p *ClusterTenancy) PreFilter(_ context.Context, s *scheduler.CycleState, w
 func (p *ClusterTenancy) Filter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	st, ok := s.Read(namespaceLabelsKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	if ts := st.(tenancyState); v1alpha1.Serves(c.Key.Namespace, c.Tenants, w.Namespace, ts.labels, ts.bound) {
 		return nil

@@ -66,7 +66,7 @@ func (p *PodSecurity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v
 func (p *PodSecurity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	v, ok := s.Read(podSecurityKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	st := v.(*podSecurityState)
 	level := validation.Level(c.Cluster, st.namespaceLabels)

@@ -2,6 +2,9 @@ package predicates
 
 import "github.com/placer-dev/placer/scheduler"
 
-// errNoPreFilter is returned by a Filter whose PreFilter did not run: the
-// framework runs both for a plugin in a profile, so it is a programming error.
-var errNoPreFilter = scheduler.NewStatus(scheduler.Error, "PreFilter state is missing")
+// errNoPreFilter() is returned by a Filter whose PreFilter did not run: the
+// framework runs both for a plugin in a profile, so it is a programming error. A new one each time: the framework names its plugin
+// on it.
+func errNoPreFilter() *scheduler.Status {
+	return scheduler.NewStatus(scheduler.Error, "PreFilter state is missing")
+}

@@ -64,7 +64,7 @@ func (p *ResourceFit) PreFilter(_ context.Context, s *scheduler.CycleState, w *v
 func (p *ResourceFit) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	v, ok := s.Read(requestsKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	st := &c.Cluster.Status
 	if st.LargestFreeNode == nil {

@@ -65,7 +65,7 @@ func (p *WorkloadAffinity) PreFilter(_ context.Context, s *scheduler.CycleState,
 func (p *WorkloadAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	v, ok := s.Read(workloadAffinityKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	st := v.(*affinityState)
 	for i, t := range st.terms {

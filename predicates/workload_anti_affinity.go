@@ -80,7 +80,7 @@ func (p *WorkloadAntiAffinity) PreFilter(_ context.Context, s *scheduler.CycleSt
 func (p *WorkloadAntiAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) *scheduler.Status {
 	v, ok := s.Read(antiAffinityKey)
 	if !ok {
-		return errNoPreFilter
+		return errNoPreFilter()
 	}
 	st := v.(*antiAffinityState)
 	for i, t := range st.terms {

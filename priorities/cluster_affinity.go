@@ -53,7 +53,7 @@ type preferredAffinity struct {
 func (p *ClusterAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) (int64, *scheduler.Status) {
 	v, ok := s.Read(preferredKey)
 	if !ok {
-		return 0, errNoPreScore
+		return 0, errNoPreScore()
 	}
 	pa := v.(preferredAffinity)
 	if pa.terms == nil {

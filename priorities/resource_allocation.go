@@ -56,7 +56,7 @@ func (p *ResourceAllocation) PreScore(_ context.Context, s *scheduler.CycleState
 func (p *ResourceAllocation) Score(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) (int64, *scheduler.Status) {
 	v, ok := s.Read(requestsKey)
 	if !ok {
-		return 0, errNoPreScore
+		return 0, errNoPreScore()
 	}
 	add := v.(map[corev1.ResourceName]int64)
 	st := &c.Cluster.Status

@@ -47,7 +47,7 @@ func (p *TaintToleration) PreScore(_ context.Context, s *scheduler.CycleState, w
 func (p *TaintToleration) Score(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) (int64, *scheduler.Status) {
 	v, ok := s.Read(tolerationsKey)
 	if !ok {
-		return 0, errNoPreScore
+		return 0, errNoPreScore()
 	}
 	tolerations := v.([]corev1.Toleration)
 	var n int64

@@ -66,7 +66,7 @@ func (p *WorkloadAffinity) PreScore(_ context.Context, s *scheduler.CycleState, 
 func (p *WorkloadAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, c *scheduler.ClusterInfo) (int64, *scheduler.Status) {
 	v, ok := s.Read(p.key())
 	if !ok {
-		return 0, errNoPreScore
+		return 0, errNoPreScore()
 	}
 	st := v.(*preferredState)
 	var score int64

@@ -70,10 +70,10 @@ func (r *Reconciler) renew(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	}
 	s = s.DeepCopy()
 	s.Data[dataKeyOf(kc)] = kubeconfig
-	r.renewed.mark(client.ObjectKeyFromObject(kc))
 	if err := r.client.Update(ctx, s); err != nil {
 		return 0, errors.Wrapf(err, "cannot write the renewed token into Secret %s", secretRef(kc))
 	}
+	r.renewed.mark(client.ObjectKeyFromObject(kc))
 	next, _ := cluster.ReadTokenTimes(token)
 	r.record.Event(kc, event.Normal(reasonTokenRenewed, fmt.Sprintf("renewed the token of ServiceAccount %s in Secret %s; it expires at %s", sa, secretRef(kc), next.Expires.UTC().Format(time.RFC3339))))
 	return max(time.Until(next.RenewAt(r.renewal)), time.Second), nil

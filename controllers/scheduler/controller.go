@@ -83,8 +83,10 @@ type Reconciler struct {
 	// divisions queues the spread Workloads for the divider, which runs
 	// beside the decision loop: its writes never hold a cycle.
 	divisions *shared.Trigger
-	writer    *statusWriter
-	verdicts  validation.Verdicts
+	// spreadWritten are the divider's last writes of spread Workloads.
+	spreadWritten shared.WrittenWorkloads
+	writer        *statusWriter
+	verdicts      validation.Verdicts
 
 	defaultTolerations []corev1.Toleration
 	maxMoves           int
@@ -150,7 +152,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduler").
-		For(&v1alpha1.Workload{}).
+		// A spread Workload's own changes go to the divider; a cluster's
+		// change reaches it through here (requeuePending, the trigger).
+		For(&v1alpha1.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			w, ok := o.(*v1alpha1.Workload)
+			return !ok || !w.Spreads()
+		}))).
 		WatchesRawSource(r.trigger.Source()).
 		Complete(r)
 }

@@ -16,10 +16,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +51,9 @@ import (
 // (the API server's defaults never make it differ).
 const annotationShareSpec = "compute.placer.dev/share-spec"
 
+// annotationShareReason, on a share, is why it has its share.
+const annotationShareReason = "compute.placer.dev/share-reason"
+
 // Reasons of the Events of a spread Workload.
 const (
 	reasonDivided     event.Reason = "Divided"
@@ -68,10 +73,16 @@ type divideScope struct {
 
 // reconcileDivision is the divider's reconcile: one spread Workload.
 func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	w := &v1alpha1.Workload{}
-	if err := r.client.Get(ctx, req.NamespacedName, w); err != nil {
+	cached := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
+		if kerrors.IsNotFound(err) {
+			r.spreadWritten.Forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
+	// The divider's own last write, while the cache has not caught up:
+	// a pass right after a rejection was recorded must see it.
+	w := r.spreadWritten.Latest(req.NamespacedName, cached)
 	if _, ok := r.profiles[w.Spec.SchedulerName]; !ok || w.DeletionTimestamp != nil || !w.Spreads() {
 		return reconcile.Result{}, nil
 	}
@@ -83,7 +94,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, now: time.Now()}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
-		return reconcile.Result{}, r.writeSpread(ctx, s)
+		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
 	var err error
 	if s.shares, err = r.sharesOf(ctx, w); err != nil {
@@ -93,11 +104,22 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// A batch Workload whose every replica ran to its end: nothing
 		// is divided again.
 		r.statusOfShares(s, nil)
-		return reconcile.Result{}, r.writeSpread(ctx, s)
+		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
 	r.giveBack(s)
+	if !equality.Semantic.DeepEqual(s.w.Status.RejectedClusters, s.orig.Status.RejectedClusters) {
+		// Recorded before the rejected share goes, and looked at again:
+		// no pass may choose the cluster without seeing its rejection.
+		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
+	}
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
-	d := scheduler.Divide(r.divisionInput(s, res), PolicyOf(w))
+	in, known := r.divisionInput(s, res)
+	if !known {
+		// A share's cluster the scheduler's cache has not seen yet (the
+		// manager just started): nothing is decided on half a fleet.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	d := scheduler.Divide(in, PolicyOf(w))
 	if d.Reason != "" || len(d.Shares) == 0 && w.ReplicaCount() > 0 {
 		why := d.Reason
 		if len(res.Ranked) == 0 {
@@ -106,21 +128,19 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, why, w.Generation))
 		r.writer.record.Event(w, event.Warning(reasonCannotShare, errors.New(why)))
 		r.statusOfShares(s, nil)
-		return reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)}, r.writeSpread(ctx, s)
+		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
 	}
 	if err := r.applyShares(ctx, s, d); err != nil {
 		// The status of what was written goes anyway; the error retries.
-		return reconcile.Result{}, errors.Join(err, r.writeSpread(ctx, s))
+		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
+		return reconcile.Result{}, errors.Join(err, werr)
 	}
 	s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total), w.Generation))
 	if !s.orig.Status.GetCondition(v1alpha1.TypeScheduled).Equal(s.w.Status.GetCondition(v1alpha1.TypeScheduled)) {
 		r.writer.record.Event(w, event.Normal(reasonDivided, s.w.Status.GetCondition(v1alpha1.TypeScheduled).Message))
 	}
-	var after time.Duration
-	if d.Unplaced > 0 {
-		after = unschedulableRetry
-	}
-	return reconcile.Result{RequeueAfter: after}, r.writeSpread(ctx, s)
+	// Again when a rejection's backoff ends, and now and then anyway.
+	return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
 }
 
 // sharesOf lists the Workload's shares, by cluster, but those being
@@ -191,7 +211,7 @@ func (s *divideScope) keepRejection(key types.NamespacedName, rc *v1alpha1.Rejec
 // cycle says of its cluster now (full, a NoSchedule taint, a short
 // outage): only a rejection or having to leave (giveBack) moves it. So a
 // cluster holding a share is ranked, last, even when a filter fails it.
-func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) scheduler.DivisionInput {
+func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in scheduler.DivisionInput, known bool) {
 	current := map[types.NamespacedName]int{}
 	ranked := slices.Clone(res.Ranked)
 	var kept []types.NamespacedName
@@ -199,18 +219,26 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) schedu
 		if _, gone := s.gone[key]; gone {
 			continue
 		}
+		ci := r.cache.Cluster(key)
+		if ci == nil {
+			return in, false
+		}
 		current[key] = s.shares[key].ReplicaCount()
-		if ci := r.cache.Cluster(key); ci != nil && !slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
+		if !slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
 			ranked = append(ranked, scheduler.ClusterScore{Cluster: ci})
 			kept = append(kept, key)
 		}
 	}
-	in := DivisionInput(s.w, &scheduler.Result{Ranked: ranked}, current)
+	in = DivisionInput(s.w, &scheduler.Result{Ranked: ranked}, current)
 	for _, key := range kept {
-		// It keeps what it has, and takes no more.
+		// It keeps what it has, and takes no more; a Duplicated share
+		// takes what scaling up adds to every share.
 		in.Room[key] = 0
+		if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
+			in.Room[key] = max(0, s.w.ReplicaCount()-current[key])
+		}
 	}
-	return in
+	return in, true
 }
 
 // DivisionInput is what the division of a spread Workload starts from:
@@ -279,7 +307,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	}
 	r.statusOfShares(s, want)
 	if len(errs) > 0 {
-		err := kerrors.NewAggregate(errs)
+		err := utilerrors.NewAggregate(errs)
 		r.writer.record.Event(s.w, event.Warning(reasonCannotShare, err))
 		return err
 	}
@@ -289,7 +317,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 // ensureShare creates or updates the share of one cluster.
 func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur *v1alpha1.Workload, sh scheduler.Share) (*v1alpha1.Workload, error) {
 	spec := shareSpec(w, sh)
-	hash := specHash(spec)
+	hash := specHash(spec, w.Labels)
 	if cur != nil && cur.Annotations[annotationShareSpec] == hash {
 		return cur, nil
 	}
@@ -308,6 +336,9 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	}
 	cur.Annotations[annotationShareSpec] = hash
 	cur.Annotations[v1alpha1.AnnotationShareOf] = w.Name
+	// Why it has its share, as said when the share was written: room
+	// weights change with every pod anywhere, the share does not.
+	cur.Annotations[annotationShareReason] = sh.Why
 	cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID, Controller: ptr.To(true)}}
 	cur.Spec = spec
 	var err error
@@ -330,8 +361,11 @@ func shareSpec(w *v1alpha1.Workload, sh scheduler.Share) v1alpha1.WorkloadSpec {
 	return spec
 }
 
-func specHash(spec v1alpha1.WorkloadSpec) string {
-	b, _ := json.Marshal(spec)
+func specHash(spec v1alpha1.WorkloadSpec, labels map[string]string) string {
+	b, _ := json.Marshal(struct {
+		Spec   v1alpha1.WorkloadSpec
+		Labels map[string]string
+	}{spec, labels})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -386,9 +420,9 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 	for key, sh := range s.shares {
 		p := v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Workload: sh.Name,
 			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
-		switch ws, ok := want[key]; {
+		switch _, ok := want[key]; {
 		case ok:
-			p.Reason = ws.Why
+			p.Reason = sh.Annotations[annotationShareReason]
 		case sh.Finished():
 			p.Reason = string(sh.Status.GetCondition(v1alpha1.TypeComplete).Reason + sh.Status.GetCondition(v1alpha1.TypeFailed).Reason)
 		case want == nil:
@@ -426,10 +460,19 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 	}
 }
 
-// writeSpread writes the spread Workload's status.
-func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope) error {
-	_, err := shared.PatchStatus(ctx, r.writes, r.client, s.w, s.orig)
-	return err
+// writeSpread writes the spread Workload's status and returns res; after
+// a conflict it looks again soon.
+func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope, res reconcile.Result) (reconcile.Result, error) {
+	written, err := shared.PatchStatus(ctx, r.writes, r.client, s.w, s.orig)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case written == shared.StatusWritten:
+		r.spreadWritten.Remember(s.w)
+	case written == shared.StatusConflict, written == shared.StatusSuperseded:
+		return reconcile.Result{RequeueAfter: shared.ConflictRetry}, nil
+	}
+	return res, nil
 }
 
 // divisionMessage says how the replicas were divided.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -120,12 +121,11 @@ func forget(ctx context.Context, cs kubernetes.Interface) error {
 		if !slices.ContainsFunc(crb.Subjects, isManager) {
 			continue
 		}
-		if others := slices.DeleteFunc(slices.Clone(crb.Subjects), isManager); len(others) > 0 {
+		if slices.ContainsFunc(crb.Subjects, func(s rbacv1.Subject) bool { return !isManager(s) }) {
 			// A binding someone shared with the manager keeps its other
 			// subjects.
-			crb.Subjects = others
-			if _, err := cs.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); resource.IgnoreNotFound(err) != nil {
-				return errors.Wrapf(err, "cannot remove the manager from ClusterRoleBinding %s", crb.Name)
+			if err := dropManager(ctx, cs, crb.Name); err != nil {
+				return err
 			}
 			continue
 		}
@@ -149,6 +149,21 @@ func forget(ctx context.Context, cs kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// dropManager removes the manager from a ClusterRoleBinding's subjects,
+// from its latest copy.
+func dropManager(ctx context.Context, cs kubernetes.Interface, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crb, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		crb.Subjects = slices.DeleteFunc(crb.Subjects, isManager)
+		_, err = cs.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{})
+		return err
+	})
+	return errors.Wrapf(resource.IgnoreNotFound(err), "cannot remove the manager from ClusterRoleBinding %s", name)
 }
 
 // isManager reports whether a subject is the manager's identity.
