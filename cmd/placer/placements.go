@@ -69,15 +69,8 @@ func applyExamples(ctx context.Context, out io.Writer, c client.WithWatch, exs [
 }
 
 // sharesLanded says where a Divided or Duplicated Workload's shares are,
-// as an example expects them: "large=4,small=2", by cluster name.
-func sharesLanded(w *v1alpha1.Workload) string {
-	parts := make([]string, 0, len(w.Status.Placements))
-	for _, p := range w.Status.Placements {
-		parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster.Name, p.Replicas))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
+// as an example expects them: "large=4,small=2" (status.shares).
+func sharesLanded(w *v1alpha1.Workload) string { return w.Status.Shares }
 
 // createNeeds creates the objects an example's pods use (its file's
 // ConfigMaps, Secrets and ServiceAccounts), leaving those that exist.

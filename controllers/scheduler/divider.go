@@ -438,6 +438,7 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		st.Failed += sh.Status.Failed
 	}
 	slices.SortFunc(st.Placements, func(a, b v1alpha1.SharePlacement) int { return strings.Compare(a.Workload, b.Workload) })
+	st.Shares = sharesSummary(st.Placements)
 	desired := int32(s.w.ReplicaCount())
 	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
 		desired *= int32(max(len(want), len(s.shares)))
@@ -458,6 +459,16 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 	} else {
 		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(st.Placements)), s.w.Generation))
 	}
+}
+
+// sharesSummary is status.shares: "east=6,west=6", by cluster name.
+func sharesSummary(ps []v1alpha1.SharePlacement) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s=%d", p.Cluster.Name, p.Replicas)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }
 
 // writeSpread writes the spread Workload's status and returns res; after

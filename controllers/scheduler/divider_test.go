@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,6 +87,11 @@ func TestDividedWorkload(t *testing.T) {
 	parent := e.get("web")
 	if len(parent.Status.Placements) != 3 || parent.Status.ClusterRef != nil || !strings.Contains(parent.Status.GetCondition(v1alpha1.TypeScheduled).Message, "divided 12 replicas over 3") {
 		t.Errorf("status: placements %v, clusterRef %v, Scheduled %q", parent.Status.Placements, parent.Status.ClusterRef, parent.Status.GetCondition(v1alpha1.TypeScheduled).Message)
+	}
+
+	// kubectl get workloads -o wide: the SHARES column names the clusters.
+	if got, want := sharesColumn(t, e, "web"), fmt.Sprintf("a=%d,b=%d,c=%d", shares["a"].ReplicaCount(), shares["b"].ReplicaCount(), shares["c"].ReplicaCount()); got != want {
+		t.Errorf("SHARES column %q, want %q", got, want)
 	}
 
 	// The propagator does not run here: the shares' ready replicas are set
@@ -220,6 +228,32 @@ func TestDividedWorkload(t *testing.T) {
 			t.Errorf("a Divided Workload made Single: %v", err)
 		}
 	})
+}
+
+// sharesColumn is the SHARES column of the Workload as the API server
+// prints it for kubectl (a Table).
+func sharesColumn(t *testing.T, e *schedulerEnv, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(e.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cs.CoreV1().RESTClient().Get().AbsPath("/apis/compute.placer.dev/v1alpha1/namespaces", e.ns, "workloads", name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &metav1.Table{}
+	if err := json.Unmarshal(b, table); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "SHARES" && len(table.Rows) == 1 {
+			return fmt.Sprint(table.Rows[0].Cells[i])
+		}
+	}
+	t.Fatalf("no SHARES column in %s", b)
+	return ""
 }
 
 func counts(shares map[string]*v1alpha1.Workload) map[string]int {

@@ -767,6 +767,11 @@ type WorkloadStatus struct {
 	// +optional
 	Placements []SharePlacement `json:"placements,omitempty"`
 
+	// Shares sums the placements up for kubectl's SHARES column:
+	// "east=6,west=6", by cluster name.
+	// +optional
+	Shares string `json:"shares,omitempty"`
+
 	// ReadyOfDesired is readyReplicas/spec.replicas, as kubectl shows a
 	// Deployment's READY column (2/3).
 	// +optional
@@ -816,7 +821,7 @@ type Dependency struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pwl,categories=placer
 // +kubebuilder:printcolumn:name="CLUSTER",type=string,JSONPath=`.status.clusterRef.name`
-// +kubebuilder:printcolumn:name="SHARES",type=string,JSONPath=`.status.placements[*].cluster.name`,priority=1
+// +kubebuilder:printcolumn:name="SHARES",type=string,JSONPath=`.status.shares`,priority=1
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.readyOfDesired`
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=='Scheduled')].status`
 // +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=`.status.conditions[?(@.type=='Ready')].status`
