@@ -330,7 +330,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	if prev := s.w.Rejection(key); prev != nil {
 		attempts = prev.Attempts + 1
 	}
-	retry := metav1.NewTime(now.Add(rejectionBackoff(attempts)))
+	retry := metav1.NewTime(now.Add(v1alpha1.RejectionBackoff(attempts)))
 	kept := s.w.Status.RejectedClusters[:0]
 	for _, rc := range s.w.Status.RejectedClusters {
 		if rc.Generation == s.w.Generation && s.w.ClusterKey(&rc.Cluster) != key {
@@ -350,12 +350,6 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
 	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
 }
-
-// Rejections expire (v1alpha1.RejectionBackoff).
-const rejectionBackoffBase = v1alpha1.RejectionBackoffBase
-
-// rejectionBackoff is how long a cluster's attempts-th rejection lasts.
-func rejectionBackoff(attempts int32) time.Duration { return v1alpha1.RejectionBackoff(attempts) }
 
 // next is where a reconcile goes after a phase.
 type next int

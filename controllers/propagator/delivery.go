@@ -48,7 +48,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 	problem := p.problem
 	if problem != nil {
 		// Only the member can end it, and placer does not watch there.
-		s.requeueAfter(rejectionBackoffBase)
+		s.requeueAfter(v1alpha1.RejectionBackoffBase)
 	}
 	if p.committed() {
 		err := r.ensureService(ctx, p.member, p.delivered)

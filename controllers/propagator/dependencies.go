@@ -86,7 +86,7 @@ func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, 
 	if o.Recheck {
 		// No watch will tell: a kind the API server may serve later, or
 		// an object the member may get (placer does not watch members').
-		s.requeueAfter(rejectionBackoffBase)
+		s.requeueAfter(v1alpha1.RejectionBackoffBase)
 	}
 	msg := "the pods wait for their dependencies: " + strings.Join(o.Problems, "; ")
 	if p.state.Allowed > 0 {

@@ -1808,7 +1808,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			// Only the member can end it: looked at again.
-			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:        reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)"),
 			wantMembers: map[string][]string{"a": {}, "b": {}},
 			check: func(t *testing.T, e env) {
@@ -1834,7 +1834,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2)...)), clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, runnerUp, reserved)...))}
 			},
-			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:        reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)"),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 		},
@@ -2113,7 +2113,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return runningIn(w, nil, other)
 			},
 			// Only the member can end it: looked at again.
-			want: reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want: reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(3, 3, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", 1))(s)
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
@@ -2158,7 +2158,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(other))}
 			},
-			want:        reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:        reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist, and default/db in default/a is placer's copy of team-b/db, which the pods may not read"),
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
@@ -2326,7 +2326,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			w:       web(needs, st.Replicas(1)),
 			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(w *v1alpha1.Workload) clustertest.Members { return runningIn(w, nil) },
-			want:    reconcile.Result{RequeueAfter: rejectionBackoffBase},
+			want:    reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(1, 1, 1, 1, v1alpha1.NotReady(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist (nor does default/db in default/a)", 1))(s)
 			},
@@ -2584,8 +2584,8 @@ func wantReason(t *testing.T, r *recorder, reason event.Reason) {
 func TestRejectionBackoff(t *testing.T) {
 	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
 	for i, w := range want {
-		if got := rejectionBackoff(int32(i + 1)); got != w {
-			t.Errorf("rejectionBackoff(%d) = %s, want %s", i+1, got, w)
+		if got := v1alpha1.RejectionBackoff(int32(i + 1)); got != w {
+			t.Errorf("v1alpha1.RejectionBackoff(%d) = %s, want %s", i+1, got, w)
 		}
 	}
 }

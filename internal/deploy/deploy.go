@@ -17,18 +17,17 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 )
@@ -184,13 +183,11 @@ func (c Component) writeKubeconfig(ctx context.Context, cfg *rest.Config) error 
 	if err != nil {
 		return err
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(c.Namespace).CreateToken(ctx, c.ServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(tokenTTL.Seconds()))},
-	}, metav1.CreateOptions{})
+	token, err := cluster.RequestToken(ctx, cs, types.NamespacedName{Namespace: c.Namespace, Name: c.ServiceAccount}, tokenTTL)
 	if err != nil {
-		return errors.Wrapf(err, "cannot request a token of ServiceAccount %s/%s", c.Namespace, c.ServiceAccount)
+		return err
 	}
-	b, err := local.Kubeconfig("cluster", cfg.Host, cfg.CAData, c.ServiceAccount, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
+	b, err := local.Kubeconfig("cluster", cfg.Host, cfg.CAData, c.ServiceAccount, &clientcmdapi.AuthInfo{Token: token})
 	if err != nil {
 		return err
 	}
