@@ -11,20 +11,30 @@ K8S_BIN  := $(BIN)/k8s/$(K8S_VERSION)
 KWOK_BIN := $(BIN)/kwok/$(KWOK_VERSION)
 export PLACER_BIN_DIR := $(BIN)
 
-K8S_PKG   := k8s.io/component-base/version
-K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION)))
-K8S_LDFLAGS := -s -w \
-	-X $(K8S_PKG).gitVersion=$(K8S_VERSION) \
+K8S_PKG := k8s.io/component-base/version
+# The version ldflags of a Kubernetes binary: /version reports $(1).
+k8s_minor   = $(word 2,$(subst ., ,$(1)))
+k8s_ldflags = -s -w \
+	-X $(K8S_PKG).gitVersion=$(1) \
 	-X $(K8S_PKG).gitMajor=1 \
-	-X $(K8S_PKG).gitMinor=$(K8S_MINOR) \
+	-X $(K8S_PKG).gitMinor=$(call k8s_minor,$(1)) \
 	-X $(K8S_PKG).gitTreeState=clean \
 	-X $(K8S_PKG).buildDate=1970-01-01T00:00:00Z \
-	-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(1) \
 	-X k8s.io/client-go/pkg/version.gitMajor=1 \
-	-X k8s.io/client-go/pkg/version.gitMinor=$(K8S_MINOR)
+	-X k8s.io/client-go/pkg/version.gitMinor=$(call k8s_minor,$(1))
+K8S_LDFLAGS := $(call k8s_ldflags,$(K8S_VERSION))
+
+# Members of the other supported minor versions (cluster/local.MemberVersions),
+# each built from a module of its own, hack/kube/1.MINOR: only what the
+# tests' members of those versions run (kube-apiserver and
+# kube-controller-manager; 'make bin/k8s/v1.37.2/kube-scheduler' builds more).
+MEMBER_K8S_VERSIONS := v1.36.3 v1.37.2
+MEMBER_TOOLS := $(foreach v,$(MEMBER_K8S_VERSIONS),$(BIN)/k8s/$(v)/kube-apiserver $(BIN)/k8s/$(v)/kube-controller-manager)
+
 
 K8S_TOOLS := $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler
-TOOLS     := $(K8S_TOOLS) $(K8S_BIN)/etcd $(KWOK_BIN)/kwok
+TOOLS     := $(K8S_TOOLS) $(MEMBER_TOOLS) $(K8S_BIN)/etcd $(KWOK_BIN)/kwok
 
 GO_TEST_FLAGS ?= -timeout 60m
 
@@ -41,13 +51,22 @@ bin/placer:
 	go build -ldflags "$(PLACER_LDFLAGS)" -o $@ ./cmd/placer
 
 .PHONY: tools
-tools: $(TOOLS) ## Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok into bin/.
+tools: $(TOOLS) ## Build kube-apiserver, kube-controller-manager, kube-scheduler (of each member version), etcd and kwok into bin/.
 
 # Each binary is built once per version from the module versions pinned in go.mod.
 $(K8S_BIN)/kube-%:
 	@echo ">> building kube-$* $(K8S_VERSION) (first build takes a few minutes)"
 	@mkdir -p $(K8S_BIN)
 	go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-$* && mv $@.tmp $@
+
+# Those of the other member versions, each from its own module.
+define member_k8s
+$(BIN)/k8s/$(1)/kube-%:
+	@echo ">> building kube-$$* $(1) from hack/kube/1.$(call k8s_minor,$(1)) (first build takes a few minutes)"
+	@mkdir -p $$(@D)
+	cd hack/kube/1.$(call k8s_minor,$(1)) && go build -trimpath -ldflags "$(call k8s_ldflags,$(1))" -o $$@.tmp k8s.io/kubernetes/cmd/kube-$$* && mv $$@.tmp $$@
+endef
+$(foreach v,$(MEMBER_K8S_VERSIONS),$(eval $(call member_k8s,$(v))))
 
 $(K8S_BIN)/etcd:
 	@echo ">> building etcd $(ETCD_VERSION)"

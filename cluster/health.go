@@ -12,6 +12,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/internal/skew"
 )
 
 const errReconnect = "cannot reconnect to the cluster"
@@ -92,7 +93,7 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		}
 	}
 	h.Message = fmt.Sprintf("%s answers", h.Version)
-	if msg := UnsupportedVersion(h.Version); msg != "" {
+	if msg := skew.UnsupportedVersion(h.Version); msg != "" {
 		h.Reason, h.Message = v1alpha1.ReasonUnsupportedVersion, h.Message+"; "+msg
 		return h, nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/internal/skew"
 )
 
 // TestJudge: placer's components in an answering member, as its summary
@@ -152,7 +153,7 @@ func TestRegistryCheck(t *testing.T) {
 	// versions named.
 	served = "v1.34.2"
 	if h, err = r.Check(context.Background(), key, kc, Last{}, o); err != nil || h.Reason != v1alpha1.ReasonUnsupportedVersion ||
-		!strings.Contains(h.Message, "v1.34.2") || !strings.Contains(h.Message, CandidateSchedulerVersion) {
+		!strings.Contains(h.Message, "v1.34.2") || !strings.Contains(h.Message, skew.CandidateSchedulerVersion) {
 		t.Errorf("a member of v1.34.2: %+v (%v), want UnsupportedVersion naming both versions", h, err)
 	}
 	served = "v1.35.4"

@@ -45,11 +45,19 @@ const (
 	AnnotationRunFor   = "kwok.placer.dev/run-for"
 )
 
-// Versions of the binaries a local cluster runs, as the Makefile builds them.
+// Versions of the binaries a local cluster runs, as the Makefile builds
+// them: Kubernetes (unless Options.KubernetesVersion says otherwise),
+// etcd's with it, and kwok.
 const (
 	KubernetesVersion = "v1.35.4"
 	KwokVersion       = "v0.7.0"
 )
+
+// MemberVersions are the Kubernetes versions a local cluster may run
+// (Options.KubernetesVersion), one of each minor placer supports, as the
+// Makefile builds them: KubernetesVersion from go.mod, the others from
+// their own modules (hack/kube/MINOR).
+var MemberVersions = []string{KubernetesVersion, "v1.36.3", "v1.37.2"}
 
 // Options of a local cluster.
 type Options struct {
@@ -61,6 +69,10 @@ type Options struct {
 	// BinDir is the folder the Makefile builds into (bin/); BinDirFromEnv
 	// finds it when empty.
 	BinDir string
+	// KubernetesVersion is the version of the cluster's kube-apiserver,
+	// kube-controller-manager and kube-scheduler, one of MemberVersions;
+	// KubernetesVersion when empty. etcd and kwok are the same for all.
+	KubernetesVersion string
 	// Scheduler runs kube-scheduler for the cluster's own pods.
 	Scheduler bool
 	// NoKwok leaves kwok out: nodes then stay NotReady.
@@ -138,8 +150,11 @@ func KubernetesBinDir(binDir string) string {
 }
 
 func (c *Cluster) binary(name string) (string, error) {
-	p := filepath.Join(KubernetesBinDir(c.opts.BinDir), name)
-	if name == "kwok" {
+	p := filepath.Join(c.opts.BinDir, "k8s", c.opts.KubernetesVersion, name)
+	switch name {
+	case "etcd":
+		p = filepath.Join(KubernetesBinDir(c.opts.BinDir), name)
+	case "kwok":
 		p = filepath.Join(c.opts.BinDir, "kwok", KwokVersion, name)
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -156,6 +171,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if opts.BinDir == "" {
 		opts.BinDir = BinDirFromEnv()
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = KubernetesVersion
+	}
+	if !slices.Contains(MemberVersions, opts.KubernetesVersion) {
+		return nil, errors.Errorf("Kubernetes %s: a local cluster runs one of %v", opts.KubernetesVersion, MemberVersions)
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute

@@ -12,7 +12,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/internal/cliflags"
 )
 
 // clientFlags are the flags every component has for its own cluster.
@@ -48,35 +48,10 @@ type clientFlags struct {
 	zap zap.Options
 }
 
-// commonFlags are the client and leader-election flags every component
-// has, bound to wherever the component keeps them.
-type commonFlags struct {
-	kubeconfig          *string
-	qps                 *float32
-	burst               *int
-	leaderElect         *bool
-	leaderNS            *string
-	lease, renew, retry *time.Duration
-}
-
-// register adds the flags: what --kubeconfig reaches, leader election on
-// by default or not, and the Lease's namespace by default (with what
-// empty means, or who reads it).
-func (c commonFlags) register(fs *pflag.FlagSet, kubeconfigHelp string, leaderDefault bool, leaderNS, leaderNSHelp string) {
-	fs.StringVar(c.kubeconfig, "kubeconfig", "", kubeconfigHelp)
-	fs.Float32Var(c.qps, "kube-api-qps", 50, "QPS of the client")
-	fs.IntVar(c.burst, "kube-api-burst", 100, "burst of the client")
-	fs.BoolVar(c.leaderElect, "leader-elect", leaderDefault, "elect a leader so only one replica acts at a time")
-	fs.StringVar(c.leaderNS, "leader-election-namespace", leaderNS, "namespace of the leader election Lease"+leaderNSHelp)
-	fs.DurationVar(c.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: how long a successor waits after a leader dies")
-	fs.DurationVar(c.renew, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading")
-	fs.DurationVar(c.retry, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
-}
-
 func (f *clientFlags) register(cmd *cobra.Command, leaderDefault bool) {
 	fs := cmd.Flags()
-	commonFlags{kubeconfig: &f.kubeconfig, qps: &f.qps, burst: &f.burst, leaderElect: &f.leaderElect, leaderNS: &f.leaderNS, lease: &f.lease, renew: &f.renew, retry: &f.retry}.
-		register(fs, "kubeconfig of the cluster to run against; in-cluster config or $KUBECONFIG when empty", leaderDefault, "", "; the pod's own when empty")
+	cliflags.Common{Kubeconfig: &f.kubeconfig, QPS: &f.qps, Burst: &f.burst, LeaderElect: &f.leaderElect, LeaderNS: &f.leaderNS, Lease: &f.lease, Renew: &f.renew, Retry: &f.retry}.
+		Register(fs, "kubeconfig of the cluster to run against; in-cluster config or $KUBECONFIG when empty", leaderDefault, "", "; the pod's own when empty")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (loopback unless --metrics-secure); 0 turns it off")
 	fs.BoolVar(&f.metricsTLS, "metrics-secure", false, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the /metrics non-resource URL), for a bind address beyond loopback")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/placer-dev/placer/member/candidate"
 )
 
 func main() {
@@ -40,7 +42,7 @@ func newRoot() *cobra.Command {
 		newSandboxCommand(),
 		newVersionCommand(),
 		newAgentCommand(),
-		newCandidateSchedulerCommand(),
+		candidate.NewCommand(),
 		newExplainCommand(),
 		newCordonCommand(),
 		newDrainCommand(),

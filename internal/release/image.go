@@ -39,9 +39,13 @@ var (
 	group  = "root:x:0:\nnonroot:x:65532:\n"
 )
 
+// imageFile is a binary of the image: placer (the entrypoint), and beside
+// it the candidate schedulers built with other kube-scheduler versions.
+type imageFile struct{ name, path string }
+
 // writeImage writes an OCI layout at dir holding one image index, with an
-// image per platform from its binary, and returns the index's digest.
-func writeImage(dir, version, commit string, binaries map[string]string) (v1.Hash, error) {
+// image per platform from its binaries, and returns the index's digest.
+func writeImage(dir, version, commit string, binaries map[string][]imageFile) (v1.Hash, error) {
 	base, err := layerOf([]tarEntry{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
@@ -56,11 +60,15 @@ func writeImage(dir, version, commit string, binaries map[string]string) (v1.Has
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, platform := range slices.Sorted(maps.Keys(binaries)) {
 		goos, goarch, _ := strings.Cut(platform, "/")
-		bin, err := os.ReadFile(binaries[platform])
-		if err != nil {
-			return v1.Hash{}, errors.Wrap(err, "cannot read the built binary")
+		var entries []tarEntry
+		for _, f := range binaries[platform] {
+			bin, err := os.ReadFile(f.path)
+			if err != nil {
+				return v1.Hash{}, errors.Wrap(err, "cannot read the built binary")
+			}
+			entries = append(entries, tarEntry{name: f.name, mode: 0o755, data: bin})
 		}
-		app, err := layerOf([]tarEntry{{name: strings.TrimPrefix(ImageEntrypoint, "/"), mode: 0o755, data: bin}})
+		app, err := layerOf(entries)
 		if err != nil {
 			return v1.Hash{}, err
 		}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/skew"
 )
 
 // Defaults of a release.
@@ -105,7 +106,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r.Image = "image"
-	if r.Digest, err = writeImage(filepath.Join(o.Out, r.Image), o.Version, o.Commit, pick(binaries, o.ImagePlatforms)); err != nil {
+	images, err := o.imageFiles(ctx, binaries, build)
+	if err != nil {
+		return nil, err
+	}
+	if r.Digest, err = writeImage(filepath.Join(o.Out, r.Image), o.Version, o.Commit, images); err != nil {
 		return nil, err
 	}
 	r.Reference = fmt.Sprintf("%s:%s@%s", o.Repository, o.Version, r.Digest)
@@ -117,7 +122,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The modules are the same on every platform: the SBOM is read from
 	// the first binary.
 	sbomOf := binaries[union(o.CLIPlatforms, o.ImagePlatforms)[0]]
-	if err := writeSBOM(filepath.Join(o.Out, r.SBOM), sbomOf, o.Version); err != nil {
+	var others []string
+	for _, f := range images[o.ImagePlatforms[0]][1:] {
+		others = append(others, f.path)
+	}
+	if err := writeSBOM(filepath.Join(o.Out, r.SBOM), sbomOf, o.Version, others...); err != nil {
 		return nil, err
 	}
 	r.Checksums = fmt.Sprintf("placer_%s_checksums.txt", o.Version)
@@ -209,6 +218,50 @@ func (o Options) logf(format string, args ...any) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, ">> "+format+"\n", args...)
 	}
+}
+
+// imageFiles are each image platform's binaries: placer, and the
+// candidate scheduler of each other kube-scheduler version
+// (skew.CandidateSchedulers) beside it, which 'placer candidate-scheduler'
+// starts for the members that need it.
+func (o Options) imageFiles(ctx context.Context, binaries map[string]string, dir string) (map[string][]imageFile, error) {
+	out := map[string][]imageFile{}
+	for _, p := range o.ImagePlatforms {
+		out[p] = []imageFile{{name: strings.TrimPrefix(ImageEntrypoint, "/"), path: binaries[p]}}
+		for _, v := range skew.CandidateSchedulers[1:] {
+			goos, goarch, _ := strings.Cut(p, "/")
+			f := imageFile{name: skew.CandidateBinary(v), path: filepath.Join(dir, goos+"_"+goarch, skew.CandidateBinary(v))}
+			o.logf("go build %s %s for %s", f.name, o.Version, p)
+			if err := BuildCandidate(ctx, o.ModuleDir, v, p, o.Version, f.path); err != nil {
+				return nil, err
+			}
+			out[p] = append(out[p], f)
+		}
+	}
+	return out, nil
+}
+
+// BuildCandidate builds the candidate scheduler of kube-scheduler
+// kubeVersion (placer-candidate-MINOR, from hack/candidate/MINOR of
+// placer's module at moduleDir) for platform into out, as placer itself is
+// built, its kube-scheduler stamped with its version as Kubernetes stamps
+// its own.
+func BuildCandidate(ctx context.Context, moduleDir, kubeVersion, platform, version, out string) error {
+	goos, goarch, ok := strings.Cut(platform, "/")
+	if !ok {
+		return errors.Errorf("platform %q is not os/arch", platform)
+	}
+	major, minor := skew.MajorMinor(kubeVersion)
+	const pkg = "k8s.io/component-base/version"
+	ldflags := fmt.Sprintf("-s -w -X main.version=%s -X %s.gitVersion=%s -X %s.gitMajor=%d -X %s.gitMinor=%d -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
+		version, pkg, kubeVersion, pkg, major, pkg, minor, pkg, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", fmt.Sprintf("kube%d.%d", major, minor), "-ldflags", ldflags, "-o", out, "github.com/placer-dev/placer/cmd/placer-candidate")
+	cmd.Dir = filepath.Join(moduleDir, "hack", "candidate", fmt.Sprintf("%d.%d", major, minor))
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return errors.Errorf("go build placer-candidate (kube-scheduler %s) for %s: %v\n%s", kubeVersion, platform, err, b)
+	}
+	return nil
 }
 
 // goBuild builds placer for platform, reproducibly: no cgo, no paths of
@@ -341,14 +394,6 @@ func union(a, b []string) []string {
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
-	}
-	return out
-}
-
-func pick(m map[string]string, keys []string) map[string]string {
-	out := map[string]string{}
-	for _, k := range keys {
-		out[k] = m[k]
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/skew"
 )
 
 const testVersion = "v0.0.0-test.1"
@@ -89,8 +92,36 @@ func TestRelease(t *testing.T) {
 	// The image: one index named by the version, its digest the one the
 	// manifests pin; the image's config and layers as a cluster runs them.
 	image := checkImage(t, filepath.Join(out, r.Image), r.Digest, host)
-	if !bytes.Equal(image, linuxFiles["placer"].data) {
+	if !bytes.Equal(image["placer"].data, linuxFiles["placer"].data) {
 		t.Errorf("the image's /placer differs from the archive's placer")
+	}
+	// Beside it, the candidate scheduler of each other kube-scheduler
+	// version: built with that version's modules, and placer's version.
+	for _, v := range skew.CandidateSchedulers[1:] {
+		name := skew.CandidateBinary(v)
+		f, ok := image[name]
+		if !ok || f.mode != 0o755 {
+			t.Errorf("image: /%s missing or not executable (%o)", name, f.mode)
+			continue
+		}
+		bin := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(bin, f.data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bi, err := buildinfo.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps := map[string]string{}
+		for _, d := range bi.Deps {
+			deps[d.Path] = d.Version
+		}
+		if deps["k8s.io/kubernetes"] != v {
+			t.Errorf("image: /%s is built with k8s.io/kubernetes %q, want %s", name, deps["k8s.io/kubernetes"], v)
+		}
+		if b, err := exec.Command(bin, "--version").CombinedOutput(); err != nil || !strings.Contains(string(b), testVersion) {
+			t.Errorf("image: /%s --version: %s (%v), want %s", name, b, err, testVersion)
+		}
 	}
 
 	// The manifests: every placer container pinned to the version and the
@@ -189,17 +220,19 @@ func TestRelease(t *testing.T) {
 	if doc.SPDXVersion != "SPDX-2.3" || len(doc.DocumentDescribes) != 1 {
 		t.Errorf("SBOM: %s describing %v", doc.SPDXVersion, doc.DocumentDescribes)
 	}
-	versions := map[string]string{}
+	versions := map[string][]string{}
 	for _, p := range doc.Packages {
-		versions[p.Name] = p.VersionInfo
+		versions[p.Name] = append(versions[p.Name], p.VersionInfo)
 		if p.SPDXID == doc.DocumentDescribes[0] {
 			if p.VersionInfo != testVersion || len(p.Checksums) != 1 || p.Checksums[0].ChecksumValue != hexSHA256(linuxFiles["placer"].data) {
 				t.Errorf("SBOM: the described package %s %s %v is not the released binary", p.Name, p.VersionInfo, p.Checksums)
 			}
 		}
 	}
-	for mod, v := range map[string]string{"k8s.io/client-go": "v0.35.4", "k8s.io/kubernetes": "v1.35.4", "github.com/placer-dev/placer": testVersion} {
-		if versions[mod] != v {
+	// placer's modules, and those of the candidate schedulers beside it
+	// in the image.
+	for mod, v := range map[string][]string{"k8s.io/client-go": {"v0.35.4", "v0.37.2"}, "k8s.io/kubernetes": {"v1.35.4", "v1.37.2"}, "github.com/placer-dev/placer": {testVersion}} {
+		if !slices.Equal(versions[mod], v) {
 			t.Errorf("SBOM: %s at %q, want %s", mod, versions[mod], v)
 		}
 	}
@@ -258,7 +291,7 @@ func wantVersion(t *testing.T, bin string) {
 }
 
 // checkImage checks the OCI layout and returns the image's /placer.
-func checkImage(t *testing.T, dir string, digest v1.Hash, platform string) []byte {
+func checkImage(t *testing.T, dir string, digest v1.Hash, platform string) map[string]file {
 	t.Helper()
 	top, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
@@ -318,7 +351,7 @@ func checkImage(t *testing.T, dir string, digest v1.Hash, platform string) []byt
 	if f, ok := files["tmp/"]; !ok || f.mode != 0o1777 {
 		t.Errorf("image: /tmp mode %o", f.mode)
 	}
-	return files["placer"].data
+	return files
 }
 
 type file struct {

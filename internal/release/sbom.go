@@ -63,8 +63,10 @@ type spdxRelationship struct {
 	Related string `json:"relatedSpdxElement"`
 }
 
-// writeSBOM writes the SPDX document of the binary at path.
-func writeSBOM(out, binary, version string) error {
+// writeSBOM writes the SPDX document of the binary at path, with the
+// modules of the others the image holds beside it (the candidate
+// schedulers built with other Kubernetes versions).
+func writeSBOM(out, binary, version string, others ...string) error {
 	info, err := readBuildInfo(binary)
 	if err != nil {
 		return err
@@ -93,11 +95,25 @@ func writeSBOM(out, binary, version string) error {
 		ExternalRefs: []spdxExternalRef{purl("stdlib", info.GoVersion)}}
 	doc.Packages = append(doc.Packages, goPkg)
 	doc.Relationships = append(doc.Relationships, spdxRelationship{Element: main.SPDXID, Type: "DEPENDS_ON", Related: goPkg.SPDXID})
-	for _, d := range info.Deps {
+	deps := info.Deps
+	for _, o := range others {
+		oi, err := readBuildInfo(o)
+		if err != nil {
+			return err
+		}
+		deps = append(deps, oi.Deps...)
+	}
+	seen := map[string]bool{}
+	for _, d := range deps {
 		path, v, h := d.Path, d.Version, d.Sum
 		if d.Replace != nil {
 			path, v, h = d.Replace.Path, d.Replace.Version, d.Replace.Sum
 		}
+		// placer itself, as the others name it (from the checkout).
+		if d.Path == info.Main.Path || seen[path+"@"+v] {
+			continue
+		}
+		seen[path+"@"+v] = true
 		p := spdxPackage{Name: path, SPDXID: spdxID(path, v), VersionInfo: v, DownloadLocation: "https://proxy.golang.org/" + path + "/@v/" + v + ".zip",
 			LicenseConcluded: "NOASSERTION", LicenseDeclared: "NOASSERTION", CopyrightText: "NOASSERTION", ExternalRefs: []spdxExternalRef{purl(path, v)}}
 		if h != "" {

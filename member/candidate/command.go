@@ -55,6 +55,12 @@ type Options struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	PermitTimeout time.Duration
+	// BinariesDir holds the candidate schedulers built with other
+	// kube-scheduler versions (RunPicked); this binary's folder when empty.
+	BinariesDir string
+	// VersionCheck is how often RunPicked asks the member's version; never
+	// when zero.
+	VersionCheck time.Duration
 	// Serving holds kube-scheduler's own options, of which Run takes the
 	// serving of /healthz and /metrics and its authentication and
 	// authorization (their flags: ServingFlagSets); nil serves nothing.

@@ -106,23 +106,23 @@ func chaperonOf(pod *corev1.Pod) (string, bool) {
 	return ref.Name, true
 }
 
-// Less orders the scheduling queue as kube-scheduler's PrioritySort does
-// (higher pod priority first, then the earlier arrival), except that of
-// equal priority the chosen cluster's candidates go before the runner-ups
-// of a fan-out (annotated runner-up): a burst of fanned-out Workloads
-// does not make the Workloads placed here wait behind those proving this
-// cluster only in case another one fails. A pod made for a chaperon
-// already allowed (a replacement, once the cluster committed) is no
-// runner-up, whatever its annotation says.
-func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
-	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+// lessPods orders the scheduling queue as kube-scheduler's PrioritySort
+// does (higher pod priority first, then the earlier arrival), except that
+// of equal priority the chosen cluster's candidates go before the
+// runner-ups of a fan-out (annotated runner-up): a burst of fanned-out
+// Workloads does not make the Workloads placed here wait behind those
+// proving this cluster only in case another one fails. A pod made for a
+// chaperon already allowed (a replacement, once the cluster committed) is
+// no runner-up, whatever its annotation says. Less, whose signature is
+// kube-scheduler's of each minor version (less.go, less_kube1.37.go), calls it.
+func lessPods(pa, pb *corev1.Pod, ta, tb time.Time) bool {
 	if qa, qb := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); qa != qb {
 		return qa > qb
 	}
 	if ra, rb := isRunnerUp(pa), isRunnerUp(pb); ra != rb {
 		return rb
 	}
-	return a.GetTimestamp().Before(b.GetTimestamp())
+	return ta.Before(tb)
 }
 
 func isRunnerUp(pod *corev1.Pod) bool {

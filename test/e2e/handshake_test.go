@@ -60,7 +60,15 @@ type member struct {
 // startMember starts a target cluster with the agent and the candidate scheduler.
 func startMember(t *testing.T, name string, defaultScheduler bool, nodes ...local.Node) *member {
 	t.Helper()
-	target := testenv.StartTarget(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
+	return startMemberWith(t, local.Options{Name: name, Scheduler: defaultScheduler}, nodes...)
+}
+
+// startMemberWith starts a member as startMember does, of a Kubernetes
+// version of its own (opts.KubernetesVersion).
+func startMemberWith(t *testing.T, opts local.Options, nodes ...local.Node) *member {
+	t.Helper()
+	name := opts.Name
+	target := testenv.StartTarget(t, opts, nodes...)
 	// The agent and the candidate scheduler run as config/member deploys
 	// them, so a missing permission or a wrong flag fails here.
 	scheduler := runMemberComponents(t, target.Cluster)
@@ -340,9 +348,14 @@ func memberNamed(ms []*member, name string) *member {
 
 func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
-	a := startMember(t, "a", false, local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
+	// One member of each supported minor version (local.MemberVersions):
+	// a and c run placer's candidate scheduler built with their own
+	// kube-scheduler minor or the one before, as the skew policy allows,
+	// each started by 'placer candidate-scheduler' as deployed.
+	versions := map[string]string{"a": "v1.37.2", "b": local.KubernetesVersion, "c": "v1.36.3"}
+	a := startMemberWith(t, local.Options{Name: "a", KubernetesVersion: versions["a"]}, local.Node{Name: "a-0", CPU: "8", Memory: "16Gi"})
 	b := startMember(t, "b", true, local.Node{Name: "b-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"disk": "ssd"}})
-	c := startMember(t, "c", false, local.Node{Name: "c-0", CPU: "2", Memory: "4Gi", Labels: map[string]string{"disk": "hdd"}})
+	c := startMemberWith(t, local.Options{Name: "c", KubernetesVersion: versions["c"]}, local.Node{Name: "c-0", CPU: "2", Memory: "4Gi", Labels: map[string]string{"disk": "hdd"}})
 	members := []*member{a, b, c}
 	// The manager runs as config/management deploys it: its ServiceAccount,
 	// ClusterRole and the Deployment's flags.
@@ -362,6 +375,9 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, kc, &v1alpha1.KubernetesClusterList{}, timeout, func(kc *v1alpha1.KubernetesCluster) bool {
 			return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && kc.Status.ReadyNodeCount == 1
 		})
+		if kc.Status.Version != versions[m.name] {
+			t.Errorf("cluster %s: status.version %q, want %q", m.name, kc.Status.Version, versions[m.name])
+		}
 	}
 
 	workload := func(name string, opts ...st.WorkloadOption) *v1alpha1.Workload {
