@@ -25,7 +25,7 @@ k8s_ldflags = -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(call k8s_minor,$(1))
 K8S_LDFLAGS := $(call k8s_ldflags,$(K8S_VERSION))
 
-# Members of the other supported minor versions (cluster/local.MemberVersions),
+# Members of the other supported minor versions (cluster/local.KubernetesVersions),
 # each built from a module of its own, hack/kube/1.MINOR: only what the
 # tests' members of those versions run (kube-apiserver and
 # kube-controller-manager; 'make bin/k8s/v1.37.2/kube-scheduler' builds more).

@@ -53,11 +53,11 @@ const (
 	KwokVersion       = "v0.7.0"
 )
 
-// MemberVersions are the Kubernetes versions a local cluster may run
+// KubernetesVersions are the Kubernetes versions a local cluster may run
 // (Options.KubernetesVersion), one of each minor placer supports, as the
 // Makefile builds them: KubernetesVersion from go.mod, the others from
 // their own modules (hack/kube/MINOR).
-var MemberVersions = []string{KubernetesVersion, "v1.36.3", "v1.37.2"}
+var KubernetesVersions = []string{KubernetesVersion, "v1.36.3", "v1.37.2"}
 
 // Options of a local cluster.
 type Options struct {
@@ -70,7 +70,7 @@ type Options struct {
 	// finds it when empty.
 	BinDir string
 	// KubernetesVersion is the version of the cluster's kube-apiserver,
-	// kube-controller-manager and kube-scheduler, one of MemberVersions;
+	// kube-controller-manager and kube-scheduler, one of KubernetesVersions;
 	// KubernetesVersion when empty. etcd and kwok are the same for all.
 	KubernetesVersion string
 	// Scheduler runs kube-scheduler for the cluster's own pods.
@@ -175,8 +175,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = KubernetesVersion
 	}
-	if !slices.Contains(MemberVersions, opts.KubernetesVersion) {
-		return nil, errors.Errorf("Kubernetes %s: a local cluster runs one of %v", opts.KubernetesVersion, MemberVersions)
+	if !slices.Contains(KubernetesVersions, opts.KubernetesVersion) {
+		return nil, errors.Errorf("Kubernetes %s: a local cluster runs one of %v", opts.KubernetesVersion, KubernetesVersions)
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute
@@ -327,6 +327,10 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		"--etcd-servers="+c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The default Service's endpoints would be this loopback address,
+		// which from v1.37 the endpoint reconciler refuses; nothing runs
+		// in a pod here to call it.
+		"--endpoint-reconciler-type=none",
 		"--secure-port="+itoa(c.apiPort),
 		"--tls-cert-file="+c.path("apiserver.crt"),
 		"--tls-private-key-file="+c.path("apiserver.key"),

@@ -241,6 +241,16 @@ func (o Options) imageFiles(ctx context.Context, binaries map[string]string, dir
 	return out, nil
 }
 
+// KubeLDFlags stamp the Kubernetes code of a binary with its version, as
+// Kubernetes' own builds do: kube-scheduler's kubernetes_build_info says
+// which one a candidate scheduler is.
+func KubeLDFlags(kubeVersion string) string {
+	major, minor := skew.MajorMinor(kubeVersion)
+	const pkg = "k8s.io/component-base/version"
+	return fmt.Sprintf("-X %s.gitVersion=%s -X %s.gitMajor=%d -X %s.gitMinor=%d -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
+		pkg, kubeVersion, pkg, major, pkg, minor, pkg, pkg)
+}
+
 // BuildCandidate builds the candidate scheduler of kube-scheduler
 // kubeVersion (placer-candidate-MINOR, from hack/candidate/MINOR of
 // placer's module at moduleDir) for platform into out, as placer itself is
@@ -252,9 +262,7 @@ func BuildCandidate(ctx context.Context, moduleDir, kubeVersion, platform, versi
 		return errors.Errorf("platform %q is not os/arch", platform)
 	}
 	major, minor := skew.MajorMinor(kubeVersion)
-	const pkg = "k8s.io/component-base/version"
-	ldflags := fmt.Sprintf("-s -w -X main.version=%s -X %s.gitVersion=%s -X %s.gitMajor=%d -X %s.gitMinor=%d -X %s.gitTreeState=clean -X %s.buildDate=1970-01-01T00:00:00Z",
-		version, pkg, kubeVersion, pkg, major, pkg, minor, pkg, pkg)
+	ldflags := "-s -w -X main.version=" + version + " " + KubeLDFlags(kubeVersion)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", fmt.Sprintf("kube%d.%d", major, minor), "-ldflags", ldflags, "-o", out, "github.com/placer-dev/placer/cmd/placer-candidate")
 	cmd.Dir = filepath.Join(moduleDir, "hack", "candidate", fmt.Sprintf("%d.%d", major, minor))
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
@@ -273,7 +281,7 @@ func (o Options) goBuild(ctx context.Context, platform, dir string) (string, err
 	}
 	out := filepath.Join(dir, goos+"_"+goarch, binaryName(goos))
 	o.logf("go build placer %s for %s", o.Version, platform)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+o.Version, "-o", out, "./cmd/placer")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+o.Version+" "+KubeLDFlags(skew.CandidateSchedulerVersion), "-o", out, "./cmd/placer")
 	cmd.Dir = o.ModuleDir
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
 	if b, err := cmd.CombinedOutput(); err != nil {

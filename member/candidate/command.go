@@ -10,6 +10,10 @@ import (
 	basecompatibility "k8s.io/component-base/compatibility"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	// The metrics kube-scheduler's own main registers: client-go's, and
+	// kubernetes_build_info (which build runs in a member).
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 )
@@ -61,6 +65,8 @@ type Options struct {
 	// VersionCheck is how often RunPicked asks the member's version; never
 	// when zero.
 	VersionCheck time.Duration
+	// logsApplied: RunPicked applied the log flags already.
+	logsApplied bool
 	// Serving holds kube-scheduler's own options, of which Run takes the
 	// serving of /healthz and /metrics and its authentication and
 	// authorization (their flags: ServingFlagSets); nil serves nothing.
@@ -94,11 +100,9 @@ func Run(ctx context.Context, o Options) error {
 	if opts == nil {
 		opts = options.NewOptions()
 		opts.SecureServing.BindPort = 0
-	} else {
-		// The log flags (-v, --logging-format), as kube-scheduler applies
-		// them: once per process, so only for the command's own options.
-		if err := logsapi.ValidateAndApply(opts.Logs, opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)); err != nil {
-			return fmt.Errorf("bad log flags: %w", err)
+	} else if !o.logsApplied {
+		if err := applyLogFlags(opts); err != nil {
+			return err
 		}
 	}
 	opts.ConfigFile = path
@@ -112,6 +116,16 @@ func Run(ctx context.Context, o Options) error {
 		return nil
 	}
 	return err
+}
+
+// applyLogFlags applies the log flags (-v, --logging-format) as
+// kube-scheduler does: once per process, so only for the command's own
+// options.
+func applyLogFlags(opts *options.Options) error {
+	if err := logsapi.ValidateAndApply(opts.Logs, opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)); err != nil {
+		return fmt.Errorf("bad log flags: %w", err)
+	}
+	return nil
 }
 
 // inMemoryFile returns a path that reads as b (the read end of a pipe that

@@ -45,6 +45,13 @@ func minorOf(version string) string {
 // changes to one that needs another, it starts again the same way; while
 // no candidate scheduler may run against it, it waits, saying why.
 func RunPicked(ctx context.Context, o Options) error {
+	if o.Serving != nil {
+		// What it says before kube-scheduler starts is logged as it will.
+		if err := applyLogFlags(o.Serving); err != nil {
+			return err
+		}
+		o.logsApplied = true
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("cannot load the kubeconfig: %w", err)

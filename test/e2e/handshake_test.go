@@ -42,6 +42,7 @@ import (
 	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/promtext"
+	"github.com/placer-dev/placer/internal/skew"
 	"github.com/placer-dev/placer/internal/testenv"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -348,7 +349,7 @@ func memberNamed(ms []*member, name string) *member {
 
 func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
-	// One member of each supported minor version (local.MemberVersions):
+	// One member of each supported minor version (local.KubernetesVersions):
 	// a and c run placer's candidate scheduler built with their own
 	// kube-scheduler minor or the one before, as the skew policy allows,
 	// each started by 'placer candidate-scheduler' as deployed.
@@ -832,6 +833,12 @@ func TestHandshake(t *testing.T) {
 			code, body := httpsGet(t, "https://"+m.scheduler+"/metrics", scraperTokenIn(t, m.client, m.target.RESTConfig(), true))
 			if code != http.StatusOK {
 				t.Fatalf("%s candidate scheduler /metrics as placer-metrics-reader: %d %s", m.name, code, body)
+			}
+			// The build the member's version needs runs there: the newest
+			// kube-scheduler at most one minor older than its API server.
+			want := skew.CandidateFor(versions[m.name])
+			if !regexp.MustCompile(`(?m)^kubernetes_build_info\{[^}]*git_version="` + regexp.QuoteMeta(want) + `"`).MatchString(body) {
+				t.Errorf("%s (Kubernetes %s) candidate scheduler: kubernetes_build_info is not kube-scheduler %s", m.name, versions[m.name], want)
 			}
 			// Its logs are JSON (--logging-format=json), as the manager's
 			// and the agent's are.

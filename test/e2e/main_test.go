@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	placerBinary = filepath.Join(dir, "placer")
-	build := exec.Command("go", "build", "-o", placerBinary, "github.com/placer-dev/placer/cmd/placer")
+	// Stamped as a release stamps it: each candidate scheduler's
+	// kubernetes_build_info says which build runs.
+	build := exec.Command("go", "build", "-ldflags", release.KubeLDFlags(skew.CandidateSchedulerVersion), "-o", placerBinary, "github.com/placer-dev/placer/cmd/placer")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot build placer:", err)

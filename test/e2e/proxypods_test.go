@@ -41,7 +41,9 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	mgmt, err := local.Start(ctx, local.Options{Name: "mgmt", NoKwok: true})
+	// The management cluster of the newest minor placer supports
+	// (TestHandshake's is go.mod's), and a member of the one between.
+	mgmt, err := local.Start(ctx, local.Options{Name: "mgmt", NoKwok: true, KubernetesVersion: local.KubernetesVersions[len(local.KubernetesVersions)-1]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,11 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 	runManager(t, managerArgs(comp, ports), t.TempDir())
 	f := &proxyFleet{kubeconfig: mgmt.KubeconfigPath(), cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
 	for _, r := range []struct{ name, region string }{{"pa", "eu"}, {"pb", "us"}} {
-		m := startMember(t, r.name, false, local.Node{Name: r.name + "-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: r.region}})
+		opts := local.Options{Name: r.name}
+		if r.name == "pa" {
+			opts.KubernetesVersion = "v1.36.3"
+		}
+		m := startMemberWith(t, opts, local.Node{Name: r.name + "-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: r.region}})
 		register(t, f.c, m, nil, "default")
 		f.members = append(f.members, m)
 	}
