@@ -83,6 +83,9 @@ generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	go tool controller-gen object paths=./apis/...
 	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/compute/... output:crd:artifacts:config=config/crd/management
 	go tool controller-gen crd:crdVersions=v1,generateEmbeddedObjectMeta=true paths=./apis/multicluster/... output:crd:artifacts:config=config/crd/member
+	@# The standard cluster inventory's ClusterProfile and PlacementDecision,
+	@# from its module's types, for a management cluster that lacks them.
+	go tool controller-gen crd:crdVersions=v1 paths=sigs.k8s.io/cluster-inventory-api/apis/v1alpha1 output:crd:artifacts:config=config/crd/inventory
 	@# Kubernetes' own types keep their documentation with Kubernetes: with it
 	@# the Workload CRD is too large for client-side 'kubectl apply'.
 	go run ./hack/crdtrim -path spec.targetDeployment.template -path spec.targetDeployment.selector -path spec.targetDeployment.strategy -path spec.targetService config/crd/management/compute.placer.dev_workloads.yaml
@@ -92,7 +95,7 @@ generate: ## Generate deepcopy, CRDs and RBAC with controller-gen.
 	@# The Helm charts' CRDs and untemplated objects, from the kustomizations.
 	go run ./hack/chartgen
 
-GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml charts/*/crds/*.yaml charts/*/templates/zz_generated.yaml
+GENERATED_FILES = apis/*/*/zz_generated.deepcopy.go config/crd/*/*.placer.dev_*.yaml config/crd/inventory/*.x-k8s.io_*.yaml config/rbac/role.yaml config/rbac/agent/role.yaml charts/*/crds/*.yaml charts/*/templates/zz_generated.yaml
 GENERATED = $(shell ls $(GENERATED_FILES) 2>/dev/null)
 
 .PHONY: verify-generate

@@ -314,7 +314,9 @@ spec:
 		{"cluster podSecurity not a level", cluster("  connectionSecretRef: {name: s}\n  podSecurity: lenient\n"), "spec.podSecurity"},
 		{"cluster taint key with a space", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: \"a b\", effect: NoSchedule}]\n"), "spec.taints[0].key"},
 		{"cluster provider with a space", cluster("  connectionSecretRef: {name: s}\n  provider: \"my cloud\"\n"), "spec.provider"},
-		{"cluster without connectionSecretRef", cluster("  provider: aws\n"), "spec.connectionSecretRef"},
+		{"cluster without connectionSecretRef or clusterProfileRef", cluster("  provider: aws\n"), "exactly one of connectionSecretRef and clusterProfileRef"},
+		{"cluster with both connectionSecretRef and clusterProfileRef", cluster("  connectionSecretRef: {name: s}\n  clusterProfileRef: {name: p}\n"), "exactly one of connectionSecretRef and clusterProfileRef"},
+		{"clusterProfileRef not a name", cluster("  clusterProfileRef: {name: \"Not A Name\"}\n"), "spec.clusterProfileRef.name"},
 		{"connectionSecretRef without name", cluster("  connectionSecretRef: {key: kubeconfig}\n"), "spec.connectionSecretRef.name"},
 		{"connectionSecretRef with empty name", cluster("  connectionSecretRef: {name: \"\"}\n"), "spec.connectionSecretRef.name"},
 		{"cluster taint effect", cluster("  connectionSecretRef: {name: s}\n  taints: [{key: a, effect: Evict}]\n"), "spec.taints[0].effect"},
@@ -378,6 +380,12 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Spec.ConnectionSecretRef.Key != "kubeconfig" {
 		t.Errorf("connectionSecretRef.key = %q, want kubeconfig", c.Spec.ConnectionSecretRef.Key)
+	}
+	// A cluster reached through a Secret is never switched to a
+	// ClusterProfile (whose credentials are the admin's), nor back.
+	c.Spec.ConnectionSecretRef, c.Spec.ClusterProfileRef = nil, &computev1alpha1.ClusterProfileReference{Name: "p"}
+	if err := env.Client.Update(ctx, c); err == nil || !strings.Contains(err.Error(), "clusterProfileRef cannot be added or removed") {
+		t.Errorf("switching a cluster to a ClusterProfile: %v, want refused", err)
 	}
 }
 

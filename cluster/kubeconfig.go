@@ -51,6 +51,11 @@ type KubeconfigPolicy struct {
 	// the KubernetesClusters of a namespace labelled
 	// v1alpha1.LabelPrivateClusters (Registry.Ensure's AllowPrivate).
 	AllowPrivate bool
+	// AllowExec runs the exec credential plugin of a kubeconfig the
+	// manager built from its own configuration: the admin's access
+	// providers of a ClusterProfile (Registry.Ensure's AllowExec), never a
+	// tenant's Secret.
+	AllowExec bool
 }
 
 // shared is the shared address space of carrier-grade NAT, 100.64.0.0/10
@@ -79,7 +84,7 @@ func (p KubeconfigPolicy) Check(c *clientcmdapi.Config) field.ErrorList {
 		a := c.AuthInfos[name]
 		fp := field.NewPath("users").Key(name)
 		refuse := func(f, why string) { errs = append(errs, field.Forbidden(fp.Child(f), why)) }
-		if a.Exec != nil {
+		if a.Exec != nil && !p.AllowExec {
 			refuse("exec", "exec credential plugins would run a program in the manager")
 		}
 		if a.AuthProvider != nil {
@@ -219,7 +224,10 @@ func (p KubeconfigPolicy) RESTConfig(kubeconfig []byte) (*rest.Config, error) {
 	// (client-go would take HTTPS_PROXY from the environment for a nil
 	// Proxy, and the proxy, not the dialer below, would reach the address).
 	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
-	cfg.ExecProvider, cfg.AuthProvider, cfg.BearerTokenFile = nil, nil, ""
+	if !p.AllowExec {
+		cfg.ExecProvider = nil
+	}
+	cfg.AuthProvider, cfg.BearerTokenFile = nil, ""
 	cfg.Dial = p.Dial(30 * time.Second)
 	return cfg, nil
 }

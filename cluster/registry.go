@@ -159,6 +159,11 @@ type EnsureOption func(*KubeconfigPolicy)
 // (KubeconfigPolicy.AllowPrivate).
 func AllowPrivate(p *KubeconfigPolicy) { p.AllowPrivate = true }
 
+// AllowExec lets the kubeconfig run its exec credential plugin: for one
+// the manager built from a ClusterProfile and the admin's access
+// providers, never for a tenant's Secret.
+func AllowExec(p *KubeconfigPolicy) { p.AllowExec = true }
+
 // Ensure returns the cluster's connection, creating it, or replacing it
 // when the kubeconfig (or what the options allow) changed. The
 // kubeconfig's contents never appear in the errors it returns.

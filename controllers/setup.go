@@ -8,6 +8,7 @@ import (
 
 	"github.com/placer-dev/placer/cluster"
 	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+	"github.com/placer-dev/placer/controllers/inventory"
 	propagatorctrl "github.com/placer-dev/placer/controllers/propagator"
 	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
 	"github.com/placer-dev/placer/controllers/shared"
@@ -72,6 +73,9 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	}
 	if err := propagatorctrl.Setup(mgr, propagatorctrl.Options{Registry: reg, HandshakeTimeout: o.HandshakeTimeout, Workers: o.PropagatorWorkers, MaxRunnerUps: o.MaxRunnerUps}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the propagator")
+	}
+	if err := inventory.Setup(mgr, o.Cluster.Profiles); err != nil {
+		return nil, errors.Wrap(err, "cannot set up the cluster inventory's controllers")
 	}
 	return reg, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
@@ -36,6 +37,8 @@ type managerOptions struct {
 	maxRunnerUps       int
 	tokenRenewal       float64
 	policy             cluster.KubeconfigPolicy
+	profileProviders   string
+	profileNamespaces  []string
 	proxyPods          proxyPodFlags
 }
 
@@ -68,6 +71,10 @@ one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 			if err != nil {
 				return err
 			}
+			profiles, err := o.profiles()
+			if err != nil {
+				return err
+			}
 			mgr, err := o.newManager(cfg, "placer-manager", o.proxyPods.managerOptions(certs))
 			if err != nil {
 				return err
@@ -77,6 +84,7 @@ one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 					ProbeInterval:  o.probeInterval,
 					HeartbeatGrace: o.heartbeatGrace,
 					TokenRenewal:   o.tokenRenewal,
+					Profiles:       profiles,
 					Registry: cluster.Options{QPS: o.memberQPS, Burst: o.memberBurst, ProbeTimeout: o.probeTimeout,
 						RequestTimeout: o.requestTimeout, MaxInFlight: o.maxInFlight, Policy: o.policy},
 				},
@@ -126,6 +134,31 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.policy.AllowHTTP, "allow-http-clusters", false, "accept member kubeconfigs whose server is plain http (local test clusters only)")
 	f.BoolVar(&o.policy.AllowLoopback, "allow-loopback-clusters", false, "accept member servers on loopback addresses, the manager's own host (local clusters: sandbox, tests)")
 	f.BoolVar(&o.policy.AllowLinkLocal, "allow-link-local-clusters", false, "accept member servers on link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer")
+	f.StringVar(&o.profileProviders, "clusterprofile-provider-file", "", "access providers' configuration (JSON, the cluster inventory's standard format: providers with exec plugins) with which the manager reaches the clusters of ClusterProfiles; empty: ClusterProfiles are not read")
+	f.StringSliceVar(&o.profileNamespaces, "clusterprofile-namespace", nil, "namespaces whose ClusterProfiles become KubernetesClusters reached with those providers (the fleet's namespaces, which tenants cannot write); required with --clusterprofile-provider-file")
 	o.proxyPods.register(f)
 	f.StringVar(&o.schedulerConf, "scheduler-config", "", "scheduler configuration file (profiles, plugins, weights); one default profile, placer-scheduler, when empty")
+}
+
+// profiles reads the access providers of the cluster inventory, if any.
+func (o *managerOptions) profiles() (clusterctrl.Profiles, error) {
+	if o.profileProviders == "" {
+		if len(o.profileNamespaces) > 0 {
+			return clusterctrl.Profiles{}, errors.New("--clusterprofile-namespace needs --clusterprofile-provider-file: without access providers no ClusterProfile can be reached")
+		}
+		return clusterctrl.Profiles{}, nil
+	}
+	if len(o.profileNamespaces) == 0 {
+		return clusterctrl.Profiles{}, errors.New("--clusterprofile-provider-file needs --clusterprofile-namespace: the namespaces whose ClusterProfiles the manager reads")
+	}
+	ac, err := access.NewFromFile(o.profileProviders)
+	if err != nil {
+		return clusterctrl.Profiles{}, errors.Wrap(err, "--clusterprofile-provider-file")
+	}
+	for i, p := range ac.Providers {
+		if p.Name == "" || p.ExecConfig == nil {
+			return clusterctrl.Profiles{}, errors.Errorf("--clusterprofile-provider-file: providers[%d] needs a name and an execConfig", i)
+		}
+	}
+	return clusterctrl.Profiles{Access: ac, Namespaces: o.profileNamespaces}, nil
 }

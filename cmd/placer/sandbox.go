@@ -363,7 +363,7 @@ func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m m
 	kc := &v1alpha1.KubernetesCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name, Labels: m.labels},
 		Spec: v1alpha1.KubernetesClusterSpec{
-			ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: s.Name},
+			ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: s.Name},
 			Provider:            m.provider,
 			Taints:              m.taints,
 		},

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,8 @@ type Options struct {
 	HeartbeatGrace time.Duration
 	// Registry options for the member connections.
 	Registry cluster.Options
+	// Profiles is how the manager reaches the clusters of ClusterProfiles.
+	Profiles Profiles
 	// TokenRenewal is the fraction of a renewable member token's lifetime
 	// (cluster.AnnotationRenewToken) after which the manager renews it
 	// (0.8 when zero).
@@ -68,12 +71,13 @@ type Reconciler struct {
 	// watches are the connection Secrets' single-object watches.
 	watches shared.Sources
 	// conns are the member connections (the registry; a fake in tests).
-	conns  connections
-	record event.Recorder
-	log    logging.Logger
-	health cluster.HealthOptions
-	ready  readiness
-	drains drains
+	conns    connections
+	record   event.Recorder
+	log      logging.Logger
+	health   cluster.HealthOptions
+	ready    readiness
+	drains   drains
+	profiles Profiles
 	// renewal is Options.TokenRenewal; renewed when each token was.
 	renewal float64
 	renewed renewals
@@ -117,14 +121,15 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	}
 	watches := shared.NewObjectWatches(dyn, mgr.GetRESTMapper(), t.Enqueue)
 	r := &Reconciler{
-		client:  mgr.GetClient(),
-		secrets: mgr.GetAPIReader(),
-		watches: watches,
-		conns:   reg,
-		record:  event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
-		log:     logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
-		health:  cluster.HealthOptions{Interval: o.ProbeInterval, Grace: o.HeartbeatGrace},
-		renewal: o.TokenRenewal,
+		client:   mgr.GetClient(),
+		secrets:  mgr.GetAPIReader(),
+		watches:  watches,
+		conns:    reg,
+		record:   event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-cluster-controller")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+		log:      logging.NewLogrLogger(mgr.GetLogger().WithName("cluster")),
+		health:   cluster.HealthOptions{Interval: o.ProbeInterval, Grace: o.HeartbeatGrace},
+		renewal:  o.TokenRenewal,
+		profiles: o.Profiles,
 	}
 	if err := mgr.Add(shared.Closer(func() { watches.Close(); reg.Close() })); err != nil {
 		return nil, err
@@ -216,9 +221,20 @@ func (r *Reconciler) access(ctx context.Context, kc *v1alpha1.KubernetesCluster)
 // keeps its condition.
 func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(kc)
-	kubeconfig, secret, notReady := r.kubeconfig(ctx, kc)
+	var (
+		kubeconfig []byte
+		secret     *corev1.Secret
+		profile    *inventoryv1alpha1.ClusterProfile
+		notReady   *xpv2.Condition
+	)
+	if kc.Spec.ClusterProfileRef != nil {
+		kubeconfig, profile, notReady = r.profileKubeconfig(ctx, kc)
+	} else {
+		kubeconfig, secret, notReady = r.kubeconfig(ctx, kc)
+	}
 	if notReady != nil {
-		// Nothing to retry: the Secret watch brings the cluster back when it changes.
+		// Nothing to retry: the Secret's (or ClusterProfile's) watch
+		// brings the cluster back when it changes.
 		r.conns.Remove(key)
 		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
 	}
@@ -226,12 +242,15 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if profile != nil {
+		access = append(access, cluster.AllowExec)
+	}
 	if err := r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...); err != nil {
 		reason := v1alpha1.ReasonBadKubeconfig
 		if cluster.IsKubeconfigRefused(err) {
 			reason = v1alpha1.ReasonKubeconfigRefused
 		}
-		return shared.IgnoreConflict(r.publish(ctx, kc, notReadyCondition(reason, fmt.Sprintf("Secret %s: %v", secretRef(kc), err)), nil))
+		return shared.IgnoreConflict(r.publish(ctx, kc, notReadyCondition(reason, fmt.Sprintf("%s: %v", connectionOf(kc), err)), nil))
 	}
 	h, err := r.conns.Check(ctx, key, kubeconfig, lastOf(kc), r.health, access...)
 	if err != nil {
@@ -240,6 +259,7 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if h.Unsettled {
 		return reconcile.Result{RequeueAfter: h.Next}, nil
 	}
+	profileHealth(profile, &h)
 	if h.Reason != "" {
 		r.log.Debug("not ready", "cluster", key.String(), "reason", h.Reason, "message", h.Message)
 	}
@@ -301,6 +321,14 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 
 func secretRef(kc *v1alpha1.KubernetesCluster) string {
 	return kc.Namespace + "/" + kc.Spec.ConnectionSecretRef.Name
+}
+
+// connectionOf names what the cluster is reached through.
+func connectionOf(kc *v1alpha1.KubernetesCluster) string {
+	if kc.Spec.ClusterProfileRef != nil {
+		return "ClusterProfile " + kc.Namespace + "/" + kc.Spec.ClusterProfileRef.Name
+	}
+	return "Secret " + secretRef(kc)
 }
 
 func notReadyCondition(reason, msg string) xpv2.Condition {

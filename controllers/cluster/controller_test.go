@@ -107,7 +107,7 @@ func register(t *testing.T, env *testenv.Env, name string, kubeconfig []byte) {
 	}
 	kc := &v1alpha1.KubernetesCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: s.Name}, Provider: "kwok"},
+		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: s.Name}, Provider: "kwok"},
 	}
 	if err := env.Client.Create(ctx, kc); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,10 @@ const renewRetry = time.Minute
 // the Secret (whose watch then reconnects with it). It returns how long
 // until it is due again; zero when the Secret asks for nothing.
 func (r *Reconciler) renew(ctx context.Context, kc *v1alpha1.KubernetesCluster, s *corev1.Secret, kubeconfig []byte) (time.Duration, error) {
+	if s == nil {
+		// Reached through a ClusterProfile: its access provider renews.
+		return 0, nil
+	}
 	ref, ok := s.Annotations[cluster.AnnotationRenewToken]
 	if !ok {
 		return 0, nil

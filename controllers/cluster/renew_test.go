@@ -48,7 +48,7 @@ func TestTokenRenewal(t *testing.T) {
 	expired := expiredKubeconfig(t, mgmt.Client, res.Secret)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "expired-kubeconfig", Annotations: map[string]string{cluster.AnnotationRenewToken: "placer-system/placer-manager"}},
 		Data: map[string][]byte{"kubeconfig": expired}}
-	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "expired"}, Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: s.Name}}}
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "expired"}, Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: s.Name}}}
 	for _, o := range []client.Object{s, kc} {
 		if err := mgmt.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)

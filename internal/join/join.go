@@ -290,7 +290,7 @@ func register(ctx context.Context, o Options, key types.NamespacedName, kubeconf
 		for k, v := range o.Labels {
 			kc.Labels[k] = v
 		}
-		kc.Spec.ConnectionSecretRef = v1alpha1.SecretKeySelector{Name: key.Name}
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: key.Name}
 		if o.Provider != "" {
 			kc.Spec.Provider = o.Provider
 		}

@@ -77,7 +77,7 @@ func Start(t testing.TB) *Env {
 		binDir = filepath.Join(root, "bin")
 	}
 	e := &envtest.Environment{
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "management"), filepath.Join(root, "config", "crd", "member")},
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "management"), filepath.Join(root, "config", "crd", "member"), filepath.Join(root, "config", "crd", "inventory")},
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    local.KubernetesBinDir(binDir),
 		DownloadBinaryAssets:     false,

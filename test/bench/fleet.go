@@ -321,7 +321,7 @@ func (f *fleet) register(ctx context.Context, m *local.Cluster) error {
 	kc := &v1alpha1.KubernetesCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.Name()},
 		// The platform's clusters serve every phase's namespace.
-		Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.Name()}, Provider: "kwok", NamespaceSelector: &metav1.LabelSelector{}},
+		Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: m.Name()}, Provider: "kwok", NamespaceSelector: &metav1.LabelSelector{}},
 	}
 	if err := f.mc.Create(ctx, kc); err != nil {
 		return err

@@ -39,6 +39,7 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
+	"github.com/placer-dev/placer/controllers/inventory"
 	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/promtext"
@@ -116,7 +117,7 @@ func registerAt(t *testing.T, c client.Client, m *member, server string, labels 
 	}
 	kc := &v1alpha1.KubernetesCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: m.name, Labels: labels},
-		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: m.name}},
+		Spec:       v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: m.name}},
 	}
 	if err := c.Create(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -363,7 +364,10 @@ func TestHandshake(t *testing.T) {
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
 	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
-	args := managerArgs(mgmt, ports)
+	// It reads the ClusterProfiles of the namespace fleet, reached with
+	// the access providers of inv.
+	inv, inventoryFlags := setUpInventory(t)
+	args := append(managerArgs(mgmt, ports), inventoryFlags...)
 	startManager := func() func() { return runManager(t, args, logDir) }
 	stopManager := startManager()
 	wc := testenv.Watcher(t, env.Config)
@@ -1509,7 +1513,7 @@ func TestHandshake(t *testing.T) {
 			t.Fatal(err)
 		}
 		ghost := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ghost"},
-			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: "ghost"}}}
+			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: "ghost"}}}
 		if err := env.Client.Create(ctx, ghost); err != nil {
 			t.Fatal(err)
 		}
@@ -1736,6 +1740,18 @@ func TestHandshake(t *testing.T) {
 			return n == 0, fmt.Sprintf("%d pods of the Divided Workload left in %s", n, drained)
 		})
 		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("a member of the standard inventory: its ClusterProfile becomes a KubernetesCluster, placed on, each placement published as a PlacementDecision", func(t *testing.T) {
+		testInventory(t, env, wc, inv, c, func(t *testing.T, name, namespace string) *v1alpha1.Workload {
+			w := st.Workload(name, st.Replicas(1), st.Requests("100m", "64Mi"), st.Selector(inventory.LabelPropertyPrefix+"cpu-class", "small"))
+			w.Namespace, w.UID, w.Generation = namespace, "", 0
+			if err := env.Client.Create(context.Background(), w); err != nil {
+				t.Fatal(err)
+			}
+			waitReady(t, w)
+			return w
+		})
 	})
 
 	t.Run("a deleted KubernetesCluster is drained before it goes", func(t *testing.T) {

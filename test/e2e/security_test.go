@@ -72,7 +72,7 @@ func TestSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 		kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: v1alpha1.SecretKeySelector{Name: name}, NamespaceSelector: sel, TargetNamespaces: mapping}}
+			Spec: v1alpha1.KubernetesClusterSpec{ConnectionSecretRef: &v1alpha1.SecretKeySelector{Name: name}, NamespaceSelector: sel, TargetNamespaces: mapping}}
 		if err := env.Client.Create(ctx, kc); err != nil {
 			t.Fatal(err)
 		}

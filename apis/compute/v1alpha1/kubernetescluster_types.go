@@ -72,11 +72,37 @@ const (
 // Workload that does not tolerate it moves away, proven elsewhere first.
 const TaintClusterDraining = "compute.placer.dev/draining"
 
+// ClusterProfileReference names a ClusterProfile
+// (multicluster.x-k8s.io/v1alpha1, the standard cluster inventory) in the
+// KubernetesCluster's namespace.
+type ClusterProfileReference struct {
+	// Name of the ClusterProfile.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
 // KubernetesClusterSpec says how to reach a cluster and whether it takes new work.
+// +kubebuilder:validation:XValidation:rule="has(self.connectionSecretRef) != has(self.clusterProfileRef)",message="exactly one of connectionSecretRef and clusterProfileRef is required"
+// +kubebuilder:validation:XValidation:rule="has(self.clusterProfileRef) == has(oldSelf.clusterProfileRef)",message="clusterProfileRef cannot be added or removed: a cluster is reached through its ClusterProfile or through a Secret for its whole life"
 type KubernetesClusterSpec struct {
 	// ConnectionSecretRef names the Secret, in this namespace, holding a
-	// kubeconfig for the cluster.
-	ConnectionSecretRef SecretKeySelector `json:"connectionSecretRef"`
+	// kubeconfig for the cluster (a tenant's: inline credentials only).
+	// +optional
+	ConnectionSecretRef *SecretKeySelector `json:"connectionSecretRef,omitempty"`
+
+	// ClusterProfileRef names the ClusterProfile, in this namespace, the
+	// cluster comes from (the standard inventory, KEP-4322): it is reached
+	// with the credentials the manager's access providers give for it
+	// (--clusterprofile-provider-file, the admin's configuration, never a
+	// tenant's), only in the namespaces the manager imports ClusterProfiles
+	// from (--clusterprofile-namespace); its labels and properties become
+	// the cluster's labels, and a ControlPlaneHealthy condition that is
+	// not True makes it not Ready. The manager creates such
+	// KubernetesClusters itself, one per ClusterProfile.
+	// +optional
+	ClusterProfileRef *ClusterProfileReference `json:"clusterProfileRef,omitempty"`
 
 	// Unschedulable cordons the cluster: no new workloads are placed on it.
 	// +optional

@@ -74,8 +74,18 @@ const (
 	// candidate scheduler may not run against (Kubernetes' version-skew
 	// policy); the message names both versions.
 	ReasonUnsupportedVersion = "UnsupportedVersion"
-	ReasonUnauthorized       = "Unauthorized"
-	ReasonUnschedulable      = "Unschedulable"
+	// ReasonClusterProfileNotFound: the cluster's ClusterProfile does not
+	// exist (or cannot be read).
+	ReasonClusterProfileNotFound = "ClusterProfileNotFound"
+	// ReasonClusterProfileRefused: the manager does not reach the
+	// cluster's ClusterProfile: none of its access providers serves it, or
+	// it does not read ClusterProfiles in that namespace.
+	ReasonClusterProfileRefused = "ClusterProfileRefused"
+	// ReasonClusterProfileUnhealthy: the cluster answers, but its
+	// ClusterProfile's ControlPlaneHealthy condition is not True.
+	ReasonClusterProfileUnhealthy = "ClusterProfileUnhealthy"
+	ReasonUnauthorized            = "Unauthorized"
+	ReasonUnschedulable           = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
 	ReasonNotReady = "NotReady"
 	// ReasonTainted: a Workload left a cluster with a NoExecute taint it

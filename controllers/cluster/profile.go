@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/shared"
+)
+
+// Profiles is how the manager reaches the clusters of the standard
+// inventory: the admin's access providers, and the namespaces whose
+// ClusterProfiles it reads.
+type Profiles struct {
+	// Access is the access providers' configuration
+	// (--clusterprofile-provider-file); nil when none is configured.
+	Access *access.Config
+	// Namespaces are those whose ClusterProfiles the manager reads
+	// (--clusterprofile-namespace): a KubernetesCluster elsewhere cannot
+	// borrow the admin's credentials.
+	Namespaces []string
+}
+
+// Allows reports whether the ClusterProfiles of namespace are read.
+func (p Profiles) Allows(namespace string) bool {
+	return p.Access != nil && slices.Contains(p.Namespaces, namespace)
+}
+
+// profileKey is the single-object watch of a cluster's ClusterProfile.
+func profileKey(kc *v1alpha1.KubernetesCluster) shared.ObjectKey {
+	return shared.ObjectKey{GVK: inventoryv1alpha1.GroupVersion.WithKind("ClusterProfile"), Namespace: kc.Namespace, Name: kc.Spec.ClusterProfileRef.Name}
+}
+
+// profileKubeconfig builds the kubeconfig of a cluster from its
+// ClusterProfile and the admin's access providers, or returns why it
+// cannot. The kubeconfig runs the provider's exec plugin (AllowExec).
+func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *inventoryv1alpha1.ClusterProfile, *xpv2.Condition) {
+	ref := kc.Namespace + "/" + kc.Spec.ClusterProfileRef.Name
+	if !r.profiles.Allows(kc.Namespace) {
+		why := "the manager has no access providers (--clusterprofile-provider-file)"
+		if r.profiles.Access != nil {
+			why = fmt.Sprintf("the manager reads ClusterProfiles only in %s (--clusterprofile-namespace), with the admin's credentials", strings.Join(r.profiles.Namespaces, ", "))
+		}
+		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %s", ref, why))
+		return nil, nil, &c
+	}
+	wk := profileKey(kc)
+	r.watches.Use(client.ObjectKeyFromObject(kc), []shared.ObjectKey{wk})
+	cp := &inventoryv1alpha1.ClusterProfile{}
+	found, synced, err := shared.GetTyped(r.watches, wk, cp)
+	switch {
+	case !synced:
+		err = r.secrets.Get(ctx, types.NamespacedName{Namespace: wk.Namespace, Name: wk.Name}, cp)
+	case err == nil && !found:
+		err = kerrors.NewNotFound(inventoryv1alpha1.GroupVersion.WithResource("clusterprofiles").GroupResource(), wk.Name)
+	}
+	if err != nil {
+		c := notReadyCondition(v1alpha1.ReasonClusterProfileNotFound, fmt.Sprintf("ClusterProfile %s: %v", ref, errors.Wrap(err, "cannot get the ClusterProfile")))
+		if kerrors.IsNotFound(err) {
+			c.Message = fmt.Sprintf("ClusterProfile %s not found", ref)
+		}
+		return nil, nil, &c
+	}
+	b, err := kubeconfigFromProfile(r.profiles.Access, cp)
+	if err != nil {
+		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %v", ref, err))
+		return nil, nil, &c
+	}
+	return b, cp, nil
+}
+
+// kubeconfigFromProfile is the kubeconfig the standard's access library
+// builds for a ClusterProfile: its server and CA, and the credentials of
+// the first of its access providers the admin configured. A proxy is not
+// supported (the manager dials members itself, by its policy).
+func kubeconfigFromProfile(ac *access.Config, cp *inventoryv1alpha1.ClusterProfile) ([]byte, error) {
+	for _, p := range cp.Status.AccessProviders {
+		if p.Cluster.ProxyURL != "" && slices.ContainsFunc(ac.Providers, func(c access.Provider) bool { return c.Name == p.Name }) {
+			return nil, errors.Errorf("access provider %q: proxy-url is not supported", p.Name)
+		}
+	}
+	rc, err := ac.BuildConfigFromCP(cp)
+	if err != nil {
+		return nil, errors.Wrap(err, "no access provider of the manager's serves it")
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["member"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, TLSServerName: rc.ServerName}
+	cfg.AuthInfos["member"] = &clientcmdapi.AuthInfo{Exec: rc.ExecProvider}
+	cfg.Contexts["member"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "member"}
+	cfg.CurrentContext = "member"
+	b, err := clientcmd.Write(*cfg)
+	return b, errors.Wrap(err, "cannot write the ClusterProfile's kubeconfig")
+}
+
+// profileHealth is what the ClusterProfile says of the cluster's health:
+// a ControlPlaneHealthy condition that is not True makes it not Ready.
+func profileHealth(cp *inventoryv1alpha1.ClusterProfile, h *cluster.Health) {
+	if cp == nil || h.Reason != "" {
+		return
+	}
+	for _, c := range cp.Status.Conditions {
+		if c.Type == inventoryv1alpha1.ClusterConditionControlPlaneHealthy && c.Status != metav1.ConditionTrue {
+			h.Reason = v1alpha1.ReasonClusterProfileUnhealthy
+			h.Message = fmt.Sprintf("%s; its ClusterProfile says %s is %s (%s: %s)", h.Message, c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+}

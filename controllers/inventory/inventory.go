@@ -1,0 +1,216 @@
+// Package inventory joins placer to the standard cluster inventory
+// (sigs.k8s.io/cluster-inventory-api, KEP-4322 and KEP-5313): each
+// ClusterProfile of the namespaces the manager reads becomes a
+// KubernetesCluster reached with the admin's access providers, and each
+// placement on such a cluster is published as a PlacementDecision, which
+// Argo CD, MultiKueue and other consumers follow.
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+)
+
+// FieldOwner is the field manager of what the inventory controllers write.
+const FieldOwner = "placer-inventory"
+
+// LabelPropertyPrefix prefixes the labels a ClusterProfile's properties
+// become on its KubernetesCluster: property cpu=64 is the label
+// clusterprofile.placer.dev/cpu=64, which cluster selectors and affinity
+// select as any label.
+const LabelPropertyPrefix = "clusterprofile.placer.dev/"
+
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=clusterprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=multicluster.x-k8s.io,resources=placementdecisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=create
+
+// Setup adds the inventory controllers when the manager reads
+// ClusterProfiles (p.Access set); nothing otherwise.
+func Setup(mgr ctrl.Manager, p clusterctrl.Profiles) error {
+	if p.Access == nil {
+		return nil
+	}
+	i := &importer{client: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-inventory"))} //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+	inNamespaces := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(p.Namespaces, o.GetNamespace()) })
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("clusterprofile").
+		For(&inventoryv1alpha1.ClusterProfile{}, builder.WithPredicates(inNamespaces)).
+		Owns(&v1alpha1.KubernetesCluster{}).
+		Complete(i); err != nil {
+		return err
+	}
+	d := &decisions{client: mgr.GetClient()}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("placementdecision").
+		For(&v1alpha1.Workload{}).
+		Owns(&inventoryv1alpha1.PlacementDecision{}).
+		Complete(d)
+}
+
+// importer keeps one KubernetesCluster per ClusterProfile, of the same
+// name, owned by it: reached through it (spec.clusterProfileRef), labelled
+// with its labels and properties. The rest of the KubernetesCluster
+// (taints, namespaceSelector, podSecurity, targetNamespaces) is the
+// admin's, never overwritten: the importer applies only its own fields.
+type importer struct {
+	client client.Client
+	record event.Recorder
+}
+
+func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	cp := &inventoryv1alpha1.ClusterProfile{}
+	if err := i.client.Get(ctx, req.NamespacedName, cp); err != nil {
+		// A ClusterProfile deleted takes its KubernetesCluster with it
+		// (owner reference), drained first (its finalizer).
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if cp.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	kc := &v1alpha1.KubernetesCluster{}
+	err := i.client.Get(ctx, req.NamespacedName, kc)
+	if err == nil && !metav1.IsControlledBy(kc, cp) {
+		i.record.Event(cp, event.Warning("KubernetesClusterExists", errors.Errorf("KubernetesCluster %s exists and is not this ClusterProfile's: it is left as it is, and this ClusterProfile is not imported", req)))
+		return reconcile.Result{}, nil
+	}
+	if err := client.IgnoreNotFound(err); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot get the KubernetesCluster")
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "KubernetesCluster",
+		"metadata": map[string]any{
+			"name": cp.Name, "namespace": cp.Namespace, "labels": labelsOf(cp),
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": inventoryv1alpha1.GroupVersion.String(), "kind": "ClusterProfile",
+				"name": cp.Name, "uid": string(cp.UID), "controller": true,
+			}},
+		},
+		"spec": map[string]any{"clusterProfileRef": map[string]any{"name": cp.Name}},
+	}}
+	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns, and nothing else.
+	return reconcile.Result{}, errors.Wrap(i.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the ClusterProfile's KubernetesCluster")
+}
+
+// labelsOf are the labels a ClusterProfile gives its KubernetesCluster:
+// its own, and each property valid as a label (LabelPropertyPrefix).
+func labelsOf(cp *inventoryv1alpha1.ClusterProfile) map[string]any {
+	out := map[string]any{}
+	for k, v := range cp.Labels {
+		out[k] = v
+	}
+	for _, p := range cp.Status.Properties {
+		k := LabelPropertyPrefix + p.Name
+		if len(validation.IsQualifiedName(k)) == 0 && len(validation.IsValidLabelValue(p.Value)) == 0 {
+			out[k] = p.Value
+		}
+	}
+	return out
+}
+
+// decisions publishes a Workload's placement on clusters of the
+// inventory as a PlacementDecision of the same name in its namespace,
+// owned by it: one ClusterDecision per cluster (each share's, for a
+// Divided or Duplicated Workload), with why. A share publishes nothing of
+// its own: its Workload's decision lists it.
+type decisions struct {
+	client client.Client
+}
+
+func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w := &v1alpha1.Workload{}
+	if err := d.client.Get(ctx, req.NamespacedName, w); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if w.Annotations[v1alpha1.AnnotationShareOf] != "" {
+		return reconcile.Result{}, nil
+	}
+	chosen, err := d.chosen(ctx, w)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	pd := &inventoryv1alpha1.PlacementDecision{}
+	if len(chosen) == 0 || w.DeletionTimestamp != nil {
+		pd.Namespace, pd.Name = w.Namespace, w.Name
+		err := d.client.Get(ctx, req.NamespacedName, pd)
+		if err == nil && metav1.IsControlledBy(pd, w) {
+			err = d.client.Delete(ctx, pd)
+		}
+		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot delete the PlacementDecision")
+	}
+	list := make([]any, 0, len(chosen))
+	for _, c := range chosen {
+		list = append(list, map[string]any{"clusterProfileRef": map[string]any{"name": c.ClusterProfileRef.Name, "namespace": c.ClusterProfileRef.Namespace}, "reason": c.Reason})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": inventoryv1alpha1.GroupVersion.String(),
+		"kind":       "PlacementDecision",
+		"metadata": map[string]any{
+			"name": w.Name, "namespace": w.Namespace,
+			"labels": map[string]any{inventoryv1alpha1.PlacementKeyLabel: w.Name},
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Workload",
+				"name": w.Name, "uid": string(w.UID), "controller": true,
+			}},
+		},
+		"decisions":     list,
+		"schedulerName": "placer",
+	}}
+	//nolint:staticcheck // client.Apply with an unstructured object.
+	return reconcile.Result{}, errors.Wrap(d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the PlacementDecision")
+}
+
+// chosen are the inventory's clusters the Workload is placed on, with why.
+func (d *decisions) chosen(ctx context.Context, w *v1alpha1.Workload) ([]inventoryv1alpha1.ClusterDecision, error) {
+	type placed struct {
+		ref    v1alpha1.ClusterReference
+		reason string
+	}
+	var where []placed
+	if w.Spreads() {
+		for _, p := range w.Status.Placements {
+			where = append(where, placed{p.Cluster, fmt.Sprintf("share %s: %d replicas; %s", p.Workload, p.Replicas, p.Reason)})
+		}
+	} else if w.Status.ClusterRef != nil {
+		where = append(where, placed{*w.Status.ClusterRef, w.Status.GetCondition(v1alpha1.TypeScheduled).Message})
+	}
+	var out []inventoryv1alpha1.ClusterDecision
+	for _, p := range where {
+		ns := p.ref.Namespace
+		if ns == "" {
+			ns = w.Namespace
+		}
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := d.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.ref.Name}, kc); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				continue
+			}
+			return nil, errors.Wrap(err, "cannot get the KubernetesCluster")
+		}
+		if kc.Spec.ClusterProfileRef == nil {
+			continue
+		}
+		out = append(out, inventoryv1alpha1.ClusterDecision{
+			ClusterProfileRef: inventoryv1alpha1.ClusterProfileReference{Name: kc.Spec.ClusterProfileRef.Name, Namespace: ns},
+			Reason:            strings.TrimSpace(p.reason),
+		})
+	}
+	return out, nil
+}
