@@ -110,6 +110,10 @@ vet: ## gofmt and go vet.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	go vet ./...
+	@# The modules of other Kubernetes versions (placer's own go.mod feeds
+	@# hack/candidate's): tidy, or their builds fail on a missing go.sum line.
+	@for m in $(dir $(wildcard hack/kube/*/go.mod hack/candidate/*/go.mod)); do \
+	  (cd $$m && go mod tidy -diff >/dev/null) || { echo "$$m is not tidy: cd $$m && go mod tidy"; exit 1; }; done
 
 # The CLI is released for macOS and Windows too (make release): every
 # package must build there, though the tests run on Linux.

@@ -24,6 +24,7 @@ var rooms = map[string][]string{
 	"controllers/propagator":   {"apis/", "internal/", "cluster", "propagator", "scheduler", "controllers/shared", "controllers/dependencies"},
 	"controllers/dependencies": {"apis/", "internal/", "cluster", "propagator", "controllers/shared"},
 	"controllers/proxypod":     {"apis/", "internal/", "cluster", "controllers/shared"},
+	"controllers/inventory":    {"apis/", "internal/", "cluster", "controllers/shared"},
 	"cluster":                  {"apis/", "internal/"},
 	"propagator":               {"apis/", "internal/", "scheduler"},
 }

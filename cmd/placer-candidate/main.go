@@ -1,6 +1,6 @@
 // Command placer-candidate is placer's candidate scheduler alone: 'placer
 // candidate-scheduler', built with another Kubernetes minor version's
-// kube-scheduler (hack/kube/MINOR builds it for the members that the
+// kube-scheduler (hack/candidate/MINOR builds it for the members that the
 // placer binary's own kube-scheduler may not run against, by Kubernetes'
 // version-skew policy). A member's Deployment runs it with the same
 // arguments as 'placer'.

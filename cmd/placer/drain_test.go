@@ -49,7 +49,7 @@ func TestDrain(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
 		kc := st.Cluster(name)
-		kc.Spec.ConnectionSecretRef.Name = name
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: name}
 		kc.Status = v1alpha1.KubernetesClusterStatus{}
 		if err := env.Client.Create(ctx, kc); err != nil {
 			t.Fatal(err)

@@ -161,7 +161,7 @@ func createClusters(t *testing.T, env *testenv.Env, kcs ...*v1alpha1.KubernetesC
 		for i := range status.Conditions {
 			status.Conditions[i].LastTransitionTime = metav1.Now()
 		}
-		kc.Spec.ConnectionSecretRef.Name = kc.Name
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: kc.Name}
 		if err := env.Client.Create(ctx, kc); err != nil {
 			t.Fatal(err)
 		}

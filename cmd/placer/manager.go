@@ -141,24 +141,24 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 }
 
 // profiles reads the access providers of the cluster inventory, if any.
-func (o *managerOptions) profiles() (clusterctrl.Profiles, error) {
+func (o *managerOptions) profiles() (cluster.Profiles, error) {
 	if o.profileProviders == "" {
 		if len(o.profileNamespaces) > 0 {
-			return clusterctrl.Profiles{}, errors.New("--clusterprofile-namespace needs --clusterprofile-provider-file: without access providers no ClusterProfile can be reached")
+			return cluster.Profiles{}, errors.New("--clusterprofile-namespace needs --clusterprofile-provider-file: without access providers no ClusterProfile can be reached")
 		}
-		return clusterctrl.Profiles{}, nil
+		return cluster.Profiles{}, nil
 	}
 	if len(o.profileNamespaces) == 0 {
-		return clusterctrl.Profiles{}, errors.New("--clusterprofile-provider-file needs --clusterprofile-namespace: the namespaces whose ClusterProfiles the manager reads")
+		return cluster.Profiles{}, errors.New("--clusterprofile-provider-file needs --clusterprofile-namespace: the namespaces whose ClusterProfiles the manager reads")
 	}
 	ac, err := access.NewFromFile(o.profileProviders)
 	if err != nil {
-		return clusterctrl.Profiles{}, errors.Wrap(err, "--clusterprofile-provider-file")
+		return cluster.Profiles{}, errors.Wrap(err, "--clusterprofile-provider-file")
 	}
 	for i, p := range ac.Providers {
 		if p.Name == "" || p.ExecConfig == nil {
-			return clusterctrl.Profiles{}, errors.Errorf("--clusterprofile-provider-file: providers[%d] needs a name and an execConfig", i)
+			return cluster.Profiles{}, errors.Errorf("--clusterprofile-provider-file: providers[%d] needs a name and an execConfig", i)
 		}
 	}
-	return clusterctrl.Profiles{Access: ac, Namespaces: o.profileNamespaces}, nil
+	return cluster.Profiles{Access: ac, Namespaces: o.profileNamespaces}, nil
 }

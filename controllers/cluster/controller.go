@@ -54,7 +54,7 @@ type Options struct {
 	// Registry options for the member connections.
 	Registry cluster.Options
 	// Profiles is how the manager reaches the clusters of ClusterProfiles.
-	Profiles Profiles
+	Profiles cluster.Profiles
 	// TokenRenewal is the fraction of a renewable member token's lifetime
 	// (cluster.AnnotationRenewToken) after which the manager renews it
 	// (0.8 when zero).
@@ -77,7 +77,7 @@ type Reconciler struct {
 	health   cluster.HealthOptions
 	ready    readiness
 	drains   drains
-	profiles Profiles
+	profiles cluster.Profiles
 	// renewal is Options.TokenRenewal; renewed when each token was.
 	renewal float64
 	renewed renewals
@@ -233,6 +233,12 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		kubeconfig, secret, notReady = r.kubeconfig(ctx, kc)
 	}
 	if notReady != nil {
+		if profile == nil && kc.Spec.ClusterProfileRef != nil && kc.DeletionTimestamp != nil && r.conns.Member(key) != nil {
+			// Its ClusterProfile went first (the garbage collector deletes
+			// the cluster after it): it is drained through the connection
+			// it had, as long as this manager has it.
+			return reconcile.Result{RequeueAfter: r.health.Interval}, nil
+		}
 		// Nothing to retry: the Secret's (or ClusterProfile's) watch
 		// brings the cluster back when it changes.
 		r.conns.Remove(key)

@@ -10,6 +10,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -21,24 +22,6 @@ import (
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers/shared"
 )
-
-// Profiles is how the manager reaches the clusters of the standard
-// inventory: the admin's access providers, and the namespaces whose
-// ClusterProfiles it reads.
-type Profiles struct {
-	// Access is the access providers' configuration
-	// (--clusterprofile-provider-file); nil when none is configured.
-	Access *access.Config
-	// Namespaces are those whose ClusterProfiles the manager reads
-	// (--clusterprofile-namespace): a KubernetesCluster elsewhere cannot
-	// borrow the admin's credentials.
-	Namespaces []string
-}
-
-// Allows reports whether the ClusterProfiles of namespace are read.
-func (p Profiles) Allows(namespace string) bool {
-	return p.Access != nil && slices.Contains(p.Namespaces, namespace)
-}
 
 // profileKey is the single-object watch of a cluster's ClusterProfile.
 func profileKey(kc *v1alpha1.KubernetesCluster) shared.ObjectKey {
@@ -85,26 +68,45 @@ func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.Kuberne
 
 // kubeconfigFromProfile is the kubeconfig the standard's access library
 // builds for a ClusterProfile: its server and CA, and the credentials of
-// the first of its access providers the admin configured. A proxy is not
-// supported (the manager dials members itself, by its policy).
+// the first of its access providers the admin configured (with the
+// ClusterProfile's own exec arguments and environment where the provider's
+// policy takes them, and its per-cluster exec configuration). A proxy is
+// not supported (the manager dials members itself, by its policy).
 func kubeconfigFromProfile(ac *access.Config, cp *inventoryv1alpha1.ClusterProfile) ([]byte, error) {
-	for _, p := range cp.Status.AccessProviders {
+	for _, p := range append(slices.Clone(cp.Status.AccessProviders), cp.Status.CredentialProviders...) {
 		if p.Cluster.ProxyURL != "" && slices.ContainsFunc(ac.Providers, func(c access.Provider) bool { return c.Name == p.Name }) {
 			return nil, errors.Errorf("access provider %q: proxy-url is not supported", p.Name)
 		}
 	}
-	rc, err := ac.BuildConfigFromCP(cp)
+	// The library adds the ClusterProfile's arguments and environment to
+	// the provider's exec configuration itself: each call gets a copy.
+	fresh := &access.Config{Providers: make([]access.Provider, len(ac.Providers))}
+	for i, p := range ac.Providers {
+		p.ExecConfig = p.ExecConfig.DeepCopy()
+		fresh.Providers[i] = p
+	}
+	rc, err := fresh.BuildConfigFromCP(cp)
 	if err != nil {
-		return nil, errors.Wrap(err, "no access provider of the manager's serves it")
+		return nil, errors.Wrap(err, "cannot build its connection from the manager's access providers")
+	}
+	cl := &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, TLSServerName: rc.ServerName}
+	if rc.ExecProvider != nil && rc.ExecProvider.Config != nil {
+		// The ClusterProfile's per-cluster exec configuration, which a
+		// plugin with provideClusterInfo reads.
+		cl.Extensions = map[string]runtime.Object{execExtension: rc.ExecProvider.Config}
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["member"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, TLSServerName: rc.ServerName}
+	cfg.Clusters["member"] = cl
 	cfg.AuthInfos["member"] = &clientcmdapi.AuthInfo{Exec: rc.ExecProvider}
 	cfg.Contexts["member"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "member"}
 	cfg.CurrentContext = "member"
 	b, err := clientcmd.Write(*cfg)
 	return b, errors.Wrap(err, "cannot write the ClusterProfile's kubeconfig")
 }
+
+// execExtension is the kubeconfig cluster extension of an exec plugin's
+// per-cluster configuration (client.authentication.k8s.io).
+const execExtension = "client.authentication.k8s.io/exec"
 
 // profileHealth is what the ClusterProfile says of the cluster's health:
 // a ControlPlaneHealthy condition that is not True makes it not Ready.

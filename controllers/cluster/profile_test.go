@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -14,12 +15,14 @@ import (
 )
 
 func TestKubeconfigFromProfile(t *testing.T) {
-	ac := access.New([]access.Provider{{Name: "eks", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "aws-token", Args: []string{"--cluster"}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
+	ac := access.New([]access.Provider{{Name: "eks", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "aws-token", Args: []string{"--cluster"}, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}, ProfileSourcedCLIArgsPolicy: access.ProfileSourcedCLIArgsPolicyAppend}})
 	cp := &inventoryv1alpha1.ClusterProfile{}
 	cp.Name = "east"
 	cp.Status.AccessProviders = []inventoryv1alpha1.AccessProvider{
 		{Name: "gke", Cluster: clientcmdv1.Cluster{Server: "https://10.0.0.9"}},
-		{Name: "eks", Cluster: clientcmdv1.Cluster{Server: "https://east.example.com", CertificateAuthorityData: []byte("ca")}},
+		{Name: "eks", Cluster: clientcmdv1.Cluster{Server: "https://east.example.com", CertificateAuthorityData: []byte("ca"),
+			// The ClusterProfile's own argument, which the provider's policy appends.
+			Extensions: []clientcmdv1.NamedExtension{{Name: "clusterprofiles.multicluster.x-k8s.io/exec/additional-args", Extension: runtime.RawExtension{Raw: []byte(`["--cluster=east"]`)}}}}},
 	}
 	b, err := kubeconfigFromProfile(ac, cp)
 	if err != nil {
@@ -31,8 +34,15 @@ func TestKubeconfigFromProfile(t *testing.T) {
 	}
 	ctx := kc.Contexts[kc.CurrentContext]
 	cl, user := kc.Clusters[ctx.Cluster], kc.AuthInfos[ctx.AuthInfo]
-	if cl.Server != "https://east.example.com" || string(cl.CertificateAuthorityData) != "ca" || user.Exec == nil || user.Exec.Command != "aws-token" {
+	if cl.Server != "https://east.example.com" || string(cl.CertificateAuthorityData) != "ca" || user.Exec == nil || user.Exec.Command != "aws-token" ||
+		strings.Join(user.Exec.Args, " ") != "--cluster --cluster=east" {
 		t.Errorf("kubeconfig: cluster %+v, user %+v; want the eks provider's server, CA and exec plugin", cl, user)
+	}
+	// The provider's own configuration is never changed: the same
+	// ClusterProfile gives the same kubeconfig again.
+	again, err := kubeconfigFromProfile(ac, cp)
+	if err != nil || string(again) != string(b) || len(ac.Providers[0].ExecConfig.Args) != 1 {
+		t.Errorf("a second build differs (%v) or changed the provider: %v", err, ac.Providers[0].ExecConfig.Args)
 	}
 	// The tenants' policy refuses its exec plugin; the admin's allows it.
 	if _, err := (cluster.KubeconfigPolicy{}).RESTConfig(b); !cluster.IsKubeconfigRefused(err) {
@@ -49,13 +59,13 @@ func TestKubeconfigFromProfile(t *testing.T) {
 		t.Errorf("a proxy: %v, want refused", err)
 	}
 	cp.Status.AccessProviders = cp.Status.AccessProviders[:1]
-	if _, err := kubeconfigFromProfile(ac, cp); err == nil || !strings.Contains(err.Error(), "no access provider") {
+	if _, err := kubeconfigFromProfile(ac, cp); err == nil || !strings.Contains(err.Error(), "cannot build its connection") {
 		t.Errorf("no provider of the manager's: %v, want refused", err)
 	}
 }
 
 func TestProfilesAllows(t *testing.T) {
-	p := Profiles{Namespaces: []string{"fleet"}}
+	p := cluster.Profiles{Namespaces: []string{"fleet"}}
 	if p.Allows("fleet") {
 		t.Error("without access providers a namespace was allowed")
 	}

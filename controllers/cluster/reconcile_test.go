@@ -33,7 +33,7 @@ func TestReconcile(t *testing.T) {
 	key := types.NamespacedName{Namespace: "default", Name: "a"}
 	probed := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	withSecret := func(kc *v1alpha1.KubernetesCluster) {
-		kc.Spec.ConnectionSecretRef.Name = "a-kubeconfig"
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
 	}
 	// wasReady: probed Ready an hour ago, with a user's label and taint.
 	wasReady := func(kc *v1alpha1.KubernetesCluster) {

@@ -8,8 +8,10 @@ package inventory
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -25,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+	"github.com/placer-dev/placer/cluster"
 )
 
 // FieldOwner is the field manager of what the inventory controllers write.
@@ -43,16 +45,23 @@ const LabelPropertyPrefix = "clusterprofile.placer.dev/"
 
 // Setup adds the inventory controllers when the manager reads
 // ClusterProfiles (p.Access set); nothing otherwise.
-func Setup(mgr ctrl.Manager, p clusterctrl.Profiles) error {
+func Setup(mgr ctrl.Manager, p cluster.Profiles) error {
 	if p.Access == nil {
 		return nil
+	}
+	for _, kind := range []string{"ClusterProfile", "PlacementDecision"} {
+		gk := inventoryv1alpha1.GroupVersion.WithKind(kind).GroupKind()
+		if _, err := mgr.GetRESTMapper().RESTMapping(gk, inventoryv1alpha1.GroupVersion.Version); err != nil {
+			return errors.Wrapf(err, "the cluster inventory's %s (%s) is not served by the management cluster, which --clusterprofile-provider-file needs: kubectl apply --server-side -k config/crd/inventory", kind, inventoryv1alpha1.GroupVersion)
+		}
 	}
 	i := &importer{client: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-inventory"))} //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 	inNamespaces := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(p.Namespaces, o.GetNamespace()) })
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterprofile").
 		For(&inventoryv1alpha1.ClusterProfile{}, builder.WithPredicates(inNamespaces)).
-		Owns(&v1alpha1.KubernetesCluster{}).
+		// Not its status, which changes at every probe.
+		Owns(&v1alpha1.KubernetesCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Complete(i); err != nil {
 		return err
 	}
@@ -110,11 +119,16 @@ func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 }
 
 // labelsOf are the labels a ClusterProfile gives its KubernetesCluster:
-// its own, and each property valid as a label (LabelPropertyPrefix).
+// its own, and each property valid as a label (LabelPropertyPrefix). Keys
+// placer or Kubernetes own (*.placer.dev, kubernetes.io and its
+// subdomains: the built-in labels the cluster controller publishes) are
+// left out: a ClusterProfile cannot set them.
 func labelsOf(cp *inventoryv1alpha1.ClusterProfile) map[string]any {
 	out := map[string]any{}
 	for k, v := range cp.Labels {
-		out[k] = v
+		if !reserved(k) {
+			out[k] = v
+		}
 	}
 	for _, p := range cp.Status.Properties {
 		k := LabelPropertyPrefix + p.Name
@@ -123,6 +137,15 @@ func labelsOf(cp *inventoryv1alpha1.ClusterProfile) map[string]any {
 		}
 	}
 	return out
+}
+
+// reserved reports whether a label key is one placer or Kubernetes owns.
+func reserved(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	return domain == "placer.dev" || strings.HasSuffix(domain, ".placer.dev") || domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io")
 }
 
 // decisions publishes a Workload's placement on clusters of the
@@ -142,29 +165,89 @@ func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if w.Annotations[v1alpha1.AnnotationShareOf] != "" {
 		return reconcile.Result{}, nil
 	}
+	have := &inventoryv1alpha1.PlacementDecisionList{}
+	if err := d.client.List(ctx, have, client.InNamespace(w.Namespace), client.MatchingLabels{inventoryv1alpha1.PlacementKeyLabel: placementKey(w)}); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot list the PlacementDecisions")
+	}
+	var mine []inventoryv1alpha1.PlacementDecision
+	for _, pd := range have.Items {
+		if metav1.IsControlledBy(&pd, w) {
+			mine = append(mine, pd)
+		}
+	}
 	chosen, err := d.chosen(ctx, w)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	pd := &inventoryv1alpha1.PlacementDecision{}
-	if len(chosen) == 0 || w.DeletionTimestamp != nil {
-		pd.Namespace, pd.Name = w.Namespace, w.Name
-		err := d.client.Get(ctx, req.NamespacedName, pd)
-		if err == nil && metav1.IsControlledBy(pd, w) {
-			err = d.client.Delete(ctx, pd)
-		}
-		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot delete the PlacementDecision")
+	// A Workload not placed (yet, or for a moment) publishes an empty
+	// decision once it has published one, so that consumers do not prune
+	// on a blip; its decisions go with it.
+	n := (len(chosen) + maxDecisions - 1) / maxDecisions
+	if w.DeletionTimestamp != nil || (len(chosen) == 0 && len(mine) == 0) {
+		n = 0
+	} else if n == 0 {
+		n = 1
 	}
-	list := make([]any, 0, len(chosen))
-	for _, c := range chosen {
+	for i := range n {
+		part := chosen[min(i*maxDecisions, len(chosen)):min((i+1)*maxDecisions, len(chosen))]
+		if err := d.apply(ctx, w, i, n, part); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// The slices beyond those, and every one once the Workload goes.
+	for i := range mine {
+		idx := 0
+		if v, ok := mine[i].Labels[inventoryv1alpha1.DecisionIndexLabel]; ok {
+			if idx, err = strconv.Atoi(v); err != nil {
+				idx = n
+			}
+		}
+		if idx < n {
+			continue
+		}
+		if err := d.client.Delete(ctx, &mine[i]); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot delete a PlacementDecision")
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// maxDecisions is the most ClusterDecisions one PlacementDecision holds
+// (the type's limit); more are published in slices, as EndpointSlices.
+const maxDecisions = 100
+
+// placementKey is the Workload's value of the placement-key and
+// decision-key labels: its name, or a hash of its UID when the name does
+// not fit a label value.
+func placementKey(w *v1alpha1.Workload) string {
+	if len(validation.IsValidLabelValue(w.Name)) == 0 {
+		return w.Name
+	}
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(w.UID)))[:40]
+}
+
+// apply publishes slice i of n of the Workload's decision: the first named
+// as the Workload, the others NAME-i, all labelled with its placement key,
+// and with the decision's key and their index when there are several.
+func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, part []inventoryv1alpha1.ClusterDecision) error {
+	list := make([]any, 0, len(part))
+	for _, c := range part {
 		list = append(list, map[string]any{"clusterProfileRef": map[string]any{"name": c.ClusterProfileRef.Name, "namespace": c.ClusterProfileRef.Namespace}, "reason": c.Reason})
+	}
+	name := w.Name
+	if i > 0 {
+		name = fmt.Sprintf("%s-%d", w.Name, i)
+	}
+	labels := map[string]any{inventoryv1alpha1.PlacementKeyLabel: placementKey(w)}
+	if n > 1 {
+		labels[inventoryv1alpha1.DecisionKeyLabel] = placementKey(w)
+		labels[inventoryv1alpha1.DecisionIndexLabel] = strconv.Itoa(i)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": inventoryv1alpha1.GroupVersion.String(),
 		"kind":       "PlacementDecision",
 		"metadata": map[string]any{
-			"name": w.Name, "namespace": w.Namespace,
-			"labels": map[string]any{inventoryv1alpha1.PlacementKeyLabel: w.Name},
+			"name": name, "namespace": w.Namespace, "labels": labels,
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Workload",
 				"name": w.Name, "uid": string(w.UID), "controller": true,
@@ -173,8 +256,8 @@ func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		"decisions":     list,
 		"schedulerName": "placer",
 	}}
-	//nolint:staticcheck // client.Apply with an unstructured object.
-	return reconcile.Result{}, errors.Wrap(d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the PlacementDecision")
+	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns.
+	return errors.Wrap(d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the PlacementDecision")
 }
 
 // chosen are the inventory's clusters the Workload is placed on, with why.

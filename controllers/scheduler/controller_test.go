@@ -63,7 +63,7 @@ func (e *schedulerEnv) cluster(name string, opts ...st.ClusterOption) *v1alpha1.
 	e.t.Helper()
 	kc := st.Cluster(name, append([]st.ClusterOption{st.InNamespace(e.ns)}, opts...)...)
 	status := kc.Status
-	kc.Spec.ConnectionSecretRef.Name = name + "-kubeconfig"
+	kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: name + "-kubeconfig"}
 	ctx := context.Background()
 	if err := e.env.Client.Create(ctx, kc); err != nil {
 		e.t.Fatal(err)

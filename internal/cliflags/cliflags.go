@@ -1,6 +1,6 @@
 // Package cliflags holds the client and leader-election flags every placer
 // component has: the placer binary's commands and the candidate scheduler
-// built for each Kubernetes minor version (hack/kube) register them alike.
+// built for each Kubernetes minor version (hack/candidate) register them alike.
 package cliflags
 
 import (

@@ -263,6 +263,11 @@ func BuildCandidate(ctx context.Context, moduleDir, kubeVersion, platform, versi
 	}
 	major, minor := skew.MajorMinor(kubeVersion)
 	ldflags := "-s -w -X main.version=" + version + " " + KubeLDFlags(kubeVersion)
+	// The build runs in the candidate's module: out from here.
+	out, err := filepath.Abs(out)
+	if err != nil {
+		return errors.Wrap(err, "cannot resolve the output path")
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", fmt.Sprintf("kube%d.%d", major, minor), "-ldflags", ldflags, "-o", out, "github.com/placer-dev/placer/cmd/placer-candidate")
 	cmd.Dir = filepath.Join(moduleDir, "hack", "candidate", fmt.Sprintf("%d.%d", major, minor))
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")

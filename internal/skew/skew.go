@@ -1,7 +1,7 @@
 // Package skew says which of placer's candidate schedulers may run in a
 // member, by Kubernetes' version-skew policy. It depends on nothing but
 // apimachinery's version parsing, so that the candidate scheduler built
-// with each Kubernetes minor version (hack/kube) uses it too.
+// with each Kubernetes minor version (hack/candidate) uses it too.
 package skew
 
 import (
@@ -18,7 +18,7 @@ const CandidateSchedulerVersion = "v1.35.4"
 
 // CandidateSchedulers are the kube-scheduler versions placer's candidate
 // scheduler is built with, oldest first: the placer binary's own, then
-// each placer-candidate that hack/kube/MINOR builds for the members the
+// each placer-candidate that hack/candidate/MINOR builds for the members the
 // others may not run against (TestCandidateSchedulerVersion keeps them
 // equal to those modules' k8s.io/kubernetes).
 var CandidateSchedulers = []string{CandidateSchedulerVersion, "v1.37.2"}

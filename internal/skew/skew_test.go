@@ -34,7 +34,7 @@ func TestCandidateFor(t *testing.T) {
 }
 
 // TestCandidateSchedulerVersion: the versions the skew check assumes are
-// the ones go.mod and hack/kube's modules build the candidate schedulers
+// the ones go.mod and hack/candidate's modules build the candidate schedulers
 // from, oldest first.
 func TestCandidateSchedulerVersion(t *testing.T) {
 	kubernetes := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`)
@@ -57,7 +57,7 @@ func TestCandidateSchedulerVersion(t *testing.T) {
 		if v.Minor() <= utilversion.MustParseSemantic(CandidateSchedulers[i]).Minor() {
 			t.Errorf("CandidateSchedulers are not oldest first: %v", CandidateSchedulers)
 		}
-		gomod := filepath.Join("..", "..", "hack", "kube", fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "go.mod")
+		gomod := filepath.Join("..", "..", "hack", "candidate", fmt.Sprintf("%d.%d", v.Major(), v.Minor()), "go.mod")
 		if got := built(gomod); got != want {
 			t.Errorf("%s builds k8s.io/kubernetes %s, CandidateSchedulers names %s", gomod, got, want)
 		}

@@ -9,7 +9,7 @@ import (
 
 // NewCommand is the candidate-scheduler command: 'placer
 // candidate-scheduler', and the same command in the candidate scheduler
-// built for each other Kubernetes minor version (hack/kube), so that a
+// built for each other Kubernetes minor version (hack/candidate), so that a
 // member's Deployment passes the same arguments whichever binary it runs.
 func NewCommand() *cobra.Command {
 	o := Options{Serving: options.NewOptions()}

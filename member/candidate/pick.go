@@ -2,6 +2,7 @@ package candidate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,8 +64,9 @@ func RunPicked(ctx context.Context, o Options) error {
 	own, want := OwnMinor(), skew.CandidateFor(version)
 	switch {
 	case want == "":
-		klog.ErrorS(nil, "No candidate scheduler may run against this member; waiting for it to change", "reason", skew.UnsupportedVersion(version))
-		return waitForChange(ctx, cfg, o.VersionCheck, version, want)
+		// The kubelet starts it again, with its back-off: once the member
+		// is of a version one build serves, that one runs.
+		return errors.New(skew.UnsupportedVersion(version))
 	case minorOf(want) != own:
 		if picked := os.Getenv(envPicked); picked != "" {
 			return fmt.Errorf("started as the candidate scheduler built with kube-scheduler %s for a member at %s, but this one is built with kube-scheduler %s", picked, version, own)
@@ -90,7 +92,9 @@ func RunPicked(ctx context.Context, o Options) error {
 
 // waitForChange returns nil once the member's version needs another
 // candidate scheduler than want, checking every interval (never when 0),
-// or when ctx ends.
+// or when ctx ends. It must read so twice in a row: during a rolling
+// upgrade of a control plane of several API servers, /version answers
+// from the old ones and the new ones by turns.
 func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, version, want string) error {
 	if every <= 0 {
 		<-ctx.Done()
@@ -98,6 +102,7 @@ func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, v
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	changed := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,7 +114,11 @@ func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, v
 			klog.ErrorS(err, "Cannot read the member's version")
 			continue
 		}
-		if skew.CandidateFor(now) != want {
+		if skew.CandidateFor(now) == want {
+			changed = 0
+			continue
+		}
+		if changed++; changed >= 2 {
 			klog.InfoS("The member's version changed; starting the candidate scheduler it needs", "was", version, "now", now)
 			return nil
 		}
@@ -142,9 +151,14 @@ func (o Options) startInstead(want, version string) error {
 		if dir == "" {
 			dir = filepath.Dir(self)
 		}
-		path = filepath.Join(dir, skew.CandidateBinary(want))
+		name := skew.CandidateBinary(want)
+		if want == skew.CandidateSchedulerVersion {
+			// Back to the placer binary's own, beside the others.
+			name = "placer"
+		}
+		path = filepath.Join(dir, name)
 		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("the member is %s, which needs the candidate scheduler built with kube-scheduler %s (%s), and there is none in %s: run placer's image, which holds every one, or 'make tools' (--candidate-schedulers-dir)", version, want, skew.CandidateBinary(want), dir)
+			return fmt.Errorf("the member is %s, which needs the candidate scheduler built with kube-scheduler %s (%s), and there is none in %s: run placer's image, which holds every one beside /placer, or give their folder (--candidate-schedulers-dir)", version, want, name, dir)
 		}
 		klog.InfoS("Starting the candidate scheduler this member's version needs", "member", version, "kubeScheduler", want, "binary", path)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -20,18 +21,17 @@ import (
 )
 
 // versionServer serves /version as a member's API server answers it,
-// the version changed through the returned value.
-func versionServer(t *testing.T, v string) (kubeconfig string, served *atomic.Value, asked *atomic.Int32) {
+// each request the next of versions (by turns).
+func versionServer(t *testing.T, versions ...string) (kubeconfig string, asked *atomic.Int32) {
 	t.Helper()
-	served, asked = &atomic.Value{}, &atomic.Int32{}
-	served.Store(v)
+	asked = &atomic.Int32{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/version" {
 			http.NotFound(w, r)
 			return
 		}
-		asked.Add(1)
-		_ = json.NewEncoder(w).Encode(version.Info{GitVersion: served.Load().(string)})
+		n := asked.Add(1)
+		_ = json.NewEncoder(w).Encode(version.Info{GitVersion: versions[int(n-1)%len(versions)]})
 	}))
 	t.Cleanup(srv.Close)
 	cfg := clientcmdapi.NewConfig()
@@ -43,7 +43,7 @@ func versionServer(t *testing.T, v string) (kubeconfig string, served *atomic.Va
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	return kubeconfig, served, asked
+	return kubeconfig, asked
 }
 
 func TestOwnMinor(t *testing.T) {
@@ -58,7 +58,7 @@ func TestOwnMinor(t *testing.T) {
 // supported minor version).
 func TestRunPicked(t *testing.T) {
 	t.Run("a member whose version needs another build, which is missing", func(t *testing.T) {
-		kubeconfig, _, _ := versionServer(t, "v1.37.2")
+		kubeconfig, _ := versionServer(t, "v1.37.2")
 		dir := t.TempDir()
 		err := RunPicked(context.Background(), Options{Kubeconfig: kubeconfig, BinariesDir: dir})
 		if err == nil || !strings.Contains(err.Error(), "placer-candidate-1.37") || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "v1.37.2") {
@@ -66,7 +66,7 @@ func TestRunPicked(t *testing.T) {
 		}
 	})
 	t.Run("started for another build than this one", func(t *testing.T) {
-		kubeconfig, _, _ := versionServer(t, "v1.37.2")
+		kubeconfig, _ := versionServer(t, "v1.37.2")
 		t.Setenv(envPicked, "v1.37.2")
 		// The binary is there, but it is this one (built with v1.35.4).
 		dir := t.TempDir()
@@ -78,30 +78,15 @@ func TestRunPicked(t *testing.T) {
 			t.Errorf("RunPicked: %v, want an error naming this build's kube-scheduler 1.35", err)
 		}
 	})
-	t.Run("a member no candidate scheduler may run against: it waits, asking again", func(t *testing.T) {
-		kubeconfig, _, asked := versionServer(t, "v1.34.2")
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- RunPicked(ctx, Options{Kubeconfig: kubeconfig, BinariesDir: t.TempDir(), VersionCheck: 10 * time.Millisecond})
-		}()
-		deadline := time.After(time.Minute)
-		for asked.Load() < 3 {
-			select {
-			case err := <-done:
-				t.Fatalf("RunPicked returned %v; want it to wait", err)
-			case <-deadline:
-				t.Fatalf("the member's version was asked %d times in a minute", asked.Load())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunPicked after its context ended: %v", err)
+	t.Run("a member no candidate scheduler may run against: it says why and stops", func(t *testing.T) {
+		kubeconfig, _ := versionServer(t, "v1.34.2")
+		err := RunPicked(context.Background(), Options{Kubeconfig: kubeconfig, BinariesDir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "v1.34.2") || !strings.Contains(err.Error(), skew.CandidateSchedulerVersion) {
+			t.Errorf("RunPicked: %v, want an error naming v1.34.2 and the candidate schedulers", err)
 		}
 	})
 	t.Run("the member cannot be reached", func(t *testing.T) {
-		kubeconfig, _, _ := versionServer(t, "v1.35.4")
+		kubeconfig, _ := versionServer(t, "v1.35.4")
 		b, _ := os.ReadFile(kubeconfig)
 		cfg, err := clientcmd.Load(b)
 		if err != nil {
@@ -115,4 +100,38 @@ func TestRunPicked(t *testing.T) {
 			t.Errorf("RunPicked: %v, want cannot read the member's version", err)
 		}
 	})
+}
+
+// TestWaitForChange: a new version is believed once read twice in a row,
+// never while the API servers of a rolling upgrade answer by turns.
+func TestWaitForChange(t *testing.T) {
+	config := func(kubeconfig string) *rest.Config {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	// 1.36 and 1.37 by turns: the first needs v1.35.4's build, the second not.
+	kubeconfig, asked := versionServer(t, "v1.36.3", "v1.37.2")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- waitForChange(ctx, config(kubeconfig), 5*time.Millisecond, "v1.36.3", "v1.35.4") }()
+	for asked.Load() < 10 {
+		select {
+		case err := <-done:
+			t.Fatalf("waitForChange returned (%v) after %d answers by turns; want it to wait", err, asked.Load())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("after its context ended: %v", err)
+	}
+
+	// Upgraded for good: it returns after two answers of the new version.
+	kubeconfig, asked = versionServer(t, "v1.37.2")
+	if err := waitForChange(context.Background(), config(kubeconfig), 5*time.Millisecond, "v1.36.3", "v1.35.4"); err != nil || asked.Load() != 2 {
+		t.Errorf("waitForChange: %v after %d answers, want nil after 2", err, asked.Load())
+	}
 }

@@ -170,7 +170,10 @@ func testInventory(t *testing.T, env *testenv.Env, wc client.WithWatch, f invent
 		t.Fatal(err)
 	}
 	testenv.WaitForDeletion(t, wc, pd, &inventoryv1alpha1.PlacementDecisionList{}, timeout)
-	for _, o := range []client.Object{borrowed, kc} {
+	// The fleet manager deletes the ClusterProfile, then the garbage
+	// collector its KubernetesCluster (here, without one, the test), which
+	// is drained through the connection the manager had.
+	for _, o := range []client.Object{borrowed, cp, kc} {
 		if err := env.Client.Delete(ctx, o); err != nil {
 			t.Fatal(err)
 		}

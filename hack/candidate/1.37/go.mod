@@ -1,6 +1,6 @@
 // Module candidate/1.37 builds placer's candidate scheduler with
-// kube-scheduler v1.37 (placer-candidate-1.37, make tools and the release
-// image): the one members of v1.37 and v1.38 run, by Kubernetes'
+// kube-scheduler v1.37 (placer-candidate-1.37: the release image, the
+// end-to-end tests): the one members of v1.37 and v1.38 run, by Kubernetes'
 // version-skew policy, where the placer binary's own (v1.35) may not.
 module github.com/placer-dev/placer/hack/candidate/1.37
 
