@@ -39,7 +39,7 @@ TOOLS     := $(K8S_TOOLS) $(MEMBER_TOOLS) $(K8S_BIN)/etcd $(KWOK_BIN)/kwok
 GO_TEST_FLAGS ?= -timeout 60m
 
 .PHONY: build
-build: tools bin/placer ## Build placer and the local-cluster binaries.
+build: tools bin/placer candidates ## Build placer, its other candidate schedulers and the local-cluster binaries.
 
 # The version placer reports (placer version, --version); a release sets
 # it (make release VERSION=v0.1.0), else git describes the checkout.
@@ -49,6 +49,23 @@ PLACER_LDFLAGS := -X main.version=$(VERSION)
 .PHONY: bin/placer
 bin/placer:
 	go build -ldflags "$(PLACER_LDFLAGS)" -o $@ ./cmd/placer
+
+# The candidate schedulers built with other kube-scheduler minors
+# (internal/skew.CandidateSchedulers), beside bin/placer as in the image:
+# 'placer candidate-scheduler' starts the one a member's version needs.
+# Built as the release builds them (release.BuildCandidate), so that the
+# tests that build them again (the release's, the end-to-end TestMain)
+# only link. They are placer's code: Go's cache decides what is stale.
+CANDIDATE_VERSIONS := v1.37.2
+CANDIDATES := $(foreach v,$(CANDIDATE_VERSIONS),bin/placer-candidate-1.$(call k8s_minor,$(v)))
+
+.PHONY: candidates $(CANDIDATES)
+candidates: $(CANDIDATES) ## Build placer's candidate schedulers of other kube-scheduler minors into bin/.
+$(CANDIDATES):
+	$(eval v := $(filter v1.$(subst bin/placer-candidate-1.,,$@).%,$(CANDIDATE_VERSIONS)))
+	cd hack/candidate/$(subst bin/placer-candidate-,,$@) && CGO_ENABLED=0 go build -trimpath -tags kube$(subst bin/placer-candidate-,,$@) \
+	  -ldflags "-s -w $(PLACER_LDFLAGS) -X $(K8S_PKG).gitVersion=$(v) -X $(K8S_PKG).gitMajor=1 -X $(K8S_PKG).gitMinor=$(call k8s_minor,$(v)) -X $(K8S_PKG).gitTreeState=clean -X $(K8S_PKG).buildDate=1970-01-01T00:00:00Z" \
+	  -o $(CURDIR)/$@ github.com/placer-dev/placer/cmd/placer-candidate
 
 .PHONY: tools
 tools: $(TOOLS) ## Build kube-apiserver, kube-controller-manager, kube-scheduler (of each member version), etcd and kwok into bin/.
@@ -124,7 +141,7 @@ cross: ## Build every package for macOS and Windows.
 	@for p in $(CROSS_PLATFORMS); do echo ">> go build ./... for $$p"; CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath ./... || exit 1; done
 
 .PHONY: test
-test: tools verify-generate vet cross ## Unit, controller and end-to-end tests.
+test: tools candidates verify-generate vet cross ## Unit, controller and end-to-end tests.
 	go test $(GO_TEST_FLAGS) ./...
 
 # BENCH_FLAGS for the end-to-end benchmark, e.g. BENCH_FLAGS="-nodes 100 -workloads 200".
