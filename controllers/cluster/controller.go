@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -299,17 +300,8 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 	// The watch of this one Secret is its cache (objectWatches: the
 	// manager never lists or caches a Secret no cluster references); until
 	// it has synced, the Secret is read directly.
-	wk := shared.CoreKey("Secret", key.Namespace, key.Name)
-	r.watches.Use(client.ObjectKeyFromObject(kc), []shared.ObjectKey{wk})
 	s := &corev1.Secret{}
-	found, synced, err := shared.GetTyped(r.watches, wk, s)
-	switch {
-	case !synced:
-		err = r.secrets.Get(ctx, key, s)
-	case err == nil && !found:
-		err = kerrors.NewNotFound(corev1.Resource("secrets"), ref.Name)
-	}
-	if err != nil {
+	if err := r.getWatched(ctx, kc, shared.CoreKey("Secret", key.Namespace, key.Name), corev1.Resource("secrets"), s); err != nil {
 		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
@@ -323,6 +315,22 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 		return nil, nil, &c
 	}
 	return b, s, nil
+}
+
+// getWatched reads the one object the cluster's connection comes from
+// (its Secret, or its ClusterProfile) from that object's own watch, which
+// it starts, or directly while the watch has not synced; a NotFound error
+// of resource when it does not exist.
+func (r *Reconciler) getWatched(ctx context.Context, kc *v1alpha1.KubernetesCluster, wk shared.ObjectKey, resource schema.GroupResource, into client.Object) error {
+	r.watches.Use(client.ObjectKeyFromObject(kc), []shared.ObjectKey{wk})
+	found, synced, err := shared.GetTyped(r.watches, wk, into)
+	switch {
+	case !synced:
+		return r.secrets.Get(ctx, types.NamespacedName{Namespace: wk.Namespace, Name: wk.Name}, into)
+	case err == nil && !found:
+		return kerrors.NewNotFound(resource, wk.Name)
+	}
+	return err
 }
 
 func secretRef(kc *v1alpha1.KubernetesCluster) string {

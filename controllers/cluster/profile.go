@@ -11,12 +11,10 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
@@ -41,17 +39,8 @@ func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.Kuberne
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %s", ref, why))
 		return nil, nil, &c
 	}
-	wk := profileKey(kc)
-	r.watches.Use(client.ObjectKeyFromObject(kc), []shared.ObjectKey{wk})
 	cp := &inventoryv1alpha1.ClusterProfile{}
-	found, synced, err := shared.GetTyped(r.watches, wk, cp)
-	switch {
-	case !synced:
-		err = r.secrets.Get(ctx, types.NamespacedName{Namespace: wk.Namespace, Name: wk.Name}, cp)
-	case err == nil && !found:
-		err = kerrors.NewNotFound(inventoryv1alpha1.GroupVersion.WithResource("clusterprofiles").GroupResource(), wk.Name)
-	}
-	if err != nil {
+	if err := r.getWatched(ctx, kc, profileKey(kc), inventoryv1alpha1.GroupVersion.WithResource("clusterprofiles").GroupResource(), cp); err != nil {
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileNotFound, fmt.Sprintf("ClusterProfile %s: %v", ref, errors.Wrap(err, "cannot get the ClusterProfile")))
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("ClusterProfile %s not found", ref)
