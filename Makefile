@@ -26,10 +26,11 @@ k8s_ldflags = -s -w \
 K8S_LDFLAGS := $(call k8s_ldflags,$(K8S_VERSION))
 
 # Members of the other supported minor versions (cluster/local.KubernetesVersions),
+# and of v1.34, which placer does not support (the tests see it refused),
 # each built from a module of its own, hack/kube/1.MINOR: only what the
 # tests' members of those versions run (kube-apiserver and
 # kube-controller-manager; 'make bin/k8s/v1.37.2/kube-scheduler' builds more).
-MEMBER_K8S_VERSIONS := v1.36.3 v1.37.2
+MEMBER_K8S_VERSIONS := v1.34.4 v1.36.3 v1.37.2
 MEMBER_TOOLS := $(foreach v,$(MEMBER_K8S_VERSIONS),$(BIN)/k8s/$(v)/kube-apiserver $(BIN)/k8s/$(v)/kube-controller-manager)
 
 

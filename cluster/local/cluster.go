@@ -54,10 +54,14 @@ const (
 )
 
 // KubernetesVersions are the Kubernetes versions a local cluster may run
-// (Options.KubernetesVersion), one of each minor placer supports, as the
-// Makefile builds them: KubernetesVersion from go.mod, the others from
-// their own modules (hack/kube/MINOR).
-var KubernetesVersions = []string{KubernetesVersion, "v1.36.3", "v1.37.2"}
+// (Options.KubernetesVersion), as the Makefile builds them: KubernetesVersion
+// from go.mod, the others from their own modules (hack/kube/MINOR). One of
+// each minor placer supports, and UnsupportedKubernetesVersion.
+var KubernetesVersions = []string{KubernetesVersion, UnsupportedKubernetesVersion, "v1.36.3", "v1.37.2"}
+
+// UnsupportedKubernetesVersion is older than every candidate scheduler
+// placer has (internal/skew): a member of it is one the tests see refused.
+const UnsupportedKubernetesVersion = "v1.34.4"
 
 // Options of a local cluster.
 type Options struct {
@@ -578,6 +582,28 @@ func (c *Cluster) Freeze(name string) (thaw func(), err error) {
 			p.note("thawed (SIGCONT)")
 		})
 	}, nil
+}
+
+// Stop stops for good, by PID, the processes RunRestarting started under
+// name: as deleting its Deployment removes a component's pods.
+func (c *Cluster) Stop(name string) error {
+	c.mu.Lock()
+	var stopped []*process
+	c.others = slices.DeleteFunc(c.others, func(p *process) bool {
+		if p.name == name {
+			stopped = append(stopped, p)
+			return true
+		}
+		return false
+	})
+	c.mu.Unlock()
+	if len(stopped) == 0 {
+		return errors.Errorf("no process %q", name)
+	}
+	for _, p := range stopped {
+		p.stop(10 * time.Second)
+	}
+	return nil
 }
 
 // Close stops every process the cluster started, by PID, and removes the

@@ -108,14 +108,44 @@ func InstallObjects(ctx context.Context, cfg *rest.Config, objs []*unstructured.
 	if err != nil {
 		return nil, err
 	}
+	return comps, writeKubeconfigs(ctx, cfg, comps, kubeconfigDir)
+}
+
+// Installed returns the Deployments of a namespace as they are in the
+// cluster of cfg (installed by someone else: 'placer join --install'),
+// each with a kubeconfig of its ServiceAccount written into kubeconfigDir,
+// as Install returns those it applies.
+func Installed(ctx context.Context, cfg *rest.Config, namespace, kubeconfigDir string) (map[string]Component, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ds := &appsv1.DeploymentList{}
+	if err := c.List(ctx, ds, client.InNamespace(namespace)); err != nil {
+		return nil, errors.Wrapf(err, "cannot list the Deployments of namespace %s", namespace)
+	}
+	comps := map[string]Component{}
+	for i := range ds.Items {
+		comps[ds.Items[i].Name] = componentOf(&ds.Items[i])
+	}
+	return comps, writeKubeconfigs(ctx, cfg, comps, kubeconfigDir)
+}
+
+// componentOf is what a Deployment runs.
+func componentOf(d *appsv1.Deployment) Component {
+	return Component{Namespace: d.Namespace, ServiceAccount: d.Spec.Template.Spec.ServiceAccountName, Args: d.Spec.Template.Spec.Containers[0].Args}
+}
+
+// writeKubeconfigs writes each component's kubeconfig into kubeconfigDir.
+func writeKubeconfigs(ctx context.Context, cfg *rest.Config, comps map[string]Component, kubeconfigDir string) error {
 	for name, c := range comps {
 		c.KubeconfigPath = filepath.Join(kubeconfigDir, name+".kubeconfig")
 		if err := c.writeKubeconfig(ctx, cfg); err != nil {
-			return nil, err
+			return err
 		}
 		comps[name] = c
 	}
-	return comps, nil
+	return nil
 }
 
 // OutsidePod returns the Deployment's arguments for a process run outside
@@ -137,7 +167,7 @@ func Apply(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructu
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
 				return nil, errors.Wrapf(err, "cannot decode Deployment %s", o.GetName())
 			}
-			out[d.Name] = Component{Namespace: d.Namespace, ServiceAccount: d.Spec.Template.Spec.ServiceAccountName, Args: d.Spec.Template.Spec.Containers[0].Args}
+			out[d.Name] = componentOf(d)
 			continue
 		}
 		rest = append(rest, o)

@@ -35,6 +35,7 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/skew"
 )
 
 // Names of what join makes in a member.
@@ -120,6 +121,15 @@ func Join(ctx context.Context, o Options) (*Result, error) {
 	cs, err := kubernetes.NewForConfig(o.Member)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot make a client of the member")
+	}
+	// A member no candidate scheduler may run against is refused before
+	// anything is written in it, as the manager would refuse it.
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the member's version")
+	}
+	if msg := skew.UnsupportedVersion(v.GitVersion); msg != "" {
+		return nil, errors.New("cannot join the member: " + msg)
 	}
 	if o.Install {
 		if err := install(ctx, o.Member, o.Image); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/join"
 	"github.com/placer-dev/placer/internal/testenv"
@@ -134,6 +135,20 @@ func TestJoinUnjoin(t *testing.T) {
 	}
 	if err := member.Client.Get(ctx, types.NamespacedName{Namespace: deploy.Namespace, Name: "placer-agent"}, agent); !kerrors.IsNotFound(err) {
 		t.Errorf("the agent's Deployment after unjoin --uninstall: %v", err)
+	}
+	// The opened namespace is closed again: the tenant's bindings and the
+	// role that let the manager act for it are gone, the namespace stays.
+	for _, o := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: config.ManagerNamespaceRole + "-team-a"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: config.DependenciesRole + "-team-a"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: config.ImpersonateRolePrefix + "team-a"}},
+	} {
+		if err := member.Client.Get(ctx, client.ObjectKeyFromObject(o), o); !kerrors.IsNotFound(err) {
+			t.Errorf("%T %s after unjoin: %v; want it gone", o, client.ObjectKeyFromObject(o), err)
+		}
+	}
+	if err := member.Client.Get(ctx, types.NamespacedName{Name: "apps"}, &corev1.Namespace{}); err != nil {
+		t.Errorf("the opened namespace after unjoin: %v; want it kept", err)
 	}
 	if err := member.Client.Get(ctx, client.ObjectKeyFromObject(shared), shared); err != nil || len(shared.Subjects) != 1 || shared.Subjects[0].Name != "alice" {
 		t.Errorf("a binding shared with the manager after unjoin: %v, subjects %v; want alice alone", err, shared.Subjects)

@@ -3,6 +3,7 @@ package join
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -19,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/deploy"
 )
 
@@ -64,6 +67,9 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 		return errors.Wrap(err, "cannot make a client of the member")
 	}
 	if err := forget(ctx, cs); err != nil {
+		return err
+	}
+	if err := closeNamespaces(ctx, cs); err != nil {
 		return err
 	}
 	if o.Uninstall {
@@ -149,6 +155,52 @@ func forget(ctx context.Context, cs kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// closeNamespaces takes back what opened member namespaces to tenants
+// (config.OpenNamespace, config.OpenDependencies, or the README's commands
+// by hand): the tenants' bindings of placer's namespace roles, and the
+// ClusterRoles that let the manager act for a tenant. The namespaces stay:
+// they may hold the admin's own objects.
+func closeNamespaces(ctx context.Context, cs kubernetes.Interface) error {
+	rbs, err := cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return errors.Wrap(err, "cannot list the member's RoleBindings")
+	}
+	for i := range rbs.Items {
+		rb := &rbs.Items[i]
+		if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != config.ManagerNamespaceRole && rb.RoleRef.Name != config.DependenciesRole {
+			continue
+		}
+		// A binding of placer's role to other subjects too keeps them.
+		rb.Subjects = slices.DeleteFunc(rb.Subjects, isTenant)
+		if len(rb.Subjects) > 0 {
+			_, err = cs.RbacV1().RoleBindings(rb.Namespace).Update(ctx, rb, metav1.UpdateOptions{})
+		} else {
+			err = cs.RbacV1().RoleBindings(rb.Namespace).Delete(ctx, rb.Name, metav1.DeleteOptions{})
+		}
+		if resource.IgnoreNotFound(err) != nil {
+			return errors.Wrapf(err, "cannot take RoleBinding %s/%s back from placer's tenants", rb.Namespace, rb.Name)
+		}
+	}
+	crs, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return errors.Wrap(err, "cannot list the member's ClusterRoles")
+	}
+	for _, cr := range crs.Items {
+		if !strings.HasPrefix(cr.Name, config.ImpersonateRolePrefix) {
+			continue
+		}
+		if err := cs.RbacV1().ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}); resource.IgnoreNotFound(err) != nil {
+			return errors.Wrapf(err, "cannot delete ClusterRole %s", cr.Name)
+		}
+	}
+	return nil
+}
+
+// isTenant reports whether a subject is a tenant's user (mcv1alpha1.TenantUser).
+func isTenant(s rbacv1.Subject) bool {
+	return s.Kind == rbacv1.UserKind && strings.HasPrefix(s.Name, mcv1alpha1.TenantUserPrefix)
 }
 
 // dropManager removes the manager from a ClusterRoleBinding's subjects,

@@ -77,9 +77,20 @@ type Target struct {
 	Clientset kubernetes.Interface
 }
 
-// StartTarget starts a local target cluster with the given nodes and stops
-// it when the test ends.
+// StartTarget starts a local target cluster with the given nodes and the
+// member's CRDs, and stops it when the test ends.
 func StartTarget(t *testing.T, opts local.Options, nodes ...local.Node) *Target {
+	t.Helper()
+	target := StartCluster(t, opts, nodes...)
+	if err := agent.EnsureCRDs(target.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// StartCluster starts a local cluster with the given nodes and nothing of
+// placer, as a new user's, and stops it when the test ends.
+func StartCluster(t *testing.T, opts local.Options, nodes ...local.Node) *Target {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -91,11 +102,7 @@ func StartTarget(t *testing.T, opts local.Options, nodes ...local.Node) *Target 
 	if err := c.AddNodes(ctx, nodes...); err != nil {
 		t.Fatal(err)
 	}
-	cfg := c.RESTConfig()
-	if err := agent.EnsureCRDs(cfg); err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	if err := local.WaitForNodesReady(ctx, cs, len(nodes)); err != nil {
 		t.Fatal(err)
 	}

@@ -71,12 +71,23 @@ func (e *Env) KubeconfigFile(t testing.TB, name string, groups ...string) string
 // Start starts the API server and stops it when the test ends.
 func Start(t testing.TB) *Env {
 	t.Helper()
+	return StartVersion(t, local.KubernetesVersion)
+}
+
+// StartVersion starts an API server of a Kubernetes version of
+// local.KubernetesVersions (etcd is the same for all), as Start does.
+func StartVersion(t testing.TB, version string) *Env {
+	t.Helper()
 	root := RepoRoot(t)
 	binDir := os.Getenv("PLACER_BIN_DIR")
 	if binDir == "" {
 		binDir = filepath.Join(root, "bin")
 	}
 	e := &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			APIServer: &envtest.APIServer{Path: filepath.Join(binDir, "k8s", version, "kube-apiserver")},
+			Etcd:      &envtest.Etcd{Path: filepath.Join(local.KubernetesBinDir(binDir), "etcd")},
+		},
 		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "management"), filepath.Join(root, "config", "crd", "member"), filepath.Join(root, "config", "crd", "inventory")},
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    local.KubernetesBinDir(binDir),

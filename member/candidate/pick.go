@@ -43,8 +43,9 @@ func minorOf(version string) string {
 // Kubernetes' version-skew policy (skew.CandidateFor): this binary's own,
 // or the placer-candidate-MINOR in o.BinariesDir, started in this
 // process's place with the same arguments. When the member's version
-// changes to one that needs another, it starts again the same way; while
-// no candidate scheduler may run against it, it waits, saying why.
+// changes to one that needs another, it starts again the same way. When
+// no candidate scheduler may run against it, it exits, saying why, and the
+// kubelet's back-off starts it again.
 func RunPicked(ctx context.Context, o Options) error {
 	if o.Serving != nil {
 		// What it says before kube-scheduler starts is logged as it will.
@@ -75,30 +76,33 @@ func RunPicked(ctx context.Context, o Options) error {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	changed := make(chan error, 1)
+	changed := make(chan bool, 1)
 	go func() {
-		changed <- waitForChange(runCtx, cfg, o.VersionCheck, version, want)
-		stop()
+		c := waitForChange(runCtx, cfg, o.VersionCheck, version, want)
+		changed <- c
+		if c {
+			stop()
+		}
 	}()
-	if err := Run(runCtx, o); err != nil || ctx.Err() != nil {
-		return err
-	}
-	if err := <-changed; err != nil {
+	err = Run(runCtx, o)
+	// Run ended by itself, or for the change: the watch ends too.
+	stop()
+	if err != nil || ctx.Err() != nil || !<-changed {
 		return err
 	}
 	// The member's version changed to one another build serves.
 	return o.startInstead("", version)
 }
 
-// waitForChange returns nil once the member's version needs another
+// waitForChange returns true once the member's version needs another
 // candidate scheduler than want, checking every interval (never when 0),
-// or when ctx ends. It must read so twice in a row: during a rolling
-// upgrade of a control plane of several API servers, /version answers
-// from the old ones and the new ones by turns.
-func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, version, want string) error {
+// and false when ctx ends first. It must read so twice in a row: during a
+// rolling upgrade of a control plane of several API servers, /version
+// answers from the old ones and the new ones by turns.
+func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, version, want string) bool {
 	if every <= 0 {
 		<-ctx.Done()
-		return nil
+		return false
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -106,7 +110,7 @@ func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, v
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case <-tick.C:
 		}
 		now, err := memberVersion(cfg)
@@ -120,7 +124,7 @@ func waitForChange(ctx context.Context, cfg *rest.Config, every time.Duration, v
 		}
 		if changed++; changed >= 2 {
 			klog.InfoS("The member's version changed; starting the candidate scheduler it needs", "was", version, "now", now)
-			return nil
+			return true
 		}
 	}
 }

@@ -115,23 +115,23 @@ func TestWaitForChange(t *testing.T) {
 	// 1.36 and 1.37 by turns: the first needs v1.35.4's build, the second not.
 	kubeconfig, asked := versionServer(t, "v1.36.3", "v1.37.2")
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan bool, 1)
 	go func() { done <- waitForChange(ctx, config(kubeconfig), 5*time.Millisecond, "v1.36.3", "v1.35.4") }()
 	for asked.Load() < 10 {
 		select {
-		case err := <-done:
-			t.Fatalf("waitForChange returned (%v) after %d answers by turns; want it to wait", err, asked.Load())
+		case changed := <-done:
+			t.Fatalf("waitForChange returned (changed: %t) after %d answers by turns; want it to wait", changed, asked.Load())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("after its context ended: %v", err)
+	if <-done {
+		t.Error("after its context ended, waitForChange says the version changed")
 	}
 
 	// Upgraded for good: it returns after two answers of the new version.
 	kubeconfig, asked = versionServer(t, "v1.37.2")
-	if err := waitForChange(context.Background(), config(kubeconfig), 5*time.Millisecond, "v1.36.3", "v1.35.4"); err != nil || asked.Load() != 2 {
-		t.Errorf("waitForChange: %v after %d answers, want nil after 2", err, asked.Load())
+	if changed := waitForChange(context.Background(), config(kubeconfig), 5*time.Millisecond, "v1.36.3", "v1.35.4"); !changed || asked.Load() != 2 {
+		t.Errorf("waitForChange: changed %t after %d answers, want true after 2", changed, asked.Load())
 	}
 }

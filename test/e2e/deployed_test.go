@@ -54,7 +54,13 @@ func install(t *testing.T, cfg *rest.Config, dir string) map[string]deploy.Compo
 // the address the candidate scheduler serves on (its probes and /metrics).
 func runMemberComponents(t *testing.T, target *local.Cluster) string {
 	t.Helper()
-	comps := install(t, target.RESTConfig(), "member")
+	return runComponents(t, target, install(t, target.RESTConfig(), "member"))
+}
+
+// runComponents runs the agent and the candidate scheduler of the member
+// side's Deployments comps, as runMemberComponents does.
+func runComponents(t *testing.T, target *local.Cluster, comps map[string]deploy.Component) string {
+	t.Helper()
 	agent, sched := comps["placer-agent"], comps["placer-candidate-scheduler"]
 	if err := target.RunRestarting("agent", placerBinary, agent.OutsidePod(
 		"--health-probe-bind-address="+freeAddr(t), "--metrics-bind-address="+freeAddr(t),

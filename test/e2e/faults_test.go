@@ -156,7 +156,11 @@ func (s *boundSampler) stop() []string {
 // killed in the middle of a deletion. Each case fails on f435c1c.
 func TestFaults(t *testing.T) {
 	outer := t
-	env := testenv.Start(t)
+	// The management cluster of the middle supported minor (README,
+	// "Supported versions"): the manager, its webhooks, CRD rules and
+	// admission policies on v1.36 (v1.35 in the others, v1.37 in
+	// TestProxyPods).
+	env := testenv.StartVersion(t, "v1.36.3")
 	// x is reached only through a link the test cuts; its node has no
 	// room for pods that need pool=burst until the test adds one.
 	x := startMember(t, "x", false, local.Node{Name: "x-0", CPU: "8", Memory: "16Gi"})

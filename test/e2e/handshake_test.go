@@ -1742,6 +1742,14 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	t.Run("a fresh member joined as the README says runs a Workload; unjoin drains it and leaves nothing of placer in the member", func(t *testing.T) {
+		testJoin(t, env, wc, b, running)
+	})
+
+	t.Run("a member of an unsupported version is refused by placer join and by the manager, naming both versions", func(t *testing.T) {
+		testUnsupported(t, env, wc)
+	})
+
 	t.Run("a member of the standard inventory: its ClusterProfile becomes a KubernetesCluster, placed on, each placement published as a PlacementDecision", func(t *testing.T) {
 		testInventory(t, env, wc, inv, c, func(t *testing.T, name, namespace string) *v1alpha1.Workload {
 			w := st.Workload(name, st.Replicas(1), st.Requests("100m", "64Mi"), st.Selector(inventory.LabelPropertyPrefix+"cpu-class", "small"))
