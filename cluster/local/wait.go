@@ -62,6 +62,10 @@ func WaitForServiceAccount(ctx context.Context, cs kubernetes.Interface, namespa
 // WaitForNodesReady watches nodes until n of them are Ready and carry no
 // not-ready taint, or ctx ends.
 func WaitForNodesReady(ctx context.Context, cs kubernetes.Interface, n int) error {
+	if n <= 0 {
+		// The watch's condition runs only on an event: none may come.
+		return nil
+	}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "nodes", metav1.NamespaceAll, fields.Everything())
 	ready := map[string]bool{}
 	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Node{}, nil, func(e watch.Event) (bool, error) {
