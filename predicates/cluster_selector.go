@@ -53,9 +53,18 @@ func ResolveAliases(sel map[string]string) map[string]string {
 	return out
 }
 
-// PreFilter resolves the aliases once.
+// selected is a label the selector asks for.
+type selected struct{ key, value string }
+
+// PreFilter resolves the aliases once, into a slice: each cluster's check
+// then ranges over it without a map's iteration.
 func (p *ClusterSelector) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	s.Write(selectorKey, ResolveAliases(v1alpha1.Labels(w.Spec.ClusterSelector)))
+	sel := ResolveAliases(v1alpha1.Labels(w.Spec.ClusterSelector))
+	pairs := make([]selected, 0, len(sel))
+	for k, v := range sel {
+		pairs = append(pairs, selected{key: k, value: v})
+	}
+	s.Write(selectorKey, pairs)
 	return nil
 }
 
@@ -68,8 +77,8 @@ func (p *ClusterSelector) Filter(_ context.Context, s *scheduler.CycleState, w *
 	if !ok {
 		return errNoPreFilter()
 	}
-	for k, v := range sel.(map[string]string) {
-		if got, ok := c.Labels[k]; !ok || got != v {
+	for _, l := range sel.([]selected) {
+		if got, ok := c.Labels[l.key]; !ok || got != l.value {
 			return statusSelector
 		}
 	}

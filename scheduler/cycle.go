@@ -47,13 +47,33 @@ type Result struct {
 	// Ranked are the feasible clusters, best first; ties by a hash of the
 	// Workload's UID and the cluster's key.
 	Ranked []ClusterScore
-	// Failed holds, for each infeasible cluster, the first filter that failed.
-	Failed map[types.NamespacedName]*Status
+	// Failed holds, for each infeasible cluster, the first filter that
+	// failed, in the snapshot's order: a slice, as most of a large fleet
+	// fails some filter each cycle and a map of them cost a cycle more
+	// than the filters (BenchmarkScheduleLabels).
+	Failed []Failure
 	// Filters holds every filter's status per cluster when the cycle ran
 	// with AllFilters (as explain does).
 	Filters map[types.NamespacedName][]*Status
 	// Total is the number of clusters considered.
 	Total int
+}
+
+// Failure is why an infeasible cluster is.
+type Failure struct {
+	Cluster *ClusterInfo
+	Status  *Status
+}
+
+// FailedOn returns why the cycle found the cluster infeasible; nil when it
+// did not.
+func (r *Result) FailedOn(key types.NamespacedName) *Status {
+	for _, f := range r.Failed {
+		if f.Cluster.Key == key {
+			return f.Status
+		}
+	}
+	return nil
 }
 
 // Options of a cycle.
@@ -77,15 +97,16 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 	for k, v := range o.State {
 		state.Write(k, v)
 	}
-	res := &Result{Failed: make(map[types.NamespacedName]*Status, len(snap.Clusters)), Total: len(snap.Clusters)}
+	res := &Result{Total: len(snap.Clusters)}
 	if o.AllFilters {
 		res.Filters = map[types.NamespacedName][]*Status{}
 	}
 	for _, pl := range p.PreFilters {
 		if s := pl.PreFilter(ctx, state, w, snap); !s.IsSuccess() {
 			s.WithPlugin(pl.Name())
-			for _, c := range snap.Clusters {
-				res.Failed[c.Key] = s
+			res.Failed = make([]Failure, len(snap.Clusters))
+			for i, c := range snap.Clusters {
+				res.Failed[i] = Failure{Cluster: c, Status: s}
 			}
 			return res
 		}
@@ -102,11 +123,13 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 // records in res why each that fails does, and returns those that pass.
 func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, o Options, res *Result) []*ClusterInfo {
 	feasible := make([]*ClusterInfo, 0, len(snap.Clusters))
+	res.Failed = make([]Failure, 0, len(snap.Clusters))
 	for _, c := range snap.Clusters {
 		if why, ok := o.Exclude[c.Key]; ok {
-			res.Failed[c.Key] = NewStatus(UnschedulableAndUnresolvable, why).WithPlugin("Move")
+			s := NewStatus(UnschedulableAndUnresolvable, why).WithPlugin("Move")
+			res.Failed = append(res.Failed, Failure{Cluster: c, Status: s})
 			if o.AllFilters {
-				res.Filters[c.Key] = append(res.Filters[c.Key], res.Failed[c.Key])
+				res.Filters[c.Key] = append(res.Filters[c.Key], s)
 			}
 			continue
 		}
@@ -124,7 +147,7 @@ func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Wor
 			}
 		}
 		if first != nil {
-			res.Failed[c.Key] = first
+			res.Failed = append(res.Failed, Failure{Cluster: c, Status: first})
 			continue
 		}
 		feasible = append(feasible, c)
@@ -255,8 +278,8 @@ func Normalize(scores []int64) {
 // "0/4 clusters are available: 2 cluster(s) didn't match the cluster selector, 1 cluster(s) were not ready."
 func (r *Result) Message() string {
 	counts := map[string]int{}
-	for _, s := range r.Failed {
-		for _, reason := range s.Reasons() {
+	for _, f := range r.Failed {
+		for _, reason := range f.Status.Reasons() {
 			counts[reason]++
 		}
 	}

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,14 +57,7 @@ func TestTokenRenewal(t *testing.T) {
 		}
 	}
 
-	testenv.RunManager(t, mgmt.UserConfig(t, "system:serviceaccount:"+deploy.Namespace+":placer-manager"), func(mgr ctrl.Manager) error {
-		if err := shared.IndexWorkloads(mgr); err != nil {
-			return err
-		}
-		_, err := clusterctrl.Setup(mgr, clusterctrl.Options{ProbeInterval: time.Second, HeartbeatGrace: 3 * time.Second, TokenRenewal: 0.02,
-			Registry: cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}}})
-		return err
-	})
+	runRenewing(t, mgmt, 0.02)
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: res.Secret.Namespace, Name: res.Secret.Name}}
 	testenv.WaitFor(t, watcher(t, mgmt), secret, &corev1.SecretList{}, time.Minute, func(s *corev1.Secret) bool {
@@ -87,6 +82,94 @@ func TestTokenRenewal(t *testing.T) {
 	waitEvent(ctx, t, mgmt, "renewed", "TokenRenewed", "renewed the token of ServiceAccount placer-system/placer-manager")
 	waitEvent(ctx, t, mgmt, "expired", "CannotRenewToken", "expired")
 	assertNoLeak(t, mgmt, kc, renewed)
+}
+
+// runRenewing runs the cluster controller as deployed (the manager's
+// ServiceAccount, config/management's role and admission policies),
+// renewing tokens after the fraction renewal of their life.
+func runRenewing(t *testing.T, mgmt *testenv.Env, renewal float64) {
+	t.Helper()
+	testenv.RunManager(t, mgmt.UserConfig(t, "system:serviceaccount:"+deploy.Namespace+":placer-manager"), func(mgr ctrl.Manager) error {
+		if err := shared.IndexWorkloads(mgr); err != nil {
+			return err
+		}
+		_, err := clusterctrl.Setup(mgr, clusterctrl.Options{ProbeInterval: time.Second, HeartbeatGrace: 3 * time.Second, TokenRenewal: renewal,
+			Registry: cluster.Options{ProbeTimeout: time.Second, Policy: cluster.KubeconfigPolicy{AllowLoopback: true}}})
+		return err
+	})
+}
+
+// TestTokenRenewedAcrossExpiry lets a joined member's first token expire
+// for real (ten minutes, the shortest the TokenRequest API gives) while
+// the manager renews it halfway: the member refuses the first token once
+// it has expired, and the manager, on the renewed one, never loses the
+// member (its Ready reason is never Unauthorized; AgentNotRunning, as no
+// agent runs here, says the manager is let in). 'make test' runs it beside
+// the other tests, which skip it: it waits more than ten minutes.
+func TestTokenRenewedAcrossExpiry(t *testing.T) {
+	const ttl = 10 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), ttl+4*time.Minute)
+	defer cancel()
+	mgmt, member := testenv.Start(t), testenv.Start(t)
+	if err := deploy.ApplyDir(ctx, mgmt.Config, "management"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := join.Join(ctx, join.Options{Name: "lasting", Namespace: "default", Member: member.Config, Management: mgmt.Client, TokenTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	if err := mgmt.Client.Get(ctx, res.Secret, s); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Data["kubeconfig"]
+	runRenewing(t, mgmt, 0.5)
+
+	// Every reason the cluster's Ready takes, until the first token has
+	// expired (the API server allows a minute's leeway past its exp, as
+	// go-jose's validation does) and probes (every second) have run on its
+	// successor.
+	wc := watcher(t, mgmt)
+	w, err := wc.Watch(ctx, &v1alpha1.KubernetesClusterList{}, client.InNamespace("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	reasons := map[string]int{}
+	last := ""
+	for deadline := time.After(time.Until(res.Expires) + 90*time.Second); ; {
+		select {
+		case ev := <-w.ResultChan():
+			if kc, ok := ev.Object.(*v1alpha1.KubernetesCluster); ok && kc.Name == "lasting" {
+				if r := string(kc.Status.GetCondition(xpv2.TypeReady).Reason); r != "" && r != last {
+					reasons[r]++
+					last = r
+				}
+			}
+			continue
+		case <-deadline:
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+		break
+	}
+	if reasons[v1alpha1.ReasonUnauthorized] > 0 || last != v1alpha1.ReasonAgentNotRunning {
+		t.Errorf("across the first token's expiry, Ready's reasons were %v, the last %q; want never %s and %s at the end", reasons, last, v1alpha1.ReasonUnauthorized, v1alpha1.ReasonAgentNotRunning)
+	}
+	if now := secretToken(ctx, t, mgmt.Client, res.Secret); now == cluster.KubeconfigToken(first) {
+		t.Error("the Secret still holds the first token")
+	}
+	cfg, err := cluster.KubeconfigPolicy{AllowLoopback: true}.RESTConfig(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &mcv1alpha1.PodChaperonList{}); !kerrors.IsUnauthorized(err) {
+		t.Errorf("the first token after its expiry: %v; want Unauthorized (it did not expire: the test shows nothing)", err)
+	}
 }
 
 func secretToken(ctx context.Context, t *testing.T, c client.Client, key types.NamespacedName) string {
