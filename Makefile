@@ -144,13 +144,14 @@ cross: ## Build every package for macOS and Windows.
 .PHONY: test
 # LONG_TESTS wait for something real that takes long and uses little CPU
 # (a member token's expiry: ten minutes, the TokenRequest API's shortest):
-# they run beside the others, which skip them, not after them.
+# they run beside the others, which skip them, not after them; alone they
+# run only with PLACER_LONG_TESTS=1.
 LONG_TESTS := ^TestTokenRenewedAcrossExpiry$$
 LONG_TEST_PKGS := ./controllers/cluster
 
 test: tools candidates verify-generate vet cross ## Unit, controller and end-to-end tests.
 	@long=$$(mktemp); \
-	go test $(GO_TEST_FLAGS) -run '$(LONG_TESTS)' $(LONG_TEST_PKGS) > $$long 2>&1 & pid=$$!; \
+	PLACER_LONG_TESTS=1 go test $(GO_TEST_FLAGS) -run '$(LONG_TESTS)' $(LONG_TEST_PKGS) > $$long 2>&1 & pid=$$!; \
 	go test $(GO_TEST_FLAGS) -skip '$(LONG_TESTS)' ./...; rc=$$?; \
 	wait $$pid; lrc=$$?; echo ">> $(LONG_TESTS) in $(LONG_TEST_PKGS):"; cat $$long; rm -f $$long; \
 	[ $$rc -eq 0 ] && [ $$lrc -eq 0 ]

@@ -51,7 +51,7 @@ func TestJoinUnjoin(t *testing.T) {
 	defer cancel()
 	mgmt, member := testenv.Start(t), testenv.Start(t)
 	o := join.Options{Name: "east", Namespace: "default", Member: member.Config, Management: mgmt.Client, Install: true, Image: "registry.example.com/placer:v9",
-		Open: []join.Opening{{Namespace: "apps", Tenant: "team-a"}}, Dependencies: true, TokenTTL: time.Hour, Provider: "kwok", Labels: map[string]string{"tier": "production"}}
+		Open: []join.Opening{{Namespace: "apps", Tenant: "team-a"}, {Namespace: "web", Tenant: "team-c"}}, Dependencies: true, TokenTTL: time.Hour, Provider: "kwok", Labels: map[string]string{"tier": "production"}}
 
 	// A Secret of the same name that join did not write is never replaced.
 	taken := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "east-kubeconfig"}, Data: map[string][]byte{"kubeconfig": []byte("the admin's own")}}
@@ -106,6 +106,22 @@ func TestJoinUnjoin(t *testing.T) {
 	if err := member.Client.Create(ctx, shared); err != nil {
 		t.Fatal(err)
 	}
+	// And, for team-c, an impersonation role and a namespace binding an
+	// admin shared with alice.
+	alice := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}
+	sharedImp := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "shared-impersonate"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ImpersonateRolePrefix + "team-c"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: deploy.Namespace, Name: join.ServiceAccount}, alice}}
+	if err := member.Client.Create(ctx, sharedImp); err != nil {
+		t.Fatal(err)
+	}
+	webBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: config.ManagerNamespaceRole + "-team-c"}}
+	if err := member.Client.Get(ctx, client.ObjectKeyFromObject(webBinding), webBinding); err != nil {
+		t.Fatal(err)
+	}
+	webBinding.Subjects = append(webBinding.Subjects, alice)
+	if err := member.Client.Update(ctx, webBinding); err != nil {
+		t.Fatal(err)
+	}
 
 	// Unjoined, the cluster and its Secret are gone, the token no longer
 	// opens the member, and the member side is uninstalled.
@@ -149,6 +165,13 @@ func TestJoinUnjoin(t *testing.T) {
 	}
 	if err := member.Client.Get(ctx, types.NamespacedName{Name: "apps"}, &corev1.Namespace{}); err != nil {
 		t.Errorf("the opened namespace after unjoin: %v; want it kept", err)
+	}
+	// What the admin shared with alice keeps her, and its role.
+	if err := member.Client.Get(ctx, client.ObjectKeyFromObject(webBinding), webBinding); err != nil || len(webBinding.Subjects) != 1 || webBinding.Subjects[0].Name != "alice" {
+		t.Errorf("a namespace binding shared with a tenant after unjoin: %v, subjects %v; want alice alone", err, webBinding.Subjects)
+	}
+	if err := member.Client.Get(ctx, types.NamespacedName{Name: config.ImpersonateRolePrefix + "team-c"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("an impersonation role a binding of alice's still names, after unjoin: %v; want it kept", err)
 	}
 	if err := member.Client.Get(ctx, client.ObjectKeyFromObject(shared), shared); err != nil || len(shared.Subjects) != 1 || shared.Subjects[0].Name != "alice" {
 		t.Errorf("a binding shared with the manager after unjoin: %v, subjects %v; want alice alone", err, shared.Subjects)

@@ -160,35 +160,38 @@ func forget(ctx context.Context, cs kubernetes.Interface) error {
 // closeNamespaces takes back what opened member namespaces to tenants
 // (config.OpenNamespace, config.OpenDependencies, or the README's commands
 // by hand): the tenants' bindings of placer's namespace roles, and the
-// ClusterRoles that let the manager act for a tenant. The namespaces stay:
-// they may hold the admin's own objects.
+// ClusterRoles that let the manager act for a tenant, unless a binding of
+// someone else's still names one. The namespaces stay: they may hold the
+// admin's own objects.
 func closeNamespaces(ctx context.Context, cs kubernetes.Interface) error {
 	rbs, err := cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return errors.Wrap(err, "cannot list the member's RoleBindings")
 	}
-	for i := range rbs.Items {
-		rb := &rbs.Items[i]
-		if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != config.ManagerNamespaceRole && rb.RoleRef.Name != config.DependenciesRole {
-			continue
+	for _, rb := range rbs.Items {
+		if rb.RoleRef.Kind == "ClusterRole" && (rb.RoleRef.Name == config.ManagerNamespaceRole || rb.RoleRef.Name == config.DependenciesRole) &&
+			slices.ContainsFunc(rb.Subjects, isTenant) {
+			if err := dropTenants(ctx, cs, rb.Namespace, rb.Name); err != nil {
+				return err
+			}
 		}
-		// A binding of placer's role to other subjects too keeps them.
-		rb.Subjects = slices.DeleteFunc(rb.Subjects, isTenant)
-		if len(rb.Subjects) > 0 {
-			_, err = cs.RbacV1().RoleBindings(rb.Namespace).Update(ctx, rb, metav1.UpdateOptions{})
-		} else {
-			err = cs.RbacV1().RoleBindings(rb.Namespace).Delete(ctx, rb.Name, metav1.DeleteOptions{})
-		}
-		if resource.IgnoreNotFound(err) != nil {
-			return errors.Wrapf(err, "cannot take RoleBinding %s/%s back from placer's tenants", rb.Namespace, rb.Name)
-		}
+	}
+	// forget has run: a binding left naming an impersonation role is
+	// someone else's, and keeps its role.
+	crbs, err := cs.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return errors.Wrap(err, "cannot list the member's ClusterRoleBindings")
+	}
+	used := map[string]bool{}
+	for _, crb := range crbs.Items {
+		used[crb.RoleRef.Name] = true
 	}
 	crs, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return errors.Wrap(err, "cannot list the member's ClusterRoles")
 	}
 	for _, cr := range crs.Items {
-		if !strings.HasPrefix(cr.Name, config.ImpersonateRolePrefix) {
+		if !strings.HasPrefix(cr.Name, config.ImpersonateRolePrefix) || used[cr.Name] {
 			continue
 		}
 		if err := cs.RbacV1().ClusterRoles().Delete(ctx, cr.Name, metav1.DeleteOptions{}); resource.IgnoreNotFound(err) != nil {
@@ -196,6 +199,25 @@ func closeNamespaces(ctx context.Context, cs kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// dropTenants removes the tenants' users from a RoleBinding, from its
+// latest copy, and deletes it when no other subject is left (only that
+// copy: one that gained a subject meanwhile is read again).
+func dropTenants(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rb, err := cs.RbacV1().RoleBindings(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rb.Subjects = slices.DeleteFunc(rb.Subjects, isTenant)
+		if len(rb.Subjects) > 0 {
+			_, err = cs.RbacV1().RoleBindings(namespace).Update(ctx, rb, metav1.UpdateOptions{})
+			return err
+		}
+		return cs.RbacV1().RoleBindings(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rb.ResourceVersion}})
+	})
+	return errors.Wrapf(resource.IgnoreNotFound(err), "cannot take RoleBinding %s/%s back from placer's tenants", namespace, name)
 }
 
 // isTenant reports whether a subject is a tenant's user (mcv1alpha1.TenantUser).

@@ -350,7 +350,8 @@ func memberNamed(ms []*member, name string) *member {
 
 func TestHandshake(t *testing.T) {
 	env := testenv.Start(t)
-	// One member of each supported minor version (local.KubernetesVersions):
+	// One member of each supported minor version (local.KubernetesVersions
+	// but UnsupportedKubernetesVersion):
 	// a and c run placer's candidate scheduler built with their own
 	// kube-scheduler minor or the one before, as the skew policy allows,
 	// each started by 'placer candidate-scheduler' as deployed.
