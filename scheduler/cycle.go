@@ -65,17 +65,6 @@ type Failure struct {
 	Status  *Status
 }
 
-// FailedOn returns why the cycle found the cluster infeasible; nil when it
-// did not.
-func (r *Result) FailedOn(key types.NamespacedName) *Status {
-	for _, f := range r.Failed {
-		if f.Cluster.Key == key {
-			return f.Status
-		}
-	}
-	return nil
-}
-
 // Options of a cycle.
 type Options struct {
 	// AllFilters runs every filter on every cluster instead of stopping at

@@ -38,14 +38,7 @@ import (
 func TestTokenRenewal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mgmt, member := testenv.Start(t), testenv.Start(t)
-	if err := deploy.ApplyDir(ctx, mgmt.Config, "management"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := join.Join(ctx, join.Options{Name: "renewed", Namespace: "default", Member: member.Config, Management: mgmt.Client, TokenTTL: 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgmt, res := joined(ctx, t, "renewed", 10*time.Minute)
 	first := secretToken(ctx, t, mgmt.Client, res.Secret)
 	// A cluster whose token has expired: a well-formed JWT whose exp is past.
 	expired := expiredKubeconfig(t, mgmt.Client, res.Secret)
@@ -85,6 +78,21 @@ func TestTokenRenewal(t *testing.T) {
 	assertNoLeak(t, mgmt, kc, renewed)
 }
 
+// joined starts a management cluster as config/management installs it
+// and a member, and joins the member under name with a token of ttl.
+func joined(ctx context.Context, t *testing.T, name string, ttl time.Duration) (*testenv.Env, *join.Result) {
+	t.Helper()
+	mgmt, member := testenv.Start(t), testenv.Start(t)
+	if err := deploy.ApplyDir(ctx, mgmt.Config, "management"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := join.Join(ctx, join.Options{Name: name, Namespace: "default", Member: member.Config, Management: mgmt.Client, TokenTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgmt, res
+}
+
 // runRenewing runs the cluster controller as deployed (the manager's
 // ServiceAccount, config/management's role and admission policies),
 // renewing tokens after the fraction renewal of their life.
@@ -117,14 +125,7 @@ func TestTokenRenewedAcrossExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), ttl+4*time.Minute)
 	defer cancel()
-	mgmt, member := testenv.Start(t), testenv.Start(t)
-	if err := deploy.ApplyDir(ctx, mgmt.Config, "management"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := join.Join(ctx, join.Options{Name: "lasting", Namespace: "default", Member: member.Config, Management: mgmt.Client, TokenTTL: ttl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgmt, res := joined(ctx, t, "lasting", ttl)
 	s := &corev1.Secret{}
 	if err := mgmt.Client.Get(ctx, res.Secret, s); err != nil {
 		t.Fatal(err)

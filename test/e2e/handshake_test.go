@@ -25,7 +25,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -1911,13 +1910,7 @@ func TestHandshake(t *testing.T) {
 					t.Errorf("kubectl delete -k config/%s: %s %s: %v", dir, o.GetKind(), o.GetName(), err)
 				}
 			}
-			for _, o := range objs {
-				if o.GetKind() == "CustomResourceDefinition" {
-					list := &unstructured.UnstructuredList{}
-					list.SetGroupVersionKind(o.GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
-					testenv.WaitForDeletion(t, cl, o, list, timeout)
-				}
-			}
+			waitCRDsGone(t, cl, objs)
 		}
 		uninstall(env.Config, "management")
 		for _, m := range members {

@@ -12,9 +12,9 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -265,11 +265,7 @@ func offerTo(t *testing.T, c client.Client, m *member, tenant string) {
 // first.
 func waitUninstalled(t *testing.T, cfg *rest.Config) {
 	t.Helper()
-	s := testenv.Scheme()
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	wc, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,10 +274,17 @@ func waitUninstalled(t *testing.T, cfg *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitCRDsGone(t, wc, objs)
+}
+
+// waitCRDsGone waits until every CRD among objs is deleted.
+func waitCRDsGone(t *testing.T, wc client.WithWatch, objs []*unstructured.Unstructured) {
+	t.Helper()
 	for _, o := range objs {
 		if o.GetKind() == "CustomResourceDefinition" {
-			crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: o.GetName()}}
-			testenv.WaitForDeletion(t, wc, crd, &apiextensionsv1.CustomResourceDefinitionList{}, timeout)
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(o.GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
+			testenv.WaitForDeletion(t, wc, o, list, timeout)
 		}
 	}
 }
