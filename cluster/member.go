@@ -439,6 +439,25 @@ func (c *Connection) Tenant(namespace string) (client.Client, error) {
 	return cl, nil
 }
 
+// TenantStreams returns what reaches a tenant's pods in the member as the
+// tenant (mcv1alpha1.TenantUser(namespace)) for requests that stream
+// (kubectl logs, exec, attach of a proxy pod): a clientset on the
+// member's one transport, with no deadline (a followed log lasts as long
+// as its reader), and the REST config that the upgraded connections of
+// exec and attach dial with.
+func (c *Connection) TenantStreams(namespace string) (kubernetes.Interface, *rest.Config, error) {
+	imp := transport.ImpersonationConfig{UserName: mcv1alpha1.TenantUser(namespace)}
+	hc := &http.Client{Transport: transport.NewImpersonatingRoundTripper(imp, c.HTTPClient.Transport)}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = 0
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, nil, errors.Wrap(err, errTenantClient)
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: imp.UserName}
+	return cs, cfg, nil
+}
+
 // SetTargetNamespaces records the cluster's spec.targetNamespaces.
 func (c *Connection) SetTargetNamespaces(m map[string]v1alpha1.NamespaceName) {
 	c.mu.Lock()

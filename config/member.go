@@ -27,6 +27,9 @@ const (
 	// DependenciesRole is the opt-in role that lets a tenant's
 	// ConfigMaps, Secrets and ServiceAccounts follow its pods.
 	DependenciesRole = "placer-member-dependencies"
+	// StreamsRole is the opt-in role that lets kubectl logs, exec and
+	// attach of a tenant's proxy pods reach their delegates.
+	StreamsRole = "placer-member-pod-streams"
 	// ImpersonateRolePrefix names the ClusterRole that lets the manager
 	// act for one tenant: placer-impersonate-<management namespace>.
 	ImpersonateRolePrefix = "placer-impersonate-"
@@ -68,6 +71,11 @@ func ManagerRoles() ([]*rbacv1.ClusterRole, error) {
 // DependenciesRoles returns the opt-in ClusterRole of dependencies-role.yaml.
 func DependenciesRoles() ([]*rbacv1.ClusterRole, error) {
 	return clusterRoles("member/dependencies-role.yaml")
+}
+
+// StreamsRoles returns the opt-in ClusterRole of streams-role.yaml.
+func StreamsRoles() ([]*rbacv1.ClusterRole, error) {
+	return clusterRoles("member/streams-role.yaml")
 }
 
 // createRoles creates ClusterRoles, leaving those that exist as they are.
@@ -142,6 +150,21 @@ func OpenDependencies(ctx context.Context, cs kubernetes.Interface, tenant, name
 		return err
 	}
 	return bindTenant(ctx, cs, tenant, namespace, DependenciesRole)
+}
+
+// OpenStreams lets kubectl logs, exec and attach of the proxy pods of a
+// tenant that namespace is open to reach their delegates there: it
+// installs config/member/streams-role.yaml if it is not, and binds it to
+// the tenant's user in the namespace.
+func OpenStreams(ctx context.Context, cs kubernetes.Interface, tenant, namespace string) error {
+	roles, err := StreamsRoles()
+	if err != nil {
+		return err
+	}
+	if err := createRoles(ctx, cs, roles); err != nil {
+		return err
+	}
+	return bindTenant(ctx, cs, tenant, namespace, StreamsRole)
 }
 
 // bindTenant binds a ClusterRole to a tenant's user in one namespace.

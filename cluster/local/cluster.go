@@ -254,6 +254,15 @@ func (c *Cluster) writeCredentials() error {
 	if _, _, err := writePair(c.dir, "apiserver", crt, key); err != nil {
 		return err
 	}
+	// The API server's identity at kubelets (kwok's, placer's virtual
+	// nodes'), as kubeadm names it: logs, exec and attach go through it.
+	crt, key, err = ca.Issue(pki.Request{CommonName: "kube-apiserver-kubelet-client", Organizations: []string{"system:masters"}, Lifetime: tenYears})
+	if err != nil {
+		return err
+	}
+	if _, _, err := writePair(c.dir, "apiserver-kubelet-client", crt, key); err != nil {
+		return err
+	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return errors.Wrap(err, "cannot generate service account key")
@@ -344,6 +353,11 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		"--service-account-signing-key-file="+c.path("sa.key"),
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--authorization-mode=Node,RBAC",
+		"--kubelet-client-certificate="+c.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+c.path("apiserver-kubelet-client.key"),
+		// Nodes here are reached at their loopback InternalIP (kwok's
+		// server, placer's virtual nodes), not by host name.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling="+strconv.FormatBool(c.opts.Profiling),
@@ -477,8 +491,17 @@ func (c *Cluster) startControllers() error {
 		return err
 	}
 	stages := c.path("kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+	if err := os.WriteFile(stages, append(kwokStages, c.kwokStreams()...), 0o600); err != nil {
 		return errors.Wrap(err, "cannot write kwok's stages")
+	}
+	if err := os.WriteFile(c.ContainerLogPath(), criLine(ContainerLog(c.opts.Name)), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write kwok's container log")
+	}
+	// kwok serves the kubelet API of its nodes (logs, exec, attach) on
+	// this port, at the InternalIP it gives them.
+	port, err := freePort()
+	if err != nil {
+		return err
 	}
 	p, err = c.startProcess("kwok", kwok,
 		"--kubeconfig="+c.kubeconfig,
@@ -487,7 +510,9 @@ func (c *Cluster) startControllers() error {
 		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
 		"--manage-nodes-with-label-selector=",
 		"--cidr=10.244.0.1/16",
-		"--node-ip=10.0.0.1",
+		"--node-ip=127.0.0.1",
+		"--node-port="+itoa(port),
+		"--server-address=127.0.0.1:"+itoa(port),
 		"--node-lease-duration-seconds=40",
 	)
 	if err != nil {
@@ -495,6 +520,66 @@ func (c *Cluster) startControllers() error {
 	}
 	c.addProcess(p)
 	return nil
+}
+
+// ContainerLog is what every container of a local cluster's kwok nodes
+// logs (and what attach to one shows): it names the cluster, so a reader
+// knows which cluster answered.
+func ContainerLog(cluster string) string {
+	return "a container of kwok in cluster " + cluster + "\n"
+}
+
+// ContainerLogPath is the file kwok serves as every container's log.
+func (c *Cluster) ContainerLogPath() string { return c.path("container.log") }
+
+// criLine is a line of stdout as the CRI writes it to a container's log,
+// the format kwok reads.
+func criLine(line string) []byte {
+	return []byte(time.Now().UTC().Format(time.RFC3339Nano) + " stdout F " + line)
+}
+
+// AppendContainerLog adds a line to every container's log: a follower
+// of the log, or one attached, sees it.
+func (c *Cluster) AppendContainerLog(line string) error {
+	f, err := os.OpenFile(c.ContainerLogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return errors.Wrap(err, "cannot open kwok's container log")
+	}
+	_, err = f.Write(criLine(line))
+	return errors.Join(errors.Wrap(err, "cannot write kwok's container log"), f.Close())
+}
+
+// kwokStreams are kwok's rules for the kubelet API of its pods: every
+// container's log (followed) and attach read ContainerLogPath, and exec
+// runs the command in the cluster's folder on this machine, as kwok does.
+func (c *Cluster) kwokStreams() []byte {
+	return []byte(fmt.Sprintf(`---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: placer-logs
+spec:
+  logs:
+  - logsFile: %[1]q
+    follow: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: placer-attach
+spec:
+  attaches:
+  - logsFile: %[1]q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: placer-exec
+spec:
+  execs:
+  - local:
+      workDir: %[2]q
+`, c.ContainerLogPath(), c.dir))
 }
 
 func (c *Cluster) addProcess(p *process) {

@@ -6,13 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -107,7 +111,71 @@ func TestThreeClustersRunPods(t *testing.T) {
 			t.Errorf("%s: pod runs on %q, want the kwok node %q", c.Name(), p.Spec.NodeName, want)
 		}
 	}
+	podStreams(ctx, t, clusters[1])
 	replaceByName(ctx, t, clusters[0], 5)
+}
+
+// podStreams reads the log of pod "hello", runs a command in it and
+// attaches to it, through the API server and kwok's kubelet API, as
+// kubectl logs, exec and attach do.
+func podStreams(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	b, err := cs.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx)
+	if err != nil || string(b) != ContainerLog(c.Name()) {
+		t.Errorf("%s: the log of pod hello is %q (%v), want %q", c.Name(), b, err, ContainerLog(c.Name()))
+	}
+	stream := func(sub string, opts runtime.Object, so remotecommand.StreamOptions, timeout time.Duration) error {
+		u := cs.CoreV1().RESTClient().Post().Namespace("default").Resource("pods").Name("hello").SubResource(sub).VersionedParams(opts, scheme.ParameterCodec).URL()
+		ex, err := remotecommand.NewWebSocketExecutor(c.RESTConfig(), http.MethodGet, u.String())
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return ex.StreamWithContext(sctx, so)
+	}
+	var out, errOut strings.Builder
+	err = stream("exec", &corev1.PodExecOptions{Container: "app", Command: []string{"sh", "-c", "echo out; echo err >&2"}, Stdout: true, Stderr: true},
+		remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut}, 10*time.Second)
+	if err != nil || out.String() != "out\n" || errOut.String() != "err\n" {
+		t.Errorf("%s: exec in pod hello: stdout %q, stderr %q, %v", c.Name(), out.String(), errOut.String(), err)
+	}
+	// Attached, the container's new output shows, until the caller leaves.
+	seen := &lineWriter{want: "attached\n", seen: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		done <- stream("attach", &corev1.PodAttachOptions{Container: "app", Stdout: true}, remotecommand.StreamOptions{Stdout: seen}, 20*time.Second)
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-seen.seen:
+			return
+		case err := <-done:
+			t.Errorf("%s: attach to pod hello ended before the container wrote: %v", c.Name(), err)
+			return
+		case <-tick.C:
+			if err := c.AppendContainerLog("attached\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// lineWriter closes seen once a write holds want.
+type lineWriter struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }
 
 // replaceByName deletes the running pod "hello" n times, as an eviction

@@ -90,6 +90,7 @@ replaces a Secret it did not write. Run it again to renew the token by hand.
 	fs.StringVar(&o.Image, "image", "", "with --install, the image of placer's containers in the member (the release's when empty)")
 	fs.StringArrayVar(&opens, "open", nil, "open a member namespace to the Workloads of a management namespace: NAMESPACE or NAMESPACE=TENANT (repeatable)")
 	fs.BoolVar(&o.Dependencies, "dependencies", false, "let the opened namespaces' tenants copy the ConfigMaps, Secrets and ServiceAccounts their pods need there")
+	fs.BoolVar(&o.Streams, "streams", false, "let kubectl logs, exec and attach of the opened namespaces' tenants' proxy pods reach their delegates there")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", join.DefaultTokenTTL, "lifetime of the manager's token (at least 10m); the manager renews it after --member-token-renewal of it")
 	fs.StringVar(&o.Server, "member-server", "", "the member's API server as the manager reaches it, when not as the admin does")
 	fs.StringVar(&o.Provider, "provider", "", "spec.provider of the KubernetesCluster (aws, gcp, azure, ...)")

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,10 @@ type proxyPodFlags struct {
 	configuration string
 	hosts         []string
 	workers       int
+	// kubeletBind is where the virtual nodes' kubelet API is served;
+	// kubeletAddress the address the virtual nodes name for it.
+	kubeletBind    string
+	kubeletAddress string
 }
 
 func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
@@ -45,6 +50,8 @@ func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.secret, "webhook-secret", "placer-webhook-tls", "the Secret holding the webhook's CA and serving certificate, made and renewed by the manager")
 	fs.StringVar(&f.configuration, "webhook-configuration", "placer-proxy-pods", "the MutatingWebhookConfiguration whose caBundle the manager keeps")
 	fs.IntVar(&f.workers, "proxy-pod-workers", 16, "proxy pods the front end handles at once (each waits on the API server: a label, a binding, a status)")
+	fs.StringVar(&f.kubeletBind, "kubelet-bind-address", "", "address the virtual nodes' kubelet API serves on (TLS): kubectl logs, exec and attach of proxy pods (config/ serves :10250); empty serves none")
+	fs.StringVar(&f.kubeletAddress, "kubelet-address", "", "the address of this manager the virtual nodes name (status.addresses InternalIP), where the API server reaches their kubelet API; config/ sets the pod's IP. Empty: the nodes name none, and logs, exec and attach of proxy pods are refused by the API server")
 	fs.StringSliceVar(&f.hosts, "webhook-host", nil, "further names or addresses the certificate serves (the API server reaching the manager outside a Service)")
 }
 
@@ -100,5 +107,36 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
 		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()), Signer: certs,
 	}})
-	return proxypod.Setup(mgr, reg, f.workers, certs)
+	ep, err := f.kubeletEndpoint()
+	if err != nil {
+		return err
+	}
+	if f.kubeletBind != "" {
+		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&proxypod.Kubelet{Reader: mgr.GetClient(), Members: reg, Client: cs,
+			BindAddress: f.kubeletBind, Certificate: certs.GetCertificate}); err != nil {
+			return err
+		}
+	}
+	return proxypod.Setup(mgr, reg, f.workers, certs, ep)
+}
+
+// kubeletEndpoint is what the virtual nodes name for their kubelet API:
+// --kubelet-address, on the port of --kubelet-bind-address.
+func (f *proxyPodFlags) kubeletEndpoint() (proxypod.KubeletEndpoint, error) {
+	if f.kubeletBind == "" || f.kubeletAddress == "" {
+		return proxypod.KubeletEndpoint{}, nil
+	}
+	_, port, err := net.SplitHostPort(f.kubeletBind)
+	if err != nil {
+		return proxypod.KubeletEndpoint{}, errors.Wrap(err, "invalid --kubelet-bind-address")
+	}
+	p, err := strconv.ParseInt(port, 10, 32)
+	if err != nil || p <= 0 {
+		return proxypod.KubeletEndpoint{}, errors.Errorf("invalid --kubelet-bind-address %q: it needs a port", f.kubeletBind)
+	}
+	return proxypod.KubeletEndpoint{Address: f.kubeletAddress, Port: int32(p)}, nil
 }

@@ -68,8 +68,8 @@ type Proxies struct {
 // Setup adds the proxy pod controller (and the virtual nodes') to the
 // manager, handling workers pods at once; reg tells it of chaperon
 // changes.
-func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs) error {
-	if err := SetupNodes(mgr); err != nil {
+func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs, kubelet KubeletEndpoint) error {
+	if err := SetupNodes(mgr, kubelet); err != nil {
 		return err
 	}
 	t := &shared.Trigger{}
@@ -254,7 +254,7 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 // the delegate's; before that, its PodScheduled condition (and a
 // FailedScheduling Event) says why the Workload is not placed.
 func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
-	delegate, err := p.delegate(ctx, w)
+	delegate, err := delegate(ctx, p.Members, w)
 	if err != nil {
 		return err
 	}
@@ -338,11 +338,11 @@ func (p *Proxies) movedTo(ctx context.Context, pod *corev1.Pod, key types.Namesp
 
 // delegate is the Workload's chaperon bound in its cluster (the delegate
 // pod's), or nil.
-func (p *Proxies) delegate(ctx context.Context, w *v1alpha1.Workload) (*mcv1alpha1.PodChaperon, error) {
+func delegate(ctx context.Context, members Chaperons, w *v1alpha1.Workload) (*mcv1alpha1.PodChaperon, error) {
 	if w.Status.ClusterRef == nil {
 		return nil, nil
 	}
-	conn := p.Members.Get(w.ClusterKey(w.Status.ClusterRef))
+	conn := members.Get(w.ClusterKey(w.Status.ClusterRef))
 	if conn == nil || !conn.Synced() {
 		return nil, nil
 	}

@@ -44,6 +44,9 @@ const LeaseDuration = 40 * time.Second
 // still decided by tenancy, never by which nodes exist.
 type Nodes struct {
 	Client client.Client
+	// Kubelet is where the virtual nodes' kubelet API is served (their
+	// address and port); none when Address is empty.
+	Kubelet KubeletEndpoint
 }
 
 // annotationOwnLabels, on a virtual node, lists the label keys placer set
@@ -54,8 +57,8 @@ const annotationOwnLabels = v1alpha1.Group + "/own-labels"
 const indexNodeName = "spec.nodeName"
 
 // SetupNodes adds the virtual node controller and the Leases' heartbeat.
-func SetupNodes(mgr ctrl.Manager) error {
-	n := &Nodes{Client: mgr.GetClient()}
+func SetupNodes(mgr ctrl.Manager, kubelet KubeletEndpoint) error {
+	n := &Nodes{Client: mgr.GetClient(), Kubelet: kubelet}
 	// Leases are read straight from the API server: the cache would hold
 	// every node's.
 	if err := mgr.Add(&heartbeat{client: mgr.GetClient(), reader: mgr.GetAPIReader(), every: LeaseDuration / 4}); err != nil {
@@ -102,7 +105,7 @@ func (n *Nodes) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		}
 		return reconcile.Result{}, n.removed(ctx, name)
 	}
-	want := VirtualNode(kc)
+	want := VirtualNode(kc, n.Kubelet)
 	node := &corev1.Node{}
 	if err := n.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if !kerrors.IsNotFound(err) {
@@ -167,7 +170,7 @@ func (n *Nodes) removed(ctx context.Context, name string) error {
 }
 
 // VirtualNode is the Node that stands for a cluster.
-func VirtualNode(kc *v1alpha1.KubernetesCluster) *corev1.Node {
+func VirtualNode(kc *v1alpha1.KubernetesCluster, kubelet KubeletEndpoint) *corev1.Node {
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
 	name := v1alpha1.VirtualNodeName(key)
 	labels := maps.Clone(kc.Labels)
@@ -191,6 +194,14 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster) *corev1.Node {
 	if _, ok := alloc[corev1.ResourcePods]; !ok {
 		alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(110*max(kc.Status.NodeCount, 1)), resource.DecimalSI)
 	}
+	addresses := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}}
+	var endpoints corev1.NodeDaemonEndpoints
+	if kubelet.Address != "" {
+		// The API server reaches logs, exec and attach of the node's
+		// pods there (Kubelet).
+		addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.Address}}, addresses...)
+		endpoints.KubeletEndpoint.Port = kubelet.Port
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
 			v1alpha1.AnnotationVirtualNodeCluster: key.String(),
@@ -204,7 +215,7 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster) *corev1.Node {
 		},
 		Status: corev1.NodeStatus{
 			Capacity: alloc, Allocatable: alloc,
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+			Addresses: addresses, DaemonEndpoints: endpoints,
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion: kc.Status.Version, OperatingSystem: "linux",
 				OSImage: "placer virtual node of KubernetesCluster " + key.String(),

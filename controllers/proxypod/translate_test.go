@@ -274,12 +274,12 @@ func TestWebhookRefusesWhatNoClusterAdmits(t *testing.T) {
 // others set (a label, the node lifecycle controller's taint).
 func TestMergeNode(t *testing.T) {
 	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Labels: map[string]string{"tier": "gold", "old": "x"}}}
-	node := VirtualNode(kc)
+	node := VirtualNode(kc, KubeletEndpoint{})
 	node.Labels["team.example.com/owner"] = "ops"
 	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute})
 	delete(kc.Labels, "old")
 	kc.Spec.Unschedulable = true
-	merged, changed := mergeNode(node, VirtualNode(kc))
+	merged, changed := mergeNode(node, VirtualNode(kc, KubeletEndpoint{}))
 	if !changed {
 		t.Fatal("no change seen")
 	}
@@ -292,7 +292,7 @@ func TestMergeNode(t *testing.T) {
 	if len(merged.Spec.Taints) != 2 || !merged.Spec.Unschedulable {
 		t.Errorf("taints %v, unschedulable %v; want placer's and the lifecycle controller's, cordoned", merged.Spec.Taints, merged.Spec.Unschedulable)
 	}
-	if _, again := mergeNode(merged, VirtualNode(kc)); again {
+	if _, again := mergeNode(merged, VirtualNode(kc, KubeletEndpoint{})); again {
 		t.Error("a second merge changed the node again")
 	}
 }

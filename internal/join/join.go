@@ -89,6 +89,9 @@ type Options struct {
 	// tenants' ConfigMaps, Secrets and ServiceAccounts may follow there.
 	Open         []Opening
 	Dependencies bool
+	// Streams lets kubectl logs, exec and attach of the tenants' proxy
+	// pods reach their delegates in the opened namespaces.
+	Streams bool
 	// TokenTTL is the token's lifetime (DefaultTokenTTL when zero; the
 	// member's API server may shorten it, and never goes under 10 minutes).
 	TokenTTL time.Duration
@@ -140,7 +143,7 @@ func Join(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	for _, op := range o.Open {
-		if err := open(ctx, cs, op, o.Dependencies); err != nil {
+		if err := open(ctx, cs, op, o.Dependencies, o.Streams); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +241,7 @@ func identity(ctx context.Context, cs kubernetes.Interface) error {
 }
 
 // open opens a member namespace to a tenant (config.OpenNamespace).
-func open(ctx context.Context, cs kubernetes.Interface, op Opening, dependencies bool) error {
+func open(ctx context.Context, cs kubernetes.Interface, op Opening, dependencies, streams bool) error {
 	if err := ensureNamespace(ctx, cs, op.Namespace); err != nil {
 		return err
 	}
@@ -246,7 +249,12 @@ func open(ctx context.Context, cs kubernetes.Interface, op Opening, dependencies
 		return err
 	}
 	if dependencies {
-		return config.OpenDependencies(ctx, cs, op.Tenant, op.Namespace)
+		if err := config.OpenDependencies(ctx, cs, op.Tenant, op.Namespace); err != nil {
+			return err
+		}
+	}
+	if streams {
+		return config.OpenStreams(ctx, cs, op.Tenant, op.Namespace)
 	}
 	return nil
 }
