@@ -191,11 +191,6 @@ func (k *Kubelet) consent(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		t, err := k.target(r.Context(), sp.namespace, sp.pod)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
 		sub, verb := "exec", "create"
 		switch sp.kind {
 		case "containerLogs":
@@ -203,12 +198,17 @@ func (k *Kubelet) consent(next http.Handler) http.Handler {
 		case "attach":
 			sub = "attach"
 		}
+		t, err := k.target(r.Context(), sp.namespace, sp.pod)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
 		ssar := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: t.namespace, Verb: verb, Resource: "pods", Subresource: sub, Name: t.name,
 		}}}
 		got, err := t.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(r.Context(), ssar, metav1.CreateOptions{})
 		if err != nil {
-			http.Error(w, fmt.Sprintf("cannot ask cluster %s whether tenant %s may %s pods/%s: %v", t.cluster, mcv1alpha1.TenantUser(sp.namespace), verb, sub, err), http.StatusBadGateway)
+			http.Error(w, fmt.Sprintf("cannot ask cluster %s whether tenant %s may %s pods/%s: %v", t.cluster, mcv1alpha1.TenantUser(sp.namespace), verb, sub, err), http.StatusServiceUnavailable)
 			return
 		}
 		if !got.Status.Allowed {

@@ -91,6 +91,8 @@ func managerArgs(c deploy.Component, ports managerPorts) []string {
 		// The API server calls the webhook at this address
 		// (deploy.WebhooksAt), not through its Service.
 		"--webhook-bind-address="+ports.webhook, "--webhook-host=127.0.0.1",
+		// The virtual nodes name this manager's loopback address.
+		"--kubelet-bind-address="+ports.kubelet, "--kubelet-address=127.0.0.1",
 		// A killed manager's successor waits out the Lease: short here.
 		"--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
 		// Local members listen on loopback, which a deployed manager refuses.

@@ -124,7 +124,9 @@ func registerAt(t *testing.T, c client.Client, m *member, server string, labels 
 }
 
 // managerPorts are the manager's health, metrics and webhook addresses.
-type managerPorts struct{ health, metrics, webhook string }
+// managerPorts are where a manager serves; kubelet (the virtual nodes'
+// kubelet API) is served only when set.
+type managerPorts struct{ health, metrics, webhook, kubelet string }
 
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t *testing.T) string {

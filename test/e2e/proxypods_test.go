@@ -20,6 +20,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/testenv"
 )
@@ -31,6 +32,9 @@ import (
 type proxyFleet struct {
 	// kubeconfig is the management cluster's, for placer's commands.
 	kubeconfig string
+	mgmt       *local.Cluster
+	// kubelet is where the manager serves the virtual nodes' kubelet API.
+	kubelet    string
 	cs         kubernetes.Interface
 	c          client.Client
 	wc         client.WithWatch
@@ -54,12 +58,12 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 		t.Fatal(err)
 	}
 	comp := install(t, cfg, "management")["placer-manager"]
-	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t), kubelet: freeAddr(t)}
 	if err := deploy.WebhooksAt(ctx, cfg, ports.webhook); err != nil {
 		t.Fatal(err)
 	}
 	runManager(t, managerArgs(comp, ports), t.TempDir())
-	f := &proxyFleet{kubeconfig: mgmt.KubeconfigPath(), cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
+	f := &proxyFleet{kubeconfig: mgmt.KubeconfigPath(), mgmt: mgmt, kubelet: ports.kubelet, cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
 	for _, r := range []struct{ name, region string }{{"pa", "eu"}, {"pb", "us"}} {
 		opts := local.Options{Name: r.name}
 		if r.name == "pa" {
@@ -67,6 +71,13 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 		}
 		m := startMemberWith(t, opts, local.Node{Name: r.name + "-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{v1alpha1.LabelRegion: r.region}})
 		register(t, f.c, m, nil, "default")
+		// pa lets kubectl logs, exec and attach of the tenant's pods
+		// reach their delegates there; pb does not.
+		if r.name == "pa" {
+			if err := config.OpenStreams(ctx, m.target.Clientset, "default", "default"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		f.members = append(f.members, m)
 	}
 	// Source pods are those of a labelled namespace.
@@ -93,6 +104,14 @@ func elected(name string, annotations map[string]string) corev1.PodTemplateSpec 
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		}}}},
 	}
+}
+
+// regionPod is a source pod whose node selector picks the clusters of a
+// region.
+func regionPod(name, region string) *corev1.Pod {
+	tmpl := elected(name, map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""})
+	tmpl.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: region}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
 }
 
 // delegates lists the pods of the members that run for proxy pods
@@ -217,12 +236,7 @@ func TestProxyPods(t *testing.T) {
 	})
 
 	t.Run("a node selector on a region picks only that region's cluster; one that fits nowhere says why", func(t *testing.T) {
-		pod := func(name, region string) *corev1.Pod {
-			tmpl := elected(name, map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""})
-			tmpl.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: region}
-			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
-		}
-		us, mars := pod("in-us", "us"), pod("on-mars", "mars")
+		us, mars := regionPod("in-us", "us"), regionPod("on-mars", "mars")
 		for _, p := range []*corev1.Pod{us, mars} {
 			if err := f.c.Create(ctx, p); err != nil {
 				t.Fatal(err)
@@ -261,6 +275,8 @@ func TestProxyPods(t *testing.T) {
 			t.Errorf("placer explain pod/on-mars: %v\n%s", err, out)
 		}
 	})
+
+	t.Run("kubectl logs, exec and attach of a proxy pod reach its delegate, where the member lets the tenant", f.streams)
 
 	t.Run("a StatefulSet of 3 starts in ordinal order across clusters", func(t *testing.T) {
 		sts := &appsv1.StatefulSet{
