@@ -34,11 +34,11 @@ type proxyFleet struct {
 	kubeconfig string
 	mgmt       *local.Cluster
 	// kubelet is where the manager serves the virtual nodes' kubelet API.
-	kubelet    string
-	cs         kubernetes.Interface
-	c          client.Client
-	wc         client.WithWatch
-	members    []*member
+	kubelet string
+	cs      kubernetes.Interface
+	c       client.Client
+	wc      client.WithWatch
+	members []*member
 }
 
 func startProxyFleet(t *testing.T) *proxyFleet {
