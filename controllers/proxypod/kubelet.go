@@ -35,9 +35,10 @@ import (
 
 // The management cluster's own rights the kubelet API needs: it
 // authenticates the API server's client certificate against the client CA
-// kube-system/extension-apiserver-authentication publishes (a Role by
-// name, config/rbac/kubelet_role.yaml) and asks the API server whether
-// the caller may reach the node, as a kubelet does.
+// of the ConfigMap kube-system/extension-apiserver-authentication, and
+// asks the API server whether the caller may reach the node, as a kubelet
+// does.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
