@@ -144,7 +144,7 @@ func runSandbox(ctx context.Context, out io.Writer, o *sandboxOptions) error {
 	if err := showFleetDynamics(ctx, out, c, "small", cut, 2*time.Minute); err != nil {
 		return errors.Wrap(err, "fleet dynamics")
 	}
-	if err := showOrdinaryPods(ctx, out, c, 2*time.Minute); err != nil {
+	if err := showOrdinaryPods(ctx, out, c, kubernetes.NewForConfigOrDie(clusters[0].RESTConfig()), 2*time.Minute); err != nil {
 		return errors.Wrap(err, "ordinary pods")
 	}
 	if o.once {
@@ -217,12 +217,18 @@ func startPlacer(ctx, startCtx context.Context, out io.Writer, o *sandboxOptions
 	if err != nil {
 		return nil, nil, err
 	}
+	// And reaches the virtual nodes' kubelet API at another.
+	kubelet, err := local.FreeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := deploy.WebhooksAt(startCtx, mgmt.RESTConfig(), webhook); err != nil {
 		return nil, nil, errors.Wrap(err, "cannot point the webhook at the manager")
 	}
 	if err := mgmt.RunRestarting("manager", placer, manager.OutsidePod(
 		"--health-probe-bind-address=0", "--metrics-bind-address=0", "--leader-election-namespace="+manager.Namespace,
 		"--webhook-bind-address="+webhook, "--webhook-host=127.0.0.1",
+		"--kubelet-bind-address="+kubelet, "--kubelet-address=127.0.0.1",
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters", "--cluster-probe-interval=10s", "--cluster-probe-timeout=2s",
 		// The failover step shows within a minute (300 s in config/).
@@ -347,6 +353,10 @@ func registerMember(ctx context.Context, c client.Client, lc *local.Cluster, m m
 	}
 	// With its dependencies (examples/95-dependencies.yaml).
 	if err := config.OpenDependencies(ctx, cs, "default", "default"); err != nil {
+		return err
+	}
+	// And kubectl logs, exec and attach of its proxy pods.
+	if err := config.OpenStreams(ctx, cs, "default", "default"); err != nil {
 		return err
 	}
 	kubeconfig, err := lc.KubeconfigFor("placer-manager")

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +29,7 @@ const sandboxPodsNamespace = "default"
 // showOrdinaryPods runs a Deployment and a Job through the front end for
 // ordinary pods, as an Admiralty user writes them (an annotated pod
 // template in a labelled namespace), and prints where each pod runs.
-func showOrdinaryPods(ctx context.Context, out io.Writer, c client.WithWatch, timeout time.Duration) error {
+func showOrdinaryPods(ctx context.Context, out io.Writer, c client.WithWatch, cs kubernetes.Interface, timeout time.Duration) error {
 	fmt.Fprintf(out, "\nOrdinary pods: a Deployment and a Job annotated %s in namespace %s (labelled %s=%s) ...\n",
 		v1alpha1.AnnotationElect, sandboxPodsNamespace, v1alpha1.LabelSourceNamespace, v1alpha1.SourceNamespaceEnabled)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -75,6 +76,18 @@ func showOrdinaryPods(ctx context.Context, out io.Writer, c client.WithWatch, ti
 		fmt.Fprintf(out, "  Pod %s/%s %s on node %s: runs in %s\n", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationRunsIn])
 	}
 	fmt.Fprintf(out, "  (kubectl get pods -n %s -o wide shows the same; kubectl get nodes, a virtual node per cluster)\n", sandboxPodsNamespace)
+	// kubectl logs of a proxy pod: its delegate's log, from its member.
+	for _, p := range pods.Items {
+		if p.Labels["app"] != "hello" {
+			continue
+		}
+		b, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).Do(ctx).Raw()
+		if err != nil {
+			return errors.Wrapf(err, "cannot read the log of pod %s", p.Name)
+		}
+		fmt.Fprintf(out, "  kubectl logs -n %s %s: %s", p.Namespace, p.Name, b)
+		break
+	}
 	return nil
 }
 

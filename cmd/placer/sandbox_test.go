@@ -78,6 +78,9 @@ func TestSandboxOnce(t *testing.T) {
 		"Deployment default/hello: 3/3 available",
 		"Job default/count: 2/2 succeeded",
 		"on node placer.default.",
+		// kubectl logs of one of them: its delegate's, from kwok in its
+		// member.
+		"a container of kwok in cluster ",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the fleet dynamics' output lacks %q", want)

@@ -238,6 +238,13 @@ func (r *Reconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1
 		if !slices.ContainsFunc(chs, func(ch *mcv1alpha1.PodChaperon) bool { return ch.Namespace == ns }) {
 			continue
 		}
+		for _, ch := range chs {
+			if ch.Namespace == ns {
+				if err := passGrace(ctx, cl, w, ch); err != nil {
+					return err
+				}
+			}
+		}
 		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}
 		if foreground {
 			opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationForeground))

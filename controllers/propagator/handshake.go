@@ -661,9 +661,25 @@ func committedIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (b
 // is another candidate); one gone already is no error.
 func deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
 	return asTenant(m, w, chs, func(cl client.Client, ch *mcv1alpha1.PodChaperon) error {
+		if err := passGrace(ctx, cl, w, ch); err != nil {
+			return err
+		}
 		err := cl.Delete(ctx, ch, client.Preconditions{UID: &ch.UID})
 		return errors.Wrap(resource.Ignore(kerrors.IsConflict, resource.IgnoreNotFound(err)), errDeleteChaperon)
 	})
+}
+
+// passGrace annotates a chaperon of a Workload being deleted with a
+// deletion grace period (a proxy pod's,
+// mcv1alpha1.AnnotationDeletionGracePeriod) before it is deleted: the
+// agent deletes its Pod with it.
+func passGrace(ctx context.Context, cl client.Client, w *v1alpha1.Workload, ch *mcv1alpha1.PodChaperon) error {
+	grace, ok := w.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod]
+	if !ok || w.DeletionTimestamp == nil || ch.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod] == grace {
+		return nil
+	}
+	p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationDeletionGracePeriod+`":"`+grace+`"}}}`))
+	return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, ch.DeepCopy(), p)), errDeleteChaperon)
 }
 
 // handshakeStarts keeps when this process began each Workload's

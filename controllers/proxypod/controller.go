@@ -2,6 +2,7 @@ package proxypod
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -194,6 +195,9 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 // a virtual node has no kubelet to confirm it.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
+		if err := p.passGrace(ctx, pod, w); err != nil {
+			return err
+		}
 		return p.deleteWorkload(ctx, w, pod.UID)
 	}
 	if !podutil.IsPodPhaseTerminal(pod.Status.Phase) {
@@ -207,6 +211,25 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 	}
 	err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	return client.IgnoreNotFound(err)
+}
+
+// passGrace annotates the Workload of a pod being deleted with the pod's
+// deletion grace period, when it is not the one the delegate would take
+// from its own spec (kubectl delete --grace-period): the propagator and
+// the agent pass it on to the delegate's deletion.
+func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
+	g := pod.DeletionGracePeriodSeconds
+	if g == nil || w.DeletionTimestamp != nil || controllerUID(w) != pod.UID ||
+		(pod.Spec.TerminationGracePeriodSeconds != nil && *g == *pod.Spec.TerminationGracePeriodSeconds) {
+		return nil
+	}
+	v := strconv.FormatInt(*g, 10)
+	if w.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod] == v {
+		return nil
+	}
+	orig := w.DeepCopy()
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, mcv1alpha1.AnnotationDeletionGracePeriod, v)
+	return errors.Wrap(client.IgnoreNotFound(p.Client.Patch(ctx, w, client.MergeFrom(orig))), "cannot pass the pod's deletion grace period to its Workload")
 }
 
 func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {

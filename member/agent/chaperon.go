@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -62,6 +66,10 @@ type ChaperonReconciler struct {
 	mu      sync.Mutex
 	boundAt map[types.UID]time.Time
 	now     func() time.Time
+	// graces: the deletion grace period of chaperons seen deleted
+	// (AnnotationDeletionGracePeriod, from the watch's last state), for
+	// their Pods' deletion.
+	graces sync.Map
 }
 
 // settle is how long the status of a pod just bound, not started yet, is
@@ -91,7 +99,10 @@ func SetupChaperonController(mgr ctrl.Manager, workers int) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("chaperon").
-		For(&mcv1alpha1.PodChaperon{}).
+		For(&mcv1alpha1.PodChaperon{}, builder.WithPredicates(predicate.Funcs{DeleteFunc: func(e crevent.DeleteEvent) bool {
+			r.rememberGrace(e.Object)
+			return true
+		}})).
 		Owns(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
@@ -105,6 +116,13 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, r.deleteOrphan(ctx, req)
 		}
 		return reconcile.Result{}, errors.Wrap(err, errGetChaperon)
+	}
+	if _, ok := deletionGrace(ch); ok {
+		// The chaperon goes (or is about to), its Pod with a grace
+		// period of its own; before the garbage collector's deletion of
+		// a chaperon deleted in the foreground, which has none.
+		r.rememberGrace(ch)
+		return reconcile.Result{}, r.deleteOrphan(ctx, req)
 	}
 	if ch.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
@@ -255,19 +273,48 @@ func EndedOnItsOwn(pod *corev1.Pod) bool {
 // reasonEvicted is the reason kubelet gives a pod it evicts for node pressure.
 const reasonEvicted = "Evicted"
 
-// deleteOrphan deletes the Pod of a chaperon that is gone. The garbage
+// deleteOrphan deletes the Pod of a chaperon that is gone (or going,
+// with a deletion grace period to pass on). The garbage
 // collector would too, through the owner reference, but only after it has
 // rediscovered the PodChaperon kind, which can take half a minute.
 func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Request) error {
 	pod := &corev1.Pod{}
 	if err := r.client.Get(ctx, req.NamespacedName, pod); err != nil {
+		r.graces.Delete(req.NamespacedName)
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetPod)
 	}
 	owner := metav1.GetControllerOf(pod)
 	if owner == nil || owner.Kind != "PodChaperon" || owner.Name != req.Name || pod.DeletionTimestamp != nil {
+		r.graces.Delete(req.NamespacedName)
 		return nil
 	}
-	return errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
+	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
+	if g, ok := r.graces.Load(req.NamespacedName); ok {
+		opts = append(opts, client.GracePeriodSeconds(g.(int64)))
+	}
+	if err := r.client.Delete(ctx, pod, opts...); resource.IgnoreNotFound(err) != nil {
+		return errors.Wrap(err, errDeletePod)
+	}
+	r.graces.Delete(req.NamespacedName)
+	return nil
+}
+
+// deletionGrace is the chaperon's AnnotationDeletionGracePeriod.
+func deletionGrace(o metav1.Object) (int64, bool) {
+	v, ok := o.GetAnnotations()[mcv1alpha1.AnnotationDeletionGracePeriod]
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.ParseInt(v, 10, 64)
+	return g, err == nil && g >= 0
+}
+
+// rememberGrace keeps the deletion grace period a chaperon carries for
+// its Pod's deletion, which may come after the chaperon is gone.
+func (r *ChaperonReconciler) rememberGrace(o client.Object) {
+	if g, ok := deletionGrace(o); ok {
+		r.graces.Store(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, g)
+	}
 }
 
 // refusedRetry is how soon a Pod the API server refused is tried again:

@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -313,12 +314,66 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the chaperon deletes the pod", func(t *testing.T) {
-		if err := c.Delete(ctx, ch); err != nil {
+	t.Run("a chaperon deleted with a grace period deletes its pod with it", func(t *testing.T) {
+		graced := &mcv1alpha1.PodChaperon{
+			ObjectMeta: metav1.ObjectMeta{Name: "graced", Namespace: "default"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}
+		if err := c.Create(ctx, graced); err != nil {
 			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, graced, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		// As the propagator deletes it: annotated, then deleted at once
+		// (the agent may see it only once it is gone).
+		got := podDeletionGrace(t, cs, "graced", func() {
+			patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationDeletionGracePeriod + `":"7"}}}`)
+			if err := c.Patch(ctx, graced, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete(ctx, graced); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got != 7 {
+			t.Errorf("the pod was deleted with a grace period of %d s, want the chaperon's 7", got)
+		}
+	})
+
+	t.Run("deleting the chaperon deletes the pod", func(t *testing.T) {
+		got := podDeletionGrace(t, cs, "web-0", func() {
+			if err := c.Delete(ctx, ch); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// Its spec's, as any deletion without a grace period of its own.
+		if got != corev1.DefaultTerminationGracePeriodSeconds {
+			t.Errorf("the pod was deleted with a grace period of %d s, want its spec's %d", got, corev1.DefaultTerminationGracePeriodSeconds)
 		}
 		testenv.WaitForDeletion(t, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default"}}, &corev1.PodList{}, timeout)
 	})
+}
+
+// podDeletionGrace runs do and returns the grace period the pod of that
+// name is then deleted with, from a watch started before.
+func podDeletionGrace(t *testing.T, cs kubernetes.Interface, name string, do func()) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	do()
+	for e := range w.ResultChan() {
+		if p, ok := e.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+			return *p.DeletionGracePeriodSeconds
+		}
+	}
+	t.Fatalf("pod %s was not deleted", name)
+	return 0
 }
 
 func TestEndedOnItsOwn(t *testing.T) {

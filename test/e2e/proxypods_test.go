@@ -466,8 +466,27 @@ func TestProxyPods(t *testing.T) {
 		if _, clusters := f.delegates(t, "in-us"); clusters["pb"] != 1 {
 			t.Fatalf("delegates before the deletion: %v, want one in pb", clusters)
 		}
-		if err := f.c.Delete(ctx, us); err != nil {
+		// kubectl delete --grace-period=5: the delegate is deleted with it.
+		pb := f.members[1].target.Clientset
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		watch, err := pb.CoreV1().Pods("default").Watch(wctx, metav1.ListOptions{LabelSelector: "app=in-us"})
+		if err != nil {
 			t.Fatal(err)
+		}
+		defer watch.Stop()
+		if err := f.c.Delete(ctx, us, client.GracePeriodSeconds(5)); err != nil {
+			t.Fatal(err)
+		}
+		grace := int64(-1)
+		for e := range watch.ResultChan() {
+			if p, ok := e.Object.(*corev1.Pod); ok && p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil {
+				grace = *p.DeletionGracePeriodSeconds
+				break
+			}
+		}
+		if grace != 5 {
+			t.Errorf("the delegate was deleted with a grace period of %d s, want the proxy pod's 5", grace)
 		}
 		testenv.WaitForDeletion(t, f.wc, us, &corev1.PodList{}, timeout)
 		waitUntil(t, timeout, func() (bool, string) {

@@ -43,6 +43,14 @@ const (
 	// for the whole status.
 	MirrorStatusFull = "full"
 
+	// AnnotationDeletionGracePeriod (whole seconds) is the grace period
+	// the candidate Pod is deleted with when its chaperon goes: a proxy
+	// pod deleted with a grace period of its own (kubectl delete
+	// --grace-period) passes it on. The proxy pods' controller sets it on
+	// the Workload before it deletes it, the propagator on each chaperon
+	// before it deletes that, and the agent deletes the Pod with it.
+	AnnotationDeletionGracePeriod = AnnotationPrefix + "deletion-grace-period-seconds"
+
 	// AnnotationBindWindow (a Go duration, set by the propagator when it
 	// creates an allow-when-reserved chaperon for a cluster not yet
 	// committed) bounds, on the member's own clock, how long the candidate
