@@ -157,13 +157,30 @@ func (p *process) waitFor(ctx context.Context, timeout time.Duration, check func
 
 // freePort returns a loopback TCP port nobody listens on now.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, errors.Wrap(err, "cannot find a free port")
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, errors.Wrap(err, "cannot find a free port")
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		// The kernel may give a port just closed again: one handed out
+		// before may not be listened on yet.
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p, nil
+		}
 	}
-	defer l.Close() //nolint:errcheck // Only the port number is needed.
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("cannot find a free port not handed out already")
 }
+
+// handedOut are the ports freePort gave this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // FreeAddr returns a loopback address (127.0.0.1:port) whose port nobody
 // listens on now, for a server a test or a benchmark starts.

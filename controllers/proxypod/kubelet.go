@@ -76,13 +76,14 @@ func (k *Kubelet) NeedLeaderElection() bool { return false }
 
 // Start serves until ctx ends.
 func (k *Kubelet) Start(ctx context.Context) error {
-	h, err := k.Handler(ctx)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", k.BindAddress)
 	if err != nil {
 		return errors.Wrap(err, "cannot listen for the virtual nodes' kubelet API")
+	}
+	h, err := k.Handler(ctx)
+	if err != nil {
+		_ = ln.Close()
+		return err
 	}
 	// The client certificate is verified by the authenticator, against
 	// the client CA the API server publishes (it may change).
