@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,8 +61,12 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Only apps opts in to the tenant's dependencies.
+	// Only apps opts in to the tenant's dependencies, and to its pods'
+	// streams.
 	if err := config.OpenDependencies(ctx, admin, "team-a", "apps"); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.OpenStreams(ctx, admin, "team-a", "apps"); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's summary, as the agent would write it.
@@ -180,6 +185,49 @@ func TestMemberRoleIsLeastPrivilege(t *testing.T) {
 	for what, call := range refused {
 		if err := call(); err == nil || !apierrors.IsForbidden(err) {
 			t.Errorf("%s: want Forbidden, got %v", what, err)
+		}
+	}
+	streamsRoleIsLeastPrivilege(ctx, t, admin)
+}
+
+// streamsRoleIsLeastPrivilege asks the member's authorizer what the
+// streams role (config.OpenStreams, team-a in apps) lets a tenant do:
+// kubectl logs, exec and attach of pods there, and nothing else.
+func streamsRoleIsLeastPrivilege(ctx context.Context, t *testing.T, admin kubernetes.Interface) {
+	t.Helper()
+	may := func(tenant, ns, verb, resource, sub string) bool {
+		t.Helper()
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               mcv1alpha1.TenantUser(tenant),
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource, Subresource: sub, Name: "p"},
+		}}
+		got, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.Allowed
+	}
+	for _, c := range []struct {
+		tenant, ns, verb, resource, sub string
+		want                            bool
+	}{
+		{"team-a", "apps", "get", "pods", "log", true},
+		{"team-a", "apps", "create", "pods", "exec", true},
+		{"team-a", "apps", "get", "pods", "exec", true},
+		{"team-a", "apps", "create", "pods", "attach", true},
+		{"team-a", "apps", "get", "pods", "", false},
+		{"team-a", "apps", "list", "pods", "", false},
+		{"team-a", "apps", "delete", "pods", "", false},
+		{"team-a", "apps", "create", "pods", "portforward", false},
+		{"team-a", "apps", "create", "pods", "eviction", false},
+		{"team-a", "apps", "patch", "pods", "status", false},
+		{"team-a", "apps", "get", "nodes", "proxy", false},
+		{"team-a", "nodeps", "get", "pods", "log", false},
+		{"team-a", "closed", "create", "pods", "exec", false},
+		{"team-b", "apps", "get", "pods", "log", false},
+	} {
+		if got := may(c.tenant, c.ns, c.verb, c.resource, c.sub); got != c.want {
+			t.Errorf("may tenant %s %s %s/%s in %s: %v, want %v", c.tenant, c.verb, c.resource, c.sub, c.ns, got, c.want)
 		}
 	}
 }

@@ -12,9 +12,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -371,13 +374,20 @@ func TestProxyPods(t *testing.T) {
 		})
 	})
 
-	t.Run("a ConfigMap the pods use follows them; deleting the Deployment cleans up every member", func(t *testing.T) {
+	t.Run("a ConfigMap and a Secret the pods use follow them; deleting the Deployment cleans up every member", func(t *testing.T) {
+		// Admiralty's follow case: the pods read both through envFrom.
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "fast"}}
-		if err := f.c.Create(ctx, cm); err != nil {
-			t.Fatal(err)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: "default"}, Data: map[string][]byte{"token": []byte("bar")}}
+		for _, o := range []client.Object{cm, secret} {
+			if err := f.c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
 		}
 		tmpl := elected("cfg", nil)
-		tmpl.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+		tmpl.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "credentials"}}},
+		}
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"},
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cfg"}}, Template: tmpl},
@@ -392,6 +402,10 @@ func TestProxyPods(t *testing.T) {
 			if err := memberNamed(f.members, name).client.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["mode"] != "fast" {
 				t.Errorf("ConfigMap in %s: %v %v", name, err, got.Data)
 			}
+			gotSecret := &corev1.Secret{}
+			if err := memberNamed(f.members, name).client.Get(ctx, client.ObjectKeyFromObject(secret), gotSecret); err != nil || string(gotSecret.Data["token"]) != "bar" {
+				t.Errorf("Secret in %s: %v", name, err)
+			}
 		}
 		if err := f.c.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 			t.Fatal(err)
@@ -401,6 +415,40 @@ func TestProxyPods(t *testing.T) {
 			_, clusters := f.delegates(t, "cfg")
 			return len(clusters) == 0, fmt.Sprintf("delegates left: %v", clusters)
 		})
+	})
+
+	t.Run("a no-reservation pod waits, Unschedulable, while every cluster is cordoned, and runs once one is not", func(t *testing.T) {
+		// Admiralty's no-reservation case.
+		cordon := func(name string, on bool) {
+			t.Helper()
+			kc := &v1alpha1.KubernetesCluster{}
+			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, kc); err != nil {
+				t.Fatal(err)
+			}
+			kc.Spec.Unschedulable = on
+			if err := f.c.Update(ctx, kc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range f.members {
+			cordon(m.name, true)
+		}
+		tmpl := elected("later", map[string]string{v1alpha1.AnnotationNoReservation: ""})
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "default", Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+		if err := f.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+			_, c := podutil.GetPodConditionFromList(p.Status.Conditions, corev1.PodScheduled)
+			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		})
+		cordon(f.members[0].name, false)
+		cordon(f.members[1].name, false)
+		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if err := f.c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
 	})
 
 	t.Run("pods not annotated, and pods of namespaces not labelled, are never touched", func(t *testing.T) {
@@ -515,6 +563,30 @@ func TestProxyPods(t *testing.T) {
 			}
 			return done >= 2, fmt.Sprintf("%d of its Jobs completed", done)
 		})
+	})
+
+	t.Run("no finalizer of placer's is left on the management cluster's pods, ConfigMaps, Secrets or Services", func(t *testing.T) {
+		// Admiralty's no-rogue-finalizer case, after every other.
+		var left []string
+		for _, l := range []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}} {
+			if err := f.c.List(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			if err := meta.EachListItem(l, func(o runtime.Object) error {
+				m := o.(client.Object)
+				for _, fin := range m.GetFinalizers() {
+					if strings.Contains(fin, "placer.dev") || strings.Contains(fin, "admiralty.io") {
+						left = append(left, fmt.Sprintf("%T %s/%s: %s", o, m.GetNamespace(), m.GetName(), fin))
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("finalizers left: %v", left)
+		}
 	})
 }
 
