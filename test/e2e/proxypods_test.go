@@ -68,7 +68,8 @@ func startProxyFleet(t *testing.T) *proxyFleet {
 	runManager(t, managerArgs(comp, ports), t.TempDir())
 	f := &proxyFleet{kubeconfig: mgmt.KubeconfigPath(), mgmt: mgmt, kubelet: ports.kubelet, cs: cs, c: testenv.Watcher(t, cfg), wc: testenv.Watcher(t, cfg)}
 	for _, r := range []struct{ name, region string }{{"pa", "eu"}, {"pb", "us"}} {
-		opts := local.Options{Name: r.name}
+		// pb runs its own kube-scheduler too, for no-reservation pods.
+		opts := local.Options{Name: r.name, Scheduler: r.name == "pb"}
 		if r.name == "pa" {
 			opts.KubernetesVersion = "v1.36.3"
 		}
@@ -433,18 +434,33 @@ func TestProxyPods(t *testing.T) {
 		for _, m := range f.members {
 			cordon(m.name, true)
 		}
-		tmpl := elected("later", map[string]string{v1alpha1.AnnotationNoReservation: ""})
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "default", Labels: tmpl.Labels, Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+		// Without a reservation, the member's own kube-scheduler places
+		// the pod: pb's (region us).
+		p := regionPod("later", "us")
+		p.Annotations[v1alpha1.AnnotationNoReservation] = ""
 		if err := f.c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool {
+		waitUntil(t, timeout, func() (bool, string) {
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				t.Fatal(err)
+			}
 			_, c := podutil.GetPodConditionFromList(p.Status.Conditions, corev1.PodScheduled)
-			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+			w := &v1alpha1.Workload{}
+			_ = f.c.Get(ctx, client.ObjectKeyFromObject(p), w)
+			return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable,
+				fmt.Sprintf("pod %s on %q, PodScheduled %+v; its Workload's conditions %+v", p.Status.Phase, p.Spec.NodeName, c, w.Status.Conditions)
 		})
 		cordon(f.members[0].name, false)
 		cordon(f.members[1].name, false)
-		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		waitUntil(t, timeout, func() (bool, string) {
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				t.Fatal(err)
+			}
+			w := &v1alpha1.Workload{}
+			_ = f.c.Get(ctx, client.ObjectKeyFromObject(p), w)
+			return p.Status.Phase == corev1.PodRunning, fmt.Sprintf("pod %s on %q; its Workload's status %+v", p.Status.Phase, p.Spec.NodeName, w.Status)
+		})
 		if err := f.c.Delete(ctx, p); err != nil {
 			t.Fatal(err)
 		}
