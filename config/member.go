@@ -29,7 +29,7 @@ const (
 	DependenciesRole = "placer-member-dependencies"
 	// StreamsRole is the opt-in role that lets kubectl logs, exec and
 	// attach of a tenant's proxy pods reach their delegates.
-	StreamsRole = "placer-member-pod-streams"
+	StreamsRole = mcv1alpha1.StreamsRole
 	// ImpersonateRolePrefix names the ClusterRole that lets the manager
 	// act for one tenant: placer-impersonate-<management namespace>.
 	ImpersonateRolePrefix = "placer-impersonate-"

@@ -44,6 +44,10 @@ type Options struct {
 	NotReadyTolerationSeconds, UnreachableTolerationSeconds int64
 	// MaxConcurrentMoves bounds the drains in flight, fleet-wide (none when zero).
 	MaxConcurrentMoves int
+	// RebalanceAfter and RebalanceMargin are the rebalance's hysteresis
+	// (scheduler.Options).
+	RebalanceAfter  time.Duration
+	RebalanceMargin int
 }
 
 // Setup adds every controller built so far to the manager and returns the
@@ -68,6 +72,8 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 		Profiles: profiles, QPS: o.SchedulerQPS, Burst: o.SchedulerBurst,
 		DefaultTolerations: scheduler.DefaultTolerations(o.NotReadyTolerationSeconds, o.UnreachableTolerationSeconds),
 		MaxConcurrentMoves: o.MaxConcurrentMoves,
+		RebalanceAfter:     o.RebalanceAfter,
+		RebalanceMargin:    o.RebalanceMargin,
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot set up the scheduler controller")
 	}

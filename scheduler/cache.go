@@ -192,6 +192,20 @@ func (c *Cache) PlacedOn(cluster types.NamespacedName) []types.NamespacedName {
 	return out
 }
 
+// Rebalancing lists the placed workloads that move back to a cluster they
+// prefer more (PlacedWorkload.Rebalance).
+func (c *Cache) Rebalancing() []types.NamespacedName {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []types.NamespacedName
+	for _, p := range c.placed {
+		if p.Rebalance {
+			out = append(out, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return out
+}
+
 // Draining counts the placed workloads still leaving a cluster for a taint
 // or a deletion (PlacedWorkload.Draining): the drains in flight.
 func (c *Cache) Draining() int {
@@ -318,7 +332,7 @@ func (c *Cache) upsert(w *v1alpha1.Workload, ref *v1alpha1.ClusterReference) {
 // samePlacement reports whether two records of a placed workload are the
 // same to a scheduling cycle.
 func samePlacement(a, b *PlacedWorkload) bool {
-	return a.Cluster == b.Cluster && a.Draining == b.Draining && a.Namespace == b.Namespace && a.Name == b.Name &&
+	return a.Cluster == b.Cluster && a.Draining == b.Draining && a.Rebalance == b.Rebalance && a.Namespace == b.Namespace && a.Name == b.Name &&
 		labels.Equals(a.Labels, b.Labels) && equality.Semantic.DeepEqual(a.Unbound, b.Unbound) &&
 		reflect.DeepEqual(a.AntiAffinity, b.AntiAffinity) // parsed terms: exact, or rebuilt
 }
@@ -513,7 +527,7 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 	anti, _ := RequiredTerms(w.Namespace, WorkloadAntiAffinityOf(w))
 	p := &PlacedWorkload{
 		UID: w.UID, Namespace: w.Namespace, Name: w.Name, Labels: labels.Set(w.Labels),
-		AntiAffinity: anti,
+		AntiAffinity: anti, Rebalance: w.Spec.Placement.Rebalance == v1alpha1.RebalanceWhenPreferred,
 	}
 	for _, lc := range w.Status.LeftClusters {
 		if v1alpha1.IsDrain(lc.Reason) {

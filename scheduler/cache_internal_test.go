@@ -28,6 +28,7 @@ func TestSamePlacementComparesEveryField(t *testing.T) {
 		"AntiAffinity": func(p *PlacedWorkload) { p.AntiAffinity = []*AffinityTerm{{TopologyKey: "zone"}} },
 		"Unbound":      func(p *PlacedWorkload) { p.Unbound = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")} },
 		"Draining":     func(p *PlacedWorkload) { p.Draining = true },
+		"Rebalance":    func(p *PlacedWorkload) { p.Rebalance = true },
 	}
 	// Not compared on purpose: the key of the record, and the cache's own
 	// number for its cluster.

@@ -116,6 +116,9 @@ type PlacedWorkload struct {
 	// Draining: it is still leaving a cluster it was moved away from for a
 	// taint or a deletion (a drain, bounded fleet-wide).
 	Draining bool
+	// Rebalance: it moves back to a cluster it prefers more
+	// (spec.placement.rebalance WhenPreferred).
+	Rebalance bool
 	// slot numbers Cluster in the cache's snapshots.
 	slot int
 }

@@ -486,6 +486,12 @@ func (c *Cluster) startControllers() error {
 	if c.opts.NoKwok {
 		return nil
 	}
+	return c.startKwok()
+}
+
+// startKwok starts kwok: it plays the nodes annotated as kwok's and their
+// pods' lifecycles, and serves their kubelet API.
+func (c *Cluster) startKwok() error {
 	kwok, err := c.binary("kwok")
 	if err != nil {
 		return err
@@ -503,7 +509,7 @@ func (c *Cluster) startControllers() error {
 	if err != nil {
 		return err
 	}
-	p, err = c.startProcess("kwok", kwok,
+	p, err := c.startProcess("kwok", kwok,
 		"--kubeconfig="+c.kubeconfig,
 		"--config="+stages,
 		"--manage-all-nodes=false",

@@ -30,7 +30,6 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
-	"github.com/placer-dev/placer/config"
 )
 
 // The management cluster's own rights the kubelet API needs: it
@@ -53,7 +52,7 @@ type KubeletEndpoint struct {
 // Kubelet serves the kubelet API of every virtual node: kubectl logs,
 // exec and attach of a proxy pod reach its delegate's containers in the
 // member that runs it, as the tenant of the pod's namespace, so that the
-// member's RBAC (config.StreamsRole) decides, as it does for every other request
+// member's RBAC (mcv1alpha1.StreamsRole) decides, as it does for every other request
 // placer makes there for that tenant. Callers are authenticated and
 // authorized as a kubelet authenticates the API server: a client
 // certificate of the cluster's client CA (or a token), and nodes/proxy of
@@ -215,7 +214,7 @@ func (k *Kubelet) consent(next http.Handler) http.Handler {
 		}
 		if !got.Status.Allowed {
 			http.Error(w, fmt.Sprintf("cluster %s does not let tenant %s %s pods/%s in namespace %s (the member grants it with the ClusterRole %s)",
-				t.cluster, mcv1alpha1.TenantUser(sp.namespace), verb, sub, t.namespace, config.StreamsRole), http.StatusForbidden)
+				t.cluster, mcv1alpha1.TenantUser(sp.namespace), verb, sub, t.namespace, mcv1alpha1.StreamsRole), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, t)))

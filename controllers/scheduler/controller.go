@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -60,9 +61,17 @@ type Options struct {
 	// condition taints (scheduler.DefaultTolerations).
 	DefaultTolerations []corev1.Toleration
 	// MaxConcurrentMoves bounds how many Workloads leave clusters that
-	// answer (drains: a NoExecute taint, a deletion) at once, fleet-wide;
-	// no bound when zero.
+	// answer (drains: a NoExecute taint, a deletion; moves back to a
+	// preferred cluster) at once, fleet-wide; no bound when zero.
 	MaxConcurrentMoves int
+	// RebalanceAfter is how long a cluster a Workload prefers more must
+	// have been Ready, and the Workload placed where it is, before it
+	// moves back (spec.placement.rebalance WhenPreferred);
+	// DefaultRebalanceAfter when zero. RebalanceMargin is by how many
+	// percent that cluster must outscore the Workload's own
+	// (DefaultRebalanceMargin when zero; negative: none).
+	RebalanceAfter  time.Duration
+	RebalanceMargin int
 }
 
 // Reconciler places Workloads whose schedulerName one of its
@@ -90,6 +99,8 @@ type Reconciler struct {
 
 	defaultTolerations []corev1.Toleration
 	maxMoves           int
+	rebalanceAfter     time.Duration
+	rebalanceMargin    int
 	// waiters wait for a place under maxMoves.
 	waiters moveWaiters
 }
@@ -123,6 +134,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 
 		defaultTolerations: o.DefaultTolerations,
 		maxMoves:           o.MaxConcurrentMoves,
+		rebalanceAfter:     cmp.Or(o.RebalanceAfter, DefaultRebalanceAfter),
+		rebalanceMargin:    max(cmp.Or(o.RebalanceMargin, DefaultRebalanceMargin), 0),
 	}
 	r.writer = newStatusWriter(wc, mgr.GetClient(), r.cache, r.trigger, o.Writers,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-scheduler")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
@@ -312,11 +325,21 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	}
 	now := time.Now()
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+	var target types.NamespacedName
 	if leave == nil {
-		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
+		var again time.Duration
+		if leave, target, again = r.rebalance(ctx, w, current, now); leave == nil {
+			return r.acknowledge(w), reconcile.Result{RequeueAfter: minPositive(after, again)}
+		}
 	}
 	drain := v1alpha1.IsDrain(leave.Reason)
 	if moving := r.cache.Draining(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
+		if leave.Reason == v1alpha1.ReasonRebalanced {
+			// It need not move: it waits, saying nothing, for a place.
+			waits = true
+			r.waiters.wait(key)
+			return r.acknowledge(w), reconcile.Result{}
+		}
 		// Woken only when a place is free (wakeWaiters), in turn.
 		waits = true
 		r.waiters.wait(key)
@@ -328,6 +351,10 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		State:   r.cycleState(w),
 	})
 	schedulingDuration.Observe(time.Since(start).Seconds())
+	if target != (types.NamespacedName{}) && !first(res, target) {
+		// The cluster it prefers cannot take it after all: it stays.
+		return r.acknowledge(w), reconcile.Result{}
+	}
 	if len(res.Ranked) == 0 {
 		schedulingAttempts.WithLabelValues("unschedulable").Inc()
 		return r.movePending(w, leave, "no other cluster can take it: "+res.Message()), reconcile.Result{}
@@ -347,6 +374,14 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		v1alpha1.LeftCluster{Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t})
 	d.event = event.Normal(reasonMoved, d.cond.Message)
 	return d.orNil(), reconcile.Result{}
+}
+
+// minPositive is the smaller of two durations, a zero one aside.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // movePending keeps a Workload that must leave its cluster where it is

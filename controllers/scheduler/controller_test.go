@@ -37,13 +37,21 @@ type schedulerEnv struct {
 
 func newSchedulerEnv(t *testing.T) *schedulerEnv {
 	t.Helper()
+	return newSchedulerEnvWith(t, schedulerctrl.Options{})
+}
+
+// newSchedulerEnvWith runs the scheduler controller with the options, and
+// the default profile.
+func newSchedulerEnvWith(t *testing.T, o schedulerctrl.Options) *schedulerEnv {
+	t.Helper()
 	env := testenv.Start(t)
 	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.Profiles = profiles
 	testenv.RunManager(t, env.Config, func(mgr ctrl.Manager) error {
-		return schedulerctrl.Setup(mgr, schedulerctrl.Options{Profiles: profiles})
+		return schedulerctrl.Setup(mgr, o)
 	})
 	return &schedulerEnv{t: t, env: env, wc: testenv.Watcher(t, env.Config), ns: "default"}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"github.com/placer-dev/placer/scheduler"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -76,12 +77,26 @@ func (r *Reconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 			r.trigger.Enqueue(key)
 		}
 	}
+	if becameReady(before, kc) || !maps.Equal(before.Labels, kc.Labels) {
+		// A cluster some Workload prefers more may take it again
+		// (spec.placement.rebalance WhenPreferred): each looks, and
+		// waits out the cluster's stabilization if it must.
+		for _, key := range r.cache.Rebalancing() {
+			r.trigger.Enqueue(key)
+		}
+	}
 	if opened || (before.DeletionTimestamp == nil) != (kc.DeletionTimestamp == nil) {
 		// Its taints changed (or it is being deleted): what is placed
 		// there may have to leave; or it opened up: what must leave
 		// another cluster may go there. Not on every summary change.
 		r.requeueLeaving()
 	}
+}
+
+// becameReady reports whether the cluster's Ready condition turned True.
+func becameReady(before, after *v1alpha1.KubernetesCluster) bool {
+	return before.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue &&
+		after.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 }
 
 func (r *Reconciler) deleteCluster(kc *v1alpha1.KubernetesCluster) {

@@ -93,6 +93,9 @@ const (
 	ReasonTainted = "Tainted"
 	// ReasonClusterDeleted: a Workload left a cluster being deleted.
 	ReasonClusterDeleted = "ClusterDeleted"
+	// ReasonRebalanced: a Workload left a cluster for one it prefers
+	// more (spec.placement.rebalance WhenPreferred, or placer rebalance).
+	ReasonRebalanced = "Rebalanced"
 	// ReasonClusterUnreachable: the Workload's cluster does not answer;
 	// its counts are not known (Ready Unknown).
 	ReasonClusterUnreachable = "ClusterUnreachable"

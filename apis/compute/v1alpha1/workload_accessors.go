@@ -149,10 +149,11 @@ func (w *Workload) NamedClusters() []types.NamespacedName {
 }
 
 // IsDrain reports whether a reason to leave a cluster is a drain (a
-// NoExecute taint of the user's, or the cluster's deletion), which
-// --max-concurrent-moves bounds, rather than the cluster's condition.
+// NoExecute taint of the user's, the cluster's deletion, or a move back to
+// a cluster the Workload prefers more), which --max-concurrent-moves
+// bounds, rather than the cluster's condition: the cluster left answers.
 func IsDrain(reason string) bool {
-	return reason == ReasonTainted || reason == ReasonClusterDeleted
+	return reason == ReasonTainted || reason == ReasonClusterDeleted || reason == ReasonRebalanced
 }
 
 // PlacedOn reports whether the Workload is placed on the cluster.

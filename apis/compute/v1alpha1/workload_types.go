@@ -396,7 +396,37 @@ type Placement struct {
 	// each of several (Duplicated).
 	// +optional
 	ReplicaScheduling *ReplicaScheduling `json:"replicaScheduling,omitempty"`
+
+	// Rebalance says whether a placed Workload moves back to a cluster it
+	// prefers more than its own once that cluster can take it again (after
+	// a failover or a drain moved it away): Never (the default) or
+	// WhenPreferred. A move back is a move as any other: proven by the
+	// handshake, by the move policy, bounded by the manager's
+	// --max-concurrent-moves; it waits until the preferred cluster has been
+	// Ready, and the Workload placed where it is, for the manager's
+	// --rebalance-after, and outscores the Workload's cluster by its
+	// --rebalance-margin, so that a flapping cluster does not pull it back
+	// and forth. Workloads placed whole only (Single).
+	// +kubebuilder:default=Never
+	// +optional
+	Rebalance RebalancePolicy `json:"rebalance,omitempty"`
 }
+
+// RebalancePolicy says whether a placed Workload moves back to a cluster
+// it prefers more.
+// +kubebuilder:validation:Enum=Never;WhenPreferred
+type RebalancePolicy string
+
+// Rebalance policies.
+const (
+	// RebalanceNever keeps a placed Workload where it is until it must
+	// leave (today's behaviour).
+	RebalanceNever RebalancePolicy = "Never"
+	// RebalanceWhenPreferred moves a placed Workload, make-before-break,
+	// to a cluster that outscores its own by the manager's margin, once
+	// that cluster has been Ready for the manager's stabilization window.
+	RebalanceWhenPreferred RebalancePolicy = "WhenPreferred"
+)
 
 // WorkloadSpec is what to run and where it may run.
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.ports) || self.targetService.ports.all(p, p.port >= 1 && p.port <= 65535)",message="ports must be between 1 and 65535",fieldPath=".targetService.ports"
@@ -404,6 +434,7 @@ type Placement struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.type) || self.targetService.type in ['ClusterIP', 'NodePort', 'LoadBalancer']",message="supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"",fieldPath=".targetService.type"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.targetCluster)",message="targetCluster names one cluster; a Divided or Duplicated Workload spreads over several (select them with clusterSelector or affinity)",fieldPath=".targetCluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.placement.fanOut) || self.placement.fanOut == 1",message="fanOut must be 1 for a Divided or Duplicated Workload: each share proves its own cluster",fieldPath=".placement.fanOut"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.rebalance) || self.placement.rebalance == 'Never' || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single'",message="WhenPreferred rebalances a Workload placed whole (Single); a Divided or Duplicated Workload's shares are not rebalanced yet",fieldPath=".placement.rebalance"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.placement) && has(oldSelf.placement.replicaScheduling) && has(oldSelf.placement.replicaScheduling.type) ? oldSelf.placement.replicaScheduling.type : 'Single') == (has(self.placement) && has(self.placement.replicaScheduling) && has(self.placement.replicaScheduling.type) ? self.placement.replicaScheduling.type : 'Single')",message="may not change: a Workload placed whole is not turned into shares, nor back; create another Workload",fieldPath=".placement.replicaScheduling"
 type WorkloadSpec struct {
 	// TargetCluster names the cluster the Workload must run in.

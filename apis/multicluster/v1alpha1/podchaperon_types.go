@@ -103,6 +103,12 @@ const (
 // member opens a namespace to a tenant by binding roles to that user.
 const TenantUserPrefix = "placer:tenant:"
 
+// StreamsRole is the opt-in ClusterRole a member binds to a tenant's user
+// in a namespace it opened, so that kubectl logs, exec and attach of the
+// tenant's proxy pods reach their delegates there
+// (config/member/streams-role.yaml).
+const StreamsRole = "placer-member-pod-streams"
+
 // TenantUser is the user placer acts as in members for the Workloads of a
 // management namespace.
 func TenantUser(namespace string) string { return TenantUserPrefix + namespace }

@@ -1,0 +1,89 @@
+package scheduler_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
+	"github.com/placer-dev/placer/internal/testenv"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// TestRebalance: Workloads that prefer cluster a were placed on b while a
+// was not Ready (as after a failover). a comes back, flaps, then stays
+// Ready: the WhenPreferred Workload moves back to a only once a has been
+// Ready for the window, and says why; the Never one stays on b.
+func TestRebalance(t *testing.T) {
+	const window = 3 * time.Second
+	e := newSchedulerEnvWith(t, schedulerctrl.Options{RebalanceAfter: window}).namespace(t, "rebalance")
+	ctx := context.Background()
+	a := e.cluster("a", st.Labels("pref", "yes"), st.NotReady(v1alpha1.ReasonUnreachable))
+	e.cluster("b")
+	prefersA := st.PreferredClusterAffinity(50, st.Term(st.Expr("pref", "Exists")))
+	e.workload("back", prefersA, func(w *v1alpha1.Workload) { w.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred })
+	e.workload("stays", prefersA)
+	e.wantPlaced("back", "b")
+	e.wantPlaced("stays", "b")
+
+	setReady := func(status corev1.ConditionStatus) time.Time {
+		t.Helper()
+		if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+			t.Fatal(err)
+		}
+		at := metav1.Now()
+		a.Status.Conditions = nil
+		a.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: v1alpha1.ReasonReady, LastTransitionTime: at})
+		if status != corev1.ConditionTrue {
+			a.Status.Conditions[0].Reason = v1alpha1.ReasonUnreachable
+		}
+		if err := e.env.Client.Status().Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return at.Time
+	}
+	onB := func(name string) {
+		t.Helper()
+		w := &v1alpha1.Workload{}
+		if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, w); err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.ClusterRef == nil || w.Status.ClusterRef.Name != "b" {
+			t.Fatalf("%s moved to %v while a flapped", name, w.Status.ClusterRef)
+		}
+	}
+	// a flaps: Ready for less than the window each time.
+	for range 3 {
+		setReady(corev1.ConditionTrue)
+		time.Sleep(window / 2)
+		onB("back")
+		setReady(corev1.ConditionFalse)
+		time.Sleep(window / 4)
+	}
+	// Then stays Ready: back moves once the window has passed, not before.
+	readyAt := setReady(corev1.ConditionTrue)
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "back"}}
+	testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "a"
+	})
+	// The condition's time is to the second, as the API keeps it.
+	if moved := time.Since(readyAt.Truncate(time.Second)); moved < window {
+		t.Errorf("moved back %s after a turned Ready, before the %s window", moved, window)
+	}
+	if len(w.Status.LeftClusters) != 1 || w.Status.LeftClusters[0].Cluster.Name != "b" || w.Status.LeftClusters[0].Reason != v1alpha1.ReasonRebalanced {
+		t.Errorf("leftClusters = %+v, want b, Rebalanced (the propagator takes it from there, make-before-break)", w.Status.LeftClusters)
+	}
+	if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "prefers cluster rebalance/a") {
+		t.Errorf("Scheduled says %q, not why it moved", msg)
+	}
+	// The one that never rebalances stays, a window later still.
+	time.Sleep(window)
+	onB("stays")
+}

@@ -1,0 +1,139 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/priorities"
+	"github.com/placer-dev/placer/scheduler"
+	"github.com/placer-dev/placer/scheduler/registry"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+func TestRoomScoreName(t *testing.T) {
+	if roomScore != priorities.ResourceAllocationName {
+		t.Errorf("roomScore is %q, the room's score plugin %q", roomScore, priorities.ResourceAllocationName)
+	}
+}
+
+// TestPreferred judges rankings of the real default profile: a Workload
+// placed on b that prefers a (cluster affinity) moves back only when a
+// has been Ready, and it placed on b, for the window, by the margin; room
+// alone moves nothing.
+func TestPreferred(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profiles[v1alpha1.DefaultSchedulerName]
+	now := time.Now()
+	const after = time.Minute
+	readySince := func(ago time.Duration) st.ClusterOption {
+		return func(kc *v1alpha1.KubernetesCluster) {
+			kc.Status.Conditions = nil // SetConditions keeps an equal condition's time
+			kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady,
+				LastTransitionTime: metav1.NewTime(now.Add(-ago))})
+		}
+	}
+	placedSince := func(ago time.Duration) st.WorkloadOption {
+		return func(w *v1alpha1.Workload) {
+			c := v1alpha1.Scheduled("placed on default/b", w.Generation)
+			c.LastTransitionTime = metav1.NewTime(now.Add(-ago))
+			w.Status.Conditions = nil
+			w.Status.SetConditions(c)
+		}
+	}
+	prefersA := st.PreferredClusterAffinity(50, st.Term(st.Expr("pref", "Exists")))
+	// b is nearly full, a empty: a outscores b on room alone.
+	full := st.Capacity("16", "64Gi", "15", "60Gi", "1", "4Gi")
+	empty := st.Capacity("16", "64Gi", "0", "0", "16", "64Gi")
+	for name, c := range map[string]struct {
+		a, b   []st.ClusterOption
+		w      []st.WorkloadOption
+		margin int
+		// first, when set, must rank first: the case is not a tie.
+		first    string
+		moves    bool
+		waitsFor time.Duration
+	}{
+		"a preferred, Ready and placed long enough: it moves back": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)}, moves: true,
+		},
+		"a Ready for a second only: it waits for the rest of the window": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Second)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)}, waitsFor: after - time.Second,
+		},
+		"placed on b ten seconds ago: it waits": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour)}, w: []st.WorkloadOption{prefersA, placedSince(10 * time.Second)}, waitsFor: after - 10*time.Second,
+		},
+		"no preference, a far emptier: room alone moves nothing": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour), empty}, b: []st.ClusterOption{full}, w: []st.WorkloadOption{placedSince(time.Hour)}, first: "a",
+		},
+		"a preference below the margin: it stays": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)}, margin: 100000,
+		},
+		"a cordoned: it stays": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour), st.Cordoned()}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)},
+		},
+		"a not Ready: it stays": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), st.NotReady(v1alpha1.ReasonUnreachable)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)},
+		},
+		"b infeasible now (cordoned): not compared, it stays": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour)}, b: []st.ClusterOption{st.Cordoned()}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clusters := []*v1alpha1.KubernetesCluster{st.Cluster("a", c.a...), st.Cluster("b", append([]st.ClusterOption{readySince(time.Hour)}, c.b...)...)}
+			w := st.Workload("w", append([]st.WorkloadOption{st.PlacedOn("b")}, c.w...)...)
+			w.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred
+			res := p.Schedule(context.Background(), w, st.Snapshot(clusters, nil, nil), scheduler.Options{})
+			if c.first != "" && (len(res.Ranked) == 0 || res.Ranked[0].Cluster.Key.Name != c.first) {
+				t.Fatalf("ranking %v, want %s first", ranking(res), c.first)
+			}
+			leave, target, wait := preferred(w, p, res, types.NamespacedName{Namespace: "default", Name: "b"}, after, max(c.margin, DefaultRebalanceMargin), now)
+			if moves := leave != nil; moves != c.moves {
+				t.Fatalf("moves: %v (%+v), want %v; ranking %v", moves, leave, c.moves, ranking(res))
+			}
+			if c.moves && (target.Name != "a" || leave.Reason != v1alpha1.ReasonRebalanced) {
+				t.Errorf("moves to %s for %s, want a for %s", target, leave.Reason, v1alpha1.ReasonRebalanced)
+			}
+			if d := wait - c.waitsFor; d < -time.Second || d > time.Second {
+				t.Errorf("looks again after %s, want %s", wait, c.waitsFor)
+			}
+		})
+	}
+}
+
+func ranking(res *scheduler.Result) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for _, c := range res.Ranked {
+		out[c.Cluster.Key.Name] = c.Scores()
+	}
+	return out
+}
+
+func TestFirst(t *testing.T) {
+	res := &scheduler.Result{}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		res.Ranked = append(res.Ranked, scheduler.ClusterScore{Cluster: &scheduler.ClusterInfo{Key: types.NamespacedName{Name: n}}})
+	}
+	if !first(res, types.NamespacedName{Name: "c"}) {
+		t.Fatal("c not found")
+	}
+	got := ""
+	for _, c := range res.Ranked {
+		got += c.Cluster.Key.Name
+	}
+	if got != "cabd" {
+		t.Errorf("ranking %s, want cabd", got)
+	}
+	if first(res, types.NamespacedName{Name: "z"}) {
+		t.Error("z found")
+	}
+}
