@@ -167,6 +167,8 @@ spec:
 		{"fanOut 17", workload("  placement: {fanOut: 17}\n"), "spec.placement.fanOut"},
 		{"unknown placement mode", workload("  placement: {mode: Sometimes}\n"), "spec.placement.mode"},
 		{"NoReservation with fanOut 2", workload("  placement: {mode: NoReservation, fanOut: 2}\n"), "spec.placement.fanOut"},
+		{"unknown rebalance policy", workload("  placement: {rebalance: Always}\n"), "spec.placement.rebalance"},
+		{"WhenPreferred on a Divided Workload", workload("  placement: {rebalance: WhenPreferred, replicaScheduling: {type: Divided}}\n"), "spec.placement.rebalance"},
 		{"target cluster name not DNS-1123", workload("  targetCluster: {name: Bad_Name}\n"), "spec.targetCluster.name"},
 		{"target cluster without name", workload("  targetCluster: {namespace: default}\n"), "spec.targetCluster.name"},
 		{"target cluster namespace not DNS-1123", workload("  targetCluster: {name: east, namespace: Not.OK}\n"), "spec.targetCluster.namespace"},
@@ -362,8 +364,8 @@ func TestDefaults(t *testing.T) {
 	if w.Spec.SchedulerName != computev1alpha1.DefaultSchedulerName {
 		t.Errorf("schedulerName = %q, want %q", w.Spec.SchedulerName, computev1alpha1.DefaultSchedulerName)
 	}
-	if w.Spec.Placement.FanOut != 1 || w.Spec.Placement.Mode != computev1alpha1.PlacementModeReserve {
-		t.Errorf("placement = %+v, want fanOut 1 and mode Reserve", w.Spec.Placement)
+	if w.Spec.Placement.FanOut != 1 || w.Spec.Placement.Mode != computev1alpha1.PlacementModeReserve || w.Spec.Placement.Rebalance != computev1alpha1.RebalanceNever {
+		t.Errorf("placement = %+v, want fanOut 1, mode Reserve and rebalance Never", w.Spec.Placement)
 	}
 	if md := w.Spec.TargetDeployment.Template.ObjectMeta; md.Labels["app"] != "web" || md.Annotations["team"] != "a" {
 		t.Errorf("the pod template's metadata was pruned: %+v", md)

@@ -77,10 +77,11 @@ func (r *Reconciler) updateCluster(before, kc *v1alpha1.KubernetesCluster) {
 			r.trigger.Enqueue(key)
 		}
 	}
-	if becameReady(before, kc) || !maps.Equal(before.Labels, kc.Labels) {
-		// A cluster some Workload prefers more may take it again
-		// (spec.placement.rebalance WhenPreferred): each looks, and
-		// waits out the cluster's stabilization if it must.
+	if opened || becameReady(before, kc) || !maps.Equal(before.Labels, kc.Labels) {
+		// A cluster some Workload prefers more may take it again (its
+		// taints went, it answers again, it was relabelled;
+		// spec.placement.rebalance WhenPreferred): each looks, and waits
+		// out the cluster's stabilization if it must.
 		for _, key := range r.cache.Rebalancing() {
 			r.trigger.Enqueue(key)
 		}

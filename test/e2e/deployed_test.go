@@ -98,7 +98,10 @@ func managerArgs(c deploy.Component, ports managerPorts) []string {
 		// Local members listen on loopback, which a deployed manager refuses.
 		"--allow-loopback-clusters",
 		"--cluster-probe-interval=2s", "--cluster-probe-timeout=1s", "--handshake-timeout=30s",
-		"--cluster-heartbeat-grace=5s")
+		"--cluster-heartbeat-grace=5s",
+		// A WhenPreferred Workload moves back 5 s after its cluster can
+		// take it again (5 min in config/).
+		"--rebalance-after=5s")
 }
 
 // httpsGet returns the status code and body of a GET (http or https) with

@@ -1677,6 +1677,55 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	t.Run("rebalance WhenPreferred: drained away from its preferred member, a Workload moves back once the drain ends, without downtime; one that never rebalances stays", func(t *testing.T) {
+		back := placed(t, "comes-back", st.Replicas(2), func(w *v1alpha1.Workload) { w.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred })
+		away := placed(t, "stays-away", st.Replicas(2))
+		removeLater(t, back, away)
+		for _, w := range []*v1alpha1.Workload{back, away} {
+			if on(w) != "a" {
+				t.Fatalf("%s placed on %s, want a (tier gold, preferred)", w.Name, on(w))
+			}
+		}
+		sampler := sampleReady(members, back, away)
+		t.Cleanup(sampler.stop)
+		editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = append(kc.Spec.Taints, v1alpha1.ClusterTaint{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute})
+		})
+		for _, w := range []*v1alpha1.Workload{back, away} {
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+				return on(w) != "" && on(w) != "a" && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			})
+		}
+		movedTo := on(away)
+		editCluster(t, "a", func(kc *v1alpha1.KubernetesCluster) {
+			kc.Spec.Taints = slices.DeleteFunc(kc.Spec.Taints, func(t v1alpha1.ClusterTaint) bool { return t.Key == "example.com/maintenance" })
+		})
+		// Back in a, proven there and the other member left, every
+		// replica Ready throughout.
+		testenv.WaitFor(t, wc, back, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return on(w) == "a" && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		if running(a, back) != 2 {
+			t.Errorf("comes-back runs %d pods in a, want 2", running(a, back))
+		}
+		for _, m := range members {
+			if m != a && running(m, back) != 0 {
+				t.Errorf("comes-back still runs %d pods in %s", running(m, back), m.name)
+			}
+		}
+		lowest := sampler.lowestOf()
+		if lowest[back.UID] < 2 || lowest[away.UID] < 2 {
+			t.Errorf("Ready pods at the lowest: comes-back %d, stays-away %d; want 2 each (make-before-break, both ways)", lowest[back.UID], lowest[away.UID])
+		}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(away), away); err != nil {
+			t.Fatal(err)
+		}
+		if on(away) != movedTo {
+			t.Errorf("stays-away (rebalance Never) moved from %s to %s", movedTo, on(away))
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
 	t.Run("Divided: 12 replicas over two tiers at least, each share proven in its member; a drained member's share moves without downtime; Duplicated runs in every selected member", func(t *testing.T) {
 		spread := placedSpread(t, env.Client, wc, "spread", 12, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
 			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}})
