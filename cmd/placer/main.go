@@ -47,6 +47,7 @@ func newRoot() *cobra.Command {
 		newCordonCommand(),
 		newDrainCommand(),
 		newUncordonCommand(),
+		newRebalanceCommand(),
 		newJoinCommand(),
 		newUnjoinCommand(),
 	)

@@ -30,12 +30,34 @@ const (
 // Workload still leaving a cluster (status.leftClusters) is not moved
 // again.
 func (r *Reconciler) rebalance(ctx context.Context, w *v1alpha1.Workload, current types.NamespacedName, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
-	if w.Spec.Placement.Rebalance != v1alpha1.RebalanceWhenPreferred || w.Finished() || len(w.Status.LeftClusters) > 0 {
+	asked := rebalanceAsked(w, now)
+	if (!asked && w.Spec.Placement.Rebalance != v1alpha1.RebalanceWhenPreferred) || w.Finished() || len(w.Status.LeftClusters) > 0 {
 		return nil, types.NamespacedName{}, 0
+	}
+	after, margin := r.rebalanceAfter, r.rebalanceMargin
+	if asked {
+		// placer rebalance: the operator asks now.
+		after, margin = 0, 0
 	}
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{State: r.cycleState(w)})
-	return preferred(w, p, res, current, r.rebalanceAfter, r.rebalanceMargin, now)
+	return preferred(w, p, res, current, after, margin, now)
+}
+
+// rebalanceAsked reports whether placer rebalance asked, lately and since
+// the Workload's last placement (to the second, as the API keeps times),
+// for a move back (v1alpha1.AnnotationRebalance).
+func rebalanceAsked(w *v1alpha1.Workload, now time.Time) bool {
+	v, ok := w.Annotations[v1alpha1.AnnotationRebalance]
+	if !ok {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	if err != nil || now.Sub(at) > v1alpha1.RebalanceRequestTTL || at.Sub(now) > v1alpha1.RebalanceRequestTTL {
+		return false
+	}
+	placed := w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime.Time
+	return !at.Before(placed.Truncate(time.Second))
 }
 
 // preference is how much the Workload prefers a cluster: its weighted

@@ -86,4 +86,85 @@ func TestRebalance(t *testing.T) {
 	// The one that never rebalances stays, a window later still.
 	time.Sleep(window)
 	onB("stays")
+	// Until an operator asks (placer rebalance): it moves at once, with
+	// no window.
+	stays := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stays"}}
+	if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(stays), stays); err != nil {
+		t.Fatal(err)
+	}
+	metav1.SetMetaDataAnnotation(&stays.ObjectMeta, v1alpha1.AnnotationRebalance, time.Now().UTC().Format(time.RFC3339))
+	if err := e.env.Client.Update(ctx, stays); err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	testenv.WaitFor(t, e.wc, stays, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "a"
+	})
+	if took := time.Since(asked); took >= window {
+		t.Errorf("asked to rebalance, it took %s to move, the window (%s) or more", took, window)
+	}
+}
+
+// wantPlacedEventually waits until the Workload is placed on the cluster.
+func (e *schedulerEnv) wantPlacedEventually(name, cluster string) {
+	e.t.Helper()
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+	testenv.WaitFor(e.t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == cluster
+	})
+}
+
+// TestRebalanceAskedExpires: a request of placer rebalance older than
+// RebalanceRequestTTL, or made before the Workload's last placement, asks
+// nothing.
+func TestRebalanceAskedExpires(t *testing.T) {
+	e := newSchedulerEnvWith(t, schedulerctrl.Options{RebalanceAfter: time.Hour}).namespace(t, "asked")
+	ctx := context.Background()
+	e.cluster("a", st.Labels("pref", "yes"), st.NotReady(v1alpha1.ReasonUnreachable))
+	e.cluster("b")
+	prefersA := st.PreferredClusterAffinity(50, st.Term(st.Expr("pref", "Exists")))
+	old := time.Now().Add(-v1alpha1.RebalanceRequestTTL - time.Minute).UTC().Format(time.RFC3339)
+	before := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for name, at := range map[string]string{"expired": old, "before-placed": before, "not-a-time": "soon"} {
+		e.workload(name, prefersA, func(w *v1alpha1.Workload) { w.Annotations = map[string]string{v1alpha1.AnnotationRebalance: at} })
+		e.wantPlaced(name, "b")
+	}
+	e.workload("asked-now", prefersA)
+	e.wantPlaced("asked-now", "b")
+	// a turns Ready: none of them was asked to move now.
+	kc := &v1alpha1.KubernetesCluster{}
+	if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "a"}, kc); err != nil {
+		t.Fatal(err)
+	}
+	kc.Status.Conditions = nil
+	kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: metav1.Now()})
+	if err := e.env.Client.Status().Update(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	// Each is looked at again (a label of the user's); one asked now
+	// moves, so the scheduler has looked.
+	for _, name := range []string{"expired", "before-placed", "not-a-time", "asked-now"} {
+		w := &v1alpha1.Workload{}
+		if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, w); err != nil {
+			t.Fatal(err)
+		}
+		metav1.SetMetaDataLabel(&w.ObjectMeta, "looked", "again")
+		if name == "asked-now" {
+			metav1.SetMetaDataAnnotation(&w.ObjectMeta, v1alpha1.AnnotationRebalance, time.Now().UTC().Format(time.RFC3339))
+		}
+		if err := e.env.Client.Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.wantPlacedEventually("asked-now", "a")
+	time.Sleep(time.Second)
+	for _, name := range []string{"expired", "before-placed", "not-a-time"} {
+		w := &v1alpha1.Workload{}
+		if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: name}, w); err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.ClusterRef == nil || w.Status.ClusterRef.Name != "b" {
+			t.Errorf("%s moved to %v on a request that asks nothing", name, w.Status.ClusterRef)
+		}
+	}
 }

@@ -1723,6 +1723,17 @@ func TestHandshake(t *testing.T) {
 		if on(away) != movedTo {
 			t.Errorf("stays-away (rebalance Never) moved from %s to %s", movedTo, on(away))
 		}
+		// Until an operator asks, once: placer rebalance, as a user runs it.
+		out, err := placerCommand(kubeconfigFile(t, map[string]*rest.Config{"management": env.Config}), "rebalance", "default/stays-away", "--context=management", "--wait=90s")
+		if err != nil || !strings.Contains(out, "Workload default/stays-away moved from default/"+movedTo+" to default/a") {
+			t.Errorf("placer rebalance default/stays-away: %v\n%s", err, out)
+		}
+		testenv.WaitFor(t, wc, away, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return on(w) == "a" && len(w.Status.LeftClusters) == 0 && w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		})
+		if lowest := sampler.lowestOf(); lowest[away.UID] < 2 {
+			t.Errorf("stays-away had %d Ready pods at the lowest when it moved back, want 2", lowest[away.UID])
+		}
 		checkOneBoundPerReplica(t, members...)
 	})
 

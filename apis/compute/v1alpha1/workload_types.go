@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -416,6 +418,17 @@ type Placement struct {
 // it prefers more.
 // +kubebuilder:validation:Enum=Never;WhenPreferred
 type RebalancePolicy string
+
+// AnnotationRebalance (an RFC 3339 time, set by placer rebalance) asks the
+// scheduler, once, to move a placed Workload to the cluster it prefers
+// most if that is not its own, whatever its spec.placement.rebalance, with
+// no window and no margin: the operator asks now. It holds for
+// RebalanceRequestTTL from that time, and only if made after the
+// Workload's last placement.
+const AnnotationRebalance = Group + "/rebalance"
+
+// RebalanceRequestTTL is how long an AnnotationRebalance request holds.
+const RebalanceRequestTTL = 2 * time.Minute
 
 // Rebalance policies.
 const (

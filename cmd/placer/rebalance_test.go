@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/testenv"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// TestRebalanceCommand asks placed Workloads to rebalance against a real
+// API server, then follows them: one moves (as the scheduler would write
+// it), one stays; a pending one is not asked.
+func TestRebalanceCommand(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := testenv.Watcher(t, env.Config)
+	create := func(name, on string) types.NamespacedName {
+		t.Helper()
+		w := st.Workload(name)
+		w.UID, w.Generation = "", 0
+		if err := c.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if on != "" {
+			w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: on, Namespace: "default"}
+			if err := c.Status().Update(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return types.NamespacedName{Namespace: "default", Name: name}
+	}
+	moves, stays, pending := create("moves", "b"), create("stays", "b"), create("pending", "")
+	now := time.Now()
+	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(was) != 2 || was[moves] != "default/b" || was[stays] != "default/b" {
+		t.Errorf("asked %v, want moves and stays, both on default/b", was)
+	}
+	for key, want := range map[types.NamespacedName]string{moves: now.UTC().Format(time.RFC3339), pending: ""} {
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, key, w); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Annotations[v1alpha1.AnnotationRebalance]; got != want {
+			t.Errorf("%s annotated %q, want %q", key, got, want)
+		}
+	}
+	// The scheduler moves one of them while the command follows.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, moves, w); err != nil {
+			return
+		}
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+		_ = c.Status().Update(ctx, w)
+	}()
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := followRebalance(fctx, &out, c, was); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/stays stays on default/b"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Names and --all together, or neither, are refused.
+	for _, args := range [][]string{{}, {"--all", "moves"}} {
+		cmd := newRebalanceCommand()
+		cmd.SetArgs(args)
+		cmd.SetOut(&bytes.Buffer{})
+		if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--all") {
+			t.Errorf("rebalance %v: %v, want refused naming --all", args, err)
+		}
+	}
+}
