@@ -1,0 +1,78 @@
+package proxypod
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
+)
+
+// noMembers connects no cluster.
+type noMembers struct{}
+
+func (noMembers) Get(types.NamespacedName) *cluster.Connection { return nil }
+
+// TestKubeletTarget: the kubelet API reaches only the delegate of the
+// proxy pod asked for, through the Workload that pod controls: never an
+// ordinary pod, never through a Workload that only shares the pod's name
+// (a user's, another pod's), and not before a delegate is bound.
+func TestKubeletTarget(t *testing.T) {
+	proxy := func(name string, uid types.UID, scheduler string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", UID: uid}, Spec: corev1.PodSpec{SchedulerName: scheduler}}
+	}
+	workload := func(name string, owner types.UID) *v1alpha1.Workload {
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}}
+		if owner != "" {
+			yes := true
+			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name, UID: owner, Controller: &yes}}
+		}
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "east", Namespace: "team-a"}
+		return w
+	}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(
+		proxy("plain", "u1", "default-scheduler"), workload("plain", "u1"),
+		proxy("users", "u2", v1alpha1.ProxySchedulerName), workload("users", ""),
+		proxy("others", "u3", v1alpha1.ProxySchedulerName), workload("others", "u-old"),
+		proxy("unbound", "u4", v1alpha1.ProxySchedulerName), workload("unbound", "u4"),
+		proxy("alone", "u5", v1alpha1.ProxySchedulerName),
+	).Build()
+	k := &Kubelet{Reader: c, Members: noMembers{}}
+	for name, want := range map[string]string{
+		"plain":   "is not a proxy pod",
+		"users":   "has no Workload yet",
+		"others":  "has no Workload yet",
+		"alone":   "has no Workload yet",
+		"unbound": "has no delegate bound in a cluster yet",
+		"missing": "not found",
+	} {
+		tg, err := k.target(context.Background(), "team-a", name)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %+v, %v; want an error saying %q", name, tg, err, want)
+		}
+	}
+}
+
+func TestParseStreamPath(t *testing.T) {
+	for path, want := range map[string]streamPath{
+		"/containerLogs/team-a/web-0/app": {kind: "containerLogs", namespace: "team-a", pod: "web-0"},
+		"/exec/team-a/web-0/app":          {kind: "exec", namespace: "team-a", pod: "web-0"},
+		"/attach/team-a/web-0/app":        {kind: "attach", namespace: "team-a", pod: "web-0"},
+	} {
+		if got, ok := parseStreamPath(path); !ok || got != want {
+			t.Errorf("%s: %+v %v, want %+v", path, got, ok, want)
+		}
+	}
+	for _, path := range []string{"/pods", "/portForward/team-a/web-0", "/exec/team-a//app", "/exec/team-a/web-0", "/logs/x/y/z", "/exec/a/b/c/d"} {
+		if got, ok := parseStreamPath(path); ok {
+			t.Errorf("%s parsed as %+v", path, got)
+		}
+	}
+}
