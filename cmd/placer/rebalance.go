@@ -127,11 +127,11 @@ func askRebalance(ctx context.Context, c client.Client, keys []types.NamespacedN
 // followRebalance watches the Workloads until each has moved from the
 // cluster it was on, or ctx ends, and says where each is.
 func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was map[types.NamespacedName]string) error {
-	w, err := c.Watch(ctx, &v1alpha1.WorkloadList{})
+	events, stop, err := watchNamespaces(ctx, c, was)
 	if err != nil {
-		return errors.Wrap(err, "cannot watch Workloads")
+		return err
 	}
-	defer w.Stop()
+	defer stop()
 	left := len(was)
 	moved := map[types.NamespacedName]bool{}
 	for left > 0 {
@@ -143,7 +143,7 @@ func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was
 				}
 			}
 			return nil
-		case e, ok := <-w.ResultChan():
+		case e, ok := <-events:
 			if !ok {
 				return errors.New("the watch of Workloads ended")
 			}
@@ -162,4 +162,42 @@ func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was
 		}
 	}
 	return nil
+}
+
+// watchNamespaces watches the Workloads of each namespace the keys are in
+// (a namespace's user may watch no other), as one stream of events; stop
+// ends the watches.
+func watchNamespaces(ctx context.Context, c client.WithWatch, keys map[types.NamespacedName]string) (<-chan watch.Event, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	events := make(chan watch.Event)
+	var ws []watch.Interface
+	stop := func() {
+		cancel()
+		for _, w := range ws {
+			w.Stop()
+		}
+	}
+	seen := map[string]bool{}
+	for key := range keys {
+		if seen[key.Namespace] {
+			continue
+		}
+		seen[key.Namespace] = true
+		w, err := c.Watch(ctx, &v1alpha1.WorkloadList{}, client.InNamespace(key.Namespace))
+		if err != nil {
+			stop()
+			return nil, nil, errors.Wrapf(err, "cannot watch the Workloads of namespace %s", key.Namespace)
+		}
+		ws = append(ws, w)
+		go func() {
+			for e := range w.ResultChan() {
+				select {
+				case events <- e:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return events, stop, nil
 }

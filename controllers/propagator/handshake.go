@@ -674,12 +674,17 @@ func deleteChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload
 // mcv1alpha1.AnnotationDeletionGracePeriod) before it is deleted: the
 // agent deletes its Pod with it.
 func passGrace(ctx context.Context, cl client.Client, w *v1alpha1.Workload, ch *mcv1alpha1.PodChaperon) error {
-	grace, ok := w.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod]
-	if !ok || w.DeletionTimestamp == nil || ch.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod] == grace {
+	grace, ok := mcv1alpha1.DeletionGrace(w)
+	if !ok || w.DeletionTimestamp == nil {
 		return nil
 	}
-	p := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationDeletionGracePeriod+`":"`+grace+`"}}}`))
-	return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, ch.DeepCopy(), p)), errDeleteChaperon)
+	if had, ok := mcv1alpha1.DeletionGrace(ch); ok && had == grace {
+		return nil
+	}
+	// Only a number, written by this process: never the annotation's text.
+	graced := ch.DeepCopy()
+	metav1.SetMetaDataAnnotation(&graced.ObjectMeta, mcv1alpha1.AnnotationDeletionGracePeriod, strconv.FormatInt(grace, 10))
+	return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, graced, client.MergeFrom(ch))), errDeleteChaperon)
 }
 
 // handshakeStarts keeps when this process began each Workload's

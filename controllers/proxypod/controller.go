@@ -223,10 +223,10 @@ func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Wo
 		(pod.Spec.TerminationGracePeriodSeconds != nil && *g == *pod.Spec.TerminationGracePeriodSeconds) {
 		return nil
 	}
-	v := strconv.FormatInt(*g, 10)
-	if w.Annotations[mcv1alpha1.AnnotationDeletionGracePeriod] == v {
+	if had, ok := mcv1alpha1.DeletionGrace(w); ok && had == *g {
 		return nil
 	}
+	v := strconv.FormatInt(*g, 10)
 	orig := w.DeepCopy()
 	metav1.SetMetaDataAnnotation(&w.ObjectMeta, mcv1alpha1.AnnotationDeletionGracePeriod, v)
 	return errors.Wrap(client.IgnoreNotFound(p.Client.Patch(ctx, w, client.MergeFrom(orig))), "cannot pass the pod's deletion grace period to its Workload")

@@ -134,7 +134,16 @@ type podNodeAuth struct {
 }
 
 func (a *podNodeAuth) GetRequestAttributes(u user.Info, r *http.Request) authorizer.Attributes {
-	return nodeutil.NodeRequestAttr{NodeName: a.nodeOf(r)}.GetRequestAttributes(u, r)
+	attrs := nodeutil.NodeRequestAttr{NodeName: a.nodeOf(r)}.GetRequestAttributes(u, r)
+	if rec, ok := attrs.(authorizer.AttributesRecord); ok {
+		if sp, ok := parseStreamPath(r.URL.Path); ok && sp.kind != "containerLogs" {
+			// exec and attach write into a container, whichever method
+			// opens them (a WebSocket starts with a GET): create.
+			rec.Verb = "create"
+			return rec
+		}
+	}
+	return attrs
 }
 
 // streamPath is a request of the kubelet API on a pod's container:

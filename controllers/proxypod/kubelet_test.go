@@ -2,12 +2,16 @@ package proxypod
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/placer-dev/placer/apis"
@@ -73,6 +77,39 @@ func TestParseStreamPath(t *testing.T) {
 	for _, path := range []string{"/pods", "/portForward/team-a/web-0", "/exec/team-a//app", "/exec/team-a/web-0", "/logs/x/y/z", "/exec/a/b/c/d"} {
 		if got, ok := parseStreamPath(path); ok {
 			t.Errorf("%s parsed as %+v", path, got)
+		}
+	}
+}
+
+// TestVirtualNodeKubelet: a virtual node names the manager's kubelet API
+// as its only address (the API server's default order tries a host name
+// first, which resolves nowhere), and its port.
+func TestVirtualNodeKubelet(t *testing.T) {
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "east"}}
+	n := VirtualNode(kc, KubeletEndpoint{Address: "10.1.2.3", Port: 10250})
+	if len(n.Status.Addresses) != 1 || n.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.1.2.3"}) || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("addresses %v, port %d; want only InternalIP 10.1.2.3, port 10250", n.Status.Addresses, n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+	n = VirtualNode(kc, KubeletEndpoint{})
+	if len(n.Status.Addresses) != 1 || n.Status.Addresses[0].Type != corev1.NodeHostName || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 0 {
+		t.Errorf("without a kubelet API: addresses %v, port %d; want its host name only, no port", n.Status.Addresses, n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+}
+
+// TestPodNodeAuthAttributes: a request is authorized on the node of the
+// pod it names, exec and attach as create whatever the method.
+func TestPodNodeAuthAttributes(t *testing.T) {
+	a := &podNodeAuth{Auth: nodeutil.NoAuth(), nodeOf: func(*http.Request) string { return "placer.default.east" }}
+	u := &user.DefaultInfo{Name: "kube-apiserver-kubelet-client"}
+	for path, want := range map[string]string{
+		"/containerLogs/ns/p/c": "get",
+		"/exec/ns/p/c":          "create",
+		"/attach/ns/p/c":        "create",
+	} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		attrs := a.GetRequestAttributes(u, r)
+		if attrs.GetVerb() != want || attrs.GetName() != "placer.default.east" || attrs.GetResource() != "nodes" || attrs.GetSubresource() != "proxy" {
+			t.Errorf("GET %s: %s nodes/%s %s, want %s nodes/proxy placer.default.east", path, attrs.GetVerb(), attrs.GetSubresource(), attrs.GetName(), want)
 		}
 	}
 }

@@ -198,8 +198,10 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster, kubelet KubeletEndpoint) *corev
 	var endpoints corev1.NodeDaemonEndpoints
 	if kubelet.Address != "" {
 		// The API server reaches logs, exec and attach of the node's
-		// pods there (Kubelet).
-		addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.Address}}, addresses...)
+		// pods there (Kubelet). The only address: its default
+		// --kubelet-preferred-address-types tries a Hostname first, and
+		// the node's name resolves nowhere.
+		addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.Address}}
 		endpoints.KubeletEndpoint.Port = kubelet.Port
 	}
 	return &corev1.Node{

@@ -335,10 +335,9 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	drain := v1alpha1.IsDrain(leave.Reason)
 	if moving := r.cache.Draining(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
 		if leave.Reason == v1alpha1.ReasonRebalanced {
-			// It need not move: it waits, saying nothing, for a place.
-			waits = true
-			r.waiters.wait(key)
-			return r.acknowledge(w), reconcile.Result{}
+			// It need not move: it looks again later, saying nothing,
+			// never in the line of the drains that must move.
+			return r.acknowledge(w), reconcile.Result{RequeueAfter: rebalanceRetry}
 		}
 		// Woken only when a place is free (wakeWaiters), in turn.
 		waits = true

@@ -24,6 +24,10 @@ const (
 	DefaultRebalanceMargin = 20
 )
 
+// rebalanceRetry is when a move back that --max-concurrent-moves held
+// looks again: a move back is never owed, and waits in no line.
+const rebalanceRetry = 30 * time.Second
+
 // rebalance says whether a placed Workload whose spec.placement.rebalance
 // is WhenPreferred should leave its cluster for one it prefers more (a
 // Leave of reason Rebalanced, and that cluster), or when to look again. A
@@ -41,7 +45,7 @@ func (r *Reconciler) rebalance(ctx context.Context, w *v1alpha1.Workload, curren
 	}
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{State: r.cycleState(w)})
-	return preferred(w, p, res, current, after, margin, now)
+	return preferred(w, p, res, current, scheduler.ExecutionTolerations(w, r.defaultTolerations), after, margin, now)
 }
 
 // rebalanceAsked reports whether placer rebalance asked, lately and since
@@ -79,12 +83,13 @@ func preference(p *scheduler.Profile, c scheduler.ClusterScore) int64 {
 
 // preferred is rebalance's judgement of a cycle's ranking: the feasible
 // cluster the Workload prefers most, if it is not its own, must be
-// preferred over its own by margin percent (and by a point), have been
+// preferred over its own by margin percent (and by a point), carry no
+// NoExecute taint the Workload tolerates only for a while, have been
 // Ready for after, and the Workload placed where it is for after too:
 // hysteresis, so that a cluster that flaps moves nothing. A Workload whose
 // own cluster is not feasible now is not compared (it stays, as a placed
 // Workload does).
-func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
+func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, tolerations []corev1.Toleration, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
 	none := types.NamespacedName{}
 	i := slices.IndexFunc(res.Ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == current })
 	if i < 0 {
@@ -103,6 +108,11 @@ func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result
 	}
 	target := res.Ranked[bestAt].Cluster
 	if target.Ready.Status != corev1.ConditionTrue {
+		return nil, none, 0
+	}
+	if leave, deadline := scheduler.MustLeave(w, target, tolerations, now); leave != nil || deadline > 0 {
+		// A NoExecute taint it tolerates only for a while: it would
+		// have to leave again, back and forth.
 		return nil, none, 0
 	}
 	wait := after - now.Sub(target.Ready.LastTransitionTime.Time)

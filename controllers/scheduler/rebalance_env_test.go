@@ -124,7 +124,8 @@ func TestRebalanceAskedExpires(t *testing.T) {
 	e.cluster("b")
 	prefersA := st.PreferredClusterAffinity(50, st.Term(st.Expr("pref", "Exists")))
 	old := time.Now().Add(-v1alpha1.RebalanceRequestTTL - time.Minute).UTC().Format(time.RFC3339)
-	before := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	// Within the request's two minutes, but before the placement.
+	before := time.Now().Add(-30 * time.Second).UTC().Format(time.RFC3339)
 	for name, at := range map[string]string{"expired": old, "before-placed": before, "not-a-time": "soon"} {
 		e.workload(name, prefersA, func(w *v1alpha1.Workload) { w.Annotations = map[string]string{v1alpha1.AnnotationRebalance: at} })
 		e.wantPlaced(name, "b")

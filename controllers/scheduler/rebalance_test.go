@@ -84,6 +84,13 @@ func TestPreferred(t *testing.T) {
 		"a not Ready: it stays": {
 			a: []st.ClusterOption{st.Labels("pref", "yes"), st.NotReady(v1alpha1.ReasonUnreachable)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)},
 		},
+		"a tainted NoExecute, tolerated for a while: it would leave again, it stays": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour), st.NoExecuteSince("maintenance", now)}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour), st.TolerateFor("maintenance", 600)},
+		},
+		"a tainted NoExecute, tolerated for ever: it moves back": {
+			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour), st.NoExecuteSince("maintenance", now)},
+			w: []st.WorkloadOption{prefersA, placedSince(time.Hour), st.Tolerate("maintenance", v1alpha1.TolerationOperator("Exists"), "", v1alpha1.TaintEffectNoExecute)}, moves: true,
+		},
 		"b infeasible now (cordoned): not compared, it stays": {
 			a: []st.ClusterOption{st.Labels("pref", "yes"), readySince(time.Hour)}, b: []st.ClusterOption{st.Cordoned()}, w: []st.WorkloadOption{prefersA, placedSince(time.Hour)},
 		},
@@ -96,7 +103,7 @@ func TestPreferred(t *testing.T) {
 			if c.first != "" && (len(res.Ranked) == 0 || res.Ranked[0].Cluster.Key.Name != c.first) {
 				t.Fatalf("ranking %v, want %s first", ranking(res), c.first)
 			}
-			leave, target, wait := preferred(w, p, res, types.NamespacedName{Namespace: "default", Name: "b"}, after, max(c.margin, DefaultRebalanceMargin), now)
+			leave, target, wait := preferred(w, p, res, types.NamespacedName{Namespace: "default", Name: "b"}, scheduler.ExecutionTolerations(w, nil), after, max(c.margin, DefaultRebalanceMargin), now)
 			if moves := leave != nil; moves != c.moves {
 				t.Fatalf("moves: %v (%+v), want %v; ranking %v", moves, leave, c.moves, ranking(res))
 			}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func (r *ChaperonReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, errors.Wrap(err, errGetChaperon)
 	}
-	if _, ok := deletionGrace(ch); ok {
+	if _, ok := mcv1alpha1.DeletionGrace(ch); ok {
 		// The chaperon goes (or is about to), its Pod with a grace
 		// period of its own; before the garbage collector's deletion of
 		// a chaperon deleted in the foreground, which has none.
@@ -289,8 +288,9 @@ func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Req
 		return nil
 	}
 	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
-	if g, ok := r.graces.Load(req.NamespacedName); ok {
-		opts = append(opts, client.GracePeriodSeconds(g.(int64)))
+	if g, ok := r.graces.Load(req.NamespacedName); ok && g.(grace).chaperon == owner.UID {
+		// That chaperon's, not one of the same name's before it.
+		opts = append(opts, client.GracePeriodSeconds(g.(grace).seconds))
 	}
 	if err := r.client.Delete(ctx, pod, opts...); resource.IgnoreNotFound(err) != nil {
 		return errors.Wrap(err, errDeletePod)
@@ -299,22 +299,18 @@ func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Req
 	return nil
 }
 
-// deletionGrace is the chaperon's AnnotationDeletionGracePeriod.
-func deletionGrace(o metav1.Object) (int64, bool) {
-	v, ok := o.GetAnnotations()[mcv1alpha1.AnnotationDeletionGracePeriod]
-	if !ok {
-		return 0, false
-	}
-	g, err := strconv.ParseInt(v, 10, 64)
-	return g, err == nil && g >= 0
-}
-
 // rememberGrace keeps the deletion grace period a chaperon carries for
 // its Pod's deletion, which may come after the chaperon is gone.
 func (r *ChaperonReconciler) rememberGrace(o client.Object) {
-	if g, ok := deletionGrace(o); ok {
-		r.graces.Store(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, g)
+	if g, ok := mcv1alpha1.DeletionGrace(o); ok {
+		r.graces.Store(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}, grace{chaperon: o.GetUID(), seconds: g})
 	}
+}
+
+// grace is a deleted chaperon's deletion grace period for its Pod.
+type grace struct {
+	chaperon types.UID
+	seconds  int64
 }
 
 // refusedRetry is how soon a Pod the API server refused is tried again:

@@ -1,0 +1,18 @@
+package v1alpha1
+
+import (
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DeletionGrace is an object's AnnotationDeletionGracePeriod: whole
+// seconds, zero or more; any other text is no grace period at all.
+func DeletionGrace(o metav1.Object) (int64, bool) {
+	v, ok := o.GetAnnotations()[AnnotationDeletionGracePeriod]
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.ParseInt(v, 10, 64)
+	return g, err == nil && g >= 0
+}
