@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -142,40 +141,16 @@ func podStreams(ctx context.Context, t *testing.T, c *Cluster) {
 		t.Errorf("%s: exec in pod hello: stdout %q, stderr %q, %v", c.Name(), out.String(), errOut.String(), err)
 	}
 	// Attached, the container's new output shows, until the caller leaves.
-	seen := &lineWriter{want: "attached\n", seen: make(chan struct{})}
+	seen := NewLineSeen("attached\n")
 	done := make(chan error, 1)
 	go func() {
 		done <- stream("attach", &corev1.PodAttachOptions{Container: "app", Stdout: true}, remotecommand.StreamOptions{Stdout: seen}, 20*time.Second)
 	}()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-seen.seen:
-			return
-		case err := <-done:
-			t.Errorf("%s: attach to pod hello ended before the container wrote: %v", c.Name(), err)
-			return
-		case <-tick.C:
-			if err := c.AppendContainerLog("attached\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := c.AppendUntilSeen(wctx, seen, done); err != nil {
+		t.Errorf("%s: attach to pod hello: %v", c.Name(), err)
 	}
-}
-
-// lineWriter closes seen once a write holds want.
-type lineWriter struct {
-	want string
-	seen chan struct{}
-	once sync.Once
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), w.want) {
-		w.once.Do(func() { close(w.seen) })
-	}
-	return len(p), nil
 }
 
 // replaceByName deletes the running pod "hello" n times, as an eviction

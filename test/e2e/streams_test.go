@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,9 +55,11 @@ func (f *proxyFleet) streams(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl logs -f in-eu: %v", err)
 	}
-	followed := &lineWriter{want: "followed\n", seen: make(chan struct{})}
+	followed := local.NewLineSeen("followed\n")
 	go func() { _, _ = io.Copy(followed, rc) }()
-	appendUntilSeen(t, pa.target.Cluster, "followed\n", followed.seen, nil)
+	if err := pa.target.AppendUntilSeen(sctx, followed, nil); err != nil {
+		t.Errorf("kubectl logs -f in-eu: %v", err)
+	}
 	_ = rc.Close()
 
 	// kubectl exec: stdin, stdout, stderr and the exit code.
@@ -72,13 +73,15 @@ func (f *proxyFleet) streams(t *testing.T) {
 	}
 
 	// kubectl attach: the container's new output, until the caller leaves.
-	attached := &lineWriter{want: "attached\n", seen: make(chan struct{})}
+	attached := local.NewLineSeen("attached\n")
 	actx, acancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
 		done <- f.stream(actx, "in-eu", "attach", &corev1.PodAttachOptions{Container: "app", Stdout: true}, remotecommand.StreamOptions{Stdout: attached})
 	}()
-	appendUntilSeen(t, pa.target.Cluster, "attached\n", attached.seen, done)
+	if err := pa.target.AppendUntilSeen(sctx, attached, done); err != nil {
+		t.Errorf("kubectl attach in-eu: %v", err)
+	}
 	acancel()
 
 	// pb did not let the tenant: Forbidden, naming the member's role
@@ -144,44 +147,4 @@ func (f *proxyFleet) kubeletGet(t *testing.T, url string, cert *tls.Certificate)
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
-}
-
-// appendUntilSeen writes a line to the member's containers' log until a
-// reader says it saw it (a stream starts some time after it is asked
-// for), or the stream ends (done) or the test's time is up.
-func appendUntilSeen(t *testing.T, c *local.Cluster, line string, seen <-chan struct{}, done <-chan error) {
-	t.Helper()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	end := time.After(timeout)
-	for {
-		select {
-		case <-seen:
-			return
-		case err := <-done:
-			t.Errorf("the stream ended before it showed %q: %v", line, err)
-			return
-		case <-end:
-			t.Errorf("the stream never showed %q", line)
-			return
-		case <-tick.C:
-			if err := c.AppendContainerLog(line); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-// lineWriter closes seen once a write holds want.
-type lineWriter struct {
-	want string
-	seen chan struct{}
-	once sync.Once
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), w.want) {
-		w.once.Do(func() { close(w.seen) })
-	}
-	return len(p), nil
 }
