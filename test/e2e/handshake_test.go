@@ -1804,6 +1804,59 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	t.Run("Divided: a member lost past its toleration: only its share moves, 12 replicas Ready again elsewhere, and its pods there go when it answers again", func(t *testing.T) {
+		spread := placedSpread(t, env.Client, wc, "lost-spread", 12, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}, st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3))
+		t.Cleanup(func() { remove(t, sharesOf(t, env.Client, spread)...) })
+		removeLater(t, spread)
+		shares := sharesByCluster(t, env.Client, spread)
+		if len(shares) < 2 {
+			t.Fatalf("shares %v: minGroups 2 by tier wants two members at least", shares)
+		}
+		lost := ""
+		for name, n := range shares {
+			if lost == "" || n > shares[lost] {
+				lost = name
+			}
+		}
+		t.Logf("shares %v; cutting %s off", shares, lost)
+		restart := stopAPIServer(t, memberNamed(members, lost))
+		defer restart()
+		testenv.WaitFor(t, wc, spread, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			for _, p := range w.Status.Placements {
+				if p.Cluster.Name == lost && p.Replicas > 0 {
+					return false
+				}
+			}
+			return w.Status.ReadyReplicas >= 12
+		})
+		after := map[string]int32{}
+		for _, p := range spread.Status.Placements {
+			after[p.Cluster.Name] += p.Replicas
+		}
+		t.Logf("placements after %s was lost: %v", lost, after)
+		for name, n := range shares {
+			if name != lost && int(after[name]) < n {
+				t.Errorf("%s's share went from %d to %d: only the lost member's share moves", name, n, after[name])
+			}
+		}
+		tiers := 0
+		for _, name := range []string{"a", "b", "c"} {
+			if name != lost && after[name] > 0 {
+				tiers++
+			}
+		}
+		if tiers < 2 {
+			t.Errorf("placements %v: minGroups 2 by tier kept with two of the members that answer", after)
+		}
+		restart()
+		waitUntil(t, timeout, func() (bool, string) {
+			n := len(labelledPods(t, memberNamed(members, lost), "app", "lost-spread"))
+			return n == 0, fmt.Sprintf("%d pods of the Divided Workload left in %s once it answers", n, lost)
+		})
+		checkOneBoundPerReplica(t, members...)
+	})
+
 	t.Run("a fresh member joined as the README says runs a Workload; unjoin drains it and leaves nothing of placer in the member", func(t *testing.T) {
 		testJoin(t, env, wc, b, running)
 	})
