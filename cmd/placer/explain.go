@@ -150,6 +150,10 @@ type Explanation struct {
 	// lists them; Division is how a cycle now would divide it.
 	Shares   []v1alpha1.SharePlacement `json:"shares,omitempty"`
 	Division *DivisionExplanation      `json:"division,omitempty"`
+	// Rebalance says whether a Workload placed whole would move back to
+	// a cluster it prefers more: by its policy, and if placer rebalance
+	// asked now.
+	Rebalance []string `json:"rebalance,omitempty"`
 }
 
 // DivisionExplanation is how the replicas would be divided now: each
@@ -260,8 +264,37 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 	explainCycle(e, w, profile, snap, res)
 	if w.Spreads() {
 		explainDivision(e, w, res)
+	} else if w.Status.ClusterRef != nil {
+		// A cycle without AllFilters ranks as the scheduler does.
+		e.Rebalance = explainRebalance(w, profile, profile.Schedule(ctx, w, snap, scheduler.Options{}), time.Now())
 	}
 	return e, nil
+}
+
+// explainRebalance says whether the Workload would move back to a cluster
+// it prefers more: by its policy (judged with the manager's default
+// window and margin, which its flags may change), and if placer
+// rebalance asked now.
+func explainRebalance(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, now time.Time) []string {
+	current := w.ClusterKey(w.Status.ClusterRef)
+	tolerations := scheduler.ExecutionTolerations(w, scheduler.DefaultTolerations(300, 300))
+	var out []string
+	if w.Spec.Placement.Rebalance == v1alpha1.RebalanceWhenPreferred {
+		switch leave, _, wait := schedulerctrl.Preferred(w, p, res, current, tolerations, schedulerctrl.DefaultRebalanceAfter, schedulerctrl.DefaultRebalanceMargin, now); {
+		case leave != nil:
+			out = append(out, "WhenPreferred: moves back now: "+leave.Message)
+		case wait > 0:
+			out = append(out, fmt.Sprintf("WhenPreferred: moves back to a cluster it prefers more in %s, once that cluster has been Ready, and it placed here, for %s", wait.Round(time.Second), schedulerctrl.DefaultRebalanceAfter))
+		default:
+			out = append(out, fmt.Sprintf("WhenPreferred: stays; no cluster that can take it is preferred by %d%% over %s", schedulerctrl.DefaultRebalanceMargin, current))
+		}
+	}
+	if leave, _, _ := schedulerctrl.Preferred(w, p, res, current, tolerations, 0, 0, now); leave != nil {
+		out = append(out, "placer rebalance now would move it: "+leave.Message)
+	} else {
+		out = append(out, "placer rebalance now would keep it on "+current.String())
+	}
+	return out
 }
 
 // explainDivision adds a spread Workload's shares, and how a cycle now
@@ -339,6 +372,12 @@ func printExplanation(out io.Writer, e *Explanation) {
 	if e.Division != nil {
 		fmt.Fprintln(out)
 		printDivision(out, e)
+	}
+	if len(e.Rebalance) > 0 {
+		fmt.Fprintln(out, "\nMoving back:")
+		for _, r := range e.Rebalance {
+			fmt.Fprintf(out, "  %s\n", r)
+		}
 	}
 }
 

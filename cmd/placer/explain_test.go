@@ -150,6 +150,32 @@ func TestExplain(t *testing.T) {
 	if !strings.Contains(out.String(), `schedulerName "someone-else" is not served by placer's scheduler`) {
 		t.Errorf("foreign scheduler not explained:\n%s", out.String())
 	}
+
+	// Moving back: placed on east, it prefers us-west, which turned
+	// Ready just now.
+	back := st.Workload("back", st.Requests("1", "1Gi"), st.PreferredClusterAffinity(50, st.Term(st.Expr("region", "In", "us-west"))))
+	back.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred
+	back.UID, back.Generation = "", 0
+	if err := env.Client.Create(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	back.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "east", Namespace: "default"}
+	if err := env.Client.Status().Update(ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := explain(ctx, out, env.Client, profiles, types.NamespacedName{Namespace: "default", Name: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Moving back:",
+		"WhenPreferred: moves back to a cluster it prefers more in ", "once that cluster has been Ready, and it placed here, for 5m0s",
+		"placer rebalance now would move it: it prefers cluster default/west",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain of back lacks %q:\n%s", want, out.String())
+		}
+	}
 }
 
 // createClusters creates KubernetesClusters with their status.

@@ -126,6 +126,14 @@ func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result
 		"it prefers cluster %s (preference %d against %d here), Ready for %s", target.Key, best, here, after)}, target.Key, 0
 }
 
+// Preferred judges, as the scheduler does, whether a placed Workload
+// would move back from current to a cluster it prefers more, on a cycle's
+// ranking, with a window and a margin (placer explain; placer rebalance
+// judges with none).
+func Preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, tolerations []corev1.Toleration, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
+	return preferred(w, p, res, current, tolerations, after, margin, now)
+}
+
 // first puts the cluster first in the ranking, if it is there: the one a
 // rebalance moves to.
 func first(res *scheduler.Result, key types.NamespacedName) bool {
