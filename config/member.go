@@ -142,14 +142,7 @@ func OpenNamespace(ctx context.Context, cs kubernetes.Interface, managerUser, te
 // their pods need there: it installs config/member/dependencies-role.yaml
 // if it is not, and binds it to the tenant's user in the namespace.
 func OpenDependencies(ctx context.Context, cs kubernetes.Interface, tenant, namespace string) error {
-	roles, err := DependenciesRoles()
-	if err != nil {
-		return err
-	}
-	if err := createRoles(ctx, cs, roles); err != nil {
-		return err
-	}
-	return bindTenant(ctx, cs, tenant, namespace, DependenciesRole)
+	return openOptIn(ctx, cs, DependenciesRoles, DependenciesRole, tenant, namespace)
 }
 
 // OpenStreams lets kubectl logs, exec and attach of the proxy pods of a
@@ -157,14 +150,20 @@ func OpenDependencies(ctx context.Context, cs kubernetes.Interface, tenant, name
 // installs config/member/streams-role.yaml if it is not, and binds it to
 // the tenant's user in the namespace.
 func OpenStreams(ctx context.Context, cs kubernetes.Interface, tenant, namespace string) error {
-	roles, err := StreamsRoles()
+	return openOptIn(ctx, cs, StreamsRoles, StreamsRole, tenant, namespace)
+}
+
+// openOptIn installs an opt-in ClusterRole (roles reads its file) if it
+// is not, and binds role to the tenant's user in the namespace.
+func openOptIn(ctx context.Context, cs kubernetes.Interface, roles func() ([]*rbacv1.ClusterRole, error), role, tenant, namespace string) error {
+	rs, err := roles()
 	if err != nil {
 		return err
 	}
-	if err := createRoles(ctx, cs, roles); err != nil {
+	if err := createRoles(ctx, cs, rs); err != nil {
 		return err
 	}
-	return bindTenant(ctx, cs, tenant, namespace, StreamsRole)
+	return bindTenant(ctx, cs, tenant, namespace, role)
 }
 
 // bindTenant binds a ClusterRole to a tenant's user in one namespace.
