@@ -265,8 +265,8 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 	if w.Spreads() {
 		explainDivision(e, w, res)
 	} else if w.Status.ClusterRef != nil {
-		// A cycle without AllFilters ranks as the scheduler does.
-		e.Rebalance = explainRebalance(w, profile, profile.Schedule(ctx, w, snap, scheduler.Options{}), time.Now())
+		// AllFilters ranks the feasible clusters as the scheduler does.
+		e.Rebalance = explainRebalance(w, profile, res, time.Now())
 	}
 	return e, nil
 }

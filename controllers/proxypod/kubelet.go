@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -276,13 +277,13 @@ func (k *Kubelet) logs(ctx context.Context, _, _, container string, o vkapi.Cont
 	}
 	opts := &corev1.PodLogOptions{Container: container, Follow: o.Follow, Previous: o.Previous, Timestamps: o.Timestamps}
 	if o.Tail > 0 {
-		opts.TailLines = ptrTo(int64(o.Tail))
+		opts.TailLines = ptr.To(int64(o.Tail))
 	}
 	if o.LimitBytes > 0 {
-		opts.LimitBytes = ptrTo(int64(o.LimitBytes))
+		opts.LimitBytes = ptr.To(int64(o.LimitBytes))
 	}
 	if o.SinceSeconds > 0 {
-		opts.SinceSeconds = ptrTo(int64(o.SinceSeconds))
+		opts.SinceSeconds = ptr.To(int64(o.SinceSeconds))
 	}
 	if !o.SinceTime.IsZero() {
 		opts.SinceTime = &metav1.Time{Time: o.SinceTime}
@@ -290,8 +291,6 @@ func (k *Kubelet) logs(ctx context.Context, _, _, container string, o vkapi.Cont
 	rc, err := t.cs.CoreV1().Pods(t.namespace).GetLogs(t.name, opts).Stream(ctx)
 	return rc, errors.Wrapf(err, "cannot read the log of %s/%s in cluster %s", t.namespace, t.name, t.cluster)
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // exec runs a command in the delegate's container, its streams joined to
 // the caller's.

@@ -43,9 +43,14 @@ func (r *Reconciler) rebalance(ctx context.Context, w *v1alpha1.Workload, curren
 		// placer rebalance: the operator asks now.
 		after, margin = 0, 0
 	}
+	if wait := after - now.Sub(w.Status.GetCondition(v1alpha1.TypeScheduled).LastTransitionTime.Time); wait > 0 {
+		// Placed here lately: no cycle before the window ends (every
+		// status write of the propagator's brings the Workload back).
+		return nil, types.NamespacedName{}, wait
+	}
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{State: r.cycleState(w)})
-	return preferred(w, p, res, current, scheduler.ExecutionTolerations(w, r.defaultTolerations), after, margin, now)
+	return Preferred(w, p, res, current, scheduler.ExecutionTolerations(w, r.defaultTolerations), after, margin, now)
 }
 
 // rebalanceAsked reports whether placer rebalance asked, lately and since
@@ -81,7 +86,8 @@ func preference(p *scheduler.Profile, c scheduler.ClusterScore) int64 {
 	return sum
 }
 
-// preferred is rebalance's judgement of a cycle's ranking: the feasible
+// Preferred is rebalance's judgement of a cycle's ranking (placer
+// explain calls it too): the feasible
 // cluster the Workload prefers most, if it is not its own, must be
 // preferred over its own by margin percent (and by a point), carry no
 // NoExecute taint the Workload tolerates only for a while, have been
@@ -89,7 +95,7 @@ func preference(p *scheduler.Profile, c scheduler.ClusterScore) int64 {
 // hysteresis, so that a cluster that flaps moves nothing. A Workload whose
 // own cluster is not feasible now is not compared (it stays, as a placed
 // Workload does).
-func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, tolerations []corev1.Toleration, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
+func Preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, tolerations []corev1.Toleration, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
 	none := types.NamespacedName{}
 	i := slices.IndexFunc(res.Ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == current })
 	if i < 0 {
@@ -124,14 +130,6 @@ func preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result
 	}
 	return &scheduler.Leave{Reason: v1alpha1.ReasonRebalanced, Message: fmt.Sprintf(
 		"it prefers cluster %s (preference %d against %d here), Ready for %s", target.Key, best, here, after)}, target.Key, 0
-}
-
-// Preferred judges, as the scheduler does, whether a placed Workload
-// would move back from current to a cluster it prefers more, on a cycle's
-// ranking, with a window and a margin (placer explain; placer rebalance
-// judges with none).
-func Preferred(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler.Result, current types.NamespacedName, tolerations []corev1.Toleration, after time.Duration, margin int, now time.Time) (*scheduler.Leave, types.NamespacedName, time.Duration) {
-	return preferred(w, p, res, current, tolerations, after, margin, now)
 }
 
 // first puts the cluster first in the ranking, if it is there: the one a

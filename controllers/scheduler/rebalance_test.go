@@ -103,7 +103,7 @@ func TestPreferred(t *testing.T) {
 			if c.first != "" && (len(res.Ranked) == 0 || res.Ranked[0].Cluster.Key.Name != c.first) {
 				t.Fatalf("ranking %v, want %s first", ranking(res), c.first)
 			}
-			leave, target, wait := preferred(w, p, res, types.NamespacedName{Namespace: "default", Name: "b"}, scheduler.ExecutionTolerations(w, nil), after, max(c.margin, DefaultRebalanceMargin), now)
+			leave, target, wait := Preferred(w, p, res, types.NamespacedName{Namespace: "default", Name: "b"}, scheduler.ExecutionTolerations(w, nil), after, max(c.margin, DefaultRebalanceMargin), now)
 			if moves := leave != nil; moves != c.moves {
 				t.Fatalf("moves: %v (%+v), want %v; ranking %v", moves, leave, c.moves, ranking(res))
 			}
