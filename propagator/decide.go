@@ -76,6 +76,12 @@ func Decide(u v1alpha1.PlacementUnit, st State, age, timeout time.Duration) Deci
 		d = Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
 	case chosen && st.Proven(u.Count):
 		return Decision{Action: Commit}
+	case st.Unschedulable != "" && chosen && !st.Judged(u.Count) && age < timeout:
+		// The chosen cluster rejects once its scheduler has judged every
+		// candidate, so that the rejection counts all it did reserve (a
+		// share keeps those, RejectedCluster.Reserved): the marks of the
+		// reserved ones may reach here after an unschedulable one's.
+		return Decision{Action: Wait, After: timeout - age}
 	case st.Unschedulable != "":
 		d = Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: st.Unschedulable}
 	case len(st.Fenced) > 0:

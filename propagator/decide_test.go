@@ -20,6 +20,7 @@ func TestDecide(t *testing.T) {
 	w2 := st.Workload("web", st.Replicas(2))
 	w2.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	w2.Generation = 2
+	w3 := st.Workload("web", st.Replicas(3))
 	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
 	refused := func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
@@ -43,6 +44,14 @@ func TestDecide(t *testing.T) {
 		{"committed: deliver", w, chaperons(w, ops(allowed, running), ops(allowed, running)), true, time.Hour, Decision{Action: Deliver}},
 		{"committed with a replica that does not fit: still deliver, never reject", w, chaperons(w, ops(allowed, running), ops(unfit)), true, time.Hour, Decision{Action: Deliver}},
 		{"unschedulable in the chosen cluster: reject with the target's message", w, chaperons(w, ops(reserved), ops(unfit)), true, time.Second,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"unschedulable in the chosen cluster, a candidate not judged yet: wait for its verdict, so that the rejection counts all it reserved", w3, chaperons(w3, ops(reserved), ops(unfit), ops()), true, time.Second,
+			Decision{Action: Wait, After: 29 * time.Second}},
+		{"unschedulable in the chosen cluster, every candidate judged: reject", w3, chaperons(w3, ops(reserved), ops(unfit), ops(reserved)), true, time.Second,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"unschedulable in the chosen cluster, a candidate never judged: the timeout rejects", w3, chaperons(w3, ops(reserved), ops(unfit), ops()), true, timeout,
+			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"a runner-up rejects on its first unschedulable candidate: nothing counts its reservations", w3, chaperons(w3, ops(unfit), ops(), ops()), false, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
 		{"the member's API server refused a candidate Pod: reject at once with its message", w, chaperons(w, ops(reserved), ops(refused)), true, time.Second,
 			Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"}},

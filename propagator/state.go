@@ -23,8 +23,10 @@ type State struct {
 	// (Allowed first: a replica with one allowed chaperon is allowed).
 	Reserved, Allowed int
 	// Unschedulable holds the target scheduler's message when a candidate
-	// cannot be placed there.
+	// cannot be placed there, and Unplaceable counts the replicas whose
+	// candidate it found so (neither reserved nor allowed).
 	Unschedulable string
+	Unplaceable   int
 	// Refused holds the member API server's message when it refused to
 	// create a candidate Pod (admission: validation, Pod Security, quota).
 	Refused string
@@ -60,6 +62,8 @@ type replica struct {
 	ready        bool
 	// allowed, reserved and scheduled: by any of its chaperons.
 	allowed, reserved, scheduled bool
+	// unschedulable: the target scheduler found its candidate so.
+	unschedulable bool
 	// succeeded, failed: its pod ended so.
 	succeeded, failed bool
 }
@@ -67,6 +71,12 @@ type replica struct {
 // Ended reports whether every replica's pod ended on its own.
 func (s State) Ended(replicas int) bool {
 	return replicas > 0 && len(s.Missing) == 0 && s.Succeeded+s.Failed >= replicas
+}
+
+// Judged reports whether the target scheduler has judged every replica's
+// candidate: reserved (or allowed), or found unschedulable.
+func (s State) Judged(replicas int) bool {
+	return len(s.Missing) == 0 && s.Reserved+s.Allowed+s.Unplaceable >= replicas
 }
 
 // Proven reports whether every replica's candidate is reserved (or allowed).
@@ -123,6 +133,8 @@ func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mc
 			st.Allowed++
 		case r.reserved:
 			st.Reserved++
+		case r.unschedulable:
+			st.Unplaceable++
 		}
 		if r.scheduled {
 			st.Scheduled++
@@ -174,7 +186,7 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
 		switch c.Reason {
 		case corev1.PodReasonUnschedulable:
-			st.Unschedulable = c.Message
+			st.Unschedulable, r.unschedulable = c.Message, true
 		case mcv1alpha1.ReasonPodRefused:
 			st.Refused = c.Message
 		}

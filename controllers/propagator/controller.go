@@ -322,6 +322,12 @@ func (s *scope) statusEvent(e event.Event) { s.statusEvents = append(s.statusEve
 // generation (replacing an earlier entry of it), so the scheduler chooses
 // again; its candidates are not kept, and go with removeElsewhere.
 func (s *scope) reject(key types.NamespacedName, reason, msg string) {
+	s.rejectReserved(key, reason, msg, 0)
+}
+
+// rejectReserved records key's rejection, which came after it reserved
+// that many of the unit's candidates.
+func (s *scope) rejectReserved(key types.NamespacedName, reason, msg string, reserved int) {
 	msg = truncate(msg)
 	// Never before the choice it rejects: a later choice is the
 	// scheduler's word that the cluster opened up (Workload.ChosenSince).
@@ -339,7 +345,7 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 	}
 	s.w.Status.RejectedClusters = append(kept, v1alpha1.RejectedCluster{
 		Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Reason: reason, Message: msg, Generation: s.w.Generation, Time: &now,
-		RetryAfter: &retry, Attempts: attempts,
+		RetryAfter: &retry, Attempts: attempts, Reserved: int32(reserved),
 	})
 	delete(s.keep, key)
 	if key == s.target {
@@ -347,8 +353,12 @@ func (s *scope) reject(key types.NamespacedName, reason, msg string) {
 		s.w.Status.Replicas, s.w.Status.ScheduledReplicas, s.w.Status.ReadyReplicas = 0, 0, 0
 		s.w.ForgetCounted(key)
 	}
-	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected the candidates: %s", key, msg)))
-	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg)
+	what := "the candidates"
+	if reserved > 0 {
+		what = fmt.Sprintf("the candidates (it reserved %d)", reserved)
+	}
+	s.statusEvent(event.Warning(reasonRejected, errors.Errorf("%s rejected %s: %s", key, what, msg)))
+	s.log.Info("cluster rejected the candidates", "rejected", key.String(), "reason", reason, "message", msg, "reserved", reserved)
 }
 
 // next is where a reconcile goes after a phase.

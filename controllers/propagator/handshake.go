@@ -317,7 +317,7 @@ func (r *Reconciler) judgeChosen(ctx context.Context, s *scope, p *proof) error 
 		age := r.started.age(w, s.target, p.chaperons)
 		r.started.forget(w, s.target)
 		handshakeDuration.WithLabelValues("rejected").Observe(age.Seconds())
-		s.reject(s.target, d.Reason, d.Message)
+		s.rejectReserved(s.target, d.Reason, d.Message, st.Reserved)
 		if len(st.Fenced) > 0 {
 			// What was fenced goes once the status holds the rejection:
 			// chosen again later, the cluster gets new candidates.

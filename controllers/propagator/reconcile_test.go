@@ -596,6 +596,39 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			name: "the chosen cluster reserves 2 of 3, then finds the third unschedulable: rejected with the count it reserved",
+			w:    web(st.Replicas(3)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				objs := candidates(w, 3)
+				reserved(objs[0].(*mcv1alpha1.PodChaperon))
+				podScheduledFalse(corev1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")(objs[1].(*mcv1alpha1.PodChaperon))
+				reserved(objs[2].(*mcv1alpha1.PodChaperon))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
+			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				rejected(3, "a", v1alpha1.ReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")(s)
+				s.RejectedClusters[0].Reserved = 2
+			},
+			wantMembers: map[string][]string{"a": {}},
+			check: func(t *testing.T, e env) {
+				wantRejectedAndEmpty(t, e.w, e.members[0], "a", v1alpha1.ReasonUnschedulable, "Insufficient cpu")
+				wantReason(t, e.rec, reasonRejected)
+			},
+		},
+		{
+			name: "the chosen cluster finds a candidate unschedulable before it judged the others: wait for their verdicts",
+			w:    web(st.Replicas(3)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				objs := candidates(w, 3)
+				reserved(objs[0].(*mcv1alpha1.PodChaperon))
+				podScheduledFalse(corev1.PodReasonUnschedulable, "0/1 nodes are available: 1 Insufficient cpu.")(objs[1].(*mcv1alpha1.PodChaperon))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  counts(3, 3, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 3 replicas ready in a; a replica is pending: 0/1 nodes are available: 1 Insufficient cpu.", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved", "1", "2"}},
+		},
+		{
 			name: "no answer within the handshake timeout: rejected",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {

@@ -58,6 +58,7 @@ const annotationShareReason = "compute.placer.dev/share-reason"
 const (
 	reasonDivided     event.Reason = "Divided"
 	reasonShareGone   event.Reason = "ShareRemoved"
+	reasonShareKept   event.Reason = "ShareReduced"
 	reasonCannotShare event.Reason = "CannotDivide"
 )
 
@@ -68,7 +69,19 @@ type divideScope struct {
 	shares map[types.NamespacedName]*v1alpha1.Workload
 	// gone are the clusters whose share gives its replicas back, and why.
 	gone map[types.NamespacedName]string
+	// kept are the clusters whose share rejected some of its candidates
+	// after it reserved others: the share keeps that many, and gives the
+	// rest back.
+	kept map[types.NamespacedName]keptShare
 	now  time.Time
+}
+
+// keptShare is what a share keeps of a rejected handshake.
+type keptShare struct {
+	// reserved of the share's replicas (its candidates its cluster did
+	// reserve), and why the others went back.
+	reserved, of int
+	why          string
 }
 
 // reconcileDivision is the divider's reconcile: one spread Workload.
@@ -91,7 +104,7 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 
 // divide places a Divided or Duplicated Workload through its shares.
 func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
-	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, now: time.Now()}
+	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, kept: map[types.NamespacedName]keptShare{}, now: time.Now()}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
 		return r.writeSpread(ctx, s, reconcile.Result{})
@@ -167,13 +180,20 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 // its cluster rejected (the rejection, kept in the Workload's own status,
 // keeps the cluster out until it expires, as for any Workload), and one
 // that must leave its cluster (a NoExecute taint it does not tolerate, a
-// drain, a deletion).
+// drain, a deletion). A Divided share whose cluster reserved some of its
+// candidates before it rejected the others gives back only the others:
+// it keeps what its cluster proved it has room for.
 func (r *Reconciler) giveBack(s *divideScope) {
 	s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool { return rc.Generation != s.w.Generation })
+	divided := s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided
 	for key, sh := range s.shares {
 		if rc := sh.Rejection(key); rc != nil && rc.Generation == sh.Generation {
-			s.gone[key] = "rejected the share: " + rc.Message
 			s.keepRejection(key, rc)
+			if n := int(rc.Reserved); divided && n > 0 && n < sh.ReplicaCount() {
+				s.kept[key] = keptShare{reserved: n, of: sh.ReplicaCount(), why: rc.Message}
+				continue
+			}
+			s.gone[key] = "rejected the share: " + rc.Message
 			continue
 		}
 		ci := r.cache.Cluster(key)
@@ -224,12 +244,19 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 			return in, false
 		}
 		current[key] = s.shares[key].ReplicaCount()
+		if k, ok := s.kept[key]; ok {
+			current[key] = k.reserved
+		}
 		if !slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
 			ranked = append(ranked, scheduler.ClusterScore{Cluster: ci})
 			kept = append(kept, key)
 		}
 	}
 	in = DivisionInput(s.w, &scheduler.Result{Ranked: ranked}, current)
+	for key := range s.kept {
+		// Its cluster proved it has room for what it reserved, no more.
+		in.Room[key] = 0
+	}
 	for _, key := range kept {
 		// It keeps what it has, and takes no more; a Duplicated share
 		// takes what scaling up adds to every share.
@@ -280,6 +307,12 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	allReady := true
 	var errs []error
 	for _, sh := range d.Shares {
+		if k, ok := s.kept[sh.Cluster]; ok {
+			sh.Why = fmt.Sprintf("%d of %d replicas: %s reserved %d of the %d candidates of its share, and rejected the others (%s); they were divided among the other clusters",
+				sh.Replicas, s.w.ReplicaCount(), sh.Cluster.Name, k.reserved, k.of, k.why)
+			r.writer.record.Event(s.w, event.Normal(reasonShareKept, fmt.Sprintf("share %s in %s keeps %d of its %d replicas, which %s reserved; the other %d are divided among the other clusters",
+				s.shares[sh.Cluster].Name, sh.Cluster, sh.Replicas, k.of, sh.Cluster.Name, k.of-sh.Replicas)))
+		}
 		want[sh.Cluster] = sh
 		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh)
 		if err != nil {

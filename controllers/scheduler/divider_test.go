@@ -202,6 +202,33 @@ func TestDividedWorkload(t *testing.T) {
 		})
 	})
 
+	t.Run("a share whose cluster reserved some of its candidates before it rejected the others keeps those, and the rest go to the others", func(t *testing.T) {
+		e := e.namespace(t, "partial")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		e.workload("web", st.Replicas(8), st.Requests("1", "1Gi"), divided(2, 0))
+		before := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 8 && len(s) == 2 })
+		q := before["q"]
+		e.shareStatus(q.Name, func(w *v1alpha1.Workload) {
+			w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "q", Namespace: e.ns}, Reason: "Unschedulable",
+				Message: "0/2 nodes are available: 2 Insufficient cpu.", Generation: w.Generation, Time: ptr.To(metav1.Now()),
+				RetryAfter: ptr.To(metav1.NewTime(metav1.Now().Add(time.Hour))), Reserved: 1}}
+		})
+		after := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 1 && sum(s) == 8 })
+		if after["q"].UID != q.UID || after["p"].ReplicaCount() != 8-1 {
+			t.Errorf("shares %v (q's UID %s, was %s): want q's own share kept with the 1 replica it reserved, and p with the other 7", counts(after), after["q"].UID, q.UID)
+		}
+		parent := e.get("web")
+		if rc := parent.Rejection(types.NamespacedName{Namespace: e.ns, Name: "q"}); rc == nil || rc.Reserved != 1 {
+			t.Errorf("the parent's rejections %v: want q's, which reserved 1", parent.Status.RejectedClusters)
+		}
+		for _, pl := range parent.Status.Placements {
+			if pl.Cluster.Name == "q" && !strings.Contains(pl.Reason, fmt.Sprintf("q reserved 1 of the %d candidates of its share", q.ReplicaCount())) {
+				t.Errorf("q's placement says %q: want why it keeps 1", pl.Reason)
+			}
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for what, tc := range map[string]struct {
 			opt  st.WorkloadOption

@@ -688,6 +688,13 @@ type RejectedCluster struct {
 	// Attempts counts this generation's rejections by the cluster.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+
+	// Reserved counts the candidates the cluster did reserve before it
+	// rejected the others (or the handshake's time ran out). A share of a
+	// Divided Workload keeps that many replicas in the cluster, and the
+	// rest are divided among the other clusters.
+	// +optional
+	Reserved int32 `json:"reserved,omitempty"`
 }
 
 // LeftCluster is a cluster the Workload was moved away from while it may
