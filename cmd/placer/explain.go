@@ -263,7 +263,7 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 	res := profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true})
 	explainCycle(e, w, profile, snap, res)
 	if w.Spreads() {
-		explainDivision(e, w, res)
+		explainDivision(e, w, snap, res)
 	} else if w.Status.ClusterRef != nil {
 		// AllFilters ranks the feasible clusters as the scheduler does.
 		e.Rebalance = explainRebalance(w, profile, res, time.Now())
@@ -299,13 +299,16 @@ func explainRebalance(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler
 
 // explainDivision adds a spread Workload's shares, and how a cycle now
 // would divide it, starting from them.
-func explainDivision(e *Explanation, w *v1alpha1.Workload, res *scheduler.Result) {
+func explainDivision(e *Explanation, w *v1alpha1.Workload, snap *scheduler.Snapshot, res *scheduler.Result) {
 	e.Shares = w.Status.Placements
 	current := map[types.NamespacedName]int{}
 	for _, p := range w.Status.Placements {
 		current[w.ClusterKey(&p.Cluster)] = int(p.Replicas)
 	}
-	d := scheduler.Divide(schedulerctrl.DivisionInput(w, res, current), schedulerctrl.PolicyOf(w))
+	// As the divider starts from them: a cluster holding a share keeps it
+	// whatever the cycle says of it now.
+	in, _ := schedulerctrl.DivisionInput(w, res, current, nil, snap.Cluster)
+	d := scheduler.Divide(in, schedulerctrl.PolicyOf(w))
 	e.Division = &DivisionExplanation{Shares: d.Shares, Unplaced: d.Unplaced, Reason: d.Reason, Excluded: map[string]string{}}
 	for k, why := range d.Excluded {
 		e.Division.Excluded[k.String()] = why
@@ -601,7 +604,7 @@ func readableClusters(ctx context.Context, c client.Client, w *v1alpha1.Workload
 // handshakeOutcome says what the propagator recorded for the cluster.
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	if rc := w.Rejection(k); rc != nil {
-		return fmt.Sprintf("rejected (%s): %s%s", rc.Reason, rc.Message, retryNote(w, rc, time.Now()))
+		return fmt.Sprintf("rejected (%s): %s%s%s", rc.Reason, rc.Message, reservedNote(rc), retryNote(w, rc, time.Now()))
 	}
 	if lc := w.Left(k); lc != nil {
 		return fmt.Sprintf("left (%s): %s; %s", lc.Reason, lc.Message, stillThere(w, lc))
@@ -626,7 +629,7 @@ func handshakes(w *v1alpha1.Workload) []string {
 	var out []string
 	for _, rc := range w.Status.RejectedClusters {
 		if rc.Generation == w.Generation {
-			out = append(out, fmt.Sprintf("rejected by %s (%s): %s%s", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, retryNote(w, &rc, now)))
+			out = append(out, fmt.Sprintf("rejected by %s (%s): %s%s%s", w.ClusterKey(&rc.Cluster), rc.Reason, rc.Message, reservedNote(&rc), retryNote(w, &rc, now)))
 		}
 	}
 	for _, lc := range w.Status.LeftClusters {
@@ -646,6 +649,14 @@ func stillThere(w *v1alpha1.Workload, lc *v1alpha1.LeftCluster) string {
 	default:
 		return fmt.Sprintf("%d replica(s) still there to clean up", c.Replicas)
 	}
+}
+
+// reservedNote says how many candidates a rejecting cluster did reserve.
+func reservedNote(rc *v1alpha1.RejectedCluster) string {
+	if rc.Reserved == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (it reserved %d of the candidates first)", rc.Reserved)
 }
 
 // retryNote says when a rejecting cluster is tried again.

@@ -48,7 +48,7 @@ func TestExplain(t *testing.T) {
 	w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "east", Namespace: "default"}
 	w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "west", Namespace: "default"}, Reason: v1alpha1.ReasonUnschedulable,
 		Message: "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.", Generation: w.Generation,
-		Attempts: 2, RetryAfter: &metav1.Time{Time: time.Now().Add(time.Hour)}}}
+		Attempts: 2, RetryAfter: &metav1.Time{Time: time.Now().Add(time.Hour)}, Reserved: 1}}
 	w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "down", Namespace: "default"}, Reason: v1alpha1.ReasonUnreachable,
 		Message: "the cluster does not answer"}}
 	w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "down", Namespace: "default"}, Replicas: 2}}
@@ -75,7 +75,7 @@ func TestExplain(t *testing.T) {
 		"ResourceAllocation",
 		"default/west: not feasible",
 		"HandshakeRejected      FAIL",
-		"handshake: rejected (Unschedulable): 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. (rejection 2; tried again at ",
+		"handshake: rejected (Unschedulable): 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. (it reserved 1 of the candidates first) (rejection 2; tried again at ",
 		"handshake: left (Unreachable): the cluster does not answer; 2 replica(s) still there to clean up",
 		"default/down: not feasible",
 		"ClusterReady           FAIL",
@@ -450,7 +450,8 @@ func TestExplainDivided(t *testing.T) {
 	ctx := context.Background()
 	createClusters(t, env,
 		st.Cluster("east", st.Labels(v1alpha1.LabelRegion, "us-east"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
-		st.Cluster("west", st.Labels(v1alpha1.LabelRegion, "us-west"), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
+		// Cordoned: its share stays, as the divider keeps it.
+		st.Cluster("west", st.Labels(v1alpha1.LabelRegion, "us-west"), st.Cordoned(), st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
 		st.Cluster("nolabel", st.Capacity("16", "64Gi", "0", "0", "8", "32Gi")),
 	)
 	w := st.Workload("web", st.Replicas(6), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
@@ -476,6 +477,7 @@ func TestExplainDivided(t *testing.T) {
 		"default/west: 3 replica(s), 2 ready (Workload web-west)",
 		"A division now, from those shares:",
 		"default/east: 3 replica(s): 3 of 6 replicas by room weight",
+		"default/west: 3 replica(s): 3 of 6 replicas",
 		"default/nolabel: no share: no label topology.kubernetes.io/region",
 	} {
 		if !strings.Contains(got, want) {

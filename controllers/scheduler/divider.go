@@ -226,60 +226,66 @@ func (s *divideScope) keepRejection(key types.NamespacedName, rc *v1alpha1.Rejec
 	s.w.Status.RejectedClusters = append(slices.DeleteFunc(s.w.Status.RejectedClusters, func(x v1alpha1.RejectedCluster) bool { return s.w.ClusterKey(&x.Cluster) == key }), own)
 }
 
-// divisionInput is what the division starts from: the shares that stay.
-// A share stays where it is, as a placed Workload does, whatever the
-// cycle says of its cluster now (full, a NoSchedule taint, a short
-// outage): only a rejection or having to leave (giveBack) moves it. So a
-// cluster holding a share is ranked, last, even when a filter fails it.
+// divisionInput is what the division starts from: the shares that stay
+// (not gone), a share that kept what its cluster reserved at that count.
 func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in scheduler.DivisionInput, known bool) {
 	current := map[types.NamespacedName]int{}
-	ranked := slices.Clone(res.Ranked)
-	var kept []types.NamespacedName
-	for _, key := range slices.SortedFunc(maps.Keys(s.shares), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
-		if _, gone := s.gone[key]; gone {
-			continue
+	for key, sh := range s.shares {
+		if _, gone := s.gone[key]; !gone {
+			current[key] = sh.ReplicaCount()
 		}
-		ci := r.cache.Cluster(key)
-		if ci == nil {
-			return in, false
-		}
-		current[key] = s.shares[key].ReplicaCount()
 		if k, ok := s.kept[key]; ok {
 			current[key] = k.reserved
 		}
-		if !slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
-			ranked = append(ranked, scheduler.ClusterScore{Cluster: ci})
-			kept = append(kept, key)
-		}
 	}
-	in = DivisionInput(s.w, &scheduler.Result{Ranked: ranked}, current)
-	for key := range s.kept {
-		// Its cluster proved it has room for what it reserved, no more.
-		in.Room[key] = 0
-	}
-	for _, key := range kept {
-		// It keeps what it has, and takes no more; a Duplicated share
-		// takes what scaling up adds to every share.
-		in.Room[key] = 0
-		if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
-			in.Room[key] = max(0, s.w.ReplicaCount()-current[key])
-		}
-	}
-	return in, true
+	return DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
 }
 
 // DivisionInput is what the division of a spread Workload starts from:
 // the cycle's ranking, each ranked cluster's room for more of its
-// replicas, and the replicas its shares hold now (current).
-func DivisionInput(w *v1alpha1.Workload, res *scheduler.Result, current map[types.NamespacedName]int) scheduler.DivisionInput {
-	in := scheduler.DivisionInput{Replicas: w.ReplicaCount(), Ranked: res.Ranked, Room: map[types.NamespacedName]int{}, Current: current}
+// replicas, and the replicas its shares hold now (current). A share stays
+// where it is, as a placed Workload does, whatever the cycle says of its
+// cluster now (full, a NoSchedule taint, a short outage): only a
+// rejection or having to leave moves it. So a cluster holding a share is
+// ranked, last, even when a filter fails it (found by cluster; known is
+// false when one is not), and takes no more there, as a cluster in full
+// (one whose handshake proved its room) does not either.
+func DivisionInput(w *v1alpha1.Workload, res *scheduler.Result, current map[types.NamespacedName]int, full []types.NamespacedName,
+	cluster func(types.NamespacedName) *scheduler.ClusterInfo) (in scheduler.DivisionInput, known bool) {
+	known = true
+	ranked := slices.Clone(res.Ranked)
+	var held []types.NamespacedName
+	for _, key := range slices.SortedFunc(maps.Keys(current), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		if slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
+			continue
+		}
+		ci := cluster(key)
+		if ci == nil {
+			known = false
+			continue
+		}
+		ranked = append(ranked, scheduler.ClusterScore{Cluster: ci})
+		held = append(held, key)
+	}
+	in = scheduler.DivisionInput{Replicas: w.ReplicaCount(), Ranked: ranked, Room: map[types.NamespacedName]int{}, Current: current}
 	perReplica := scheduler.ReplicaRequests(w)
 	for _, c := range res.Ranked {
 		if room := scheduler.RoomFor(c.Cluster, perReplica); room >= 0 {
 			in.Room[c.Cluster.Key] = room
 		}
 	}
-	return in
+	for _, key := range full {
+		in.Room[key] = 0
+	}
+	for _, key := range held {
+		// It keeps what it has, and takes no more; a Duplicated share
+		// takes what scaling up adds to every share.
+		in.Room[key] = 0
+		if w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDuplicated {
+			in.Room[key] = max(0, w.ReplicaCount()-current[key])
+		}
+	}
+	return in, known
 }
 
 // PolicyOf is the division a spread Workload asks for.

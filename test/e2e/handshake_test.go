@@ -1857,6 +1857,62 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	t.Run("Divided: a member whose nodes hold only 2 of its share of 4 reserves 2 and keeps them; the other 2 go to another member; every replica bound once", func(t *testing.T) {
+		// Only nodes labelled pool=partial take the pods: b's holds 8, c's
+		// 2. c's summary counts a node of 8 cpu the pods cannot use, so the
+		// division gives c a share of 4, which only c's scheduler finds
+		// too large.
+		ctx := context.Background()
+		add := map[*member][]local.Node{
+			b: {{Name: "b-partial", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "partial"}}},
+			c: {{Name: "c-partial", CPU: "2", Memory: "4Gi", Labels: map[string]string{"pool": "partial"}}, {Name: "c-other", CPU: "8", Memory: "16Gi"}},
+		}
+		for m, nodes := range add {
+			have, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.target.AddNodes(ctx, nodes...); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				for _, n := range nodes {
+					_ = m.target.Clientset.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
+				}
+			}()
+			want := int32(len(have.Items) + len(nodes))
+			waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
+		}
+		spread := placedSpread(t, env.Client, wc, "partial", 6, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+			StaticWeights: []v1alpha1.StaticClusterWeight{{ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "bronze"}, Weight: 2}, {ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "silver"}, Weight: 1}}},
+			st.Requests("1", "1Gi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "silver", "bronze"))),
+			func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "partial"} })
+		t.Cleanup(func() { remove(t, sharesOf(t, env.Client, spread)...) })
+		removeLater(t, spread)
+		testenv.WaitFor(t, wc, spread, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Status.ReadyOfDesired == "6/6" })
+		shares := sharesByCluster(t, env.Client, spread)
+		if shares["b"] != 4 || shares["c"] != 2 {
+			t.Errorf("shares %v: want c's 2 (all its pool holds) and b the other 4", shares)
+		}
+		for _, pl := range spread.Status.Placements {
+			if pl.Cluster.Name == "c" && !strings.Contains(pl.Reason, "c reserved 2 of the 4 candidates of its share") {
+				t.Errorf("c's placement says %q: want why it keeps 2", pl.Reason)
+			}
+		}
+		for _, sh := range sharesOf(t, env.Client, spread) {
+			m := memberNamed(members, sh.Spec.TargetCluster.Name)
+			if n := running(m, sh); n != sh.ReplicaCount() {
+				t.Errorf("share %s: %d pods run in %s, want %d", sh.Name, n, m.name, sh.ReplicaCount())
+			}
+			for _, p := range labelledPods(t, m, "app", "partial") {
+				if p.Spec.NodeName != "" && p.Spec.NodeName != m.name+"-partial" {
+					t.Errorf("pod %s/%s bound to %s, outside the pool", m.name, p.Name, p.Spec.NodeName)
+				}
+			}
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
 	t.Run("a fresh member joined as the README says runs a Workload; unjoin drains it and leaves nothing of placer in the member", func(t *testing.T) {
 		testJoin(t, env, wc, b, running)
 	})
