@@ -214,7 +214,9 @@ func TestDividedWorkload(t *testing.T) {
 				Message: "0/2 nodes are available: 2 Insufficient cpu.", Generation: w.Generation, Time: ptr.To(metav1.Now()),
 				RetryAfter: ptr.To(metav1.NewTime(metav1.Now().Add(time.Hour))), Reserved: 1}}
 		})
-		after := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 1 && sum(s) == 8 })
+		after := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool {
+			return s["q"] != nil && s["q"].ReplicaCount() == 1 && sum(s) == 8
+		})
 		if after["q"].UID != q.UID || after["p"].ReplicaCount() != 8-1 {
 			t.Errorf("shares %v (q's UID %s, was %s): want q's own share kept with the 1 replica it reserved, and p with the other 7", counts(after), after["q"].UID, q.UID)
 		}

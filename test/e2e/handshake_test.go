@@ -1886,7 +1886,9 @@ func TestHandshake(t *testing.T) {
 		spread := placedSpread(t, env.Client, wc, "partial", 6, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
 			StaticWeights: []v1alpha1.StaticClusterWeight{{ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "bronze"}, Weight: 2}, {ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "silver"}, Weight: 1}}},
 			st.Requests("1", "1Gi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "silver", "bronze"))),
-			func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "partial"} })
+			func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "partial"}
+			})
 		t.Cleanup(func() { remove(t, sharesOf(t, env.Client, spread)...) })
 		removeLater(t, spread)
 		testenv.WaitFor(t, wc, spread, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Status.ReadyOfDesired == "6/6" })
