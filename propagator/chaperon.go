@@ -118,7 +118,7 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 // carries a bind window (SetBindWindow), and only its member can tell
 // that it did not bind.
 func BindsUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
-	return u.Count == 1 && !u.RunnerUp && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation
+	return u.Count == 1 && !u.RunnerUp && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation && !w.CommitHeld()
 }
 
 // SetBindWindow gives a candidate allowed in advance, made for the

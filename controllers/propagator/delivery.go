@@ -1,6 +1,7 @@
 package propagator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -70,7 +71,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 	}
 	if d.Action == propagator.Wait && d.Message != "" {
 		// Waiting for what the counts do not show.
-		ready = v1alpha1.NotReady(v1alpha1.ReasonPending, d.Message, s.w.Generation)
+		ready = v1alpha1.NotReady(cmp.Or(d.Reason, v1alpha1.ReasonPending), d.Message, s.w.Generation)
 	}
 	if problem != nil {
 		// One condition per reconcile: its transition time moves only

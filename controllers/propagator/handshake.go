@@ -168,6 +168,12 @@ func (r *Reconciler) observeChosen(ctx context.Context, s *scope) (next, error) 
 		d = propagator.Decision{Action: propagator.Wait, Message: fmt.Sprintf(
 			"every replica is reserved in %s; they bind once %v confirm(s) that the candidate there, which may bind without placer's word within its window, did not", s.target, p.openElsewhere)}
 	}
+	if d.Action == propagator.Commit && s.w.CommitHeld() {
+		// A share of a Workload whose shares commit together: proven,
+		// it waits for the others (the Workload lifts the hold).
+		d = propagator.Decision{Action: propagator.Wait, Reason: v1alpha1.ReasonProven, Message: fmt.Sprintf(
+			"every replica is reserved in %s; held until every share of %s is proven, then they bind together", s.target, s.w.Annotations[v1alpha1.AnnotationShareOf])}
+	}
 	p.decision = d
 	return proceed, nil
 }

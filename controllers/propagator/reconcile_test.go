@@ -89,6 +89,11 @@ func candidates(w *v1alpha1.Workload, n int, marks ...mark) []client.Object {
 
 func withFinalizer(w *v1alpha1.Workload) { w.Finalizers = []string{finalizer} }
 
+// heldShare makes the Workload a share of web-parent whose commit is held.
+func heldShare(w *v1alpha1.Workload) {
+	w.Annotations = map[string]string{v1alpha1.AnnotationShareOf: "web-parent", v1alpha1.AnnotationCommitHeld: "true"}
+}
+
 var nominate = st.Nominated
 
 func count(t *testing.T, m *clustertest.Member, w *v1alpha1.Workload, want func(*mcv1alpha1.PodChaperon) bool) int {
@@ -489,6 +494,37 @@ func propagatorCases(t *testing.T) []propagatorCase {
 					t.Errorf("b holds %d candidates, %d of them allowed when reserved; want 1 and 0", n, held)
 				}
 			},
+		},
+		{
+			name: "a share held to commit with the other shares: proven, it waits, Ready False reason Proven, and allows nothing",
+			w:    web(heldShare),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			wantStatus: counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonProven,
+				"every replica is reserved in default/a; held until every share of web-parent is proven, then they bind together", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved", "1 reserved"}},
+		},
+		{
+			name: "a held share of one replica: its candidate holds too, no gang of one binding unheld",
+			w:    web(heldShare, st.Replicas(1)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {"0"}},
+		},
+		{
+			name: "a share whose hold was lifted commits",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Annotations = map[string]string{v1alpha1.AnnotationShareOf: "web-parent"}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			wantStatus:  counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 		},
 		{
 			name: "a replica added to a committed cluster binds when reserved",

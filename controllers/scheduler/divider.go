@@ -59,6 +59,7 @@ const (
 	reasonDivided     event.Reason = "Divided"
 	reasonShareGone   event.Reason = "ShareRemoved"
 	reasonShareKept   event.Reason = "ShareReduced"
+	reasonCommitted   event.Reason = "Committed"
 	reasonCannotShare event.Reason = "CannotDivide"
 )
 
@@ -73,7 +74,12 @@ type divideScope struct {
 	// after it reserved others: the share keeps that many, and gives the
 	// rest back.
 	kept map[types.NamespacedName]keptShare
-	now  time.Time
+	// holding: the shares commit together (commit Together or
+	// AllowPartial) and none has bound yet: new shares are held, and
+	// proven counts those proven and held.
+	holding bool
+	proven  int
+	now     time.Time
 }
 
 // keptShare is what a share keeps of a rejected handshake.
@@ -143,6 +149,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		r.statusOfShares(s, nil)
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
 	}
+	s.holding = holding(w, s.shares)
 	if err := r.applyShares(ctx, s, d); err != nil {
 		// The status of what was written goes anyway; the error retries.
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
@@ -320,7 +327,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 				s.shares[sh.Cluster].Name, sh.Cluster, sh.Replicas, k.of, sh.Cluster.Name, k.of-sh.Replicas)))
 		}
 		want[sh.Cluster] = sh
-		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh)
+		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh, s.holding)
 		if err != nil {
 			// One share that cannot be written (its name taken by a
 			// share still being deleted, or by another Workload) holds
@@ -344,6 +351,9 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 		r.writer.record.Event(s.w, event.Normal(reasonShareGone, fmt.Sprintf("removed share %s in %s: %s", cur.Name, key, why)))
 		delete(s.shares, key)
 	}
+	if s.holding && len(errs) == 0 {
+		errs = append(errs, r.commitTogether(ctx, s, d)...)
+	}
 	r.statusOfShares(s, want)
 	if len(errs) > 0 {
 		err := utilerrors.NewAggregate(errs)
@@ -354,7 +364,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 }
 
 // ensureShare creates or updates the share of one cluster.
-func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur *v1alpha1.Workload, sh scheduler.Share) (*v1alpha1.Workload, error) {
+func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur *v1alpha1.Workload, sh scheduler.Share, hold bool) (*v1alpha1.Workload, error) {
 	spec := shareSpec(w, sh)
 	hash := specHash(spec, w.Labels)
 	if cur != nil && cur.Annotations[annotationShareSpec] == hash {
@@ -362,6 +372,9 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	}
 	if cur == nil {
 		cur = &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: shareName(w, sh.Cluster)}}
+		if hold {
+			cur.Annotations = map[string]string{v1alpha1.AnnotationCommitHeld: "true"}
+		}
 	} else {
 		cur = cur.DeepCopy()
 	}
@@ -387,6 +400,70 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 		err = r.writes.Update(ctx, cur)
 	}
 	return cur, errors.Wrapf(err, "cannot write share %s", cur.Name)
+}
+
+// holding reports whether the Workload's shares commit together and none
+// has bound yet: none was let go of its hold (a share made before placer
+// held shares has none, and counts as bound), and none has a pod bound.
+func holding(w *v1alpha1.Workload, shares map[types.NamespacedName]*v1alpha1.Workload) bool {
+	if w.CommitPolicyOf() == v1alpha1.CommitShareByShare {
+		return false
+	}
+	for _, sh := range shares {
+		if !sh.CommitHeld() || sh.Status.ScheduledReplicas > 0 || sh.Status.ReadyReplicas > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// provenShare reports whether a held share is proven: every replica of
+// its present spec reserved in its cluster.
+func provenShare(sh *v1alpha1.Workload) bool {
+	c := sh.Status.GetCondition(xpv2.TypeReady)
+	return c.Reason == v1alpha1.ReasonProven && c.ObservedGeneration == sh.Generation
+}
+
+// commitTogether lets every share go at once when each the division
+// gives is proven: Together once every replica has a share, AllowPartial
+// also when the replicas left over fit in no cluster.
+func (r *Reconciler) commitTogether(ctx context.Context, s *divideScope, d scheduler.Division) []error {
+	s.proven = 0
+	for _, sh := range d.Shares {
+		if cur := s.shares[sh.Cluster]; cur != nil && provenShare(cur) {
+			s.proven++
+		}
+	}
+	if s.proven < len(d.Shares) || d.Unplaced > 0 && s.w.CommitPolicyOf() != v1alpha1.CommitAllowPartial {
+		return nil
+	}
+	var errs []error
+	for _, sh := range d.Shares {
+		cur := s.shares[sh.Cluster]
+		p := client.MergeFrom(cur.DeepCopy())
+		delete(cur.Annotations, v1alpha1.AnnotationCommitHeld)
+		if err := r.writes.Patch(ctx, cur, p); err != nil {
+			errs = append(errs, errors.Wrapf(err, "cannot let share %s commit", cur.Name))
+		}
+	}
+	if len(errs) == 0 {
+		s.holding = false
+		msg := fmt.Sprintf("every share is proven (%s): they bind together", sharesSummary(placementsOf(d)))
+		if d.Unplaced > 0 {
+			msg = fmt.Sprintf("every share is proven (%s), and %d replica(s) fit in no cluster: the proven shares bind (AllowPartial)", sharesSummary(placementsOf(d)), d.Unplaced)
+		}
+		r.writer.record.Event(s.w, event.Normal(reasonCommitted, msg))
+	}
+	return errs
+}
+
+// placementsOf lists a division's shares as placements, for sharesSummary.
+func placementsOf(d scheduler.Division) []v1alpha1.SharePlacement {
+	out := make([]v1alpha1.SharePlacement, len(d.Shares))
+	for i, sh := range d.Shares {
+		out[i] = v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: sh.Cluster.Name, Namespace: sh.Cluster.Namespace}, Replicas: int32(sh.Replicas)}
+	}
+	return out
 }
 
 // shareSpec is the spec of a share: the Workload's, its replicas the
@@ -491,6 +568,11 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		}
 		fin, ready := v1alpha1.Finished(t, reason, msg, s.w.Generation)
 		st.SetConditions(fin, ready)
+		return
+	}
+	if s.holding && want != nil {
+		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d share(s) proven; the shares bind together once every one is (commit %s)",
+			s.proven, len(want), s.w.CommitPolicyOf()), s.w.Generation))
 		return
 	}
 	if st.ReadyReplicas >= desired && desired > 0 && len(s.shares) > 0 {

@@ -231,6 +231,71 @@ func TestDividedWorkload(t *testing.T) {
 		}
 	})
 
+	t.Run("commit: Together holds every share until each is proven, then lets all go at once; ShareByShare holds none; AllowPartial lets the proven go when the rest fits nowhere", func(t *testing.T) {
+		e := e.namespace(t, "together")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		commit := func(c v1alpha1.CommitPolicy) st.WorkloadOption {
+			return func(w *v1alpha1.Workload) { w.Spec.Placement.ReplicaScheduling.Commit = c }
+		}
+		held := func(s map[string]*v1alpha1.Workload) int {
+			n := 0
+			for _, sh := range s {
+				if sh.CommitHeld() {
+					n++
+				}
+			}
+			return n
+		}
+		prove := func(sh *v1alpha1.Workload) {
+			e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
+				w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonProven, "every replica is reserved", w.Generation))
+			})
+		}
+
+		e.workload("gang", st.Replicas(4), st.Requests("1", "1Gi"), divided(2, 0))
+		shares := e.sharesOf("gang", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && len(s) == 2 && held(s) == 2 })
+		prove(shares["p"])
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "gang"}}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return strings.Contains(w.Status.GetCondition("Ready").Message, "1 of 2 share(s) proven")
+		})
+		if got := e.sharesOf("gang", func(map[string]*v1alpha1.Workload) bool { return true }); held(got) != 2 {
+			t.Errorf("%d of 2 shares held with one proven: want both held until the other is proven", held(got))
+		}
+		prove(shares["q"])
+		e.sharesOf("gang", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && held(s) == 0 })
+
+		e.workload("each", st.Replicas(4), st.Requests("1", "1Gi"), divided(2, 0), commit(v1alpha1.CommitShareByShare))
+		if got := e.sharesOf("each", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 }); held(got) != 0 {
+			t.Errorf("ShareByShare: %d shares held", held(got))
+		}
+
+		// 30 replicas, room for 20: the rest fits nowhere. Each in a
+		// namespace, and clusters, of its own.
+		envs := map[v1alpha1.CommitPolicy]*schedulerEnv{}
+		for _, policy := range []v1alpha1.CommitPolicy{v1alpha1.CommitAllowPartial, v1alpha1.CommitTogether} {
+			e := e.namespace(t, "unplaced-"+strings.ToLower(string(policy)))
+			envs[policy] = e
+			e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+			e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+			e.workload("big", st.Replicas(30), st.Requests("1", "1Gi"), divided(2, 0), commit(policy))
+			for _, sh := range e.sharesOf("big", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 20 && held(s) == 2 }) {
+				e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
+					w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonProven, "every replica is reserved", w.Generation))
+				})
+			}
+		}
+		envs[v1alpha1.CommitAllowPartial].sharesOf("big", func(s map[string]*v1alpha1.Workload) bool { return held(s) == 0 })
+		together := envs[v1alpha1.CommitTogether]
+		testenv.WaitFor(t, together.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: together.ns, Name: "big"}}, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return strings.Contains(w.Status.GetCondition("Ready").Message, "2 of 2 share(s) proven")
+		})
+		if got := together.sharesOf("big", func(map[string]*v1alpha1.Workload) bool { return true }); held(got) != 2 {
+			t.Errorf("Together with replicas that fit nowhere: %d of 2 shares held, want both (%s)", held(got), together.get("big").Status.GetCondition("Ready").Message)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for what, tc := range map[string]struct {
 			opt  st.WorkloadOption
@@ -244,6 +309,13 @@ func TestDividedWorkload(t *testing.T) {
 			"weights of a Duplicated Workload": {func(w *v1alpha1.Workload) {
 				w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated, StaticWeights: []v1alpha1.StaticClusterWeight{{Weight: 1}}}
 			}, "staticWeights"},
+			"commit of a Single Workload": {func(w *v1alpha1.Workload) {
+				w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingSingle, Commit: v1alpha1.CommitTogether}
+			}, "spec.placement.replicaScheduling.commit"},
+			"commit of another word": {func(w *v1alpha1.Workload) {
+				divided(0, 0)(w)
+				w.Spec.Placement.ReplicaScheduling.Commit = "Eventually"
+			}, "spec.placement.replicaScheduling.commit: Unsupported value"},
 		} {
 			w := st.Workload("refused", st.WNamespace(e.ns), tc.opt)
 			w.UID = ""

@@ -13,6 +13,9 @@ const (
 	ReasonScheduled = "Scheduled"
 	// ReasonPending: not every replica has a Ready pod yet.
 	ReasonPending = "Pending"
+	// ReasonProven: every replica of a share is reserved in its cluster,
+	// and the share waits to commit with the others (commit Together).
+	ReasonProven = "Proven"
 	// ReasonAvailable: every replica has a Ready pod.
 	ReasonAvailable = "Available"
 	// ReasonCompleted: every replica's pod ended on its own and succeeded

@@ -19,8 +19,27 @@ const (
 	ReplicaSchedulingDuplicated ReplicaSchedulingType = "Duplicated"
 )
 
+// CommitPolicy says when the shares of a Divided or Duplicated Workload
+// bind.
+// +kubebuilder:validation:Enum=Together;ShareByShare;AllowPartial
+type CommitPolicy string
+
+// Commit policies.
+const (
+	// CommitTogether: no share binds until every share is proven (every
+	// replica of the Workload reserved in its cluster), a gang across
+	// clusters; the default.
+	CommitTogether CommitPolicy = "Together"
+	// CommitShareByShare: each share binds as soon as it is proven.
+	CommitShareByShare CommitPolicy = "ShareByShare"
+	// CommitAllowPartial: as Together, but when the replicas left over
+	// fit in no cluster, the shares that are proven bind.
+	CommitAllowPartial CommitPolicy = "AllowPartial"
+)
+
 // ReplicaScheduling says how the replicas spread over clusters
 // (spec.placement.replicaScheduling).
+// +kubebuilder:validation:XValidation:rule="!has(self.commit) || (has(self.type) && self.type != 'Single')",message="commit says when the shares of a Divided or Duplicated Workload bind; type is Single",fieldPath=".commit"
 // +kubebuilder:validation:XValidation:rule="!has(self.staticWeights) || (has(self.type) && self.type == 'Divided')",message="staticWeights weigh the shares of a Divided Workload; type is not Divided",fieldPath=".staticWeights"
 // +kubebuilder:validation:XValidation:rule="!has(self.spreadConstraints) || (has(self.type) && self.type != 'Single')",message="spreadConstraints spread a Divided or Duplicated Workload; type is Single",fieldPath=".spreadConstraints"
 type ReplicaScheduling struct {
@@ -50,6 +69,27 @@ type ReplicaScheduling struct {
 	// +listType=atomic
 	// +optional
 	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
+
+	// Commit says when the shares bind: Together (the default: none
+	// until every share is proven in its cluster, so that the Workload
+	// never runs in part by accident), ShareByShare (each once it is
+	// proven), or AllowPartial (together, but when the replicas left over
+	// fit in no cluster, the shares that are proven bind). It holds the
+	// Workload's first placement: once its shares have bound, a share
+	// made later (scaling, a move) binds once it is proven. Reservations
+	// last the members' permit timeout (2 minutes by default): a share
+	// proven that long before the others loses its reservations and is
+	// proven again.
+	// +optional
+	Commit CommitPolicy `json:"commit,omitempty"`
+}
+
+// CommitPolicyOf is the Workload's commit policy, Together when unset.
+func (w *Workload) CommitPolicyOf() CommitPolicy {
+	if rs := w.Spec.Placement.ReplicaScheduling; rs != nil && rs.Commit != "" {
+		return rs.Commit
+	}
+	return CommitTogether
 }
 
 // StaticClusterWeight is the weight of the clusters a selector matches.
@@ -122,7 +162,17 @@ const (
 	LabelShareOf = "compute.placer.dev/share-of"
 	// AnnotationShareOf, on a share, names the Workload it is a share of.
 	AnnotationShareOf = "compute.placer.dev/share-of"
+	// AnnotationCommitHeld, on a share, holds its commit: proven, it waits
+	// (Ready False, reason Proven) until the Workload it is a share of
+	// takes the annotation away, which it does once every share is.
+	AnnotationCommitHeld = "compute.placer.dev/commit-held"
 )
+
+// CommitHeld reports whether the Workload is a share whose commit is
+// held (AnnotationCommitHeld).
+func (w *Workload) CommitHeld() bool {
+	return w.Annotations[AnnotationCommitHeld] == "true" && w.Annotations[AnnotationShareOf] != ""
+}
 
 // Spreads reports whether the Workload spreads over several clusters
 // (Divided or Duplicated): its shares are placed, not it.
