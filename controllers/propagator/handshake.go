@@ -315,6 +315,13 @@ func (r *Reconciler) judgeChosen(ctx context.Context, s *scope, p *proof) error 
 	case propagator.Wait:
 		s.log.Debug("waiting for the candidates", "missing", len(st.Missing), "reserved", st.Reserved)
 		s.requeueAfter(d.After)
+		if d.Reason == v1alpha1.ReasonProven {
+			// Proven, held to commit with the other shares: the cluster
+			// took the candidates, as a commit says.
+			s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
+				return s.w.ClusterKey(&rc.Cluster) == s.target
+			})
+		}
 	case propagator.Fence:
 		// Rejected once the member confirms that none of them can bind.
 		s.log.Debug("fencing the candidates before rejecting the cluster", "reason", d.Reason, "windowed", len(st.Windowed))

@@ -506,6 +506,20 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantMembers: map[string][]string{"a": {"0 reserved", "1 reserved"}},
 		},
 		{
+			name: "a held share proven again in the cluster that rejected it before: the rejection is over, as a commit would end it",
+			w: web(heldShare, scheduledAgo(time.Second), func(w *v1alpha1.Workload) {
+				w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonUnschedulable,
+					Message: "0/1 nodes are available", Generation: 1, Attempts: 1, Time: ptr.To(metav1.NewTime(time.Now().Add(-time.Minute)))}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			wantStatus: both(counts(2, 2, 0, 0, v1alpha1.NotReady(v1alpha1.ReasonProven,
+				"every replica is reserved in default/a; held until every share of web-parent is proven, then they bind together", 1)),
+				func(s *v1alpha1.WorkloadStatus) { s.RejectedClusters = nil }),
+			wantMembers: map[string][]string{"a": {"0 reserved", "1 reserved"}},
+		},
+		{
 			name: "a held share of one replica: its candidate holds too, no gang of one binding unheld",
 			w:    web(heldShare, st.Replicas(1)),
 			members: func(*v1alpha1.Workload) clustertest.Members {

@@ -75,10 +75,8 @@ type divideScope struct {
 	// rest back.
 	kept map[types.NamespacedName]keptShare
 	// holding: the shares commit together (commit Together or
-	// AllowPartial) and none has bound yet: new shares are held, and
-	// proven counts those proven and held.
+	// AllowPartial) and none has bound yet: new shares are held.
 	holding bool
-	proven  int
 	now     time.Time
 }
 
@@ -119,6 +117,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	if s.shares, err = r.sharesOf(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
+	s.holding = holding(w, s.shares)
 	if finished(s.shares, w.ReplicaCount()) {
 		// A batch Workload whose every replica ran to its end: nothing
 		// is divided again.
@@ -149,7 +148,6 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		r.statusOfShares(s, nil)
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
 	}
-	s.holding = holding(w, s.shares)
 	if err := r.applyShares(ctx, s, d); err != nil {
 		// The status of what was written goes anyway; the error retries.
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
@@ -428,13 +426,13 @@ func provenShare(sh *v1alpha1.Workload) bool {
 // gives is proven: Together once every replica has a share, AllowPartial
 // also when the replicas left over fit in no cluster.
 func (r *Reconciler) commitTogether(ctx context.Context, s *divideScope, d scheduler.Division) []error {
-	s.proven = 0
+	proven := 0
 	for _, sh := range d.Shares {
 		if cur := s.shares[sh.Cluster]; cur != nil && provenShare(cur) {
-			s.proven++
+			proven++
 		}
 	}
-	if s.proven < len(d.Shares) || d.Unplaced > 0 && s.w.CommitPolicyOf() != v1alpha1.CommitAllowPartial {
+	if proven < len(d.Shares) || d.Unplaced > 0 && s.w.CommitPolicyOf() != v1alpha1.CommitAllowPartial {
 		return nil
 	}
 	var errs []error
@@ -570,9 +568,15 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		st.SetConditions(fin, ready)
 		return
 	}
-	if s.holding && want != nil {
+	if s.holding && len(s.shares) > 0 {
+		proven := 0
+		for _, sh := range s.shares {
+			if provenShare(sh) {
+				proven++
+			}
+		}
 		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d share(s) proven; the shares bind together once every one is (commit %s)",
-			s.proven, len(want), s.w.CommitPolicyOf()), s.w.Generation))
+			proven, len(s.shares), s.w.CommitPolicyOf()), s.w.Generation))
 		return
 	}
 	if st.ReadyReplicas >= desired && desired > 0 && len(s.shares) > 0 {

@@ -1897,7 +1897,7 @@ func TestHandshake(t *testing.T) {
 			t.Errorf("shares %v: want c's 2 (all its pool holds) and b the other 4", shares)
 		}
 		for _, pl := range spread.Status.Placements {
-			if pl.Cluster.Name == "c" && !strings.Contains(pl.Reason, "c reserved 2 of the 4 candidates of its share") {
+			if pl.Cluster.Name == "c" && !strings.Contains(pl.Reason, "c reserved 2 of the") {
 				t.Errorf("c's placement says %q: want why it keeps 2", pl.Reason)
 			}
 		}
@@ -1910,6 +1910,76 @@ func TestHandshake(t *testing.T) {
 				if p.Spec.NodeName != "" && p.Spec.NodeName != m.name+"-partial" {
 					t.Errorf("pod %s/%s bound to %s, outside the pool", m.name, p.Name, p.Spec.NodeName)
 				}
+			}
+		}
+		checkOneBoundPerReplica(t, members...)
+	})
+
+	t.Run("Divided, commit Together: no share binds until every share is proven, across members; ShareByShare binds each share once it is", func(t *testing.T) {
+		// Only nodes labelled pool=gang take the pods: b has one, c none
+		// until later, though its summary has room.
+		ctx := context.Background()
+		addNodes := func(m *member, nodes ...local.Node) {
+			t.Helper()
+			have, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.target.AddNodes(ctx, nodes...); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				for _, n := range nodes {
+					_ = m.target.Clientset.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
+				}
+			})
+			want := int32(len(have.Items) + len(nodes))
+			waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
+		}
+		addNodes(b, local.Node{Name: "b-gang", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "gang"}})
+		addNodes(c, local.Node{Name: "c-nogang", CPU: "8", Memory: "16Gi"})
+		rs := func(commit v1alpha1.CommitPolicy) *v1alpha1.ReplicaScheduling {
+			return &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, Commit: commit,
+				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}
+		}
+		opts := []st.WorkloadOption{st.Requests("1", "1Gi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "silver", "bronze"))),
+			func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "gang"} }}
+		gang := newSpread(t, env.Client, "gang", 4, rs(""), opts...)
+		each := newSpread(t, env.Client, "each", 4, rs(v1alpha1.CommitShareByShare), opts...)
+		t.Cleanup(func() { remove(t, append(sharesOf(t, env.Client, gang), sharesOf(t, env.Client, each)...)...) })
+		removeLater(t, gang, each)
+
+		// each's share in b binds; gang's is proven there, and held.
+		waitUntil(t, timeout, func() (bool, string) {
+			n := boundPods(t, b, "each")
+			return n == 2, fmt.Sprintf("%d pods of each bound in b, want its share of 2", n)
+		})
+		waitUntil(t, timeout, func() (bool, string) {
+			for _, sh := range sharesOf(t, env.Client, gang) {
+				if r := sh.Status.GetCondition(xpv2.TypeReady); sh.Spec.TargetCluster.Name == "b" && r.Reason == v1alpha1.ReasonProven {
+					return true, ""
+				}
+			}
+			return false, "gang's share in b is not proven yet"
+		})
+		if n := boundPods(t, b, "gang") + boundPods(t, c, "gang"); n != 0 {
+			t.Errorf("%d pods of gang bound while its share in c is not proven: want none before every share is", n)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(gang), gang); err != nil {
+			t.Fatal(err)
+		}
+		if got := gang.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(got, "share(s) proven; the shares bind together") {
+			t.Errorf("gang's Ready says %q: want how many shares are proven", got)
+		}
+
+		// Room in c: its shares are proven there, and gang's bind together.
+		addNodes(c, local.Node{Name: "c-gang", CPU: "4", Memory: "8Gi", Labels: map[string]string{"pool": "gang"}})
+		for _, w := range []*v1alpha1.Workload{gang, each} {
+			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Status.ReadyOfDesired == "4/4" })
+		}
+		for _, name := range []string{"gang", "each"} {
+			if nb, nc := boundPods(t, b, name), boundPods(t, c, name); nb != 2 || nc != 2 {
+				t.Errorf("%s: %d pods bound in b and %d in c, want 2 and 2", name, nb, nc)
 			}
 		}
 		checkOneBoundPerReplica(t, members...)

@@ -18,6 +18,16 @@ import (
 // labelled app=NAME and waits until all its replicas are Ready.
 func placedSpread(t *testing.T, c client.Client, wc client.WithWatch, name string, replicas int32, rs *v1alpha1.ReplicaScheduling, opts ...st.WorkloadOption) *v1alpha1.Workload {
 	t.Helper()
+	w := newSpread(t, c, name, replicas, rs, opts...)
+	testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	})
+	return w
+}
+
+// newSpread creates a spread Workload whose pods are labelled app=name.
+func newSpread(t *testing.T, c client.Client, name string, replicas int32, rs *v1alpha1.ReplicaScheduling, opts ...st.WorkloadOption) *v1alpha1.Workload {
+	t.Helper()
 	w := st.Workload(name, append([]st.WorkloadOption{st.Replicas(replicas), st.Requests("100m", "64Mi")}, opts...)...)
 	w.UID, w.Generation = "", 0
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"app": name}
@@ -25,10 +35,19 @@ func placedSpread(t *testing.T, c client.Client, wc client.WithWatch, name strin
 	if err := c.Create(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
-		return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-	})
 	return w
+}
+
+// boundPods counts the pods labelled app=name bound to a node in m.
+func boundPods(t *testing.T, m *member, name string) int {
+	t.Helper()
+	n := 0
+	for _, p := range labelledPods(t, m, "app", name) {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // sharesOf lists a spread Workload's shares, but those being deleted.
