@@ -1943,7 +1943,9 @@ func TestHandshake(t *testing.T) {
 				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}
 		}
 		opts := []st.WorkloadOption{st.Requests("1", "1Gi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "silver", "bronze"))),
-			func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "gang"} }}
+			func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.NodeSelector = map[string]string{"pool": "gang"}
+			}}
 		gang := newSpread(t, env.Client, "gang", 4, rs(""), opts...)
 		each := newSpread(t, env.Client, "each", 4, rs(v1alpha1.CommitShareByShare), opts...)
 		t.Cleanup(func() { remove(t, append(sharesOf(t, env.Client, gang), sharesOf(t, env.Client, each)...)...) })
