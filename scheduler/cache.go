@@ -63,6 +63,11 @@ type Cache struct {
 	views map[types.NamespacedName]*ClusterInfo
 	// draining counts the placed workloads that are Draining.
 	draining int
+	// leavingShares are the shares of spread Workloads that leave their
+	// cluster for a drain (AnnotationShareLeaving): moves in flight too.
+	// Only a share's deletion ends its mark, so that no older copy of it
+	// (a decision assumed before the mark) takes it away.
+	leavingShares map[types.UID]bool
 	// snap is the last snapshot, reused until something changes.
 	snap *Snapshot
 }
@@ -103,6 +108,7 @@ func NewCache() *Cache {
 		assumed:        map[types.UID]*assumption{},
 		unbound:        map[types.NamespacedName]corev1.ResourceList{},
 		views:          map[types.NamespacedName]*ClusterInfo{},
+		leavingShares:  map[types.UID]bool{},
 	}
 }
 
@@ -207,11 +213,20 @@ func (c *Cache) Rebalancing() []types.NamespacedName {
 }
 
 // Draining counts the placed workloads still leaving a cluster for a taint
-// or a deletion (PlacedWorkload.Draining): the drains in flight.
+// or a deletion (PlacedWorkload.Draining), and the shares of spread
+// Workloads leaving theirs (AnnotationShareLeaving): the drains in flight.
 func (c *Cache) Draining() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.draining
+	return c.draining + len(c.leavingShares)
+}
+
+// ShareLeaving counts a share marked leaving (AnnotationShareLeaving)
+// before the informer brings the mark.
+func (c *Cache) ShareLeaving(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leavingShares[uid] = true
 }
 
 // Cluster returns the cycles' view of one cluster, nil when unknown.
@@ -238,6 +253,9 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.noteRejections(w)
+	if v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.Annotations[v1alpha1.AnnotationShareOf] != "" {
+		c.leavingShares[w.UID] = true
+	}
 	if a, ok := c.assumed[w.UID]; ok {
 		if w.DeletionTimestamp == nil && !newerOrEqual(w.ResourceVersion, a.written) {
 			a.last = w
@@ -534,6 +552,7 @@ func NewPlacedWorkload(w *v1alpha1.Workload) *PlacedWorkload {
 			p.Draining = true
 		}
 	}
+
 	if w.Status.ClusterRef != nil {
 		p.Cluster = w.ClusterKey(w.Status.ClusterRef)
 	}
@@ -558,6 +577,7 @@ func (c *Cache) DeleteWorkload(w *v1alpha1.Workload) {
 	defer c.mu.Unlock()
 	delete(c.assumed, w.UID)
 	delete(c.rejectionsSeen, w.UID)
+	delete(c.leavingShares, w.UID)
 	c.removePlaced(w.UID)
 	delete(c.pending, types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 }

@@ -224,4 +224,29 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	if n := c.Draining(); n != 0 {
 		t.Errorf("Moving() = %d after the draining workload was deleted, want 0", n)
 	}
+
+	// A share leaving for a drain counts from its mark until it goes; an
+	// older copy without the mark (a decision assumed before it) does
+	// not take it away.
+	share := st.Workload("web-east", st.PlacedOn("east"))
+	share.UID, share.Annotations = "share", map[string]string{v1alpha1.AnnotationShareOf: "web"}
+	c.UpsertWorkload(share)
+	marked := share.DeepCopy()
+	marked.Annotations[v1alpha1.AnnotationShareLeaving] = v1alpha1.ReasonTainted
+	c.UpsertWorkload(marked)
+	c.UpsertWorkload(share)
+	if n := c.Draining(); n != 1 {
+		t.Errorf("Moving() = %d with a share leaving for a drain, then an older copy of it, want 1", n)
+	}
+	c.DeleteWorkload(share)
+	lost := share.DeepCopy()
+	lost.UID, lost.Annotations[v1alpha1.AnnotationShareLeaving] = "lost", v1alpha1.ReasonUnreachable
+	c.UpsertWorkload(lost)
+	if n := c.Draining(); n != 0 {
+		t.Errorf("Moving() = %d once the share went, and with a share leaving a lost cluster (no drain), want 0", n)
+	}
+	c.ShareLeaving("marked-here")
+	if n := c.Draining(); n != 1 {
+		t.Errorf("Moving() = %d after a share was marked here, want 1", n)
+	}
 }

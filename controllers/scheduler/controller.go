@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -101,8 +102,11 @@ type Reconciler struct {
 	maxMoves           int
 	rebalanceAfter     time.Duration
 	rebalanceMargin    int
-	// waiters wait for a place under maxMoves.
-	waiters moveWaiters
+	// waiters wait for a place under maxMoves; shareWaiters are spread
+	// Workloads whose shares wait for one (the divider's), and moveSlots
+	// lets one divider at a time take places.
+	waiters, shareWaiters moveWaiters
+	moveSlots             sync.Mutex
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;update;delete

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -74,6 +75,10 @@ type divideScope struct {
 	// after it reserved others: the share keeps that many, and gives the
 	// rest back.
 	kept map[types.NamespacedName]keptShare
+	// leaving are the shares that begin to leave their cluster for a
+	// drain in this pass (the reason), each taking a place under
+	// --max-concurrent-moves; waiting, those that wait for one (why).
+	leaving, waiting map[types.NamespacedName]string
 	// holding: the shares commit together (commit Together or
 	// AllowPartial) and none has bound yet: new shares are held.
 	holding bool
@@ -97,6 +102,8 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
+	// Woken or not, it is looked at now (wakeWaiters).
+	r.shareWaiters.looked(req.NamespacedName)
 	// The divider's own last write, while the cache has not caught up:
 	// a pass right after a rejection was recorded must see it.
 	w := r.spreadWritten.Latest(req.NamespacedName, cached)
@@ -108,7 +115,8 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 
 // divide places a Divided or Duplicated Workload through its shares.
 func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
-	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, kept: map[types.NamespacedName]keptShare{}, now: time.Now()}
+	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, kept: map[types.NamespacedName]keptShare{},
+		leaving: map[types.NamespacedName]string{}, waiting: map[types.NamespacedName]string{}, now: time.Now()}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
 		return r.writeSpread(ctx, s, reconcile.Result{})
@@ -129,6 +137,9 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// Recorded before the rejected share goes, and looked at again:
 		// no pass may choose the cluster without seeing its rejection.
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
+	}
+	if err := r.startMoves(ctx, s); err != nil {
+		return reconcile.Result{}, err
 	}
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	in, known := r.divisionInput(s, res)
@@ -201,14 +212,60 @@ func (r *Reconciler) giveBack(s *divideScope) {
 			s.gone[key] = "rejected the share: " + rc.Message
 			continue
 		}
+		if why := sh.Annotations[v1alpha1.AnnotationShareLeaving]; why != "" {
+			// A move begun is finished, as a Workload's is: the mark
+			// goes with the share.
+			s.gone[key] = "leaving its cluster (" + why + ")"
+			continue
+		}
 		ci := r.cache.Cluster(key)
 		if ci == nil {
 			continue
 		}
 		if leave, _ := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now); leave != nil {
 			s.gone[key] = leave.Message
+			if v1alpha1.IsDrain(leave.Reason) && sh.Annotations[v1alpha1.AnnotationShareLeaving] == "" {
+				s.leaving[key] = leave.Reason
+			}
 		}
 	}
+}
+
+// startMoves marks the shares that begin to leave their cluster for a
+// drain (AnnotationShareLeaving), each of which takes a place under
+// --max-concurrent-moves, as a Workload's drain does, until it goes. One
+// for which no place is free stays where it is, and the Workload waits in
+// line: a move's end wakes it (wakeWaiters).
+func (r *Reconciler) startMoves(ctx context.Context, s *divideScope) error {
+	key := types.NamespacedName{Namespace: s.w.Namespace, Name: s.w.Name}
+	if len(s.leaving) == 0 {
+		r.shareWaiters.done(key)
+		return nil
+	}
+	// One at a time, so that two Workloads never take the last place.
+	r.moveSlots.Lock()
+	defer r.moveSlots.Unlock()
+	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		if moving := r.cache.Draining(); r.maxMoves > 0 && moving >= r.maxMoves {
+			s.waiting[cl] = fmt.Sprintf("%d moves are under way, the most at once (--max-concurrent-moves)", moving)
+			delete(s.gone, cl)
+			continue
+		}
+		sh := s.shares[cl]
+		p := client.MergeFrom(sh.DeepCopy())
+		meta.AddAnnotations(sh, map[string]string{v1alpha1.AnnotationShareLeaving: s.leaving[cl]})
+		if err := r.writes.Patch(ctx, sh, p); err != nil {
+			return errors.Wrapf(err, "cannot mark share %s leaving", sh.Name)
+		}
+		// Counted at once, before the informer brings the mark.
+		r.cache.ShareLeaving(sh.UID)
+	}
+	if len(s.waiting) > 0 {
+		r.shareWaiters.wait(key)
+	} else {
+		r.shareWaiters.done(key)
+	}
+	return nil
 }
 
 // keepRejection records a share's rejection in the Workload's own status,
@@ -535,6 +592,8 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		p := v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Workload: sh.Name,
 			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
 		switch _, ok := want[key]; {
+		case s.waiting[key] != "":
+			p.Reason = "must leave its cluster (" + s.gone[key] + "), and waits: " + s.waiting[key]
 		case ok:
 			p.Reason = sh.Annotations[annotationShareReason]
 		case sh.Finished():

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
 	"github.com/placer-dev/placer/internal/testenv"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -399,4 +400,59 @@ func (e *schedulerEnv) get(name string) *v1alpha1.Workload {
 		e.t.Fatal(err)
 	}
 	return w
+}
+
+// TestDividedMovesBounded: the shares that leave a drained cluster count
+// under --max-concurrent-moves as Workloads do: with a bound of 1, one
+// Workload's share moves while another's waits in its cluster, saying so,
+// and moves once the first move ends (its old share gone).
+func TestDividedMovesBounded(t *testing.T) {
+	ctx := context.Background()
+	e := newSchedulerEnvWith(t, schedulerctrl.Options{MaxConcurrentMoves: 1}).namespace(t, "bounded")
+	e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi"))
+	e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi"))
+	ready := func(sh *v1alpha1.Workload) {
+		e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
+			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
+		})
+	}
+	for _, name := range []string{"one", "two"} {
+		e.workload(name, st.Replicas(4), st.Requests("1", "1Gi"), divided(0, 0))
+		for _, sh := range e.sharesOf(name, func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && sum(s) == 4 }) {
+			ready(sh)
+		}
+	}
+	p := &v1alpha1.KubernetesCluster{}
+	if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "p"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute}}
+	if err := e.env.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	leaving := func(s map[string]*v1alpha1.Workload) bool {
+		return s["p"] != nil && s["p"].Annotations[v1alpha1.AnnotationShareLeaving] == v1alpha1.ReasonTainted
+	}
+	// One of the two moves: its share in q takes all 4, and its share in p
+	// is marked; the other's share in p waits, unmarked, and says why.
+	var moving, waiting string
+	testenv.WaitFor(t, e.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "two"}}, &v1alpha1.WorkloadList{}, waitTimeout, func(*v1alpha1.Workload) bool {
+		one, two := e.sharesOf("one", func(map[string]*v1alpha1.Workload) bool { return true }), e.sharesOf("two", func(map[string]*v1alpha1.Workload) bool { return true })
+		switch {
+		case leaving(one) && !leaving(two):
+			moving, waiting = "one", "two"
+		case leaving(two) && !leaving(one):
+			moving, waiting = "two", "one"
+		case leaving(one) && leaving(two):
+			t.Fatal("both shares in p were marked leaving with --max-concurrent-moves=1")
+		}
+		return moving != "" && strings.Contains(e.get(waiting).Status.Placements[0].Reason, "--max-concurrent-moves")
+	})
+	// The move ends: its share in q, grown to 4, is Ready, and the old share goes.
+	ready(e.sharesOf(moving, func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 4 })["q"])
+	e.sharesOf(moving, func(s map[string]*v1alpha1.Workload) bool { return s["p"] == nil })
+	// Then the other moves.
+	e.sharesOf(waiting, func(s map[string]*v1alpha1.Workload) bool {
+		return leaving(s) && s["q"] != nil && s["q"].ReplicaCount() == 4
+	})
 }

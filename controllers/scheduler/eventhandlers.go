@@ -156,6 +156,7 @@ func (r *Reconciler) deleteWorkload(w *v1alpha1.Workload) {
 	r.cache.DeleteWorkload(w)
 	// Its place under --max-concurrent-moves, if it held or awaited one.
 	r.waiters.done(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
+	r.shareWaiters.done(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	r.wakeWaiters()
 	r.writer.backoff.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	r.verdicts.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
@@ -228,8 +229,13 @@ func (r *Reconciler) wakeWaiters() {
 	if r.maxMoves <= 0 {
 		return
 	}
-	for _, key := range r.waiters.wake(r.maxMoves - r.cache.Draining()) {
+	free := r.maxMoves - r.cache.Draining()
+	woken := r.waiters.wake(free)
+	for _, key := range woken {
 		r.trigger.Enqueue(key)
+	}
+	for _, key := range r.shareWaiters.wake(free - len(woken)) {
+		r.divisions.Enqueue(key)
 	}
 }
 

@@ -166,6 +166,12 @@ const (
 	// (Ready False, reason Proven) until the Workload it is a share of
 	// takes the annotation away, which it does once every share is.
 	AnnotationCommitHeld = "compute.placer.dev/commit-held"
+	// AnnotationShareLeaving, on a share, is the reason it gives its
+	// replicas back to the division (a LeftCluster reason: Tainted,
+	// ClusterDeleted, ...), written by the Workload it is a share of when
+	// the move begins; it stays until the share goes. A drain's
+	// (IsDrain) counts under --max-concurrent-moves as a Workload's does.
+	AnnotationShareLeaving = "compute.placer.dev/leaving"
 )
 
 // CommitHeld reports whether the Workload is a share whose commit is
