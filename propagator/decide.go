@@ -76,9 +76,9 @@ func Decide(u v1alpha1.PlacementUnit, st State, age, timeout time.Duration) Deci
 		d = Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: st.Refused}
 	case chosen && st.Proven(u.Count):
 		return Decision{Action: Commit}
-	case st.Unschedulable != "" && chosen && !st.Judged(u.Count) && age < timeout:
-		// The chosen cluster rejects once its scheduler has judged every
-		// candidate, so that the rejection counts all it did reserve (a
+	case st.Unschedulable != "" && chosen && u.Divisible && !st.Judged(u.Count) && age < timeout:
+		// A share rejects once its cluster's scheduler has judged every
+		// candidate, so that the rejection counts all it did reserve (the
 		// share keeps those, RejectedCluster.Reserved): the marks of the
 		// reserved ones may reach here after an unschedulable one's.
 		return Decision{Action: Wait, After: timeout - age}

@@ -21,6 +21,7 @@ func TestDecide(t *testing.T) {
 	w2.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
 	w2.Generation = 2
 	w3 := st.Workload("web", st.Replicas(3))
+	share := st.Workload("web-a", st.Replicas(3), st.ShareOf("web"))
 	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
 	refused := func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
@@ -45,13 +46,13 @@ func TestDecide(t *testing.T) {
 		{"committed with a replica that does not fit: still deliver, never reject", w, chaperons(w, ops(allowed, running), ops(unfit)), true, time.Hour, Decision{Action: Deliver}},
 		{"unschedulable in the chosen cluster: reject with the target's message", w, chaperons(w, ops(reserved), ops(unfit)), true, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
-		{"unschedulable in the chosen cluster, a candidate not judged yet: wait for its verdict, so that the rejection counts all it reserved", w3, chaperons(w3, ops(reserved), ops(unfit), ops()), true, time.Second,
+		{"a share, unschedulable in its cluster, a candidate not judged yet: wait for its verdict, so that the rejection counts all it reserved", share, chaperons(share, ops(reserved), ops(unfit), ops()), true, time.Second,
 			Decision{Action: Wait, After: 29 * time.Second}},
-		{"unschedulable in the chosen cluster, every candidate judged: reject", w3, chaperons(w3, ops(reserved), ops(unfit), ops(reserved)), true, time.Second,
+		{"a share, unschedulable in its cluster, every candidate judged: reject", share, chaperons(share, ops(reserved), ops(unfit), ops(reserved)), true, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
-		{"unschedulable in the chosen cluster, a candidate never judged: the timeout rejects", w3, chaperons(w3, ops(reserved), ops(unfit), ops()), true, timeout,
+		{"a share, unschedulable in its cluster, a candidate never judged: the timeout rejects", share, chaperons(share, ops(reserved), ops(unfit), ops()), true, timeout,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
-		{"a runner-up rejects on its first unschedulable candidate: nothing counts its reservations", w3, chaperons(w3, ops(unfit), ops(), ops()), false, time.Second,
+		{"not a share: the first unschedulable candidate rejects, nothing counts what it reserved", w3, chaperons(w3, ops(reserved), ops(unfit), ops()), true, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
 		{"the member's API server refused a candidate Pod: reject at once with its message", w, chaperons(w, ops(reserved), ops(refused)), true, time.Second,
 			Decision{Action: Reject, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"}},
@@ -81,7 +82,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			u := v1alpha1.PlacementUnit{Count: tc.w.ReplicaCount(), RunnerUp: !tc.chosen}
+			u := v1alpha1.PlacementUnit{Count: tc.w.ReplicaCount(), RunnerUp: !tc.chosen, Divisible: tc.w.IsShare()}
 			got := Decide(u, Observe(tc.w, tc.chs), tc.age, timeout)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Decide() (-want,+got):\n%s", diff)

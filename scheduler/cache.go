@@ -222,11 +222,22 @@ func (c *Cache) Draining() int {
 }
 
 // ShareLeaving counts a share marked leaving (AnnotationShareLeaving)
-// before the informer brings the mark.
+// before the informer brings the mark: a share the cache holds placed (one
+// whose deletion it saw already is not counted again).
 func (c *Cache) ShareLeaving(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.leavingShares[uid] = true
+	if _, ok := c.placedAt.get(uid); ok {
+		c.leavingShares[uid] = true
+	}
+}
+
+// IsShareLeaving reports whether the share is counted leaving, though the
+// copy at hand may not carry the mark yet.
+func (c *Cache) IsShareLeaving(uid types.UID) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.leavingShares[uid]
 }
 
 // Cluster returns the cycles' view of one cluster, nil when unknown.
@@ -253,7 +264,7 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.noteRejections(w)
-	if v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.Annotations[v1alpha1.AnnotationShareOf] != "" {
+	if v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.IsShare() {
 		c.leavingShares[w.UID] = true
 	}
 	if a, ok := c.assumed[w.UID]; ok {

@@ -229,7 +229,8 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	// older copy without the mark (a decision assumed before it) does
 	// not take it away.
 	share := st.Workload("web-east", st.PlacedOn("east"))
-	share.UID, share.Annotations = "share", map[string]string{v1alpha1.AnnotationShareOf: "web"}
+	st.ShareOf("web")(share)
+	share.UID = "share"
 	c.UpsertWorkload(share)
 	marked := share.DeepCopy()
 	marked.Annotations[v1alpha1.AnnotationShareLeaving] = v1alpha1.ReasonTainted
@@ -245,8 +246,12 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	if n := c.Draining(); n != 0 {
 		t.Errorf("Moving() = %d once the share went, and with a share leaving a lost cluster (no drain), want 0", n)
 	}
-	c.ShareLeaving("marked-here")
-	if n := c.Draining(); n != 1 {
-		t.Errorf("Moving() = %d after a share was marked here, want 1", n)
+	fresh := share.DeepCopy()
+	fresh.UID = "fresh"
+	c.UpsertWorkload(fresh)
+	c.ShareLeaving(fresh.UID)
+	c.ShareLeaving("gone-already")
+	if n := c.Draining(); n != 1 || !c.IsShareLeaving(fresh.UID) {
+		t.Errorf("Moving() = %d after a placed share was marked here (and one the cache saw go), want 1", n)
 	}
 }

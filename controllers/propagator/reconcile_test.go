@@ -91,7 +91,8 @@ func withFinalizer(w *v1alpha1.Workload) { w.Finalizers = []string{finalizer} }
 
 // heldShare makes the Workload a share of web-parent whose commit is held.
 func heldShare(w *v1alpha1.Workload) {
-	w.Annotations = map[string]string{v1alpha1.AnnotationShareOf: "web-parent", v1alpha1.AnnotationCommitHeld: "true"}
+	st.ShareOf("web-parent")(w)
+	w.Annotations[v1alpha1.AnnotationCommitHeld] = "true"
 }
 
 var nominate = st.Nominated
@@ -531,9 +532,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 		},
 		{
 			name: "a share whose hold was lifted commits",
-			w: web(func(w *v1alpha1.Workload) {
-				w.Annotations = map[string]string{v1alpha1.AnnotationShareOf: "web-parent"}
-			}),
+			w:    web(st.ShareOf("web-parent")),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
 			},
@@ -666,8 +665,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
-			name: "the chosen cluster finds a candidate unschedulable before it judged the others: wait for their verdicts",
-			w:    web(st.Replicas(3)),
+			name: "a share's cluster finds a candidate unschedulable before it judged the others: wait for their verdicts",
+			w:    web(st.Replicas(3), st.ShareOf("web-parent")),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				objs := candidates(w, 3)
 				reserved(objs[0].(*mcv1alpha1.PodChaperon))

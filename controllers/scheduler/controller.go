@@ -320,6 +320,11 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 			r.wakeWaiters()
 		}
 	}()
+	if w.IsShare() {
+		// A share's moves are its Workload's (the divider's), under the
+		// same bound: pinned, it stays.
+		return r.acknowledge(w), reconcile.Result{}
+	}
 	current := w.ClusterKey(w.Status.ClusterRef)
 	ci := r.cache.Cluster(current)
 	if ci == nil {

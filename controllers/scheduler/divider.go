@@ -82,7 +82,9 @@ type divideScope struct {
 	// holding: the shares commit together (commit Together or
 	// AllowPartial) and none has bound yet: new shares are held.
 	holding bool
-	now     time.Time
+	// unplaced replicas found no room in the division.
+	unplaced int
+	now      time.Time
 }
 
 // keptShare is what a share keeps of a rejected handshake.
@@ -102,8 +104,15 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errGetWorkload)
 	}
-	// Woken or not, it is looked at now (wakeWaiters).
-	r.shareWaiters.looked(req.NamespacedName)
+	// Woken for a place under --max-concurrent-moves, it is looked at
+	// now; one it did not take goes to the next in line.
+	if r.shareWaiters.looked(req.NamespacedName) {
+		defer func() {
+			if !r.shareWaiters.waiting(req.NamespacedName) {
+				r.wakeWaiters()
+			}
+		}()
+	}
 	// The divider's own last write, while the cache has not caught up:
 	// a pass right after a rejection was recorded must see it.
 	w := r.spreadWritten.Latest(req.NamespacedName, cached)
@@ -138,9 +147,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// no pass may choose the cluster without seeing its rejection.
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
-	if err := r.startMoves(ctx, s); err != nil {
-		return reconcile.Result{}, err
-	}
+	defer r.claimMoves(s)()
 	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	in, known := r.divisionInput(s, res)
 	if !known {
@@ -159,7 +166,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		r.statusOfShares(s, nil)
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
 	}
-	if err := r.applyShares(ctx, s, d); err != nil {
+	if err := errors.Join(r.applyShares(ctx, s, d), r.markLeaving(ctx, s)); err != nil {
 		// The status of what was written goes anyway; the error retries.
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
 		return reconcile.Result{}, errors.Join(err, werr)
@@ -212,10 +219,11 @@ func (r *Reconciler) giveBack(s *divideScope) {
 			s.gone[key] = "rejected the share: " + rc.Message
 			continue
 		}
-		if why := sh.Annotations[v1alpha1.AnnotationShareLeaving]; why != "" {
+		if why := sh.Annotations[v1alpha1.AnnotationShareLeaving]; why != "" || r.cache.IsShareLeaving(sh.UID) {
 			// A move begun is finished, as a Workload's is: the mark
-			// goes with the share.
-			s.gone[key] = "leaving its cluster (" + why + ")"
+			// goes with the share (the cache may count it before this
+			// copy shows it).
+			s.gone[key] = "leaving its cluster (" + cmp.Or(why, "a drain") + ")"
 			continue
 		}
 		ci := r.cache.Cluster(key)
@@ -231,41 +239,58 @@ func (r *Reconciler) giveBack(s *divideScope) {
 	}
 }
 
-// startMoves marks the shares that begin to leave their cluster for a
-// drain (AnnotationShareLeaving), each of which takes a place under
-// --max-concurrent-moves, as a Workload's drain does, until it goes. One
-// for which no place is free stays where it is, and the Workload waits in
-// line: a move's end wakes it (wakeWaiters).
-func (r *Reconciler) startMoves(ctx context.Context, s *divideScope) error {
+// claimMoves takes a place under --max-concurrent-moves for each share
+// that begins to leave its cluster for a drain, as a Workload's drain
+// does; one for which none is free stays where it is (not gone), and the
+// Workload waits in line: a move's end wakes it (wakeWaiters). Dividers
+// claim one at a time, until they marked what they claimed (markLeaving)
+// or gave up: the returned func lets the next one go.
+func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 	key := types.NamespacedName{Namespace: s.w.Namespace, Name: s.w.Name}
 	if len(s.leaving) == 0 {
 		r.shareWaiters.done(key)
-		return nil
+		return func() {}
 	}
-	// One at a time, so that two Workloads never take the last place.
 	r.moveSlots.Lock()
-	defer r.moveSlots.Unlock()
+	moving := r.cache.Draining()
 	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
-		if moving := r.cache.Draining(); r.maxMoves > 0 && moving >= r.maxMoves {
-			s.waiting[cl] = fmt.Sprintf("%d moves are under way, the most at once (--max-concurrent-moves)", moving)
+		if r.maxMoves > 0 && moving >= r.maxMoves {
+			s.waiting[cl] = fmt.Sprintf("must leave its cluster (%s), and waits: %d moves are under way, the most at once (--max-concurrent-moves)", s.gone[cl], moving)
 			delete(s.gone, cl)
+			delete(s.leaving, cl)
 			continue
 		}
-		sh := s.shares[cl]
-		p := client.MergeFrom(sh.DeepCopy())
-		meta.AddAnnotations(sh, map[string]string{v1alpha1.AnnotationShareLeaving: s.leaving[cl]})
-		if err := r.writes.Patch(ctx, sh, p); err != nil {
-			return errors.Wrapf(err, "cannot mark share %s leaving", sh.Name)
-		}
-		// Counted at once, before the informer brings the mark.
-		r.cache.ShareLeaving(sh.UID)
+		moving++
 	}
 	if len(s.waiting) > 0 {
 		r.shareWaiters.wait(key)
 	} else {
 		r.shareWaiters.done(key)
 	}
-	return nil
+	return r.moveSlots.Unlock
+}
+
+// markLeaving marks the shares whose move was claimed (claimMoves), once
+// the division placed their replicas elsewhere: from then on the move is
+// under way, counted by the cache until the share goes, and it finishes
+// as a Workload's does.
+func (r *Reconciler) markLeaving(ctx context.Context, s *divideScope) error {
+	var errs []error
+	for cl, reason := range s.leaving {
+		sh := s.shares[cl]
+		if sh == nil {
+			continue
+		}
+		p := client.MergeFrom(sh.DeepCopy())
+		meta.AddAnnotations(sh, map[string]string{v1alpha1.AnnotationShareLeaving: reason})
+		if err := r.writes.Patch(ctx, sh, p); resource.IgnoreNotFound(err) != nil {
+			errs = append(errs, errors.Wrapf(err, "cannot mark share %s leaving", sh.Name))
+			continue
+		}
+		// Counted at once, before the informer brings the mark.
+		r.cache.ShareLeaving(sh.UID)
+	}
+	return utilerrors.NewAggregate(errs)
 }
 
 // keepRejection records a share's rejection in the Workload's own status,
@@ -375,7 +400,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	allReady := true
 	var errs []error
 	for _, sh := range d.Shares {
-		if k, ok := s.kept[sh.Cluster]; ok {
+		if k, ok := s.kept[sh.Cluster]; ok && s.shares[sh.Cluster].ReplicaCount() != sh.Replicas {
 			sh.Why = fmt.Sprintf("%d of %d replicas: %s reserved %d of the %d candidates of its share, and rejected the others (%s); they were divided among the other clusters",
 				sh.Replicas, s.w.ReplicaCount(), sh.Cluster.Name, k.reserved, k.of, k.why)
 			r.writer.record.Event(s.w, event.Normal(reasonShareKept, fmt.Sprintf("share %s in %s keeps %d of its %d replicas, which %s reserved; the other %d are divided among the other clusters",
@@ -409,6 +434,12 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	if s.holding && len(errs) == 0 {
 		errs = append(errs, r.commitTogether(ctx, s, d)...)
 	}
+	if !s.holding {
+		// A hold left over (a release that failed half way, or the
+		// policy changed to ShareByShare) goes.
+		errs = append(errs, r.release(ctx, s, slices.Collect(maps.Keys(s.shares)))...)
+	}
+	s.unplaced = d.Unplaced
 	r.statusOfShares(s, want)
 	if len(errs) > 0 {
 		err := utilerrors.NewAggregate(errs)
@@ -492,15 +523,11 @@ func (r *Reconciler) commitTogether(ctx context.Context, s *divideScope, d sched
 	if proven < len(d.Shares) || d.Unplaced > 0 && s.w.CommitPolicyOf() != v1alpha1.CommitAllowPartial {
 		return nil
 	}
-	var errs []error
-	for _, sh := range d.Shares {
-		cur := s.shares[sh.Cluster]
-		p := client.MergeFrom(cur.DeepCopy())
-		delete(cur.Annotations, v1alpha1.AnnotationCommitHeld)
-		if err := r.writes.Patch(ctx, cur, p); err != nil {
-			errs = append(errs, errors.Wrapf(err, "cannot let share %s commit", cur.Name))
-		}
+	keys := make([]types.NamespacedName, len(d.Shares))
+	for i, sh := range d.Shares {
+		keys[i] = sh.Cluster
 	}
+	errs := r.release(ctx, s, keys)
 	if len(errs) == 0 {
 		s.holding = false
 		msg := fmt.Sprintf("every share is proven (%s): they bind together", sharesSummary(placementsOf(d)))
@@ -508,6 +535,23 @@ func (r *Reconciler) commitTogether(ctx context.Context, s *divideScope, d sched
 			msg = fmt.Sprintf("every share is proven (%s), and %d replica(s) fit in no cluster: the proven shares bind (AllowPartial)", sharesSummary(placementsOf(d)), d.Unplaced)
 		}
 		r.writer.record.Event(s.w, event.Normal(reasonCommitted, msg))
+	}
+	return errs
+}
+
+// release takes the hold off the shares of those clusters that have one.
+func (r *Reconciler) release(ctx context.Context, s *divideScope, clusters []types.NamespacedName) []error {
+	var errs []error
+	for _, key := range clusters {
+		cur := s.shares[key]
+		if cur == nil || cur.Annotations[v1alpha1.AnnotationCommitHeld] == "" {
+			continue
+		}
+		p := client.MergeFrom(cur.DeepCopy())
+		delete(cur.Annotations, v1alpha1.AnnotationCommitHeld)
+		if err := r.writes.Patch(ctx, cur, p); resource.IgnoreNotFound(err) != nil {
+			errs = append(errs, errors.Wrapf(err, "cannot let share %s commit", cur.Name))
+		}
 	}
 	return errs
 }
@@ -593,7 +637,7 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
 		switch _, ok := want[key]; {
 		case s.waiting[key] != "":
-			p.Reason = "must leave its cluster (" + s.gone[key] + "), and waits: " + s.waiting[key]
+			p.Reason = s.waiting[key]
 		case ok:
 			p.Reason = sh.Annotations[annotationShareReason]
 		case sh.Finished():
@@ -634,8 +678,11 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 				proven++
 			}
 		}
-		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d share(s) proven; the shares bind together once every one is (commit %s)",
-			proven, len(s.shares), s.w.CommitPolicyOf()), s.w.Generation))
+		msg := fmt.Sprintf("%d of %d share(s) proven; the shares bind together once every one is (commit %s)", proven, len(s.shares), s.w.CommitPolicyOf())
+		if s.unplaced > 0 {
+			msg += fmt.Sprintf(", and once the %d replica(s) that find no room have a share", s.unplaced)
+		}
+		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, msg, s.w.Generation))
 		return
 	}
 	if st.ReadyReplicas >= desired && desired > 0 && len(s.shares) > 0 {

@@ -267,6 +267,19 @@ func TestDividedWorkload(t *testing.T) {
 		prove(shares["q"])
 		e.sharesOf("gang", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && held(s) == 0 })
 
+		// Held shares whose Workload turns to ShareByShare are let go.
+		e.workload("switch", st.Replicas(2), st.Requests("1", "1Gi"), divided(2, 0))
+		e.sharesOf("switch", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && held(s) == 2 })
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			w := e.get("switch")
+			w.Spec.Placement.ReplicaScheduling.Commit = v1alpha1.CommitShareByShare
+			return e.env.Client.Update(context.Background(), w)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.sharesOf("switch", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && held(s) == 0 })
+
 		e.workload("each", st.Replicas(4), st.Requests("1", "1Gi"), divided(2, 0), commit(v1alpha1.CommitShareByShare))
 		if got := e.sharesOf("each", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 }); held(got) != 0 {
 			t.Errorf("ShareByShare: %d shares held", held(got))
@@ -446,7 +459,7 @@ func TestDividedMovesBounded(t *testing.T) {
 		case leaving(one) && leaving(two):
 			t.Fatal("both shares in p were marked leaving with --max-concurrent-moves=1")
 		}
-		return moving != "" && strings.Contains(e.get(waiting).Status.Placements[0].Reason, "--max-concurrent-moves")
+		return moving != "" && strings.Contains(e.get(waiting).Status.Placements[0].Reason, "must leave its cluster (cluster bounded/p has the NoExecute taint example.com/maintenance")
 	})
 	// The move ends: its share in q, grown to 4, is Ready, and the old share goes.
 	ready(e.sharesOf(moving, func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 4 })["q"])

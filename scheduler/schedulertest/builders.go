@@ -143,6 +143,20 @@ func WLabels(kv ...string) WorkloadOption {
 	}
 }
 
+// ShareOf makes the workload a share of the spread Workload parent:
+// annotated, labelled and controlled as the divider makes shares.
+func ShareOf(parent string) WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[v1alpha1.AnnotationShareOf] = parent
+		w.Labels[v1alpha1.LabelShareOf] = parent
+		controller := true
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: parent, UID: types.UID(parent), Controller: &controller}}
+	}
+}
+
 // WNamespace moves the workload to another namespace.
 func WNamespace(ns string) WorkloadOption {
 	return func(w *v1alpha1.Workload) { w.Namespace = ns }

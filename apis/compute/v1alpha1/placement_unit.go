@@ -22,6 +22,10 @@ type PlacementUnit struct {
 	// RunnerUp: a nominated cluster other than the chosen one. Its
 	// candidates prove it meanwhile, and never bind while it is not chosen.
 	RunnerUp bool
+	// Divisible: the unit may be kept in part (a share of a spread
+	// Workload, whose candidates wait to be allowed): its cluster's
+	// rejection counts every candidate it reserved.
+	Divisible bool
 }
 
 // Holds reports whether replica i belongs to the unit.
@@ -45,7 +49,7 @@ func (w *Workload) PlacementUnits() []PlacementUnit {
 		return nil
 	}
 	chosen := w.ClusterKey(w.Status.ClusterRef)
-	out := []PlacementUnit{{Cluster: chosen, Count: w.ReplicaCount()}}
+	out := []PlacementUnit{{Cluster: chosen, Count: w.ReplicaCount(), Divisible: w.IsShare() && w.Spec.Placement.Mode != PlacementModeNoReservation}}
 	for i := range w.Status.NominatedClusters {
 		key := w.ClusterKey(&w.Status.NominatedClusters[i])
 		if key == chosen || w.RejectedBy(key) || slices.ContainsFunc(out, func(u PlacementUnit) bool { return u.Cluster == key }) {

@@ -77,9 +77,9 @@ type ReplicaScheduling struct {
 	// fit in no cluster, the shares that are proven bind). It holds the
 	// Workload's first placement: once its shares have bound, a share
 	// made later (scaling, a move) binds once it is proven. Reservations
-	// last the members' permit timeout (2 minutes by default): a share
-	// proven that long before the others loses its reservations and is
-	// proven again.
+	// last the members' permit timeout (2 minutes by default): shares that
+	// wait longer for the others are rejected by their clusters then, and
+	// divided again after the rejections' backoff.
 	// +optional
 	Commit CommitPolicy `json:"commit,omitempty"`
 }
@@ -177,7 +177,22 @@ const (
 // CommitHeld reports whether the Workload is a share whose commit is
 // held (AnnotationCommitHeld).
 func (w *Workload) CommitHeld() bool {
-	return w.Annotations[AnnotationCommitHeld] == "true" && w.Annotations[AnnotationShareOf] != ""
+	return w.Annotations[AnnotationCommitHeld] == "true" && w.IsShare()
+}
+
+// IsShare reports whether the Workload is a share of a spread Workload:
+// annotated and labelled so, and controlled by the Workload it names.
+func (w *Workload) IsShare() bool {
+	of := w.Annotations[AnnotationShareOf]
+	if of == "" || w.Labels[LabelShareOf] == "" {
+		return false
+	}
+	for _, o := range w.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "Workload" && o.Name == of {
+			return true
+		}
+	}
+	return false
 }
 
 // Spreads reports whether the Workload spreads over several clusters
@@ -191,12 +206,8 @@ func (w *Workload) Spreads() bool {
 // share's Service is named as the Workload it is a share of, so that every
 // member's Service has the name the user gave.
 func (w *Workload) ServiceName() string {
-	if of := w.Annotations[AnnotationShareOf]; of != "" {
-		for _, o := range w.OwnerReferences {
-			if o.Controller != nil && *o.Controller && o.Kind == "Workload" && o.Name == of {
-				return of
-			}
-		}
+	if w.IsShare() {
+		return w.Annotations[AnnotationShareOf]
 	}
 	return w.Name
 }

@@ -1,0 +1,85 @@
+package config_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/testenv"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// TestShareMarksPolicy applies config/management as deployed: anyone but
+// the manager's ServiceAccount is refused, naming the field, a Workload
+// created with a share's marks or updated to carry or change them; the
+// manager sets and takes them; other annotations are anyone's.
+func TestShareMarksPolicy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := testenv.Start(t)
+	if err := deploy.ApplyDir(ctx, env.Config, "management"); err != nil {
+		t.Fatal(err)
+	}
+	marked := func(name, key string) *v1alpha1.Workload {
+		w := st.Workload(name, func(w *v1alpha1.Workload) { w.Annotations = map[string]string{key: v1alpha1.ReasonTainted} })
+		w.UID, w.Generation = "", 0
+		return w
+	}
+	// The policy takes effect a moment after it is created: until the
+	// refusal comes, try again.
+	var refused error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && refused == nil; time.Sleep(200 * time.Millisecond) {
+		if refused = env.Client.Create(ctx, marked("forged", v1alpha1.AnnotationShareLeaving)); refused == nil {
+			if err := env.Client.Delete(ctx, marked("forged", "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "metadata.annotations: compute.placer.dev/commit-held and compute.placer.dev/leaving are placer-manager's marks") {
+		t.Fatalf("a Workload created with compute.placer.dev/leaving: %v, want a refusal naming the field", refused)
+	}
+	if err := env.Client.Create(ctx, marked("held", v1alpha1.AnnotationCommitHeld)); err == nil {
+		t.Error("a Workload created with compute.placer.dev/commit-held was admitted")
+	}
+	// Another annotation is anyone's.
+	plain := marked("plain", "example.com/owner")
+	if err := env.Client.Create(ctx, plain); err != nil {
+		t.Fatalf("a Workload with an annotation of the user's own: %v", err)
+	}
+	manager, err := client.New(env.UserConfig(t, "system:serviceaccount:"+deploy.Namespace+":placer-manager"), client.Options{Scheme: testenv.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	annotate := func(c client.Client, key, value string) error {
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(plain), w); err != nil {
+			t.Fatal(err)
+		}
+		if value == "" {
+			delete(w.Annotations, key)
+		} else {
+			w.Annotations[key] = value
+		}
+		return c.Update(ctx, w)
+	}
+	if err := annotate(env.Client, v1alpha1.AnnotationCommitHeld, "true"); err == nil {
+		t.Error("an update adding compute.placer.dev/commit-held was admitted")
+	}
+	if err := annotate(manager, v1alpha1.AnnotationCommitHeld, "true"); err != nil {
+		t.Fatalf("the manager holding a share: %v", err)
+	}
+	if err := annotate(env.Client, v1alpha1.AnnotationCommitHeld, ""); err == nil {
+		t.Error("an update taking compute.placer.dev/commit-held away was admitted")
+	}
+	if err := annotate(env.Client, "example.com/owner", "someone else"); err != nil {
+		t.Errorf("a user changing its own annotation beside the manager's mark: %v", err)
+	}
+	if err := annotate(manager, v1alpha1.AnnotationCommitHeld, ""); err != nil {
+		t.Errorf("the manager letting a share go: %v", err)
+	}
+}
