@@ -84,7 +84,19 @@ type divideScope struct {
 	holding bool
 	// unplaced replicas found no room in the division.
 	unplaced int
-	now      time.Time
+	// leaveAfter is when the first share tolerated on a cluster it must
+	// leave must leave it; zero when none is.
+	leaveAfter time.Duration
+	now        time.Time
+}
+
+// retry is when to look again: after d, or sooner when a share's
+// toleration ends.
+func (s *divideScope) retry(d time.Duration) time.Duration {
+	if s.leaveAfter > 0 {
+		return min(d, s.leaveAfter)
+	}
+	return d
 }
 
 // keptShare is what a share keeps of a rejected handshake.
@@ -164,7 +176,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, why, w.Generation))
 		r.writer.record.Event(w, event.Warning(reasonCannotShare, errors.New(why)))
 		r.statusOfShares(s, nil)
-		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
+		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: s.retry(nextRetry(s.w, s.now))})
 	}
 	if err := errors.Join(r.applyShares(ctx, s, d), r.markLeaving(ctx, s)); err != nil {
 		// The status of what was written goes anyway; the error retries.
@@ -176,7 +188,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		r.writer.record.Event(w, event.Normal(reasonDivided, s.w.Status.GetCondition(v1alpha1.TypeScheduled).Message))
 	}
 	// Again when a rejection's backoff ends, and now and then anyway.
-	return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: nextRetry(s.w, s.now)})
+	return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: s.retry(nextRetry(s.w, s.now))})
 }
 
 // sharesOf lists the Workload's shares, by cluster, but those being
@@ -230,7 +242,12 @@ func (r *Reconciler) giveBack(s *divideScope) {
 		if ci == nil {
 			continue
 		}
-		if leave, _ := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now); leave != nil {
+		leave, after := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now)
+		if after > 0 && (s.leaveAfter == 0 || after < s.leaveAfter) {
+			// Tolerated for a while yet: looked at again when that ends.
+			s.leaveAfter = after
+		}
+		if leave != nil {
 			s.gone[key] = leave.Message
 			if v1alpha1.IsDrain(leave.Reason) && sh.Annotations[v1alpha1.AnnotationShareLeaving] == "" {
 				s.leaving[key] = leave.Reason

@@ -310,6 +310,24 @@ func TestDividedWorkload(t *testing.T) {
 		}
 	})
 
+	t.Run("a share tolerating its cluster's NoExecute taint for 2 s moves once that ends, with nothing else to wake the Workload", func(t *testing.T) {
+		e := e.namespace(t, "tolerated")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
+		e.workload("web", st.Replicas(4), st.Requests("1", "1Gi"), divided(0, 0), st.TolerateFor("example.com/maintenance", 2))
+		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 2 && sum(s) == 4 })
+		p := &v1alpha1.KubernetesCluster{}
+		if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "p"}, p); err != nil {
+			t.Fatal(err)
+		}
+		// timeAdded as the cluster controller stamps it (it does not run here).
+		p.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
+		if err := e.env.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 4 })
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for what, tc := range map[string]struct {
 			opt  st.WorkloadOption
