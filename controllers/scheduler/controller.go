@@ -320,11 +320,6 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 			r.wakeWaiters()
 		}
 	}()
-	if w.IsShare() {
-		// A share's moves are its Workload's (the divider's), under the
-		// same bound: pinned, it stays.
-		return r.acknowledge(w), reconcile.Result{}
-	}
 	current := w.ClusterKey(w.Status.ClusterRef)
 	ci := r.cache.Cluster(current)
 	if ci == nil {
@@ -333,6 +328,15 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		return r.acknowledge(w), reconcile.Result{}
 	}
 	now := time.Now()
+	if w.IsShare() {
+		// A share's moves are its Workload's (the divider's, under the
+		// same bound): pinned, it says it must leave (placer drain
+		// --wait reads that), and waits in no line here.
+		if leave, _ := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now); leave != nil {
+			return r.movePending(w, leave, "its Workload "+w.Annotations[v1alpha1.AnnotationShareOf]+" moves its replicas, where its division finds room"), reconcile.Result{}
+		}
+		return r.acknowledge(w), reconcile.Result{}
+	}
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
 	var target types.NamespacedName
 	if leave == nil {

@@ -1857,32 +1857,44 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
+	// addPoolNodes adds nodes to a member for a subtest, and waits until
+	// its KubernetesCluster counts them. When the subtest ends (after its
+	// Workloads are removed, cleanups running last registered first), the
+	// nodes go once no pod is bound to them: a pod left on a node deleted
+	// under it would never finish terminating.
+	addPoolNodes := func(t *testing.T, m *member, nodes ...local.Node) {
+		t.Helper()
+		ctx := context.Background()
+		have, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.target.AddNodes(ctx, nodes...); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, n := range nodes {
+				waitUntil(t, timeout, func() (bool, string) {
+					l, err := m.target.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+					if err != nil {
+						return false, err.Error()
+					}
+					return len(l.Items) == 0, fmt.Sprintf("%d pods still on %s/%s", len(l.Items), m.name, n.Name)
+				})
+				_ = m.target.Clientset.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+			}
+		})
+		want := int32(len(have.Items) + len(nodes))
+		waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
+	}
+
 	t.Run("Divided: a member whose nodes hold only 2 of its share of 4 reserves 2 and keeps them; the other 2 go to another member; every replica bound once", func(t *testing.T) {
 		// Only nodes labelled pool=partial take the pods: b's holds 8, c's
 		// 2. c's summary counts a node of 8 cpu the pods cannot use, so the
 		// division gives c a share of 4, which only c's scheduler finds
 		// too large.
-		ctx := context.Background()
-		add := map[*member][]local.Node{
-			b: {{Name: "b-partial", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "partial"}}},
-			c: {{Name: "c-partial", CPU: "2", Memory: "4Gi", Labels: map[string]string{"pool": "partial"}}, {Name: "c-other", CPU: "8", Memory: "16Gi"}},
-		}
-		for m, nodes := range add {
-			have, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := m.target.AddNodes(ctx, nodes...); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				for _, n := range nodes {
-					_ = m.target.Clientset.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
-				}
-			}()
-			want := int32(len(have.Items) + len(nodes))
-			waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
-		}
+		addPoolNodes(t, b, local.Node{Name: "b-partial", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "partial"}})
+		addPoolNodes(t, c, local.Node{Name: "c-partial", CPU: "2", Memory: "4Gi", Labels: map[string]string{"pool": "partial"}}, local.Node{Name: "c-other", CPU: "8", Memory: "16Gi"})
 		spread := placedSpread(t, env.Client, wc, "partial", 6, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
 			StaticWeights: []v1alpha1.StaticClusterWeight{{ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "bronze"}, Weight: 2}, {ClusterSelector: map[string]v1alpha1.LabelValue{"tier": "silver"}, Weight: 1}}},
 			st.Requests("1", "1Gi"), st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "silver", "bronze"))),
@@ -1919,25 +1931,8 @@ func TestHandshake(t *testing.T) {
 		// Only nodes labelled pool=gang take the pods: b has one, c none
 		// until later, though its summary has room.
 		ctx := context.Background()
-		addNodes := func(m *member, nodes ...local.Node) {
-			t.Helper()
-			have, err := m.target.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := m.target.AddNodes(ctx, nodes...); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				for _, n := range nodes {
-					_ = m.target.Clientset.CoreV1().Nodes().Delete(context.Background(), n.Name, metav1.DeleteOptions{})
-				}
-			})
-			want := int32(len(have.Items) + len(nodes))
-			waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
-		}
-		addNodes(b, local.Node{Name: "b-gang", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "gang"}})
-		addNodes(c, local.Node{Name: "c-nogang", CPU: "8", Memory: "16Gi"})
+		addPoolNodes(t, b, local.Node{Name: "b-gang", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "gang"}})
+		addPoolNodes(t, c, local.Node{Name: "c-nogang", CPU: "8", Memory: "16Gi"})
 		rs := func(commit v1alpha1.CommitPolicy) *v1alpha1.ReplicaScheduling {
 			return &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, Commit: commit,
 				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}
@@ -1975,7 +1970,7 @@ func TestHandshake(t *testing.T) {
 		}
 
 		// Room in c: its shares are proven there, and gang's bind together.
-		addNodes(c, local.Node{Name: "c-gang", CPU: "4", Memory: "8Gi", Labels: map[string]string{"pool": "gang"}})
+		addPoolNodes(t, c, local.Node{Name: "c-gang", CPU: "4", Memory: "8Gi", Labels: map[string]string{"pool": "gang"}})
 		for _, w := range []*v1alpha1.Workload{gang, each} {
 			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Status.ReadyOfDesired == "4/4" })
 		}
