@@ -1932,7 +1932,17 @@ func TestHandshake(t *testing.T) {
 		// until later, though its summary has room.
 		ctx := context.Background()
 		addPoolNodes(t, b, local.Node{Name: "b-gang", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "gang"}})
-		addPoolNodes(t, c, local.Node{Name: "c-nogang", CPU: "8", Memory: "16Gi"})
+		addPoolNodes(t, c, local.Node{Name: "c-nogang", CPU: "8", Memory: "16Gi"}, local.Node{Name: "c-gang", CPU: "4", Memory: "8Gi", Labels: map[string]string{"pool": "gang"}})
+		// c's node of the pool is cordoned until later (added now, so that
+		// it goes after the Workloads: cleanups run last registered first).
+		cordonNode := func(unschedulable bool) {
+			t.Helper()
+			patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, unschedulable)
+			if _, err := c.target.Clientset.CoreV1().Nodes().Patch(ctx, "c-gang", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cordonNode(true)
 		rs := func(commit v1alpha1.CommitPolicy) *v1alpha1.ReplicaScheduling {
 			return &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, Commit: commit,
 				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}
@@ -1970,7 +1980,7 @@ func TestHandshake(t *testing.T) {
 		}
 
 		// Room in c: its shares are proven there, and gang's bind together.
-		addPoolNodes(t, c, local.Node{Name: "c-gang", CPU: "4", Memory: "8Gi", Labels: map[string]string{"pool": "gang"}})
+		cordonNode(false)
 		for _, w := range []*v1alpha1.Workload{gang, each} {
 			testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool { return w.Status.ReadyOfDesired == "4/4" })
 		}
