@@ -332,10 +332,12 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		// A share's moves are its Workload's (the divider's, under the
 		// same bound): pinned, it says it must leave (placer drain
 		// --wait reads that), and waits in no line here.
-		if leave, _ := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now); leave != nil {
+		leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+		if leave != nil {
 			return r.movePending(w, leave, "its Workload "+w.Annotations[v1alpha1.AnnotationShareOf]+" moves its replicas, where its division finds room"), reconcile.Result{}
 		}
-		return r.acknowledge(w), reconcile.Result{}
+		// Tolerated for a while: looked at again when that ends.
+		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
 	}
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
 	var target types.NamespacedName
