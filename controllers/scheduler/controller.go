@@ -329,15 +329,7 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	}
 	now := time.Now()
 	if w.IsShare() {
-		// A share's moves are its Workload's (the divider's, under the
-		// same bound): pinned, it says it must leave (placer drain
-		// --wait reads that), and waits in no line here.
-		leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
-		if leave != nil {
-			return r.movePending(w, leave, "its Workload "+w.Annotations[v1alpha1.AnnotationShareOf]+" moves its replicas, where its division finds room"), reconcile.Result{}
-		}
-		// Tolerated for a while: looked at again when that ends.
-		return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
+		return r.sharePlaced(w, ci, now)
 	}
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
 	var target types.NamespacedName
@@ -396,6 +388,18 @@ func minPositive(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// sharePlaced decides about a placed share: its moves are its Workload's
+// (the divider's, under the same bound), so, pinned, it says it must leave
+// (placer drain --wait reads that) and waits in no line here, or, while it
+// tolerates its cluster's taint, looks again when that ends.
+func (r *Reconciler) sharePlaced(w *v1alpha1.Workload, ci *scheduler.ClusterInfo, now time.Time) (*decision, reconcile.Result) {
+	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+	if leave != nil {
+		return r.movePending(w, leave, "its Workload "+w.Annotations[v1alpha1.AnnotationShareOf]+" moves its replicas, where its division finds room"), reconcile.Result{}
+	}
+	return r.acknowledge(w), reconcile.Result{RequeueAfter: after}
 }
 
 // movePending keeps a Workload that must leave its cluster where it is
