@@ -57,19 +57,11 @@ func TestClusterBindingNeedsBind(t *testing.T) {
 
 	// The policy takes effect a moment after it is created: until the
 	// refusal comes, what was let through is taken back and tried again.
-	var refused error
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		cb := binding("platform", "platform")
-		err := alice.Create(ctx, cb)
-		if err == nil {
-			if err := env.Client.Delete(ctx, cb); err != nil {
-				t.Fatal(err)
-			}
-			continue
+	refused := untilRefused(t, func() error { return alice.Create(ctx, binding("platform", "platform")) }, func() {
+		if err := env.Client.Delete(ctx, binding("platform", "platform")); err != nil {
+			t.Fatal(err)
 		}
-		refused = err
-		break
-	}
+	})
 	if refused == nil {
 		t.Fatal("a tenant bound another namespace's clusters without the bind verb there")
 	}

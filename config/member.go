@@ -27,9 +27,6 @@ const (
 	// DependenciesRole is the opt-in role that lets a tenant's
 	// ConfigMaps, Secrets and ServiceAccounts follow its pods.
 	DependenciesRole = "placer-member-dependencies"
-	// StreamsRole is the opt-in role that lets kubectl logs, exec and
-	// attach of a tenant's proxy pods reach their delegates.
-	StreamsRole = mcv1alpha1.StreamsRole
 	// ImpersonateRolePrefix names the ClusterRole that lets the manager
 	// act for one tenant: placer-impersonate-<management namespace>.
 	ImpersonateRolePrefix = "placer-impersonate-"
@@ -150,7 +147,7 @@ func OpenDependencies(ctx context.Context, cs kubernetes.Interface, tenant, name
 // installs config/member/streams-role.yaml if it is not, and binds it to
 // the tenant's user in the namespace.
 func OpenStreams(ctx context.Context, cs kubernetes.Interface, tenant, namespace string) error {
-	return openOptIn(ctx, cs, StreamsRoles, StreamsRole, tenant, namespace)
+	return openOptIn(ctx, cs, StreamsRoles, mcv1alpha1.StreamsRole, tenant, namespace)
 }
 
 // openOptIn installs an opt-in ClusterRole (roles reads its file) if it

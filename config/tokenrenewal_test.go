@@ -49,10 +49,9 @@ func TestTokenRenewalPolicy(t *testing.T) {
 	}
 	// The policy takes effect a moment after it is created: until the
 	// refusal comes, try again.
-	var refused error
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && refused == nil; time.Sleep(200 * time.Millisecond) {
-		refused = update("database-password", func(s *corev1.Secret) { s.Data["password"] = []byte("mine now") })
-	}
+	refused := untilRefused(t, func() error {
+		return update("database-password", func(s *corev1.Secret) { s.Data["password"] = []byte("mine now") })
+	}, nil)
 	if refused == nil || !strings.Contains(refused.Error(), "metadata.annotations") {
 		t.Fatalf("the manager updated a Secret not annotated for renewal: %v", refused)
 	}

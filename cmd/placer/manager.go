@@ -12,6 +12,7 @@ import (
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers"
 	clusterctrl "github.com/placer-dev/placer/controllers/cluster"
+	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
 	"github.com/placer-dev/placer/internal/clientmetrics"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -132,8 +133,8 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
 	f.Int64Var(&o.notReadySeconds, "default-not-ready-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterNotReady+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.Int64Var(&o.unreachableSeconds, "default-unreachable-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterUnreachable+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
-	f.DurationVar(&o.rebalanceAfter, "rebalance-after", 5*time.Minute, "how long a cluster a Workload prefers more must have been Ready, and the Workload placed where it is, before it moves back (spec.placement.rebalance WhenPreferred); 0 is the default")
-	f.IntVar(&o.rebalanceMargin, "rebalance-margin", 20, "by how many percent a cluster must outscore a Workload's own before it moves back there (spec.placement.rebalance WhenPreferred); 0 is the default, negative: any better score")
+	f.DurationVar(&o.rebalanceAfter, "rebalance-after", schedulerctrl.DefaultRebalanceAfter, "how long a cluster a Workload prefers more must have been Ready, and the Workload placed where it is, before it moves back (spec.placement.rebalance WhenPreferred); 0 is the default")
+	f.IntVar(&o.rebalanceMargin, "rebalance-margin", schedulerctrl.DefaultRebalanceMargin, "by how many percent a cluster must outscore a Workload's own before it moves back there (spec.placement.rebalance WhenPreferred); 0 is the default, negative: any better score")
 	f.IntVar(&o.maxMoves, "max-concurrent-moves", 50, "how many Workloads may leave clusters that still answer (drains: a NoExecute taint, a deletion) at once, fleet-wide; 0 for no bound")
 	f.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 30, "runner-up candidates (fan-out: those in nominated clusters other than the chosen one, waiting for a commit elsewhere) waiting in one member beyond which no Workload starts new ones there (it proves its chosen cluster alone; a gang begun is finished); 0 for no bound")
 	f.Float64Var(&o.tokenRenewal, "member-token-renewal", 0.8, "fraction of its lifetime after which a member token that 'placer join' wrote (a Secret annotated "+cluster.AnnotationRenewToken+") is renewed through the member's TokenRequest API; between 0 and 1")

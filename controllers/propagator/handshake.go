@@ -318,9 +318,7 @@ func (r *Reconciler) judgeChosen(ctx context.Context, s *scope, p *proof) error 
 		if d.Reason == v1alpha1.ReasonProven {
 			// Proven, held to commit with the other shares: the cluster
 			// took the candidates, as a commit says.
-			s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
-				return s.w.ClusterKey(&rc.Cluster) == s.target
-			})
+			s.tookCandidates()
 		}
 	case propagator.Fence:
 		// Rejected once the member confirms that none of them can bind.
@@ -338,13 +336,17 @@ func (r *Reconciler) judgeChosen(ctx context.Context, s *scope, p *proof) error 
 			s.event(event.Normal(reasonFenced, fmt.Sprintf("%s fenced %d candidate(s) (%s): they cannot bind there", s.target, len(st.Fenced), st.FencedWhy)))
 		}
 	case propagator.Commit, propagator.Deliver:
-		// The cluster took the candidates: an earlier rejection by it
-		// (expired, or it would not have been chosen) is over.
-		s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
-			return s.w.ClusterKey(&rc.Cluster) == s.target
-		})
+		s.tookCandidates()
 	}
 	return nil
+}
+
+// tookCandidates ends the chosen cluster's earlier rejection (expired, or
+// it would not have been chosen): it took the candidates.
+func (s *scope) tookCandidates() {
+	s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool {
+		return s.w.ClusterKey(&rc.Cluster) == s.target
+	})
 }
 
 // commit allows every reserved candidate of the chosen cluster once all
@@ -691,12 +693,11 @@ func passGrace(ctx context.Context, cl client.Client, w *v1alpha1.Workload, ch *
 	if !ok || w.DeletionTimestamp == nil {
 		return nil
 	}
-	if had, ok := mcv1alpha1.DeletionGrace(ch); ok && had == grace {
-		return nil
-	}
 	// Only a number, written by this process: never the annotation's text.
 	graced := ch.DeepCopy()
-	metav1.SetMetaDataAnnotation(&graced.ObjectMeta, mcv1alpha1.AnnotationDeletionGracePeriod, strconv.FormatInt(grace, 10))
+	if !mcv1alpha1.SetDeletionGrace(graced, grace) {
+		return nil
+	}
 	return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, graced, client.MergeFrom(ch))), errDeleteChaperon)
 }
 

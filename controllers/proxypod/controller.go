@@ -2,7 +2,6 @@ package proxypod
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -223,12 +222,10 @@ func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Wo
 		(pod.Spec.TerminationGracePeriodSeconds != nil && *g == *pod.Spec.TerminationGracePeriodSeconds) {
 		return nil
 	}
-	if had, ok := mcv1alpha1.DeletionGrace(w); ok && had == *g {
+	orig := w.DeepCopy()
+	if !mcv1alpha1.SetDeletionGrace(w, *g) {
 		return nil
 	}
-	v := strconv.FormatInt(*g, 10)
-	orig := w.DeepCopy()
-	metav1.SetMetaDataAnnotation(&w.ObjectMeta, mcv1alpha1.AnnotationDeletionGracePeriod, v)
 	return errors.Wrap(client.IgnoreNotFound(p.Client.Patch(ctx, w, client.MergeFrom(orig))), "cannot pass the pod's deletion grace period to its Workload")
 }
 

@@ -41,21 +41,27 @@ func TestKubeletTarget(t *testing.T) {
 		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "east", Namespace: "team-a"}
 		return w
 	}
+	// Not placed yet: no cluster to look for a delegate in.
+	unbound := workload("unbound", "u4")
+	unbound.Status.ClusterRef = nil
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(
 		proxy("plain", "u1", "default-scheduler"), workload("plain", "u1"),
 		proxy("users", "u2", v1alpha1.ProxySchedulerName), workload("users", ""),
 		proxy("others", "u3", v1alpha1.ProxySchedulerName), workload("others", "u-old"),
-		proxy("unbound", "u4", v1alpha1.ProxySchedulerName), workload("unbound", "u4"),
+		proxy("unbound", "u4", v1alpha1.ProxySchedulerName), unbound,
+		// Placed on a cluster placer holds no connection to.
+		proxy("unconnected", "u6", v1alpha1.ProxySchedulerName), workload("unconnected", "u6"),
 		proxy("alone", "u5", v1alpha1.ProxySchedulerName),
 	).Build()
 	k := &Kubelet{Reader: c, Members: noMembers{}}
 	for name, want := range map[string]string{
-		"plain":   "is not a proxy pod",
-		"users":   "has no Workload yet",
-		"others":  "has no Workload yet",
-		"alone":   "has no Workload yet",
-		"unbound": "has no delegate bound in a cluster yet",
-		"missing": "not found",
+		"plain":       "is not a proxy pod",
+		"users":       "has no Workload yet",
+		"others":      "has no Workload yet",
+		"alone":       "has no Workload yet",
+		"unbound":     "has no delegate bound in a cluster yet",
+		"unconnected": "has no delegate bound in a cluster yet",
+		"missing":     "not found",
 	} {
 		tg, err := k.target(context.Background(), "team-a", name)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -90,6 +90,10 @@ type divideScope struct {
 	now        time.Time
 }
 
+// byKey orders clusters by namespace/name, so that a pass over a map is
+// the same from one pass to the next.
+func byKey(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
+
 // retry is when to look again: after d, or sooner when a share's
 // toleration ends.
 func (s *divideScope) retry(d time.Duration) time.Duration {
@@ -270,7 +274,7 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 	}
 	r.moveSlots.Lock()
 	moving := r.cache.Draining()
-	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), byKey) {
 		if r.maxMoves > 0 && moving >= r.maxMoves {
 			s.waiting[cl] = fmt.Sprintf("must leave its cluster (%s), and waits: %d moves are under way, the most at once (--max-concurrent-moves)", s.gone[cl], moving)
 			delete(s.gone, cl)
@@ -359,7 +363,7 @@ func DivisionInput(w *v1alpha1.Workload, res *scheduler.Result, current map[type
 	known = true
 	ranked := slices.Clone(res.Ranked)
 	var held []types.NamespacedName
-	for _, key := range slices.SortedFunc(maps.Keys(current), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, key := range slices.SortedFunc(maps.Keys(current), byKey) {
 		if slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
 			continue
 		}
@@ -547,9 +551,9 @@ func (r *Reconciler) commitTogether(ctx context.Context, s *divideScope, d sched
 	errs := r.release(ctx, s, keys)
 	if len(errs) == 0 {
 		s.holding = false
-		msg := fmt.Sprintf("every share is proven (%s): they bind together", sharesSummary(placementsOf(d)))
+		msg := fmt.Sprintf("every one of the %d shares is proven: they bind together", len(d.Shares))
 		if d.Unplaced > 0 {
-			msg = fmt.Sprintf("every share is proven (%s), and %d replica(s) fit in no cluster: the proven shares bind (AllowPartial)", sharesSummary(placementsOf(d)), d.Unplaced)
+			msg = fmt.Sprintf("every one of the %d shares is proven, and %d replica(s) fit in no cluster: the proven shares bind (AllowPartial)", len(d.Shares), d.Unplaced)
 		}
 		r.writer.record.Event(s.w, event.Normal(reasonCommitted, msg))
 	}
@@ -571,15 +575,6 @@ func (r *Reconciler) release(ctx context.Context, s *divideScope, clusters []typ
 		}
 	}
 	return errs
-}
-
-// placementsOf lists a division's shares as placements, for sharesSummary.
-func placementsOf(d scheduler.Division) []v1alpha1.SharePlacement {
-	out := make([]v1alpha1.SharePlacement, len(d.Shares))
-	for i, sh := range d.Shares {
-		out[i] = v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: sh.Cluster.Name, Namespace: sh.Cluster.Namespace}, Replicas: int32(sh.Replicas)}
-	}
-	return out
 }
 
 // shareSpec is the spec of a share: the Workload's, its replicas the

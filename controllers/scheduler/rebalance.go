@@ -48,6 +48,11 @@ func (r *Reconciler) rebalance(ctx context.Context, w *v1alpha1.Workload, curren
 		// status write of the propagator's brings the Workload back).
 		return nil, types.NamespacedName{}, wait
 	}
+	if r.maxMoves > 0 && r.cache.Draining() >= r.maxMoves {
+		// No place for a move back under --max-concurrent-moves: no
+		// cycle for it either.
+		return nil, types.NamespacedName{}, rebalanceRetry
+	}
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, w, r.cache.Snapshot(), scheduler.Options{State: r.cycleState(w)})
 	return Preferred(w, p, res, current, scheduler.ExecutionTolerations(w, r.defaultTolerations), after, margin, now)

@@ -69,10 +69,7 @@ func TestRebalance(t *testing.T) {
 	}
 	// Then stays Ready: back moves once the window has passed, not before.
 	readyAt := setReady(corev1.ConditionTrue)
-	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "back"}}
-	testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
-		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "a"
-	})
+	w := e.wantPlacedEventually("back", "a")
 	// The condition's time is to the second, as the API keeps it.
 	if moved := time.Since(readyAt.Truncate(time.Second)); moved < window {
 		t.Errorf("moved back %s after a turned Ready, before the %s window", moved, window)
@@ -97,21 +94,21 @@ func TestRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := time.Now()
-	testenv.WaitFor(t, e.wc, stays, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
-		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == "a"
-	})
+	e.wantPlacedEventually("stays", "a")
 	if took := time.Since(asked); took >= window {
 		t.Errorf("asked to rebalance, it took %s to move, the window (%s) or more", took, window)
 	}
 }
 
-// wantPlacedEventually waits until the Workload is placed on the cluster.
-func (e *schedulerEnv) wantPlacedEventually(name, cluster string) {
+// wantPlacedEventually waits until the Workload is placed on the cluster,
+// and returns it.
+func (e *schedulerEnv) wantPlacedEventually(name, cluster string) *v1alpha1.Workload {
 	e.t.Helper()
 	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
 	testenv.WaitFor(e.t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
 		return w.Status.ClusterRef != nil && w.Status.ClusterRef.Name == cluster
 	})
+	return w
 }
 
 // TestRebalanceAskedExpires: a request of placer rebalance older than

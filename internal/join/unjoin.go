@@ -169,7 +169,7 @@ func closeNamespaces(ctx context.Context, cs kubernetes.Interface) error {
 		return errors.Wrap(err, "cannot list the member's RoleBindings")
 	}
 	for _, rb := range rbs.Items {
-		if rb.RoleRef.Kind == "ClusterRole" && (rb.RoleRef.Name == config.ManagerNamespaceRole || rb.RoleRef.Name == config.DependenciesRole || rb.RoleRef.Name == config.StreamsRole) &&
+		if rb.RoleRef.Kind == "ClusterRole" && (rb.RoleRef.Name == config.ManagerNamespaceRole || rb.RoleRef.Name == config.DependenciesRole || rb.RoleRef.Name == mcv1alpha1.StreamsRole) &&
 			slices.ContainsFunc(rb.Subjects, isTenant) {
 			if err := dropTenants(ctx, cs, rb.Namespace, rb.Name); err != nil {
 				return err

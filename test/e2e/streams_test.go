@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
-	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/testenv"
 )
 
@@ -87,11 +87,11 @@ func (f *proxyFleet) streams(t *testing.T) {
 	// pb did not let the tenant: Forbidden, naming the member's role
 	// (kubectl logs streams, as here).
 	_, err = pods.GetLogs("in-us", &corev1.PodLogOptions{Container: "app"}).Stream(ctx)
-	if !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), config.StreamsRole) {
-		t.Errorf("the log of in-us, in a member that did not open streams: %v, want Forbidden naming %s", err, config.StreamsRole)
+	if !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), mcv1alpha1.StreamsRole) {
+		t.Errorf("the log of in-us, in a member that did not open streams: %v, want Forbidden naming %s", err, mcv1alpha1.StreamsRole)
 	}
 	err = f.stream(ctx, "in-us", "exec", &corev1.PodExecOptions{Container: "app", Command: []string{"true"}, Stdout: true}, remotecommand.StreamOptions{Stdout: io.Discard})
-	if err == nil || !strings.Contains(err.Error(), config.StreamsRole) {
+	if err == nil || !strings.Contains(err.Error(), mcv1alpha1.StreamsRole) {
 		t.Errorf("exec in in-us, in a member that did not open streams: %v, want refused", err)
 	}
 
