@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/internal/fleetwait"
 )
 
 func newRebalanceCommand() *cobra.Command {
@@ -125,79 +129,39 @@ func askRebalance(ctx context.Context, c client.Client, keys []types.NamespacedN
 }
 
 // followRebalance watches the Workloads until each has moved from the
-// cluster it was on, or ctx ends, and says where each is.
+// cluster it was on, or ctx ends, and says where each is: a list and a
+// watch per namespace (a namespace's user may watch no other), so that a
+// move made before the watch began is seen too.
 func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was map[types.NamespacedName]string) error {
-	events, stop, err := watchNamespaces(ctx, c, was)
-	if err != nil {
-		return err
+	asked := map[string]int{}
+	for key := range was {
+		asked[key.Namespace]++
 	}
-	defer stop()
-	left := len(was)
 	moved := map[types.NamespacedName]bool{}
-	for left > 0 {
-		select {
-		case <-ctx.Done():
-			for key, on := range was {
-				if !moved[key] {
-					fmt.Fprintf(out, "Workload %s stays on %s: no cluster it prefers more can take it now (placer explain says why)\n", key, on)
+	for _, ns := range slices.Sorted(maps.Keys(asked)) {
+		n := 0
+		err := fleetwait.Each(ctx, c, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
+			func(w *v1alpha1.Workload, deleted bool) {
+				key := client.ObjectKeyFromObject(w)
+				on, ok := was[key]
+				if !ok || deleted || moved[key] || w.Status.ClusterRef == nil || w.ClusterKey(w.Status.ClusterRef).String() == on {
+					return
 				}
-			}
-			return nil
-		case e, ok := <-events:
-			if !ok {
-				return errors.New("the watch of Workloads ended")
-			}
-			wl, isW := e.Object.(*v1alpha1.Workload)
-			if !isW || e.Type == watch.Deleted {
-				continue
-			}
-			key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
-			on, asked := was[key]
-			if !asked || moved[key] || wl.Status.ClusterRef == nil || wl.ClusterKey(wl.Status.ClusterRef).String() == on {
-				continue
-			}
-			moved[key] = true
-			left--
-			fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, wl.ClusterKey(wl.Status.ClusterRef))
+				moved[key] = true
+				n++
+				fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, w.ClusterKey(w.Status.ClusterRef))
+			}, func() bool { return n == asked[ns] })
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			return errors.Wrapf(err, "cannot follow the Workloads of namespace %s", ns)
+		}
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(was), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+		if !moved[key] {
+			fmt.Fprintf(out, "Workload %s stays on %s: no cluster it prefers more can take it now (placer explain says why)\n", key, was[key])
 		}
 	}
 	return nil
-}
-
-// watchNamespaces watches the Workloads of each namespace the keys are in
-// (a namespace's user may watch no other), as one stream of events; stop
-// ends the watches.
-func watchNamespaces(ctx context.Context, c client.WithWatch, keys map[types.NamespacedName]string) (<-chan watch.Event, func(), error) {
-	ctx, cancel := context.WithCancel(ctx)
-	events := make(chan watch.Event)
-	var ws []watch.Interface
-	stop := func() {
-		cancel()
-		for _, w := range ws {
-			w.Stop()
-		}
-	}
-	seen := map[string]bool{}
-	for key := range keys {
-		if seen[key.Namespace] {
-			continue
-		}
-		seen[key.Namespace] = true
-		w, err := c.Watch(ctx, &v1alpha1.WorkloadList{}, client.InNamespace(key.Namespace))
-		if err != nil {
-			stop()
-			return nil, nil, errors.Wrapf(err, "cannot watch the Workloads of namespace %s", key.Namespace)
-		}
-		ws = append(ws, w)
-		go func() {
-			for e := range w.ResultChan() {
-				select {
-				case events <- e:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	return events, stop, nil
 }

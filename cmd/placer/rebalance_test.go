@@ -36,15 +36,25 @@ func TestRebalanceCommand(t *testing.T) {
 		}
 		return types.NamespacedName{Namespace: "default", Name: name}
 	}
-	moves, stays, pending := create("moves", "b"), create("stays", "b"), create("pending", "")
+	moves, stays, pending, early := create("moves", "b"), create("stays", "b"), create("pending", ""), create("early", "b")
 	now := time.Now()
-	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending}, now)
+	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending, early}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(was) != 2 || was[moves] != "default/b" || was[stays] != "default/b" {
-		t.Errorf("asked %v, want moves and stays, both on default/b", was)
+	if len(was) != 3 || was[moves] != "default/b" || was[stays] != "default/b" || was[early] != "default/b" {
+		t.Errorf("asked %v, want moves, stays and early, all on default/b", was)
 	}
+	// One moves before the command follows: the follow's list sees it.
+	moveToA := func(key types.NamespacedName) {
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, key, w); err != nil {
+			return
+		}
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+		_ = c.Status().Update(ctx, w)
+	}
+	moveToA(early)
 	for key, want := range map[types.NamespacedName]string{moves: now.UTC().Format(time.RFC3339), pending: ""} {
 		w := &v1alpha1.Workload{}
 		if err := c.Get(ctx, key, w); err != nil {
@@ -57,12 +67,7 @@ func TestRebalanceCommand(t *testing.T) {
 	// The scheduler moves one of them while the command follows.
 	go func() {
 		time.Sleep(500 * time.Millisecond)
-		w := &v1alpha1.Workload{}
-		if err := c.Get(ctx, moves, w); err != nil {
-			return
-		}
-		w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
-		_ = c.Status().Update(ctx, w)
+		moveToA(moves)
 	}()
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -70,7 +75,7 @@ func TestRebalanceCommand(t *testing.T) {
 	if err := followRebalance(fctx, &out, c, was); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/stays stays on default/b"} {
+	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/early moved from default/b to default/a", "Workload default/stays stays on default/b"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
