@@ -1886,6 +1886,23 @@ func TestHandshake(t *testing.T) {
 		})
 		want := int32(len(have.Items) + len(nodes))
 		waitCluster(t, m.name, func(kc *v1alpha1.KubernetesCluster) bool { return kc.Status.ReadyNodeCount == want })
+		// Ready is not enough: the node lifecycle controller takes the
+		// not-ready taint away a moment later, and a candidate judged
+		// meanwhile does not fit there.
+		for _, n := range nodes {
+			waitUntil(t, timeout, func() (bool, string) {
+				node, err := m.target.Clientset.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, taint := range node.Spec.Taints {
+					if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
+						return false, fmt.Sprintf("%s/%s still has the taint %s", m.name, n.Name, taint.Key)
+					}
+				}
+				return true, ""
+			})
+		}
 	}
 
 	t.Run("Divided: a member whose nodes hold only 2 of its share of 4 reserves 2 and keeps them; the other 2 go to another member; every replica bound once", func(t *testing.T) {
