@@ -168,7 +168,6 @@ spec:
 		{"unknown placement mode", workload("  placement: {mode: Sometimes}\n"), "spec.placement.mode"},
 		{"NoReservation with fanOut 2", workload("  placement: {mode: NoReservation, fanOut: 2}\n"), "spec.placement.fanOut"},
 		{"unknown rebalance policy", workload("  placement: {rebalance: Always}\n"), "spec.placement.rebalance"},
-		{"WhenPreferred on a Divided Workload", workload("  placement: {rebalance: WhenPreferred, replicaScheduling: {type: Divided}}\n"), "spec.placement.rebalance"},
 		{"target cluster name not DNS-1123", workload("  targetCluster: {name: Bad_Name}\n"), "spec.targetCluster.name"},
 		{"target cluster without name", workload("  targetCluster: {namespace: default}\n"), "spec.targetCluster.name"},
 		{"target cluster namespace not DNS-1123", workload("  targetCluster: {name: east, namespace: Not.OK}\n"), "spec.targetCluster.namespace"},

@@ -68,6 +68,11 @@ type Cache struct {
 	// Only a share's deletion ends its mark, so that no older copy of it
 	// (a decision assumed before the mark) takes it away.
 	leavingShares map[types.UID]bool
+	// movingBack are the spread Workloads moving back
+	// (status.rebalancing): a move in flight each, counted from the
+	// resourceVersion of the copy the move was decided from, which no
+	// copy as old ends (MovingBack).
+	movingBack map[types.UID]string
 	// snap is the last snapshot, reused until something changes.
 	snap *Snapshot
 }
@@ -109,6 +114,7 @@ func NewCache() *Cache {
 		unbound:        map[types.NamespacedName]corev1.ResourceList{},
 		views:          map[types.NamespacedName]*ClusterInfo{},
 		leavingShares:  map[types.UID]bool{},
+		movingBack:     map[types.UID]string{},
 	}
 }
 
@@ -213,12 +219,37 @@ func (c *Cache) Rebalancing() []types.NamespacedName {
 }
 
 // Draining counts the placed workloads still leaving a cluster for a taint
-// or a deletion (PlacedWorkload.Draining), and the shares of spread
-// Workloads leaving theirs (AnnotationShareLeaving): the drains in flight.
+// or a deletion (PlacedWorkload.Draining), the shares of spread Workloads
+// leaving theirs (AnnotationShareLeaving) and the spread Workloads moving
+// back (status.rebalancing): the moves in flight.
 func (c *Cache) Draining() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.draining + len(c.leavingShares)
+	return c.draining + len(c.leavingShares) + len(c.movingBack)
+}
+
+// MovingBack counts a spread Workload's move back at once, decided from
+// the copy of resourceVersion from, before the informer brings its
+// status.rebalancing: only a newer copy without it ends the count.
+func (c *Cache) MovingBack(uid types.UID, from string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.movingBack[uid] = from
+}
+
+// noteMovingBack counts a spread Workload moving back while its status
+// says so, and ends the count with the first copy newer than the one the
+// move was decided from that does not.
+func (c *Cache) noteMovingBack(w *v1alpha1.Workload) {
+	from, counted := c.movingBack[w.UID]
+	switch {
+	case !w.Spreads() || w.DeletionTimestamp != nil:
+		delete(c.movingBack, w.UID)
+	case w.Status.Rebalancing != nil:
+		c.movingBack[w.UID] = ""
+	case counted && (from == "" || w.ResourceVersion != from && newerOrEqual(w.ResourceVersion, from)):
+		delete(c.movingBack, w.UID)
+	}
 }
 
 // ShareLeaving counts a share marked leaving (AnnotationShareLeaving)
@@ -264,6 +295,7 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.noteRejections(w)
+	c.noteMovingBack(w)
 	if v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.IsShare() {
 		c.leavingShares[w.UID] = true
 	}
@@ -589,6 +621,7 @@ func (c *Cache) DeleteWorkload(w *v1alpha1.Workload) {
 	delete(c.assumed, w.UID)
 	delete(c.rejectionsSeen, w.UID)
 	delete(c.leavingShares, w.UID)
+	delete(c.movingBack, w.UID)
 	c.removePlaced(w.UID)
 	delete(c.pending, types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 }

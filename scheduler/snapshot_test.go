@@ -254,4 +254,36 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	if n := c.Draining(); n != 1 || !c.IsShareLeaving(fresh.UID) {
 		t.Errorf("Moving() = %d after a placed share was marked here (and one the cache saw go), want 1", n)
 	}
+	c.DeleteWorkload(fresh)
+
+	// A spread Workload moving back counts from the decision (made from
+	// the copy of resourceVersion 10) while its status says so; a copy as
+	// old does not end it, the first newer one without it does.
+	spread := st.Workload("web", st.Replicas(12))
+	spread.UID, spread.ResourceVersion = "spread", "10"
+	spread.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	c.UpsertWorkload(spread)
+	c.MovingBack(spread.UID, "10")
+	c.UpsertWorkload(spread)
+	if n := c.Draining(); n != 1 {
+		t.Errorf("Moving() = %d with a move back decided, and the copy it was decided from seen again, want 1", n)
+	}
+	moving := spread.DeepCopy()
+	moving.ResourceVersion, moving.Status.Rebalancing = "11", &v1alpha1.Rebalancing{Generation: 1}
+	c.UpsertWorkload(moving)
+	if n := c.Draining(); n != 1 {
+		t.Errorf("Moving() = %d with status.rebalancing, want 1", n)
+	}
+	moved := spread.DeepCopy()
+	moved.ResourceVersion = "12"
+	c.UpsertWorkload(moved)
+	if n := c.Draining(); n != 0 {
+		t.Errorf("Moving() = %d once status.rebalancing went, want 0", n)
+	}
+	c.MovingBack(spread.UID, "12")
+	c.UpsertWorkload(moving)
+	c.DeleteWorkload(moving)
+	if n := c.Draining(); n != 0 {
+		t.Errorf("Moving() = %d once the Workload moving back was deleted, want 0", n)
+	}
 }

@@ -313,6 +313,30 @@ func explainDivision(e *Explanation, w *v1alpha1.Workload, snap *scheduler.Snaps
 	for k, why := range d.Excluded {
 		e.Division.Excluded[k.String()] = why
 	}
+	e.Rebalance = explainMoveBack(w, in, res)
+}
+
+// explainMoveBack says whether a spread Workload moves back to the
+// division it would be given afresh: under way, by its policy (judged
+// with the manager's default window and margin), and if placer rebalance
+// asked now.
+func explainMoveBack(w *v1alpha1.Workload, in scheduler.DivisionInput, res *scheduler.Result) []string {
+	if mb := w.Status.Rebalancing; mb != nil {
+		return []string{fmt.Sprintf("under way since %s: %s; the shares that grow are made first, the others shrink once they are Ready", mb.Time.UTC().Format(time.RFC3339), mb.Message)}
+	}
+	df, moved := schedulerctrl.Afresh(w, in, res)
+	if df.Reason != "" || df.Unplaced > 0 || moved == 0 {
+		return []string{"the division it would be given afresh is the one it has (or none is whole): nothing to move back"}
+	}
+	out := []string{fmt.Sprintf("afresh it would be divided %s: %d of its %d replicas would move", schedulerctrl.SharesText(df.Shares), moved, w.ReplicaCount())}
+	if w.Spec.Placement.Rebalance == v1alpha1.RebalanceWhenPreferred {
+		if moved*100 < schedulerctrl.DefaultRebalanceMargin*w.ReplicaCount() {
+			out = append(out, fmt.Sprintf("WhenPreferred: stays; that moves fewer than %d%% of its replicas", schedulerctrl.DefaultRebalanceMargin))
+		} else {
+			out = append(out, fmt.Sprintf("WhenPreferred: moves back there once every cluster it grows in has been Ready, and its division unchanged, for %s", schedulerctrl.DefaultRebalanceAfter))
+		}
+	}
+	return append(out, "placer rebalance now would move it there, once every cluster it grows in is Ready")
 }
 
 // printDivision prints a spread Workload's shares and division.

@@ -479,10 +479,48 @@ func TestExplainDivided(t *testing.T) {
 		"default/east: 3 replica(s): 3 of 6 replicas by room weight",
 		"default/west: 3 replica(s): 3 of 6 replicas",
 		"default/nolabel: no share: no label topology.kubernetes.io/region",
+		// Afresh, the cordoned west takes nothing, and minGroups 2 finds
+		// one region only.
+		"Moving back:\n  the division it would be given afresh is the one it has (or none is whole): nothing to move back",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explain output lacks %q", want)
 		}
+	}
+
+	// Fled to east (as after a failover): afresh, nolabel takes its half
+	// back, and WhenPreferred moves it there; under way, explain says so.
+	for _, name := range []string{"fled", "returning"} {
+		f := st.Workload(name, st.Replicas(4), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+			w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+				StaticWeights: []v1alpha1.StaticClusterWeight{{Weight: 1}}}
+			w.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred
+		})
+		f.UID, f.Generation = "", 0
+		if err := env.Client.Create(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		f.Status.Placements = []v1alpha1.SharePlacement{{Cluster: v1alpha1.ClusterReference{Name: "east", Namespace: "default"}, Workload: name + "-east", Replicas: 4, ReadyReplicas: 4}}
+		if name == "returning" {
+			f.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: 1, Time: metav1.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC), Message: "the division it would be given afresh (…) moves 2 of its 4 replicas",
+				Shares: []v1alpha1.ClusterReplicas{{Cluster: v1alpha1.ClusterReference{Name: "east", Namespace: "default"}, Replicas: 2}, {Cluster: v1alpha1.ClusterReference{Name: "nolabel", Namespace: "default"}, Replicas: 2}}}
+		}
+		if err := env.Client.Status().Update(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = explainText(t, env, "fled")
+	for _, want := range []string{
+		"afresh it would be divided default/east 2, default/nolabel 2: 2 of its 4 replicas would move",
+		"WhenPreferred: moves back there once every cluster it grows in has been Ready, and its division unchanged, for 5m0s",
+		"placer rebalance now would move it there",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explain output of fled lacks %q", want)
+		}
+	}
+	if got := explainText(t, env, "returning"); !strings.Contains(got, "Moving back:\n  under way since 2026-11-27T10:00:00Z: the division it would be given afresh (…) moves 2 of its 4 replicas") {
+		t.Errorf("explain output of returning does not say its move back is under way")
 	}
 }
 

@@ -33,7 +33,9 @@ after a failover or a drain moved it away, say, when the Workload's
 spec.placement.rebalance is Never. Each move is a move as any other: proven by
 the handshake, by the Workload's move policy (make-before-break by default),
 bounded by --max-concurrent-moves. Unlike WhenPreferred, it waits for no
-window and needs no margin: the operator asks now. The request holds for ` + v1alpha1.RebalanceRequestTTL.String() + `
+window and needs no margin: the operator asks now. A Divided or Duplicated
+Workload moves to the division it would be given afresh, its shares that
+grow made and Ready before the others shrink. The request holds for ` + v1alpha1.RebalanceRequestTTL.String() + `
 (the annotation ` + v1alpha1.AnnotationRebalance + `). It then follows the
 Workloads for --wait and says which moved and which stay.
 
@@ -106,9 +108,8 @@ func (f *targetFlags) workloads(ctx context.Context, args []string, all bool) (c
 	return c, keys, nil
 }
 
-// askRebalance annotates each placed Workload placed whole (Single) with
-// the request (v1alpha1.AnnotationRebalance) and returns the cluster each
-// was on.
+// askRebalance annotates each placed Workload with the request
+// (v1alpha1.AnnotationRebalance) and returns where each was (placedOn).
 func askRebalance(ctx context.Context, c client.Client, keys []types.NamespacedName, now time.Time) (map[types.NamespacedName]string, error) {
 	was := map[types.NamespacedName]string{}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRebalance, now.UTC().Format(time.RFC3339))
@@ -117,13 +118,15 @@ func askRebalance(ctx context.Context, c client.Client, keys []types.NamespacedN
 		if err := c.Get(ctx, key, w); err != nil {
 			return was, errors.Wrapf(err, "cannot get Workload %s", key)
 		}
-		if w.Status.ClusterRef == nil || w.Spreads() {
+		on := placedOn(w)
+		if on == "" || w.IsShare() {
+			// A share moves with its Workload's division.
 			continue
 		}
 		if err := c.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return was, errors.Wrapf(err, "cannot ask Workload %s to rebalance", key)
 		}
-		was[key] = w.ClusterKey(w.Status.ClusterRef).String()
+		was[key] = on
 	}
 	return was, nil
 }
@@ -144,12 +147,12 @@ func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was
 			func(w *v1alpha1.Workload, deleted bool) {
 				key := client.ObjectKeyFromObject(w)
 				on, ok := was[key]
-				if !ok || deleted || moved[key] || w.Status.ClusterRef == nil || w.ClusterKey(w.Status.ClusterRef).String() == on {
+				if now := placedOn(w); !ok || deleted || moved[key] || now == "" || now == on || w.Status.Rebalancing != nil {
 					return
 				}
 				moved[key] = true
 				n++
-				fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, w.ClusterKey(w.Status.ClusterRef))
+				fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, placedOn(w))
 			}, func() bool { return n == asked[ns] })
 		if ctx.Err() != nil {
 			break
@@ -164,4 +167,16 @@ func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was
 		}
 	}
 	return nil
+}
+
+// placedOn says where a Workload is placed: its cluster, or a spread
+// Workload's shares ("shares a=4,b=4"); empty when it is placed nowhere.
+func placedOn(w *v1alpha1.Workload) string {
+	switch {
+	case w.Spreads() && w.Status.Shares != "":
+		return "shares " + w.Status.Shares
+	case !w.Spreads() && w.Status.ClusterRef != nil:
+		return w.ClusterKey(w.Status.ClusterRef).String()
+	}
+	return ""
 }

@@ -155,12 +155,13 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("divider").
-		// Its own spec and labels, not its status (the divider's own
-		// writes); its shares' changes come through divisions.
+		// Its own spec, labels and annotations (placer rebalance asks
+		// there), not its status (the divider's own writes); its shares'
+		// changes come through divisions.
 		For(&v1alpha1.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			w, ok := o.(*v1alpha1.Workload)
 			return ok && w.Spreads()
-		}), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		}), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(r.divisions.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: dividers}).
 		Complete(reconcile.Func(r.reconcileDivision))

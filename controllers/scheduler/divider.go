@@ -85,7 +85,8 @@ type divideScope struct {
 	// unplaced replicas found no room in the division.
 	unplaced int
 	// leaveAfter is when the first share tolerated on a cluster it must
-	// leave must leave it; zero when none is.
+	// leave must leave it, or a move back's window ends; zero when
+	// neither.
 	leaveAfter time.Duration
 	now        time.Time
 }
@@ -95,12 +96,19 @@ type divideScope struct {
 func byKey(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
 
 // retry is when to look again: after d, or sooner when a share's
-// toleration ends.
+// toleration, or a move back's window, ends.
 func (s *divideScope) retry(d time.Duration) time.Duration {
 	if s.leaveAfter > 0 {
 		return min(d, s.leaveAfter)
 	}
 	return d
+}
+
+// lookAgain has the Workload looked at again after d at the latest.
+func (s *divideScope) lookAgain(d time.Duration) {
+	if s.leaveAfter == 0 || d < s.leaveAfter {
+		s.leaveAfter = d
+	}
 }
 
 // keptShare is what a share keeps of a rejected handshake.
@@ -171,7 +179,10 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// manager just started): nothing is decided on half a fleet.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	d := scheduler.Divide(in, PolicyOf(w))
+	d, wait := r.moveBack(s, res, in, scheduler.Divide(in, PolicyOf(w)))
+	if wait > 0 {
+		s.lookAgain(wait)
+	}
 	if d.Reason != "" || len(d.Shares) == 0 && w.ReplicaCount() > 0 {
 		why := d.Reason
 		if len(res.Ranked) == 0 {
@@ -187,7 +198,11 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
-	s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total), w.Generation))
+	msg := divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total)
+	if mb := s.w.Status.Rebalancing; mb != nil {
+		msg = fmt.Sprintf("moving back to %s: %s; the shares that grow are made first, the others shrink once they are Ready", SharesText(targetOf(w, mb)), mb.Message)
+	}
+	s.w.Status.SetConditions(v1alpha1.Scheduled(msg, w.Generation))
 	if !s.orig.Status.GetCondition(v1alpha1.TypeScheduled).Equal(s.w.Status.GetCondition(v1alpha1.TypeScheduled)) {
 		r.writer.record.Event(w, event.Normal(reasonDivided, s.w.Status.GetCondition(v1alpha1.TypeScheduled).Message))
 	}

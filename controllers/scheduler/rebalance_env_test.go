@@ -166,3 +166,131 @@ func TestRebalanceAskedExpires(t *testing.T) {
 		}
 	}
 }
+
+// TestDividedRebalance: Divided Workloads that weigh a, b and c alike were
+// divided over b and c while a was not Ready (as after a failover). a
+// comes back, flaps, then stays Ready: a WhenPreferred Workload moves back
+// to the division it would be given afresh (4 each) only once a has been
+// Ready for the window; make-before-break, its share in a is made first,
+// and b's and c's shrink only once it is Ready; with
+// --max-concurrent-moves=1 a second one waits for the first to finish; the
+// Never one stays until placer rebalance asks.
+func TestDividedRebalance(t *testing.T) {
+	const window = 3 * time.Second
+	e := newSchedulerEnvWith(t, schedulerctrl.Options{RebalanceAfter: window, MaxConcurrentMoves: 1}).namespace(t, "divided-back")
+	ctx := context.Background()
+	room := st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")
+	a := e.cluster("a", room, st.NotReady(v1alpha1.ReasonUnreachable))
+	e.cluster("b", room)
+	e.cluster("c", room)
+	alike := divided(0, 0, v1alpha1.StaticClusterWeight{Weight: 1})
+	ready := func(sh *v1alpha1.Workload) {
+		e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
+			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
+		})
+	}
+	fled := func(s map[string]*v1alpha1.Workload) bool {
+		return len(s) == 2 && s["b"] != nil && s["c"] != nil && s["b"].ReplicaCount() == 6 && s["c"].ReplicaCount() == 6
+	}
+	for _, name := range []string{"one", "two", "stays"} {
+		e.workload(name, st.Replicas(12), st.Requests("100m", "64Mi"), alike, func(w *v1alpha1.Workload) {
+			if name != "stays" {
+				w.Spec.Placement.Rebalance = v1alpha1.RebalanceWhenPreferred
+			}
+		})
+		for _, sh := range e.sharesOf(name, fled) {
+			ready(sh)
+		}
+	}
+	setReady := func(status corev1.ConditionStatus) time.Time {
+		t.Helper()
+		if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+			t.Fatal(err)
+		}
+		at := metav1.Now()
+		a.Status.Conditions = nil
+		a.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: v1alpha1.ReasonReady, LastTransitionTime: at})
+		if status != corev1.ConditionTrue {
+			a.Status.Conditions[0].Reason = v1alpha1.ReasonUnreachable
+		}
+		if err := e.env.Client.Status().Update(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return at.Time
+	}
+	stillFled := func(name string) {
+		t.Helper()
+		if s := e.sharesOf(name, func(map[string]*v1alpha1.Workload) bool { return true }); !fled(s) {
+			t.Fatalf("%s's shares are %v while a flapped, want b 6, c 6", name, counts(s))
+		}
+	}
+	// a flaps: Ready for less than the window each time.
+	for range 3 {
+		setReady(corev1.ConditionTrue)
+		time.Sleep(window / 2)
+		stillFled("one")
+		stillFled("two")
+		setReady(corev1.ConditionFalse)
+		time.Sleep(window / 4)
+	}
+	readyAt := setReady(corev1.ConditionTrue)
+
+	// One of the two begins to move back: a share of 4 in a, b and c kept
+	// at 6 until it is Ready; the other waits for the place.
+	var first, second string
+	testenv.WaitFor(t, e.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns}}, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		if (w.Name == "one" || w.Name == "two") && w.Status.Rebalancing != nil {
+			first, second = w.Name, map[string]string{"one": "two", "two": "one"}[w.Name]
+		}
+		return first != ""
+	})
+	if e.get(second).Status.Rebalancing != nil {
+		t.Fatal("both Workloads move back at once with --max-concurrent-moves=1")
+	}
+	if moved := time.Since(readyAt.Truncate(time.Second)); moved < window {
+		t.Errorf("began to move back %s after a turned Ready, before the %s window", moved, window)
+	}
+	grown := e.sharesOf(first, func(s map[string]*v1alpha1.Workload) bool { return s["a"] != nil })
+	if got := counts(grown); got["a"] != 4 || got["b"] != 6 || got["c"] != 6 {
+		t.Errorf("%s's shares while its share in a is not Ready: %v, want a 4, b 6, c 6 (make-before-break)", first, got)
+	}
+	w := e.get(first)
+	if msg := w.Status.GetCondition(v1alpha1.TypeScheduled).Message; !strings.Contains(msg, "moving back to divided-back/a 4, divided-back/b 4, divided-back/c 4") {
+		t.Errorf("Scheduled says %q, not where it moves back to", msg)
+	}
+	time.Sleep(window)
+	stillFled(second)
+	if e.get(second).Status.Rebalancing != nil {
+		t.Fatal("both Workloads move back at once with --max-concurrent-moves=1")
+	}
+
+	// a's share Ready: b's and c's shrink to 4; once they are Ready the
+	// move is done, and the second Workload's begins.
+	ready(grown["a"])
+	shrunk := e.sharesOf(first, func(s map[string]*v1alpha1.Workload) bool {
+		return s["b"] != nil && s["c"] != nil && s["b"].ReplicaCount() == 4 && s["c"].ReplicaCount() == 4
+	})
+	stillFled(second)
+	ready(shrunk["b"])
+	ready(shrunk["c"])
+	testenv.WaitFor(t, e.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: first}}, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.Rebalancing == nil && w.Status.Shares == "a=4,b=4,c=4"
+	})
+	ready(e.sharesOf(second, func(s map[string]*v1alpha1.Workload) bool { return s["a"] != nil && s["a"].ReplicaCount() == 4 })["a"])
+	for _, sh := range e.sharesOf(second, func(s map[string]*v1alpha1.Workload) bool { return s["b"].ReplicaCount() == 4 && s["c"].ReplicaCount() == 4 }) {
+		ready(sh)
+	}
+	testenv.WaitFor(t, e.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: second}}, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+		return w.Status.Rebalancing == nil && w.Status.Shares == "a=4,b=4,c=4"
+	})
+
+	// The one that never rebalances stays, until an operator asks: then
+	// it moves at once, with no window.
+	stillFled("stays")
+	stays := e.get("stays")
+	metav1.SetMetaDataAnnotation(&stays.ObjectMeta, v1alpha1.AnnotationRebalance, time.Now().UTC().Format(time.RFC3339))
+	if err := e.env.Client.Update(ctx, stays); err != nil {
+		t.Fatal(err)
+	}
+	e.sharesOf("stays", func(s map[string]*v1alpha1.Workload) bool { return s["a"] != nil && s["a"].ReplicaCount() == 4 })
+}

@@ -1804,11 +1804,16 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
-	t.Run("Divided: a member lost past its toleration: only its share moves, 12 replicas Ready again elsewhere, and its pods there go when it answers again", func(t *testing.T) {
-		spread := placedSpread(t, env.Client, wc, "lost-spread", 12, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
-			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}, st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3))
-		t.Cleanup(func() { remove(t, sharesOf(t, env.Client, spread)...) })
-		removeLater(t, spread)
+	t.Run("Divided: a member lost past its toleration: only its share moves, 12 replicas Ready again elsewhere, and its pods there go when it answers again; WhenPreferred moves back once it is stable, Never stays", func(t *testing.T) {
+		lostSpread := func(name string, replicas int32, rebalance v1alpha1.RebalancePolicy) *v1alpha1.Workload {
+			return placedSpread(t, env.Client, wc, name, replicas, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
+				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}, st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3),
+				func(w *v1alpha1.Workload) { w.Spec.Placement.Rebalance = rebalance })
+		}
+		spread := lostSpread("lost-spread", 12, v1alpha1.RebalanceWhenPreferred)
+		stays := lostSpread("lost-stays", 6, v1alpha1.RebalanceNever)
+		t.Cleanup(func() { remove(t, append(sharesOf(t, env.Client, spread), sharesOf(t, env.Client, stays)...)...) })
+		removeLater(t, spread, stays)
 		shares := sharesByCluster(t, env.Client, spread)
 		if len(shares) < 2 {
 			t.Fatalf("shares %v: minGroups 2 by tier wants two members at least", shares)
@@ -1818,6 +1823,9 @@ func TestHandshake(t *testing.T) {
 			if lost == "" || n > shares[lost] {
 				lost = name
 			}
+		}
+		if sharesByCluster(t, env.Client, stays)[lost] == 0 {
+			t.Fatalf("lost-stays has no share in %s (%v): the case would prove nothing of it", lost, sharesByCluster(t, env.Client, stays))
 		}
 		t.Logf("shares %v; cutting %s off", shares, lost)
 		restart := stopAPIServer(t, memberNamed(members, lost))
@@ -1849,11 +1857,38 @@ func TestHandshake(t *testing.T) {
 		if tiers < 2 {
 			t.Errorf("placements %v: minGroups 2 by tier kept with two of the members that answer", after)
 		}
-		restart()
-		waitUntil(t, timeout, func() (bool, string) {
-			n := len(labelledPods(t, memberNamed(members, lost), "app", "lost-spread"))
-			return n == 0, fmt.Sprintf("%d pods of the Divided Workload left in %s once it answers", n, lost)
+		testenv.WaitFor(t, wc, stays, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return !strings.Contains(w.Status.Shares, lost+"=") && w.Status.ReadyOfDesired == "6/6"
 		})
+		restart()
+		// Back, and answering: its pods of before go; then, once it has
+		// been Ready for the manager's --rebalance-after, lost-spread moves
+		// back to the division it would be given afresh, its share in the
+		// member made and Ready before the others shrink.
+		low := sampleSelected(members, "app=lost-spread")
+		t.Cleanup(low.stop)
+		waitUntil(t, timeout, func() (bool, string) {
+			n := len(labelledPods(t, memberNamed(members, lost), "app", "lost-stays"))
+			return n == 0, fmt.Sprintf("%d pods of lost-stays left in %s once it answers", n, lost)
+		})
+		testenv.WaitFor(t, wc, spread, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return strings.Contains(w.Status.Shares, lost+"=") && w.Status.Rebalancing == nil && w.Status.ReadyOfDesired == "12/12" &&
+				strings.Contains(w.Status.GetCondition(v1alpha1.TypeScheduled).Message, "divided 12 replicas")
+		})
+		back := sharesByCluster(t, env.Client, spread)
+		t.Logf("shares after the move back: %v (before the loss %v)", back, shares)
+		if n := boundPods(t, memberNamed(members, lost), "lost-spread"); n != back[lost] {
+			t.Errorf("%d pods of lost-spread bound in %s, want its share of %d", n, lost, back[lost])
+		}
+		if lowest := low.lowest()["app=lost-spread"]; lowest < 12 {
+			t.Errorf("%d Ready pods of lost-spread at the lowest while it moved back, want 12 (make-before-break)", lowest)
+		}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(stays), stays); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(stays.Status.Shares, lost+"=") {
+			t.Errorf("lost-stays (rebalance Never) moved back to %s: %s", lost, stays.Status.Shares)
+		}
 		checkOneBoundPerReplica(t, members...)
 	})
 

@@ -408,7 +408,13 @@ type Placement struct {
 	// Ready, and the Workload placed where it is, for the manager's
 	// --rebalance-after, and outscores the Workload's cluster by its
 	// --rebalance-margin, so that a flapping cluster does not pull it back
-	// and forth. Workloads placed whole only (Single).
+	// and forth. A Divided or Duplicated Workload moves back to the
+	// division it would be given afresh, once that moves at least
+	// --rebalance-margin percent of its replicas and each cluster it grows
+	// in has been Ready for --rebalance-after (and its division has not
+	// changed for as long): the shares that grow are made and Ready before
+	// the others shrink (status.rebalancing), one place under
+	// --max-concurrent-moves for the whole move.
 	// +kubebuilder:default=Never
 	// +optional
 	Rebalance RebalancePolicy `json:"rebalance,omitempty"`
@@ -437,7 +443,8 @@ const (
 	RebalanceNever RebalancePolicy = "Never"
 	// RebalanceWhenPreferred moves a placed Workload, make-before-break,
 	// to a cluster that outscores its own by the manager's margin, once
-	// that cluster has been Ready for the manager's stabilization window.
+	// that cluster has been Ready for the manager's stabilization window;
+	// a spread Workload, to the division it would be given afresh.
 	RebalanceWhenPreferred RebalancePolicy = "WhenPreferred"
 )
 
@@ -447,7 +454,6 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.targetService) || !has(self.targetService.type) || self.targetService.type in ['ClusterIP', 'NodePort', 'LoadBalancer']",message="supported values: \"ClusterIP\", \"NodePort\", \"LoadBalancer\"",fieldPath=".targetService.type"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.targetCluster)",message="targetCluster names one cluster; a Divided or Duplicated Workload spreads over several (select them with clusterSelector or affinity)",fieldPath=".targetCluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single' || !has(self.placement.fanOut) || self.placement.fanOut == 1",message="fanOut must be 1 for a Divided or Duplicated Workload: each share proves its own cluster",fieldPath=".placement.fanOut"
-// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.rebalance) || self.placement.rebalance == 'Never' || !has(self.placement.replicaScheduling) || !has(self.placement.replicaScheduling.type) || self.placement.replicaScheduling.type == 'Single'",message="WhenPreferred rebalances a Workload placed whole (Single); a Divided or Duplicated Workload's shares are not rebalanced yet",fieldPath=".placement.rebalance"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.placement) && has(oldSelf.placement.replicaScheduling) && has(oldSelf.placement.replicaScheduling.type) ? oldSelf.placement.replicaScheduling.type : 'Single') == (has(self.placement) && has(self.placement.replicaScheduling) && has(self.placement.replicaScheduling.type) ? self.placement.replicaScheduling.type : 'Single')",message="may not change: a Workload placed whole is not turned into shares, nor back; create another Workload",fieldPath=".placement.replicaScheduling"
 type WorkloadSpec struct {
 	// TargetCluster names the cluster the Workload must run in.
@@ -719,6 +725,34 @@ type LeftCluster struct {
 	Time *metav1.Time `json:"time,omitempty"`
 }
 
+// Rebalancing is a spread Workload's move back under way.
+type Rebalancing struct {
+	// Shares are the division the move goes to: each cluster's replicas.
+	// +listType=atomic
+	Shares []ClusterReplicas `json:"shares"`
+
+	// Generation of the spec the move was judged for: a change of the
+	// spec ends it (the division starts again from the shares as they
+	// are).
+	Generation int64 `json:"generation"`
+
+	// Time the move began.
+	Time metav1.Time `json:"time"`
+
+	// Message says why the Workload moves.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterReplicas is a number of replicas in one cluster.
+type ClusterReplicas struct {
+	// Cluster holding them.
+	Cluster ClusterReference `json:"cluster"`
+
+	// Replicas in it.
+	Replicas int32 `json:"replicas"`
+}
+
 // ClusterCount is what the propagator last counted of the Workload in one
 // cluster.
 type ClusterCount struct {
@@ -822,6 +856,16 @@ type WorkloadStatus struct {
 	// "east=6,west=6", by cluster name.
 	// +optional
 	Shares string `json:"shares,omitempty"`
+
+	// Rebalancing, on a Divided or Duplicated Workload, is the division a
+	// move back goes to (spec.placement.rebalance WhenPreferred, or placer
+	// rebalance) while it is under way: the shares that grow there are
+	// made first, and the others shrink to it once every share is Ready.
+	// The scheduler alone writes it, and removes it once the shares are
+	// what it says, or when something else moves them first (a rejection,
+	// a cluster lost, a change of the spec).
+	// +optional
+	Rebalancing *Rebalancing `json:"rebalancing,omitempty"`
 
 	// ReadyOfDesired is readyReplicas/spec.replicas, as kubectl shows a
 	// Deployment's READY column (2/3).
