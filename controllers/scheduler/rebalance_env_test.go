@@ -277,7 +277,9 @@ func TestDividedRebalance(t *testing.T) {
 		return w.Status.Rebalancing == nil && w.Status.Shares == "a=4,b=4,c=4"
 	})
 	ready(e.sharesOf(second, func(s map[string]*v1alpha1.Workload) bool { return s["a"] != nil && s["a"].ReplicaCount() == 4 })["a"])
-	for _, sh := range e.sharesOf(second, func(s map[string]*v1alpha1.Workload) bool { return s["b"].ReplicaCount() == 4 && s["c"].ReplicaCount() == 4 }) {
+	for _, sh := range e.sharesOf(second, func(s map[string]*v1alpha1.Workload) bool {
+		return s["b"].ReplicaCount() == 4 && s["c"].ReplicaCount() == 4
+	}) {
 		ready(sh)
 	}
 	testenv.WaitFor(t, e.wc, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: second}}, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
