@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/internal/testenv"
@@ -37,13 +39,39 @@ func TestRebalanceCommand(t *testing.T) {
 		return types.NamespacedName{Namespace: "default", Name: name}
 	}
 	moves, stays, pending, early := create("moves", "b"), create("stays", "b"), create("pending", ""), create("early", "b")
+	// A Divided Workload, its shares in b and c.
+	divided := st.Workload("divided", st.Replicas(12), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	})
+	divided.UID, divided.Generation = "", 0
+	if err := c.Create(ctx, divided); err != nil {
+		t.Fatal(err)
+	}
+	setShares := func(shares string, moving bool) {
+		t.Helper()
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(divided), w); err != nil {
+			t.Error(err)
+			return
+		}
+		w.Status.Shares, w.Status.Rebalancing = shares, nil
+		if moving {
+			w.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: w.Generation, Time: metav1.Now(),
+				Shares: []v1alpha1.ClusterReplicas{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 4}}}
+		}
+		if err := c.Status().Update(ctx, w); err != nil {
+			t.Error(err)
+		}
+	}
+	setShares("b=6,c=6", false)
+	spread := client.ObjectKeyFromObject(divided)
 	now := time.Now()
-	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending, early}, now)
+	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending, early, spread}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(was) != 3 || was[moves] != "default/b" || was[stays] != "default/b" || was[early] != "default/b" {
-		t.Errorf("asked %v, want moves, stays and early, all on default/b", was)
+	if len(was) != 4 || was[moves] != "default/b" || was[stays] != "default/b" || was[early] != "default/b" || was[spread] != "shares b=6,c=6" {
+		t.Errorf("asked %v, want moves, stays and early, all on default/b, and divided on shares b=6,c=6", was)
 	}
 	// One moves before the command follows: the follow's list sees it.
 	moveToA := func(key types.NamespacedName) {
@@ -68,6 +96,10 @@ func TestRebalanceCommand(t *testing.T) {
 	go func() {
 		time.Sleep(500 * time.Millisecond)
 		moveToA(moves)
+		// The Divided one moves back: under way, it has not moved yet.
+		setShares("a=4,b=6,c=6", true)
+		time.Sleep(500 * time.Millisecond)
+		setShares("a=4,b=4,c=4", false)
 	}()
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -75,7 +107,8 @@ func TestRebalanceCommand(t *testing.T) {
 	if err := followRebalance(fctx, &out, c, was); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/early moved from default/b to default/a", "Workload default/stays stays on default/b"} {
+	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/early moved from default/b to default/a", "Workload default/stays stays on default/b",
+		"Workload default/divided moved from shares b=6,c=6 to shares a=4,b=4,c=4"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
