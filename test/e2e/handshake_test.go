@@ -1804,7 +1804,7 @@ func TestHandshake(t *testing.T) {
 		checkOneBoundPerReplica(t, members...)
 	})
 
-	t.Run("Divided: a member lost past its toleration: only its share moves, 12 replicas Ready again elsewhere, and its pods there go when it answers again; WhenPreferred moves back once it is stable, Never stays", func(t *testing.T) {
+	t.Run("Divided: a member lost past its toleration: only its share moves, 12 replicas Ready again elsewhere, and its pods there go when it answers again; WhenPreferred moves back once it is stable, not while it flaps; Never stays", func(t *testing.T) {
 		lostSpread := func(name string, replicas int32, rebalance v1alpha1.RebalancePolicy) *v1alpha1.Workload {
 			return placedSpread(t, env.Client, wc, name, replicas, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
 				SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}}, st.TolerateFor(v1alpha1.TaintClusterUnreachable, 3),
@@ -1860,6 +1860,23 @@ func TestHandshake(t *testing.T) {
 		testenv.WaitFor(t, wc, stays, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
 			return !strings.Contains(w.Status.Shares, lost+"=") && w.Status.ReadyOfDesired == "6/6"
 		})
+		// It flaps first: it answers, turns Ready, and is cut off again
+		// at once, twice, each time Ready for less than the manager's
+		// --rebalance-after (5 s; it turns not Ready within a probe, 2 s,
+		// and its timeout, 1 s): nothing may begin to move back.
+		lm := memberNamed(members, lost)
+		for range 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err := lm.target.StartAPIServer(ctx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitCluster(t, lost, clusterReady)
+			lm.target.StopAPIServer()
+			waitCluster(t, lost, func(kc *v1alpha1.KubernetesCluster) bool { return !clusterReady(kc) })
+		}
+		stable := time.Now()
 		restart()
 		// Back, and answering: its pods of before go; then, once it has
 		// been Ready for the manager's --rebalance-after, lost-spread moves
@@ -1888,6 +1905,23 @@ func TestHandshake(t *testing.T) {
 		}
 		if strings.Contains(stays.Status.Shares, lost+"=") {
 			t.Errorf("lost-stays (rebalance Never) moved back to %s: %s", lost, stays.Status.Shares)
+		}
+		events := &corev1.EventList{}
+		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		began := 0
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.UID != spread.UID || ev.Reason != "MovingBack" {
+				continue
+			}
+			began++
+			if ev.FirstTimestamp.Time.Before(stable.Truncate(time.Second)) {
+				t.Errorf("lost-spread began to move back while %s flapped: %s at %s, stable from %s", lost, ev.Message, ev.FirstTimestamp, stable)
+			}
+		}
+		if began == 0 {
+			t.Error("no MovingBack Event of lost-spread")
 		}
 		checkOneBoundPerReplica(t, members...)
 	})
