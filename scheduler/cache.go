@@ -237,6 +237,14 @@ func (c *Cache) MovingBack(uid types.UID, from string) {
 	c.movingBack[uid] = from
 }
 
+// ForgetMovingBack ends the count of a move back whose record was not
+// written.
+func (c *Cache) ForgetMovingBack(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.movingBack, uid)
+}
+
 // noteMovingBack counts a spread Workload moving back while its status
 // says so, and ends the count with the first copy newer than the one the
 // move was decided from that does not.

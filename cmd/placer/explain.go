@@ -150,9 +150,10 @@ type Explanation struct {
 	// lists them; Division is how a cycle now would divide it.
 	Shares   []v1alpha1.SharePlacement `json:"shares,omitempty"`
 	Division *DivisionExplanation      `json:"division,omitempty"`
-	// Rebalance says whether a Workload placed whole would move back to
-	// a cluster it prefers more: by its policy, and if placer rebalance
-	// asked now.
+	// Rebalance says whether the Workload would move back to a cluster it
+	// prefers more (a spread one: to the division it would be given
+	// afresh), by its policy and if placer rebalance asked now; or that
+	// its move back is under way.
 	Rebalance []string `json:"rebalance,omitempty"`
 }
 
@@ -263,7 +264,7 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 	res := profile.Schedule(ctx, w, snap, scheduler.Options{AllFilters: true})
 	explainCycle(e, w, profile, snap, res)
 	if w.Spreads() {
-		explainDivision(e, w, snap, res)
+		explainDivision(e, w, profile, snap, res)
 	} else if w.Status.ClusterRef != nil {
 		// AllFilters ranks the feasible clusters as the scheduler does.
 		e.Rebalance = explainRebalance(w, profile, res, time.Now())
@@ -299,7 +300,7 @@ func explainRebalance(w *v1alpha1.Workload, p *scheduler.Profile, res *scheduler
 
 // explainDivision adds a spread Workload's shares, and how a cycle now
 // would divide it, starting from them.
-func explainDivision(e *Explanation, w *v1alpha1.Workload, snap *scheduler.Snapshot, res *scheduler.Result) {
+func explainDivision(e *Explanation, w *v1alpha1.Workload, p *scheduler.Profile, snap *scheduler.Snapshot, res *scheduler.Result) {
 	e.Shares = w.Status.Placements
 	current := map[types.NamespacedName]int{}
 	for _, p := range w.Status.Placements {
@@ -313,25 +314,25 @@ func explainDivision(e *Explanation, w *v1alpha1.Workload, snap *scheduler.Snaps
 	for k, why := range d.Excluded {
 		e.Division.Excluded[k.String()] = why
 	}
-	e.Rebalance = explainMoveBack(w, in, res)
+	e.Rebalance = explainMoveBack(w, p, in, res)
 }
 
 // explainMoveBack says whether a spread Workload moves back to the
 // division it would be given afresh: under way, by its policy (judged
 // with the manager's default window and margin), and if placer rebalance
 // asked now.
-func explainMoveBack(w *v1alpha1.Workload, in scheduler.DivisionInput, res *scheduler.Result) []string {
+func explainMoveBack(w *v1alpha1.Workload, p *scheduler.Profile, in scheduler.DivisionInput, res *scheduler.Result) []string {
 	if mb := w.Status.Rebalancing; mb != nil {
 		return []string{fmt.Sprintf("under way since %s: %s; the shares that grow are made first, the others shrink once they are Ready", mb.Time.UTC().Format(time.RFC3339), mb.Message)}
 	}
-	df, moved := schedulerctrl.Afresh(w, in, res)
-	if df.Reason != "" || df.Unplaced > 0 || moved == 0 {
-		return []string{"the division it would be given afresh is the one it has (or none is whole): nothing to move back"}
+	df, moved := schedulerctrl.Afresh(w, p, in, res)
+	if why := schedulerctrl.WorthMoving(w, in, df, moved, 0); why != "" {
+		return []string{"nothing to move back: " + why}
 	}
 	out := []string{fmt.Sprintf("afresh it would be divided %s: %d of its %d replicas would move", schedulerctrl.SharesText(df.Shares), moved, w.ReplicaCount())}
 	if w.Spec.Placement.Rebalance == v1alpha1.RebalanceWhenPreferred {
-		if moved*100 < schedulerctrl.DefaultRebalanceMargin*w.ReplicaCount() {
-			out = append(out, fmt.Sprintf("WhenPreferred: stays; that moves fewer than %d%% of its replicas", schedulerctrl.DefaultRebalanceMargin))
+		if why := schedulerctrl.WorthMoving(w, in, df, moved, schedulerctrl.DefaultRebalanceMargin); why != "" {
+			out = append(out, "WhenPreferred: stays; "+why)
 		} else {
 			out = append(out, fmt.Sprintf("WhenPreferred: moves back there once every cluster it grows in has been Ready, and its division unchanged, for %s", schedulerctrl.DefaultRebalanceAfter))
 		}

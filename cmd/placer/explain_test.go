@@ -481,7 +481,7 @@ func TestExplainDivided(t *testing.T) {
 		"default/nolabel: no share: no label topology.kubernetes.io/region",
 		// Afresh, the cordoned west takes nothing, and minGroups 2 finds
 		// one region only.
-		"Moving back:\n  the division it would be given afresh is the one it has (or none is whole): nothing to move back",
+		"Moving back:\n  nothing to move back: no division afresh holds every replica",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("explain output lacks %q", want)

@@ -88,7 +88,14 @@ type divideScope struct {
 	// leave must leave it, or a move back's window ends; zero when
 	// neither.
 	leaveAfter time.Duration
-	now        time.Time
+	// unmade are the shares a move back that ended grew and did not make
+	// Ready: the division counts them by their Ready replicas.
+	unmade map[types.NamespacedName]int
+	// slotsHeld: this pass holds r.moveSlots (claimMoves);
+	// claimedMoveBack: it began a move back, counted by the cache until
+	// its record is written (writeSpread).
+	slotsHeld, claimedMoveBack bool
+	now                        time.Time
 }
 
 // byKey orders clusters by namespace/name, so that a pass over a map is
@@ -152,6 +159,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		leaving: map[types.NamespacedName]string{}, waiting: map[types.NamespacedName]string{}, now: time.Now()}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
+		s.w.Status.Rebalancing = nil
 		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
 	var err error
@@ -161,7 +169,8 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	s.holding = holding(w, s.shares)
 	if finished(s.shares, w.ReplicaCount()) {
 		// A batch Workload whose every replica ran to its end: nothing
-		// is divided again.
+		// is divided again, or moved back.
+		s.w.Status.Rebalancing = nil
 		r.statusOfShares(s, nil)
 		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
@@ -172,14 +181,16 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
 	defer r.claimMoves(s)()
-	res := r.profiles[w.Spec.SchedulerName].Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
+	r.endMoveBack(s)
+	p := r.profiles[w.Spec.SchedulerName]
+	res := p.Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	in, known := r.divisionInput(s, res)
 	if !known {
 		// A share's cluster the scheduler's cache has not seen yet (the
 		// manager just started): nothing is decided on half a fleet.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	d, wait := r.moveBack(s, res, in, scheduler.Divide(in, PolicyOf(w)))
+	d, wait := r.moveBack(s, p, res, in, scheduler.Divide(in, PolicyOf(w)))
 	if wait > 0 {
 		s.lookAgain(wait)
 	}
@@ -198,11 +209,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
-	msg := divisionMessage(d, w.ReplicaCount(), len(res.Ranked), res.Total)
-	if mb := s.w.Status.Rebalancing; mb != nil {
-		msg = fmt.Sprintf("moving back to %s: %s; the shares that grow are made first, the others shrink once they are Ready", SharesText(targetOf(w, mb)), mb.Message)
-	}
-	s.w.Status.SetConditions(v1alpha1.Scheduled(msg, w.Generation))
+	s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(s, d), w.Generation))
 	if !s.orig.Status.GetCondition(v1alpha1.TypeScheduled).Equal(s.w.Status.GetCondition(v1alpha1.TypeScheduled)) {
 		r.writer.record.Event(w, event.Normal(reasonDivided, s.w.Status.GetCondition(v1alpha1.TypeScheduled).Message))
 	}
@@ -288,6 +295,7 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 		return func() {}
 	}
 	r.moveSlots.Lock()
+	s.slotsHeld = true
 	moving := r.cache.Draining()
 	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), byKey) {
 		if r.maxMoves > 0 && moving >= r.maxMoves {
@@ -359,6 +367,11 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 		}
 		if k, ok := s.kept[key]; ok {
 			current[key] = k.reserved
+		}
+		if n, ok := s.unmade[key]; ok {
+			if _, held := current[key]; held {
+				current[key] = min(current[key], n)
+			}
 		}
 	}
 	return DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
@@ -733,6 +746,15 @@ func sharesSummary(ps []v1alpha1.SharePlacement) string {
 // a conflict it looks again soon.
 func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope, res reconcile.Result) (reconcile.Result, error) {
 	written, err := shared.PatchStatus(ctx, r.writes, r.client, s.w, s.orig)
+	if s.claimedMoveBack {
+		// The move back's place: kept from the written copy on, or given
+		// back when its record was not written.
+		if written == shared.StatusWritten {
+			r.cache.MovingBack(s.w.UID, s.w.ResourceVersion)
+		} else {
+			r.cache.ForgetMovingBack(s.w.UID)
+		}
+	}
 	switch {
 	case err != nil:
 		return reconcile.Result{}, err
@@ -744,13 +766,15 @@ func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope, res reconc
 	return res, nil
 }
 
-// divisionMessage says how the replicas were divided.
-func divisionMessage(d scheduler.Division, replicas, feasible, total int) string {
-	parts := make([]string, len(d.Shares))
-	for i, sh := range d.Shares {
-		parts[i] = fmt.Sprintf("%s %d", sh.Cluster, sh.Replicas)
+// divisionMessage says how the replicas were divided, or where they move
+// back to. It says nothing that changes while the division does not (how
+// many clusters are feasible now, say): its time is when the division
+// last changed, which a move back waits on.
+func divisionMessage(s *divideScope, d scheduler.Division) string {
+	if mb := s.w.Status.Rebalancing; mb != nil {
+		return fmt.Sprintf("moving back to %s: %s; the shares that grow are made first, the others shrink once they are Ready", SharesText(targetOf(s.w, mb)), mb.Message)
 	}
-	msg := fmt.Sprintf("divided %d replicas over %d of %d feasible of %d clusters: %s", replicas, len(d.Shares), feasible, total, strings.Join(parts, ", "))
+	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.w.ReplicaCount(), len(d.Shares), SharesText(d.Shares))
 	if d.Unplaced > 0 {
 		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)
 	}

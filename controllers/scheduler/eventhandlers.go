@@ -138,8 +138,9 @@ func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
 		// loop passed the Workload over while it was assumed.
 		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	}
-	if r.maxMoves > 0 && drainEnded(before, w) {
-		// A drain ended: one waiting for --max-concurrent-moves may go.
+	if r.maxMoves > 0 && (drainEnded(before, w) || before.Status.Rebalancing != nil && w.Status.Rebalancing == nil) {
+		// A drain, or a move back, ended: one waiting for
+		// --max-concurrent-moves may go.
 		r.wakeWaiters()
 	}
 	switch {

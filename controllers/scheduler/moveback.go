@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,45 +31,81 @@ import (
 // flapping cluster pulls nothing back and forth. It takes one place under
 // --max-concurrent-moves for the whole move.
 //
+// The clusters are ranked afresh by what the Workload prefers (its scores
+// but the room's, as for a Single Workload's move back), a cluster that
+// holds a share first among equals: which cluster happens to be emptier
+// breaks no tie, so a move back is not undone by the next. A Workload
+// weighed by room moves back only into a cluster it is not in (after a
+// failover, the one it fled): its weights change with the fleet's load,
+// and a move back does not chase the load.
+//
 // Make-before-break: status.rebalancing records the division it goes to;
 // each share that grows there is made (or grown) first, the others kept
 // as they are; once every share holds its part of that division Ready,
 // the others shrink to it (or go). Each share that grows is proven by the
-// handshake like any other. A rejection, a share that must leave, or a
-// change of the spec ends the move where it is: the division starts again
-// from the shares as they are.
+// handshake like any other. A rejection, a share that must leave (or
+// waits for a place to), a change of the spec, or moveBackDeadline without
+// the grown shares Ready ends the move where it is: the division starts
+// again from the shares as they are, a share the move grew counted only by
+// its Ready replicas, so that ending it never shrinks a Ready share for
+// replicas that are not.
 
 // Reasons of the Events of a move back.
 const (
-	reasonMovingBack event.Reason = "MovingBack"
-	reasonMovedBack  event.Reason = "MovedBack"
+	reasonMovingBack    event.Reason = "MovingBack"
+	reasonMovedBack     event.Reason = "MovedBack"
+	reasonMoveBackEnded event.Reason = "MoveBackEnded"
 )
+
+// moveBackDeadline bounds how long a move back waits for the shares it
+// grows to be Ready before it ends where it is.
+const moveBackDeadline = 10 * time.Minute
+
+// endMoveBack ends a move back under way that something else overtook
+// (moveBackEnds); the shares it grew count by their Ready replicas in the
+// division that follows (s.unmade).
+func (r *Reconciler) endMoveBack(s *divideScope) {
+	mb := s.w.Status.Rebalancing
+	if mb == nil {
+		return
+	}
+	target := targetOf(s.w, mb)
+	why := s.moveBackEnds(mb, target)
+	if why == "" {
+		return
+	}
+	s.w.Status.Rebalancing = nil
+	s.unmade = map[types.NamespacedName]int{}
+	for _, sh := range target {
+		if cur := s.shares[sh.Cluster]; cur != nil && !readyShare(cur, cur.ReplicaCount()) {
+			s.unmade[sh.Cluster] = int(cur.Status.ReadyReplicas)
+		}
+	}
+	r.writer.record.Event(s.w, event.Normal(reasonMoveBackEnded, "the move back ends where it is: "+why))
+}
 
 // moveBack returns the division to apply while a move back is under way,
 // or begins now, and otherwise d; and when to look again for one that
 // waits out its window.
-func (r *Reconciler) moveBack(s *divideScope, res *scheduler.Result, in scheduler.DivisionInput, d scheduler.Division) (scheduler.Division, time.Duration) {
+func (r *Reconciler) moveBack(s *divideScope, p *scheduler.Profile, res *scheduler.Result, in scheduler.DivisionInput, d scheduler.Division) (scheduler.Division, time.Duration) {
 	if mb := s.w.Status.Rebalancing; mb != nil {
 		target := targetOf(s.w, mb)
-		switch why := s.moveBackEnds(mb, target); {
-		case why != "":
-			s.w.Status.Rebalancing = nil
-			r.writer.record.Event(s.w, event.Normal(reasonMovingBack, "the move back ends where it is: "+why))
-			return d, 0
-		case matches(s.shares, target):
+		if matches(s.shares, target) {
 			s.w.Status.Rebalancing = nil
 			r.writer.record.Event(s.w, event.Normal(reasonMovedBack, "moved back: "+SharesText(target)))
 			return d, 0
 		}
-		return movingDivision(s, target, mb), 0
+		return movingDivision(s, target, mb), moveBackDeadline - s.now.Sub(mb.Time.Time)
 	}
-	target, why, wait := r.judgeMoveBack(s, res, in, d)
+	target, why, wait := r.judgeMoveBack(s, p, res, in, d)
 	if target == nil {
 		return d, wait
 	}
 	if r.maxMoves > 0 {
-		r.moveSlots.Lock()
-		defer r.moveSlots.Unlock()
+		if !s.slotsHeld {
+			r.moveSlots.Lock()
+			defer r.moveSlots.Unlock()
+		}
 		if r.cache.Draining() >= r.maxMoves {
 			// No place under --max-concurrent-moves: it looks again
 			// later (a move back is never owed, and waits in no line).
@@ -80,7 +117,10 @@ func (r *Reconciler) moveBack(s *divideScope, res *scheduler.Result, in schedule
 		mb.Shares = append(mb.Shares, v1alpha1.ClusterReplicas{Cluster: v1alpha1.ClusterReference{Name: sh.Cluster.Name, Namespace: sh.Cluster.Namespace}, Replicas: int32(sh.Replicas)})
 	}
 	s.w.Status.Rebalancing = mb
+	// Counted at once, under the lock; writeSpread keeps the count once
+	// the record is written, and forgets it if the write fails.
 	r.cache.MovingBack(s.w.UID, s.orig.ResourceVersion)
+	s.claimedMoveBack = true
 	r.writer.record.Event(s.w, event.Normal(reasonMovingBack, "moving back: "+why))
 	return movingDivision(s, targetOf(s.w, mb), mb), 0
 }
@@ -88,7 +128,7 @@ func (r *Reconciler) moveBack(s *divideScope, res *scheduler.Result, in schedule
 // judgeMoveBack returns the division a settled spread Workload moves back
 // to now, and why; or nil, and when to look again if it waits out a
 // window.
-func (r *Reconciler) judgeMoveBack(s *divideScope, res *scheduler.Result, in scheduler.DivisionInput, d scheduler.Division) ([]scheduler.Share, string, time.Duration) {
+func (r *Reconciler) judgeMoveBack(s *divideScope, p *scheduler.Profile, res *scheduler.Result, in scheduler.DivisionInput, d scheduler.Division) ([]scheduler.Share, string, time.Duration) {
 	w := s.w
 	asked := rebalanceAsked(w, s.now)
 	if !asked && w.Spec.Placement.Rebalance != v1alpha1.RebalanceWhenPreferred || w.Finished() || !s.settled(d) {
@@ -110,8 +150,8 @@ func (r *Reconciler) judgeMoveBack(s *divideScope, res *scheduler.Result, in sch
 	if wait > 0 {
 		return nil, "", wait
 	}
-	df, moved := Afresh(w, in, res)
-	if df.Reason != "" || df.Unplaced > 0 || moved == 0 || moved*100 < margin*w.ReplicaCount() {
+	df, moved := Afresh(w, p, in, res)
+	if WorthMoving(w, in, df, moved, margin) != "" {
 		return nil, "", 0
 	}
 	var grown []string
@@ -139,15 +179,34 @@ func (r *Reconciler) judgeMoveBack(s *divideScope, res *scheduler.Result, in sch
 }
 
 // Afresh is the division a spread Workload would be given afresh, as if
-// it ran nowhere (no current shares, and each cluster's room with the
-// replicas it holds there given back), over the cycle's feasible
-// clusters, its shares in key order; and how
-// many of its replicas a move there would move.
-func Afresh(w *v1alpha1.Workload, in scheduler.DivisionInput, res *scheduler.Result) (d scheduler.Division, moved int) {
+// it ran nowhere: no current shares, each cluster's room with the
+// replicas it holds there given back, over the cycle's feasible clusters
+// ranked by preference (its scores but the room's), a cluster that holds
+// a share first among equals; its shares in key order. moved is how many
+// of its replicas a move there would move.
+func Afresh(w *v1alpha1.Workload, p *scheduler.Profile, in scheduler.DivisionInput, res *scheduler.Result) (d scheduler.Division, moved int) {
 	fresh := in
 	// The feasible clusters only: a cluster that holds a share but is not
 	// feasible now takes none afresh.
-	fresh.Ranked = res.Ranked
+	fresh.Ranked = slices.Clone(res.Ranked)
+	pref := make(map[types.NamespacedName]int64, len(fresh.Ranked))
+	for _, c := range fresh.Ranked {
+		pref[c.Cluster.Key] = preference(p, c)
+	}
+	slices.SortStableFunc(fresh.Ranked, func(a, b scheduler.ClusterScore) int {
+		if c := cmp.Compare(pref[b.Cluster.Key], pref[a.Cluster.Key]); c != 0 {
+			return c
+		}
+		_, ha := in.Current[a.Cluster.Key]
+		_, hb := in.Current[b.Cluster.Key]
+		switch {
+		case ha && !hb:
+			return -1
+		case hb && !ha:
+			return 1
+		}
+		return 0
+	})
 	fresh.Current = nil
 	fresh.Room = maps.Clone(in.Room)
 	for key, n := range in.Current {
@@ -161,6 +220,31 @@ func Afresh(w *v1alpha1.Workload, in scheduler.DivisionInput, res *scheduler.Res
 		moved += max(0, sh.Replicas-in.Current[sh.Cluster])
 	}
 	return d, moved
+}
+
+// WorthMoving says why a spread Workload does not move back to the
+// division it would be given afresh (Afresh), empty when it does: that
+// division must be whole, move margin percent of its replicas, and, for a
+// Workload weighed by room, give a share to a cluster it is not in.
+func WorthMoving(w *v1alpha1.Workload, in scheduler.DivisionInput, df scheduler.Division, moved, margin int) string {
+	switch {
+	case df.Reason != "" || df.Unplaced > 0:
+		return "no division afresh holds every replica"
+	case moved == 0:
+		return "the division afresh is the one it has"
+	case moved*100 < margin*w.ReplicaCount():
+		return fmt.Sprintf("the division afresh moves %d of its %d replicas, fewer than %d%%", moved, w.ReplicaCount(), margin)
+	}
+	rs := w.Spec.Placement.ReplicaScheduling
+	if rs.Type == v1alpha1.ReplicaSchedulingDuplicated || len(rs.StaticWeights) > 0 {
+		return ""
+	}
+	for _, sh := range df.Shares {
+		if in.Current[sh.Cluster] == 0 {
+			return ""
+		}
+	}
+	return "weighed by room, it moves back only into a cluster it is not in, and the division afresh has none"
 }
 
 // settled reports whether nothing moves the spread Workload's shares now:
@@ -197,26 +281,39 @@ func (s *divideScope) moveBackEnds(mb *v1alpha1.Rebalancing, target []scheduler.
 	for _, key := range slices.SortedFunc(maps.Keys(s.kept), byKey) {
 		return fmt.Sprintf("%s reserved only %d of its share's %d replicas", key, s.kept[key].reserved, s.kept[key].of)
 	}
+	for _, key := range slices.SortedFunc(maps.Keys(s.waiting), byKey) {
+		// Its place under --max-concurrent-moves goes to the drain.
+		return fmt.Sprintf("the share in %s must leave its cluster", key)
+	}
 	if len(target) == 0 {
 		return "it records no division"
+	}
+	if !made(s, target) && s.now.Sub(mb.Time.Time) >= moveBackDeadline {
+		return fmt.Sprintf("the shares it grows are not Ready after %s", moveBackDeadline)
 	}
 	return ""
 }
 
+// made reports whether every share of the division a move back goes to
+// holds its part of it Ready.
+func made(s *divideScope, target []scheduler.Share) bool {
+	for _, sh := range target {
+		if cur := s.shares[sh.Cluster]; sh.Replicas > 0 && (cur == nil || cur.ReplicaCount() < sh.Replicas || !readyShare(cur, sh.Replicas)) {
+			return false
+		}
+	}
+	return true
+}
+
 // movingDivision is the division while a move back is under way: every
 // share at least as large as it is and as the target gives it, until each
-// holds the target's part Ready; then the target.
+// holds the target's part Ready (made); then the target.
 func movingDivision(s *divideScope, target []scheduler.Share, mb *v1alpha1.Rebalancing) scheduler.Division {
-	made := true
-	for _, sh := range target {
-		cur := s.shares[sh.Cluster]
-		made = made && cur != nil && cur.ReplicaCount() >= sh.Replicas && readyShare(cur, sh.Replicas)
-	}
 	want := map[types.NamespacedName]int{}
 	for _, sh := range target {
 		want[sh.Cluster] = sh.Replicas
 	}
-	if !made {
+	if !made(s, target) {
 		for key, cur := range s.shares {
 			want[key] = max(want[key], cur.ReplicaCount())
 		}
@@ -225,7 +322,7 @@ func movingDivision(s *divideScope, target []scheduler.Share, mb *v1alpha1.Rebal
 	for _, key := range slices.SortedFunc(maps.Keys(want), byKey) {
 		if want[key] > 0 {
 			d.Shares = append(d.Shares, scheduler.Share{Cluster: key, Replicas: want[key],
-				Why: fmt.Sprintf("%d of %d replicas while it moves back: %s", want[key], s.w.ReplicaCount(), mb.Message)})
+				Why: fmt.Sprintf("%d of %d replicas, its part of the division it moved back to: %s", want[key], s.w.ReplicaCount(), mb.Message)})
 		}
 	}
 	return d

@@ -144,3 +144,72 @@ func TestFirst(t *testing.T) {
 		t.Error("z found")
 	}
 }
+
+// TestAfresh: the division a spread Workload would be given afresh, and
+// whether a move back there is worth it, on rankings of the real default
+// profile. Room breaks no tie: a Workload in a and b stays there though c
+// is emptier (else every move back would invite the next); one that fled
+// to b and c goes back to a; one weighed by room moves back only into a
+// cluster it is not in.
+func TestAfresh(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profiles[v1alpha1.DefaultSchedulerName]
+	alike := &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, StaticWeights: []v1alpha1.StaticClusterWeight{{Weight: 1}}}
+	byRoom := &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	used := func(cpu string) st.ClusterOption { return st.Capacity("16", "64Gi", cpu, "1Gi", "16", "64Gi") }
+	for name, c := range map[string]struct {
+		rs       *v1alpha1.ReplicaScheduling
+		replicas int32
+		clusters []*v1alpha1.KubernetesCluster
+		current  map[string]int
+		first    string
+		want     string
+		moved    int
+		worth    bool
+	}{
+		"2 alike in a and b, c emptier: the division it has": {
+			rs: alike, replicas: 2, clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", used("8")), st.Cluster("b", used("8")), st.Cluster("c", used("0"))},
+			current: map[string]int{"a": 1, "b": 1}, first: "c", want: "default/a 1, default/b 1", moved: 0,
+		},
+		"12 alike fled to b and c, a back: 4 each": {
+			rs: alike, replicas: 12, clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", used("0")), st.Cluster("b", used("6")), st.Cluster("c", used("6"))},
+			current: map[string]int{"b": 6, "c": 6}, want: "default/a 4, default/b 4, default/c 4", moved: 4, worth: true,
+		},
+		"by room, in every cluster: the load's shift moves nothing": {
+			rs: byRoom, replicas: 12, clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", used("1")), st.Cluster("b", used("6")), st.Cluster("c", used("5"))},
+			current: map[string]int{"a": 1, "b": 6, "c": 5}, want: "default/a 4, default/b 4, default/c 4", moved: 3,
+		},
+		"by room, fled from a: back into a": {
+			rs: byRoom, replicas: 12, clusters: []*v1alpha1.KubernetesCluster{st.Cluster("a", used("0")), st.Cluster("b", used("6")), st.Cluster("c", used("6"))},
+			current: map[string]int{"b": 6, "c": 6}, want: "default/a 4, default/b 4, default/c 4", moved: 4, worth: true,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := st.Workload("w", st.Replicas(c.replicas), st.Requests("1", "64Mi"))
+			w.Spec.Placement.ReplicaScheduling = c.rs
+			snap := st.Snapshot(c.clusters, nil, nil)
+			res := p.Schedule(context.Background(), w, snap, scheduler.Options{})
+			if c.first != "" && (len(res.Ranked) == 0 || res.Ranked[0].Cluster.Key.Name != c.first) {
+				t.Fatalf("ranking %v, want %s first: the case is not a tie broken by room", ranking(res), c.first)
+			}
+			current := map[types.NamespacedName]int{}
+			for n, r := range c.current {
+				current[types.NamespacedName{Namespace: "default", Name: n}] = r
+			}
+			in, known := DivisionInput(w, res, current, nil, snap.Cluster)
+			if !known {
+				t.Fatal("a cluster of the shares is unknown")
+			}
+			d, moved := Afresh(w, p, in, res)
+			if got := SharesText(d.Shares); got != c.want || moved != c.moved {
+				t.Errorf("afresh %q moving %d, want %q moving %d (%s)", got, moved, c.want, c.moved, d.Reason)
+			}
+			if why := WorthMoving(w, in, d, moved, DefaultRebalanceMargin); (why == "") != c.worth {
+				t.Errorf("worth moving: %q, want worth %v", why, c.worth)
+			}
+		})
+	}
+}
