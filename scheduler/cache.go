@@ -237,6 +237,18 @@ func (c *Cache) MovingBack(uid types.UID, from string) {
 	c.movingBack[uid] = from
 }
 
+// KeepMovingBack keeps the count of a move back whose record was written
+// in the copy of resourceVersion written: only a newer copy without it
+// ends the count. A count that already ended (the Workload deleted
+// meanwhile) is not begun again.
+func (c *Cache) KeepMovingBack(uid types.UID, written string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.movingBack[uid]; ok {
+		c.movingBack[uid] = written
+	}
+}
+
 // ForgetMovingBack ends the count of a move back whose record was not
 // written.
 func (c *Cache) ForgetMovingBack(uid types.UID) {

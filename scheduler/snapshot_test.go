@@ -283,7 +283,15 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	c.MovingBack(spread.UID, "12")
 	c.UpsertWorkload(moving)
 	c.DeleteWorkload(moving)
+	// Its record's write answered after the deletion was seen.
+	c.KeepMovingBack(spread.UID, "13")
 	if n := c.Draining(); n != 0 {
 		t.Errorf("Moving() = %d once the Workload moving back was deleted, want 0", n)
+	}
+	// A claim whose record was not written is forgotten.
+	c.MovingBack("unwritten", "20")
+	c.ForgetMovingBack("unwritten")
+	if n := c.Draining(); n != 0 {
+		t.Errorf("Moving() = %d after a move back's unwritten claim was forgotten, want 0", n)
 	}
 }

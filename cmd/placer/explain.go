@@ -326,12 +326,12 @@ func explainMoveBack(w *v1alpha1.Workload, p *scheduler.Profile, in scheduler.Di
 		return []string{fmt.Sprintf("under way since %s: %s; the shares that grow are made first, the others shrink once they are Ready", mb.Time.UTC().Format(time.RFC3339), mb.Message)}
 	}
 	df, moved := schedulerctrl.Afresh(w, p, in, res)
-	if why := schedulerctrl.WorthMoving(w, in, df, moved, 0); why != "" {
+	if why := schedulerctrl.WorthMoving(w, in, df, moved, 0, true); why != "" {
 		return []string{"nothing to move back: " + why}
 	}
 	out := []string{fmt.Sprintf("afresh it would be divided %s: %d of its %d replicas would move", schedulerctrl.SharesText(df.Shares), moved, w.ReplicaCount())}
 	if w.Spec.Placement.Rebalance == v1alpha1.RebalanceWhenPreferred {
-		if why := schedulerctrl.WorthMoving(w, in, df, moved, schedulerctrl.DefaultRebalanceMargin); why != "" {
+		if why := schedulerctrl.WorthMoving(w, in, df, moved, schedulerctrl.DefaultRebalanceMargin, false); why != "" {
 			out = append(out, "WhenPreferred: stays; "+why)
 		} else {
 			out = append(out, fmt.Sprintf("WhenPreferred: moves back there once every cluster it grows in has been Ready, and its division unchanged, for %s", schedulerctrl.DefaultRebalanceAfter))

@@ -88,9 +88,6 @@ type divideScope struct {
 	// leave must leave it, or a move back's window ends; zero when
 	// neither.
 	leaveAfter time.Duration
-	// unmade are the shares a move back that ended grew and did not make
-	// Ready: the division counts them by their Ready replicas.
-	unmade map[types.NamespacedName]int
 	// slotsHeld: this pass holds r.moveSlots (claimMoves);
 	// claimedMoveBack: it began a move back, counted by the cache until
 	// its record is written (writeSpread).
@@ -181,7 +178,6 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
 	defer r.claimMoves(s)()
-	r.endMoveBack(s)
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	in, known := r.divisionInput(s, res)
@@ -193,6 +189,11 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	d, wait := r.moveBack(s, p, res, in, scheduler.Divide(in, PolicyOf(w)))
 	if wait > 0 {
 		s.lookAgain(wait)
+	}
+	if s.claimedMoveBack {
+		// Its record first: the shares grow from it in the next pass.
+		s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(s, d), w.Generation))
+		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
 	if d.Reason != "" || len(d.Shares) == 0 && w.ReplicaCount() > 0 {
 		why := d.Reason
@@ -368,9 +369,19 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 		if k, ok := s.kept[key]; ok {
 			current[key] = k.reserved
 		}
-		if n, ok := s.unmade[key]; ok {
-			if _, held := current[key]; held {
-				current[key] = min(current[key], n)
+	}
+	total := 0
+	for _, n := range current {
+		total += n
+	}
+	if total > s.w.ReplicaCount() {
+		// More than it asks for (a move back ended part way, a scale
+		// down): a share short of Ready counts by its Ready replicas,
+		// as a ReplicaSet removes its not-Ready pods first, so that no
+		// Ready share shrinks for replicas that are not.
+		for key, n := range current {
+			if sh := s.shares[key]; !readyShare(sh, n) {
+				current[key] = min(n, int(sh.Status.ReadyReplicas))
 			}
 		}
 	}
@@ -748,11 +759,12 @@ func (r *Reconciler) writeSpread(ctx context.Context, s *divideScope, res reconc
 	written, err := shared.PatchStatus(ctx, r.writes, r.client, s.w, s.orig)
 	if s.claimedMoveBack {
 		// The move back's place: kept from the written copy on, or given
-		// back when its record was not written.
+		// back (to one waiting for it) when its record was not written.
 		if written == shared.StatusWritten {
-			r.cache.MovingBack(s.w.UID, s.w.ResourceVersion)
+			r.cache.KeepMovingBack(s.w.UID, s.w.ResourceVersion)
 		} else {
 			r.cache.ForgetMovingBack(s.w.UID)
+			r.wakeWaiters()
 		}
 	}
 	switch {
@@ -774,7 +786,9 @@ func divisionMessage(s *divideScope, d scheduler.Division) string {
 	if mb := s.w.Status.Rebalancing; mb != nil {
 		return fmt.Sprintf("moving back to %s: %s; the shares that grow are made first, the others shrink once they are Ready", SharesText(targetOf(s.w, mb)), mb.Message)
 	}
-	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.w.ReplicaCount(), len(d.Shares), SharesText(d.Shares))
+	byCluster := slices.Clone(d.Shares)
+	slices.SortFunc(byCluster, func(a, b scheduler.Share) int { return byKey(a.Cluster, b.Cluster) })
+	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.w.ReplicaCount(), len(d.Shares), SharesText(byCluster))
 	if d.Unplaced > 0 {
 		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)
 	}

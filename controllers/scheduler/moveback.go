@@ -46,8 +46,10 @@ import (
 // handshake like any other. A rejection, a share that must leave (or
 // waits for a place to), a change of the spec, or moveBackDeadline without
 // the grown shares Ready ends the move where it is: the division starts
-// again from the shares as they are, a share the move grew counted only by
-// its Ready replicas, so that ending it never shrinks a Ready share for
+// again from the shares as they are. While the shares hold more replicas
+// than the Workload asks for (a move ended part way, a scale down), the
+// division counts a share short of Ready by its Ready replicas, as a
+// ReplicaSet removes its not-Ready pods first: no Ready share shrinks for
 // replicas that are not.
 
 // Reasons of the Events of a move back.
@@ -61,29 +63,6 @@ const (
 // grows to be Ready before it ends where it is.
 const moveBackDeadline = 10 * time.Minute
 
-// endMoveBack ends a move back under way that something else overtook
-// (moveBackEnds); the shares it grew count by their Ready replicas in the
-// division that follows (s.unmade).
-func (r *Reconciler) endMoveBack(s *divideScope) {
-	mb := s.w.Status.Rebalancing
-	if mb == nil {
-		return
-	}
-	target := targetOf(s.w, mb)
-	why := s.moveBackEnds(mb, target)
-	if why == "" {
-		return
-	}
-	s.w.Status.Rebalancing = nil
-	s.unmade = map[types.NamespacedName]int{}
-	for _, sh := range target {
-		if cur := s.shares[sh.Cluster]; cur != nil && !readyShare(cur, cur.ReplicaCount()) {
-			s.unmade[sh.Cluster] = int(cur.Status.ReadyReplicas)
-		}
-	}
-	r.writer.record.Event(s.w, event.Normal(reasonMoveBackEnded, "the move back ends where it is: "+why))
-}
-
 // moveBack returns the division to apply while a move back is under way,
 // or begins now, and otherwise d; and when to look again for one that
 // waits out its window.
@@ -93,6 +72,13 @@ func (r *Reconciler) moveBack(s *divideScope, p *scheduler.Profile, res *schedul
 		if matches(s.shares, target) {
 			s.w.Status.Rebalancing = nil
 			r.writer.record.Event(s.w, event.Normal(reasonMovedBack, "moved back: "+SharesText(target)))
+			return d, 0
+		}
+		if why := s.moveBackEnds(mb, target); why != "" {
+			// d counts the shares it grew by their Ready replicas
+			// (divisionInput): no Ready share shrinks for them.
+			s.w.Status.Rebalancing = nil
+			r.writer.record.Event(s.w, event.Normal(reasonMoveBackEnded, "the move back ends where it is: "+why))
 			return d, 0
 		}
 		return movingDivision(s, target, mb), moveBackDeadline - s.now.Sub(mb.Time.Time)
@@ -118,7 +104,9 @@ func (r *Reconciler) moveBack(s *divideScope, p *scheduler.Profile, res *schedul
 	}
 	s.w.Status.Rebalancing = mb
 	// Counted at once, under the lock; writeSpread keeps the count once
-	// the record is written, and forgets it if the write fails.
+	// the record is written, and forgets it if the write fails. Nothing
+	// is applied before the record is written (claimedMoveBack): the
+	// next pass grows the shares from it.
 	r.cache.MovingBack(s.w.UID, s.orig.ResourceVersion)
 	s.claimedMoveBack = true
 	r.writer.record.Event(s.w, event.Normal(reasonMovingBack, "moving back: "+why))
@@ -151,7 +139,7 @@ func (r *Reconciler) judgeMoveBack(s *divideScope, p *scheduler.Profile, res *sc
 		return nil, "", wait
 	}
 	df, moved := Afresh(w, p, in, res)
-	if WorthMoving(w, in, df, moved, margin) != "" {
+	if WorthMoving(w, in, df, moved, margin, asked) != "" {
 		return nil, "", 0
 	}
 	var grown []string
@@ -225,8 +213,9 @@ func Afresh(w *v1alpha1.Workload, p *scheduler.Profile, in scheduler.DivisionInp
 // WorthMoving says why a spread Workload does not move back to the
 // division it would be given afresh (Afresh), empty when it does: that
 // division must be whole, move margin percent of its replicas, and, for a
-// Workload weighed by room, give a share to a cluster it is not in.
-func WorthMoving(w *v1alpha1.Workload, in scheduler.DivisionInput, df scheduler.Division, moved, margin int) string {
+// Workload weighed by room (unless placer rebalance asked), give a share
+// to a cluster it is not in.
+func WorthMoving(w *v1alpha1.Workload, in scheduler.DivisionInput, df scheduler.Division, moved, margin int, asked bool) string {
 	switch {
 	case df.Reason != "" || df.Unplaced > 0:
 		return "no division afresh holds every replica"
@@ -236,7 +225,14 @@ func WorthMoving(w *v1alpha1.Workload, in scheduler.DivisionInput, df scheduler.
 		return fmt.Sprintf("the division afresh moves %d of its %d replicas, fewer than %d%%", moved, w.ReplicaCount(), margin)
 	}
 	rs := w.Spec.Placement.ReplicaScheduling
-	if rs.Type == v1alpha1.ReplicaSchedulingDuplicated || len(rs.StaticWeights) > 0 {
+	byRoom := false
+	for _, sh := range df.Shares {
+		_, known := in.Room[sh.Cluster]
+		byRoom = byRoom || known
+	}
+	if asked || rs.Type == v1alpha1.ReplicaSchedulingDuplicated || len(rs.StaticWeights) > 0 || !byRoom {
+		// placer rebalance asks whatever the load; static weights, and
+		// a room no request bounds, do not change with it.
 		return ""
 	}
 	for _, sh := range df.Shares {
@@ -244,7 +240,7 @@ func WorthMoving(w *v1alpha1.Workload, in scheduler.DivisionInput, df scheduler.
 			return ""
 		}
 	}
-	return "weighed by room, it moves back only into a cluster it is not in, and the division afresh has none"
+	return "weighed by room, it moves back only into a cluster it is not in (placer rebalance moves it whatever the load), and the division afresh has none"
 }
 
 // settled reports whether nothing moves the spread Workload's shares now:

@@ -207,7 +207,7 @@ func TestAfresh(t *testing.T) {
 			if got := SharesText(d.Shares); got != c.want || moved != c.moved {
 				t.Errorf("afresh %q moving %d, want %q moving %d (%s)", got, moved, c.want, c.moved, d.Reason)
 			}
-			if why := WorthMoving(w, in, d, moved, DefaultRebalanceMargin); (why == "") != c.worth {
+			if why := WorthMoving(w, in, d, moved, DefaultRebalanceMargin, false); (why == "") != c.worth {
 				t.Errorf("worth moving: %q, want worth %v", why, c.worth)
 			}
 		})
