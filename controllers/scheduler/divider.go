@@ -379,9 +379,10 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 		// down): a share short of Ready counts by its Ready replicas,
 		// as a ReplicaSet removes its not-Ready pods first, so that no
 		// Ready share shrinks for replicas that are not.
+		// A batch replica that ran to its end counts as Ready.
 		for key, n := range current {
-			if sh := s.shares[key]; !readyShare(sh, n) {
-				current[key] = min(n, int(sh.Status.ReadyReplicas))
+			if sh := s.shares[key]; !sh.Finished() && !readyShare(sh, n) {
+				current[key] = min(n, int(sh.Status.ReadyReplicas+sh.Status.Succeeded))
 			}
 		}
 	}
