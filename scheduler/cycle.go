@@ -42,6 +42,17 @@ func (c ClusterScore) Scores() map[string]int64 {
 	return out
 }
 
+// Score is the normalized score of one plugin, 0 when the cycle has none
+// of it; no map is built (Scores).
+func (c ClusterScore) Score(name string) int64 {
+	for i, n := range c.names {
+		if n == name {
+			return c.scores[i]
+		}
+	}
+	return 0
+}
+
 // Result of one scheduling cycle.
 type Result struct {
 	// Ranked are the feasible clusters, best first; ties by a hash of the

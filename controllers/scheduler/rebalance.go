@@ -81,11 +81,10 @@ func rebalanceAsked(w *v1alpha1.Workload, now time.Time) bool {
 // Workload asks for (cluster and workload affinity, taints it would rather
 // avoid), not which cluster happens to be emptier.
 func preference(p *scheduler.Profile, c scheduler.ClusterScore) int64 {
-	scores := c.Scores()
 	var sum int64
 	for _, ws := range p.Scores {
 		if name := ws.Plugin.Name(); name != roomScore {
-			sum += scores[name] * ws.Weight
+			sum += c.Score(name) * ws.Weight
 		}
 	}
 	return sum

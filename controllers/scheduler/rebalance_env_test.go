@@ -36,22 +36,7 @@ func TestRebalance(t *testing.T) {
 	e.wantPlaced("back", "b")
 	e.wantPlaced("stays", "b")
 
-	setReady := func(status corev1.ConditionStatus) time.Time {
-		t.Helper()
-		if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
-			t.Fatal(err)
-		}
-		at := metav1.Now()
-		a.Status.Conditions = nil
-		a.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: v1alpha1.ReasonReady, LastTransitionTime: at})
-		if status != corev1.ConditionTrue {
-			a.Status.Conditions[0].Reason = v1alpha1.ReasonUnreachable
-		}
-		if err := e.env.Client.Status().Update(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		return at.Time
-	}
+	setReady := func(status corev1.ConditionStatus) time.Time { return e.setReady(a, status) }
 	onB := func(name string) {
 		t.Helper()
 		w := &v1alpha1.Workload{}
@@ -103,6 +88,26 @@ func TestRebalance(t *testing.T) {
 	}
 }
 
+// setReady turns the cluster's Ready condition to status (Unreachable
+// when not True), now, and returns when.
+func (e *schedulerEnv) setReady(kc *v1alpha1.KubernetesCluster, status corev1.ConditionStatus) time.Time {
+	e.t.Helper()
+	ctx := context.Background()
+	if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(kc), kc); err != nil {
+		e.t.Fatal(err)
+	}
+	at := metav1.Now()
+	kc.Status.Conditions = nil
+	kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: v1alpha1.ReasonReady, LastTransitionTime: at})
+	if status != corev1.ConditionTrue {
+		kc.Status.Conditions[0].Reason = v1alpha1.ReasonUnreachable
+	}
+	if err := e.env.Client.Status().Update(ctx, kc); err != nil {
+		e.t.Fatal(err)
+	}
+	return at.Time
+}
+
 // wantPlacedEventually waits until the Workload is placed on the cluster,
 // and returns it.
 func (e *schedulerEnv) wantPlacedEventually(name, cluster string) *v1alpha1.Workload {
@@ -133,15 +138,7 @@ func TestRebalanceAskedExpires(t *testing.T) {
 	e.workload("asked-now", prefersA)
 	e.wantPlaced("asked-now", "b")
 	// a turns Ready: none of them was asked to move now.
-	kc := &v1alpha1.KubernetesCluster{}
-	if err := e.env.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "a"}, kc); err != nil {
-		t.Fatal(err)
-	}
-	kc.Status.Conditions = nil
-	kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, LastTransitionTime: metav1.Now()})
-	if err := e.env.Client.Status().Update(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
+	e.setReady(&v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "a"}}, corev1.ConditionTrue)
 	// Each is looked at again (a label of the user's); one asked now
 	// moves, so the scheduler has looked.
 	for _, name := range []string{"expired", "before-placed", "not-a-time", "asked-now"} {
@@ -205,22 +202,7 @@ func TestDividedRebalance(t *testing.T) {
 			ready(sh)
 		}
 	}
-	setReady := func(status corev1.ConditionStatus) time.Time {
-		t.Helper()
-		if err := e.env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
-			t.Fatal(err)
-		}
-		at := metav1.Now()
-		a.Status.Conditions = nil
-		a.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: v1alpha1.ReasonReady, LastTransitionTime: at})
-		if status != corev1.ConditionTrue {
-			a.Status.Conditions[0].Reason = v1alpha1.ReasonUnreachable
-		}
-		if err := e.env.Client.Status().Update(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		return at.Time
-	}
+	setReady := func(status corev1.ConditionStatus) time.Time { return e.setReady(a, status) }
 	stillFled := func(name string) {
 		t.Helper()
 		if s := e.sharesOf(name, func(map[string]*v1alpha1.Workload) bool { return true }); !fled(s) {
