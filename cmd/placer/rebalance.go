@@ -7,10 +7,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,33 +135,42 @@ func askRebalance(ctx context.Context, c client.Client, keys []types.NamespacedN
 
 // followRebalance watches the Workloads until each has moved from the
 // cluster it was on, or ctx ends, and says where each is: a list and a
-// watch per namespace (a namespace's user may watch no other), so that a
-// move made before the watch began is seen too.
+// watch per namespace (a namespace's user may watch no other), all at
+// once, so that a move made before the watch began is seen too, and a
+// namespace whose Workloads stay holds no other's back.
 func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was map[types.NamespacedName]string) error {
 	asked := map[string]int{}
 	for key := range was {
 		asked[key.Namespace]++
 	}
+	var mu sync.Mutex
 	moved := map[types.NamespacedName]bool{}
-	for _, ns := range slices.Sorted(maps.Keys(asked)) {
-		n := 0
-		err := fleetwait.Each(ctx, c, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
-			func(w *v1alpha1.Workload, deleted bool) {
-				key := client.ObjectKeyFromObject(w)
-				on, ok := was[key]
-				if now := placedOn(w); !ok || deleted || moved[key] || now == "" || now == on || w.Status.Rebalancing != nil {
-					return
-				}
-				moved[key] = true
-				n++
-				fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, placedOn(w))
-			}, func() bool { return n == asked[ns] })
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			return errors.Wrapf(err, "cannot follow the Workloads of namespace %s", ns)
-		}
+	g := errgroup.Group{}
+	for ns, want := range asked {
+		g.Go(func() error {
+			n := 0
+			err := fleetwait.Each(ctx, c, &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}, &v1alpha1.WorkloadList{},
+				func(w *v1alpha1.Workload, deleted bool) {
+					key := client.ObjectKeyFromObject(w)
+					on, ok := was[key]
+					mu.Lock()
+					defer mu.Unlock()
+					now := placedOn(w)
+					if !ok || deleted || moved[key] || now == "" || now == on || w.Status.Rebalancing != nil {
+						return
+					}
+					moved[key] = true
+					n++
+					fmt.Fprintf(out, "Workload %s moved from %s to %s\n", key, on, now)
+				}, func() bool { return n == want })
+			if err != nil && ctx.Err() == nil {
+				return errors.Wrapf(err, "cannot follow the Workloads of namespace %s", ns)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for _, key := range slices.SortedFunc(maps.Keys(was), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
 		if !moved[key] {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,10 +24,10 @@ func TestRebalanceCommand(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	c := testenv.Watcher(t, env.Config)
-	create := func(name, on string) types.NamespacedName {
+	createIn := func(ns, name, on string) types.NamespacedName {
 		t.Helper()
 		w := st.Workload(name)
-		w.UID, w.Generation = "", 0
+		w.UID, w.Generation, w.Namespace = "", 0, ns
 		if err := c.Create(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -36,8 +37,17 @@ func TestRebalanceCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return types.NamespacedName{Namespace: "default", Name: name}
+		return types.NamespacedName{Namespace: ns, Name: name}
 	}
+	create := func(name, on string) types.NamespacedName { return createIn("default", name, on) }
+	// Namespaces followed before default (by name): one whose Workload
+	// stays must not hold back the others.
+	for _, ns := range []string{"a-held", "b-moves"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, elsewhere := createIn("a-held", "held", "b"), createIn("b-moves", "elsewhere", "b")
 	moves, stays, pending, early := create("moves", "b"), create("stays", "b"), create("pending", ""), create("early", "b")
 	// A Divided Workload, its shares in b and c.
 	divided := st.Workload("divided", st.Replicas(12), func(w *v1alpha1.Workload) {
@@ -66,11 +76,11 @@ func TestRebalanceCommand(t *testing.T) {
 	setShares("b=6,c=6", false)
 	spread := client.ObjectKeyFromObject(divided)
 	now := time.Now()
-	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending, early, spread}, now)
+	was, err := askRebalance(ctx, c, []types.NamespacedName{moves, stays, pending, early, spread, held, elsewhere}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(was) != 4 || was[moves] != "default/b" || was[stays] != "default/b" || was[early] != "default/b" || was[spread] != "shares b=6,c=6" {
+	if len(was) != 6 || was[moves] != "default/b" || was[stays] != "default/b" || was[early] != "default/b" || was[spread] != "shares b=6,c=6" {
 		t.Errorf("asked %v, want moves, stays and early, all on default/b, and divided on shares b=6,c=6", was)
 	}
 	// One moves before the command follows: the follow's list sees it.
@@ -96,6 +106,7 @@ func TestRebalanceCommand(t *testing.T) {
 	go func() {
 		time.Sleep(500 * time.Millisecond)
 		moveToA(moves)
+		moveToA(elsewhere)
 		// The Divided one moves back: under way, it has not moved yet.
 		setShares("a=4,b=6,c=6", true)
 		time.Sleep(500 * time.Millisecond)
@@ -108,7 +119,8 @@ func TestRebalanceCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Workload default/moves moved from default/b to default/a", "Workload default/early moved from default/b to default/a", "Workload default/stays stays on default/b",
-		"Workload default/divided moved from shares b=6,c=6 to shares a=4,b=4,c=4"} {
+		"Workload default/divided moved from shares b=6,c=6 to shares a=4,b=4,c=4",
+		"Workload b-moves/elsewhere moved from default/b to default/a", "Workload a-held/held stays on default/b"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -329,10 +329,10 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		return r.acknowledge(w), reconcile.Result{}
 	}
 	now := time.Now()
-	if w.IsShare() {
-		return r.sharePlaced(w, ci, now)
-	}
 	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+	if w.IsShare() {
+		return r.sharePlaced(w, leave, after)
+	}
 	var target types.NamespacedName
 	if leave == nil {
 		var again time.Duration
@@ -395,8 +395,7 @@ func minPositive(a, b time.Duration) time.Duration {
 // (the divider's, under the same bound), so, pinned, it says it must leave
 // (placer drain --wait reads that) and waits in no line here, or, while it
 // tolerates its cluster's taint, looks again when that ends.
-func (r *Reconciler) sharePlaced(w *v1alpha1.Workload, ci *scheduler.ClusterInfo, now time.Time) (*decision, reconcile.Result) {
-	leave, after := scheduler.MustLeave(w, ci, scheduler.ExecutionTolerations(w, r.defaultTolerations), now)
+func (r *Reconciler) sharePlaced(w *v1alpha1.Workload, leave *scheduler.Leave, after time.Duration) (*decision, reconcile.Result) {
 	if leave != nil {
 		return r.movePending(w, leave, "its Workload "+w.Annotations[v1alpha1.AnnotationShareOf]+" moves its replicas, where its division finds room"), reconcile.Result{}
 	}

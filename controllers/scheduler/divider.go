@@ -270,9 +270,9 @@ func (r *Reconciler) giveBack(s *divideScope) {
 			continue
 		}
 		leave, after := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now)
-		if after > 0 && (s.leaveAfter == 0 || after < s.leaveAfter) {
+		if after > 0 {
 			// Tolerated for a while yet: looked at again when that ends.
-			s.leaveAfter = after
+			s.lookAgain(after)
 		}
 		if leave != nil {
 			s.gone[key] = leave.Message
@@ -374,12 +374,13 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 	for _, n := range current {
 		total += n
 	}
-	if total > s.w.ReplicaCount() {
+	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided && total > s.w.ReplicaCount() {
 		// More than it asks for (a move back ended part way, a scale
 		// down): a share short of Ready counts by its Ready replicas,
 		// as a ReplicaSet removes its not-Ready pods first, so that no
 		// Ready share shrinks for replicas that are not.
-		// A batch replica that ran to its end counts as Ready.
+		// A batch replica that ran to its end counts as Ready. (Each
+		// Duplicated share holds every replica: it is never more.)
 		for key, n := range current {
 			if sh := s.shares[key]; !sh.Finished() && !readyShare(sh, n) {
 				current[key] = min(n, int(sh.Status.ReadyReplicas+sh.Status.Succeeded))

@@ -122,8 +122,12 @@ func (r *Reconciler) judgeMoveBack(s *divideScope, p *scheduler.Profile, res *sc
 	if !asked && w.Spec.Placement.Rebalance != v1alpha1.RebalanceWhenPreferred || w.Finished() || !s.settled(d) {
 		return nil, "", 0
 	}
+	feasible := make(map[types.NamespacedName]bool, len(res.Ranked))
+	for _, c := range res.Ranked {
+		feasible[c.Cluster.Key] = true
+	}
 	for key := range in.Current {
-		if !slices.ContainsFunc(res.Ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
+		if !feasible[key] {
 			// A share's cluster not feasible now (cordoned, full): it
 			// stays, as a placed Workload does, and so do the others.
 			return nil, "", 0
@@ -284,7 +288,7 @@ func (s *divideScope) moveBackEnds(mb *v1alpha1.Rebalancing, target []scheduler.
 	if len(target) == 0 {
 		return "it records no division"
 	}
-	if !made(s, target) && s.now.Sub(mb.Time.Time) >= moveBackDeadline {
+	if !made(s.shares, target) && s.now.Sub(mb.Time.Time) >= moveBackDeadline {
 		return fmt.Sprintf("the shares it grows are not Ready after %s", moveBackDeadline)
 	}
 	return ""
@@ -292,9 +296,9 @@ func (s *divideScope) moveBackEnds(mb *v1alpha1.Rebalancing, target []scheduler.
 
 // made reports whether every share of the division a move back goes to
 // holds its part of it Ready.
-func made(s *divideScope, target []scheduler.Share) bool {
+func made(shares map[types.NamespacedName]*v1alpha1.Workload, target []scheduler.Share) bool {
 	for _, sh := range target {
-		if cur := s.shares[sh.Cluster]; sh.Replicas > 0 && (cur == nil || cur.ReplicaCount() < sh.Replicas || !readyShare(cur, sh.Replicas)) {
+		if cur := shares[sh.Cluster]; sh.Replicas > 0 && (cur == nil || cur.ReplicaCount() < sh.Replicas || !readyShare(cur, sh.Replicas)) {
 			return false
 		}
 	}
@@ -309,7 +313,7 @@ func movingDivision(s *divideScope, target []scheduler.Share, mb *v1alpha1.Rebal
 	for _, sh := range target {
 		want[sh.Cluster] = sh.Replicas
 	}
-	if !made(s, target) {
+	if !made(s.shares, target) {
 		for key, cur := range s.shares {
 			want[key] = max(want[key], cur.ReplicaCount())
 		}
@@ -333,19 +337,19 @@ func targetOf(w *v1alpha1.Workload, mb *v1alpha1.Rebalancing) []scheduler.Share 
 	return out
 }
 
-// matches reports whether the shares are the division, each Ready.
+// matches reports whether the shares are the division, each Ready: made,
+// and no share larger than its part or outside it.
 func matches(shares map[types.NamespacedName]*v1alpha1.Workload, target []scheduler.Share) bool {
 	n := 0
 	for _, sh := range target {
-		if sh.Replicas == 0 {
-			continue
-		}
-		n++
-		if cur := shares[sh.Cluster]; cur == nil || cur.ReplicaCount() != sh.Replicas || !readyShare(cur, sh.Replicas) {
-			return false
+		if cur := shares[sh.Cluster]; sh.Replicas > 0 {
+			n++
+			if cur != nil && cur.ReplicaCount() != sh.Replicas {
+				return false
+			}
 		}
 	}
-	return n == len(shares)
+	return n == len(shares) && made(shares, target)
 }
 
 // SharesText says a division: "default/a 4, default/b 4".

@@ -16,6 +16,7 @@ import (
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	schedulerctrl "github.com/placer-dev/placer/controllers/scheduler"
+	"github.com/placer-dev/placer/internal/eventtest"
 	"github.com/placer-dev/placer/internal/testenv"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -304,15 +305,9 @@ func TestDividedRebalance(t *testing.T) {
 			t.Errorf("stays' share in %s changed (generation %d → %d, %d replicas) while the move back ended: want it kept at 6 (%v)", name, grown[name].Generation, now.Generation, now.ReplicaCount(), before)
 		}
 	}
-	events := &corev1.EventList{}
-	if err := e.env.Client.List(ctx, events, client.InNamespace(e.ns)); err != nil {
-		t.Fatal(err)
-	}
-	ended := false
-	for _, ev := range events.Items {
-		ended = ended || ev.InvolvedObject.Name == "stays" && ev.Reason == "MoveBackEnded" && strings.Contains(ev.Message, "reserved only 2")
-	}
-	if !ended {
+	if ended := eventtest.Listed(t, e.env.Client, e.ns, func(ev *corev1.Event) bool {
+		return ev.InvolvedObject.Name == "stays" && ev.Reason == "MoveBackEnded" && strings.Contains(ev.Message, "reserved only 2")
+	}); len(ended) == 0 {
 		t.Error("no MoveBackEnded Event of stays saying a reserved only 2")
 	}
 	if rc := e.get("stays").Rejection(types.NamespacedName{Namespace: e.ns, Name: "a"}); rc == nil {

@@ -30,11 +30,7 @@ func TestRoomScoreName(t *testing.T) {
 // has been Ready, and it placed on b, for the window, by the margin; room
 // alone moves nothing.
 func TestPreferred(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := profiles[v1alpha1.DefaultSchedulerName]
+	p := defaultProfile(t)
 	now := time.Now()
 	const after = time.Minute
 	readySince := func(ago time.Duration) st.ClusterOption {
@@ -154,11 +150,7 @@ func TestFirst(t *testing.T) {
 // to b and c goes back to a; one weighed by room moves back only into a
 // cluster it is not in.
 func TestAfresh(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := profiles[v1alpha1.DefaultSchedulerName]
+	p := defaultProfile(t)
 	alike := &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided, StaticWeights: []v1alpha1.StaticClusterWeight{{Weight: 1}}}
 	byRoom := &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
 	used := func(cpu string) st.ClusterOption { return st.Capacity("16", "64Gi", cpu, "1Gi", "16", "64Gi") }
@@ -223,11 +215,7 @@ func TestAfresh(t *testing.T) {
 // region-0 (which it prefers), and whether it is worth moving (the issue's aim for a
 // division: ≤ 10 ms p99).
 func BenchmarkAfresh(b *testing.B) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := profiles[v1alpha1.DefaultSchedulerName]
+	p := defaultProfile(b)
 	clusters := make([]*v1alpha1.KubernetesCluster, 500)
 	for i := range clusters {
 		clusters[i] = st.Cluster(fmt.Sprintf("c-%03d", i), st.Labels(v1alpha1.LabelRegion, fmt.Sprintf("region-%d", i%10)),
@@ -273,4 +261,75 @@ func BenchmarkAfresh(b *testing.B) {
 	b.ReportMetric(float64(took[(len(took)*99+99)/100-1].Nanoseconds()), "p99-ns/judgement")
 	b.ReportMetric(float64(moved), "replicas-moved")
 	b.ReportMetric(float64(len(res.Ranked)), "feasible")
+}
+
+// TestDivisionInputReadyCap: a Divided Workload whose shares hold more
+// replicas than it asks for (a move back ended part way) counts a share
+// short of Ready by its Ready replicas, a batch share's succeeded ones
+// included; a Duplicated Workload, whose every share holds all its
+// replicas, counts each as it is.
+func TestDivisionInputReadyCap(t *testing.T) {
+	r := &Reconciler{cache: scheduler.NewCache()}
+	for _, n := range []string{"a", "b", "c"} {
+		r.cache.UpsertCluster(st.Cluster(n))
+	}
+	key := func(n string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: n} }
+	share := func(n string, replicas, ready, succeeded int32) *v1alpha1.Workload {
+		sh := st.Workload("w-"+n, st.Replicas(replicas))
+		sh.Generation, sh.Status.ObservedGeneration = 1, 1
+		sh.Status.ReadyReplicas, sh.Status.Succeeded = ready, succeeded
+		return sh
+	}
+	for name, c := range map[string]struct {
+		rs       v1alpha1.ReplicaSchedulingType
+		replicas int32
+		shares   map[string]*v1alpha1.Workload
+		want     map[string]int
+	}{
+		"Divided, 16 held for 12: the grown share counts by its Ready replicas": {
+			rs: v1alpha1.ReplicaSchedulingDivided, replicas: 12,
+			shares: map[string]*v1alpha1.Workload{"a": share("a", 4, 1, 0), "b": share("b", 6, 6, 0), "c": share("c", 6, 6, 0)},
+			want:   map[string]int{"a": 1, "b": 6, "c": 6},
+		},
+		"Divided, a batch share's succeeded replicas count as Ready": {
+			rs: v1alpha1.ReplicaSchedulingDivided, replicas: 8,
+			shares: map[string]*v1alpha1.Workload{"a": share("a", 4, 1, 2), "b": share("b", 6, 6, 0)},
+			want:   map[string]int{"a": 3, "b": 6},
+		},
+		"Divided, no more than asked for: each as it is": {
+			rs: v1alpha1.ReplicaSchedulingDivided, replicas: 12,
+			shares: map[string]*v1alpha1.Workload{"a": share("a", 4, 0, 0), "b": share("b", 8, 8, 0)},
+			want:   map[string]int{"a": 4, "b": 8},
+		},
+		"Duplicated: each share holds every replica, as it is": {
+			rs: v1alpha1.ReplicaSchedulingDuplicated, replicas: 2,
+			shares: map[string]*v1alpha1.Workload{"a": share("a", 2, 2, 0), "b": share("b", 2, 0, 0)},
+			want:   map[string]int{"a": 2, "b": 2},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := st.Workload("w", st.Replicas(c.replicas))
+			w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: c.rs}
+			s := &divideScope{w: w, shares: map[types.NamespacedName]*v1alpha1.Workload{}}
+			for n, sh := range c.shares {
+				s.shares[key(n)] = sh
+			}
+			in, _ := r.divisionInput(s, &scheduler.Result{})
+			for n, want := range c.want {
+				if got := in.Current[key(n)]; got != want {
+					t.Errorf("%s counts %d, want %d (%v)", n, got, want, in.Current)
+				}
+			}
+		})
+	}
+}
+
+// defaultProfile is the real default profile, as the manager builds it.
+func defaultProfile(tb testing.TB) *scheduler.Profile {
+	tb.Helper()
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return profiles[v1alpha1.DefaultSchedulerName]
 }

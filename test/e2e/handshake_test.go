@@ -41,6 +41,7 @@ import (
 	"github.com/placer-dev/placer/controllers/inventory"
 	"github.com/placer-dev/placer/internal/cordon"
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/eventtest"
 	"github.com/placer-dev/placer/internal/promtext"
 	"github.com/placer-dev/placer/internal/skew"
 	"github.com/placer-dev/placer/internal/testenv"
@@ -506,15 +507,9 @@ func TestHandshake(t *testing.T) {
 			t.Fatalf("placed on %s, nominated %v; want a of a,b", on(w), w.Status.NominatedClusters)
 		}
 		waitNoChaperons(t, b, w)
-		events := &corev1.EventList{}
-		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
-		}
-		fannedOut := false
-		for _, e := range events.Items {
-			fannedOut = fannedOut || e.InvolvedObject.Name == "fan" && e.Reason == "CreatedCandidates" && strings.Contains(e.Message, "default/b")
-		}
-		if !fannedOut {
+		if fannedOut := eventtest.Listed(t, env.Client, "default", func(e *corev1.Event) bool {
+			return e.InvolvedObject.Name == "fan" && e.Reason == "CreatedCandidates" && strings.Contains(e.Message, "default/b")
+		}); len(fannedOut) == 0 {
 			t.Error("no candidates were created in the runner-up b")
 		}
 
@@ -1906,21 +1901,15 @@ func TestHandshake(t *testing.T) {
 		if strings.Contains(stays.Status.Shares, lost+"=") {
 			t.Errorf("lost-stays (rebalance Never) moved back to %s: %s", lost, stays.Status.Shares)
 		}
-		events := &corev1.EventList{}
-		if err := env.Client.List(context.Background(), events, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
-		}
-		began := 0
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.UID != spread.UID || ev.Reason != "MovingBack" {
-				continue
-			}
-			began++
+		began := eventtest.Listed(t, env.Client, "default", func(ev *corev1.Event) bool {
+			return ev.InvolvedObject.UID == spread.UID && ev.Reason == "MovingBack"
+		})
+		for _, ev := range began {
 			if ev.FirstTimestamp.Time.Before(stable.Truncate(time.Second)) {
 				t.Errorf("lost-spread began to move back while %s flapped: %s at %s, stable from %s", lost, ev.Message, ev.FirstTimestamp, stable)
 			}
 		}
-		if began == 0 {
+		if len(began) == 0 {
 			t.Error("no MovingBack Event of lost-spread")
 		}
 		checkOneBoundPerReplica(t, members...)
@@ -1958,19 +1947,10 @@ func TestHandshake(t *testing.T) {
 		// Ready is not enough: the node lifecycle controller takes the
 		// not-ready taint away a moment later, and a candidate judged
 		// meanwhile does not fit there.
-		for _, n := range nodes {
-			waitUntil(t, timeout, func() (bool, string) {
-				node, err := m.target.Clientset.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-				if err != nil {
-					return false, err.Error()
-				}
-				for _, taint := range node.Spec.Taints {
-					if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
-						return false, fmt.Sprintf("%s/%s still has the taint %s", m.name, n.Name, taint.Key)
-					}
-				}
-				return true, ""
-			})
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := local.WaitForNodesReady(wctx, m.target.Clientset, len(have.Items)+len(nodes)); err != nil {
+			t.Fatalf("%s's nodes not Ready and untainted: %v", m.name, err)
 		}
 	}
 
