@@ -23,6 +23,9 @@ const (
 	nsDeployments = "deployments"
 )
 
+// baselineNamespaces are the baselines' namespaces, in the order they run.
+var baselineNamespaces = []string{nsBaseline, nsSpread, nsDeployments}
+
 // baselineKind says how a baseline namespace's pods map to records: one
 // record per bare pod, or one per Deployment (by its pods' group label).
 var baselineKind = map[string]string{nsBaseline: "pod", nsSpread: "pod", nsDeployments: "deployment"}

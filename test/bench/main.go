@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +45,13 @@ type options struct {
 	// kcmQPS: the members' kube-controller-manager's --kube-api-qps (0:
 	// kcmQPS's default from the client rate).
 	kcmQPS int
+	// rates: instead of the throughput phases, the offered-load measure
+	// at these items per second; unloaded: its samples per phase one at
+	// a time; rateWindow: how long each rate offers items; loadPhases:
+	// the phases it runs (all when empty).
+	rates, loadPhases string
+	unloaded          int
+	rateWindow        time.Duration
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
 	commit  string
@@ -76,6 +85,10 @@ func main() {
 	flag.Float64Var(&o.clusterCPUs, "cluster-cpus", 0, "give each cluster (its control plane and the placer components in it) a CPU quota of this many CPUs, as separate machines would (cgroup v1 cpu and cpuacct, as root); 0: one shared pool")
 	flag.Float64Var(&o.kwokCPUs, "kwok-cpus", 0, "with -cluster-cpus: kwok's quota (it plays every member's nodes); 0: none, accounted only")
 	flag.Float64Var(&o.benchCPUs, "bench-cpus", 0, "with -cluster-cpus: the benchmark's own quota (its clients and watches); 0: none, accounted only")
+	flag.StringVar(&o.rates, "rates", "", "instead of the throughput phases, offer single-replica items to each phase open loop at these rates (items per second, e.g. 10,20,40,60), after -unloaded items one at a time; report the highest rate each sustains with p99 added ≤ 3 s (results in load.md)")
+	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs")
+	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
+	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), "fanout-1", "noreservation", "fanout-all"), ",")+")")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

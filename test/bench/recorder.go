@@ -85,6 +85,19 @@ func (r *recorder) addLocked(rec *record) {
 	}
 }
 
+// reset forgets a phase's records and counts, for a new measure in its
+// namespace.
+func (r *recorder) reset(phase string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, rec := range r.recs {
+		if rec.phase == phase {
+			delete(r.recs, k)
+		}
+	}
+	r.counts[phase], r.done[phase] = &phaseCounts{}, 0
+}
+
 func (r *recorder) completed(phase string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

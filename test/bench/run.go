@@ -110,9 +110,16 @@ func run(ctx context.Context, o options) error {
 		}
 		return measureWriteCosts(ctx, o, o.writeCostN, o.writeCostRounds)
 	}
+	// Checked before a fleet is started for it.
+	var rates []float64
+	if o.rates != "" {
+		var err error
+		if rates, err = loadOptions(&o); err != nil {
+			return err
+		}
+	}
 	logf("client QPS %g burst %d; component QPS %g burst %d; %d members × %d nodes; %d single-replica + %d × %d-replica workloads per phase",
 		o.qps, o.burst, o.componentQPS, o.componentBurst, o.members, o.nodes, o.workloads, o.multi, o.multiReplicas)
-	// Checked before a fleet is started for it.
 	var sizes []int
 	if o.dynamics != "" {
 		for _, s := range strings.Split(o.dynamics, ",") {
@@ -132,6 +139,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if len(sizes) > 0 {
 		return dynamics(ctx, o, f, sizes)
+	}
+	if len(rates) > 0 {
+		return offeredLoad(ctx, o, f, rates)
 	}
 	rec := newRecorder()
 	if err := rec.watchManagement(ctx, f); err != nil {
@@ -266,21 +276,7 @@ func run(ctx context.Context, o options) error {
 	// 2–4. placer with fanOut 1; with NoReservation (every member's own
 	// kube-scheduler binds at once: the handshake's own cost is the
 	// difference); then fanOut over every member.
-	type placerPhase struct {
-		ns     string
-		fanOut int32
-		mode   v1alpha1.PlacementMode
-		what   string
-		// its: the phase's own items (items(o) when nil); spread: how
-		// their replicas spread.
-		its    []item
-		spread *v1alpha1.ReplicaScheduling
-	}
-	phases := []placerPhase{
-		{ns: "fanout-1", fanOut: 1, mode: v1alpha1.PlacementModeReserve, what: "placer, fanOut 1"},
-		{ns: "noreservation", fanOut: 1, mode: v1alpha1.PlacementModeNoReservation, what: "placer, NoReservation (no handshake)"},
-		{ns: "fanout-all", fanOut: int32(o.members), mode: v1alpha1.PlacementModeReserve, what: fmt.Sprintf("placer, fanOut %d", o.members)},
-	}
+	phases := placerPhases(o)
 	if o.divided > 0 {
 		var dits []item
 		for i := range o.divided {
@@ -310,17 +306,7 @@ func run(ctx context.Context, o options) error {
 		}
 		err = createAll(ctx, its, func(ctx context.Context, it item) error {
 			rec.add(&record{phase: ph.ns, name: it.name, replicas: it.replicas, created: time.Now()})
-			w := &v1alpha1.Workload{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ph.ns, Name: it.name},
-				Spec: v1alpha1.WorkloadSpec{
-					Placement: v1alpha1.Placement{FanOut: ph.fanOut, Mode: ph.mode, ReplicaScheduling: ph.spread},
-					TargetDeployment: v1alpha1.TargetDeployment{
-						Replicas: ptr.To(int32(it.replicas)),
-						Template: corev1.PodTemplateSpec{Spec: podSpec},
-					},
-				},
-			}
-			return mc.Create(ctx, w)
+			return mc.Create(ctx, newWorkload(ph.ns, it, ph.fanOut, ph.mode, ph.spread))
 		})
 		if err != nil {
 			return err
@@ -475,6 +461,43 @@ func writeProfile(dir, name string, b []byte) error {
 		return errors.Wrapf(err, "go tool pprof: %s", top)
 	}
 	return os.WriteFile(filepath.Join(dir, name+"-cpu-top.txt"), top, 0o644)
+}
+
+// placerPhase is one of placer's phases: the Workloads it creates.
+type placerPhase struct {
+	ns     string
+	fanOut int32
+	mode   v1alpha1.PlacementMode
+	what   string
+	// its: the phase's own items (items(o) when nil); spread: how
+	// their replicas spread.
+	its    []item
+	spread *v1alpha1.ReplicaScheduling
+}
+
+// placerPhases: fanOut 1; NoReservation (every member's own
+// kube-scheduler binds at once: the handshake's own cost is the
+// difference); fanOut over every member.
+func placerPhases(o options) []placerPhase {
+	return []placerPhase{
+		{ns: "fanout-1", fanOut: 1, mode: v1alpha1.PlacementModeReserve, what: "placer, fanOut 1"},
+		{ns: "noreservation", fanOut: 1, mode: v1alpha1.PlacementModeNoReservation, what: "placer, NoReservation (no handshake)"},
+		{ns: "fanout-all", fanOut: int32(o.members), mode: v1alpha1.PlacementModeReserve, what: fmt.Sprintf("placer, fanOut %d", o.members)},
+	}
+}
+
+// newWorkload is the Workload a placer phase creates for an item.
+func newWorkload(ns string, it item, fanOut int32, mode v1alpha1.PlacementMode, spread *v1alpha1.ReplicaScheduling) *v1alpha1.Workload {
+	return &v1alpha1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name},
+		Spec: v1alpha1.WorkloadSpec{
+			Placement: v1alpha1.Placement{FanOut: fanOut, Mode: mode, ReplicaScheduling: spread},
+			TargetDeployment: v1alpha1.TargetDeployment{
+				Replicas: ptr.To(int32(it.replicas)),
+				Template: corev1.PodTemplateSpec{Spec: podSpec},
+			},
+		},
+	}
 }
 
 // itemIndex is an item's position among the phase's items.
