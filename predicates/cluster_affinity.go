@@ -23,7 +23,7 @@ type ClusterAffinity struct{}
 
 var (
 	_ scheduler.PreFilterPlugin = &ClusterAffinity{}
-	_ scheduler.FilterPlugin    = &ClusterAffinity{}
+	_ scheduler.NarrowingPlugin = &ClusterAffinity{}
 )
 
 // NewClusterAffinity returns the plugin.
@@ -48,6 +48,19 @@ func (p *ClusterAffinity) PreFilter(_ context.Context, s *scheduler.CycleState, 
 type requiredAffinity struct {
 	sel    *nodeaffinity.NodeSelector
 	fields bool
+}
+
+// Narrow gives the verdicts from the snapshot's label index: the clusters
+// the required terms match. Terms on fields are matched cluster by
+// cluster (Filter); no required terms pass every cluster, in Filter at
+// no cost.
+func (p *ClusterAffinity) Narrow(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) (scheduler.ClusterSet, *scheduler.Status, bool) {
+	v, ok := s.Read(clusterAffinityKey)
+	if !ok || v.(requiredAffinity).sel == nil || v.(requiredAffinity).fields {
+		return nil, nil, false
+	}
+	pass, ok := snap.MatchingTerms(scheduler.RequiredClusterTerms(w))
+	return pass, statusClusterAffinity, ok
 }
 
 // Filter fails a cluster that matches no required term.

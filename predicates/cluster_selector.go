@@ -27,7 +27,7 @@ type ClusterSelector struct{}
 
 var (
 	_ scheduler.PreFilterPlugin = &ClusterSelector{}
-	_ scheduler.FilterPlugin    = &ClusterSelector{}
+	_ scheduler.NarrowingPlugin = &ClusterSelector{}
 )
 
 // NewClusterSelector returns the plugin.
@@ -66,6 +66,22 @@ func (p *ClusterSelector) PreFilter(_ context.Context, s *scheduler.CycleState, 
 	}
 	s.Write(selectorKey, pairs)
 	return nil
+}
+
+// Narrow gives the verdicts from the snapshot's label index: the clusters
+// carrying every selected label. No selector passes every cluster, in
+// Filter at no cost.
+func (p *ClusterSelector) Narrow(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) (scheduler.ClusterSet, *scheduler.Status, bool) {
+	sel, ok := s.Read(selectorKey)
+	if !ok || len(w.Spec.ClusterSelector) == 0 {
+		return nil, nil, false
+	}
+	pairs := sel.([]selected)
+	m := make(map[string]string, len(pairs))
+	for _, l := range pairs {
+		m[l.key] = l.value
+	}
+	return snap.Carrying(m), statusSelector, true
 }
 
 // Filter fails a cluster that lacks a selected label or value.

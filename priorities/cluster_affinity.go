@@ -6,6 +6,7 @@ package priorities
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
@@ -22,8 +23,8 @@ const preferredKey = "PreScore/" + ClusterAffinityName
 type ClusterAffinity struct{}
 
 var (
-	_ scheduler.PreScorePlugin = &ClusterAffinity{}
-	_ scheduler.ScorePlugin    = &ClusterAffinity{}
+	_ scheduler.PreScorePlugin   = &ClusterAffinity{}
+	_ scheduler.BatchScorePlugin = &ClusterAffinity{}
 )
 
 // NewClusterAffinity returns the plugin.
@@ -60,4 +61,30 @@ func (p *ClusterAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v
 		return 0, nil
 	}
 	return pa.terms.Score(c.MatchNode(pa.fields)), nil
+}
+
+// ScoreAll scores the feasible clusters from the snapshot's label index:
+// each term's clusters once, then each cluster's weights by position.
+// Terms on fields are matched cluster by cluster (Score).
+func (p *ClusterAffinity) ScoreAll(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot, pos []int32, raw []int64) bool {
+	v, ok := s.Read(preferredKey)
+	if !ok || v.(preferredAffinity).fields {
+		return false
+	}
+	clear(raw)
+	if v.(preferredAffinity).terms == nil {
+		return true
+	}
+	for _, t := range scheduler.PreferredClusterTerms(w) {
+		set, ok := snap.MatchingTerms([]corev1.NodeSelectorTerm{t.Preference})
+		if !ok {
+			return false
+		}
+		for i, at := range pos {
+			if set.Has(int(at)) {
+				raw[i] += int64(t.Weight)
+			}
+		}
+	}
+	return true
 }

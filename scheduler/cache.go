@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"k8s.io/apimachinery/pkg/util/sets"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -75,6 +76,9 @@ type Cache struct {
 	movingBack map[types.UID]string
 	// snap is the last snapshot, reused until something changes.
 	snap *Snapshot
+	// labels is the clusters by label, shared by the snapshots until a
+	// cluster comes, goes or changes its labels (nil then).
+	labels *sharedLabelIndex
 }
 
 // seenRejection is when a rejection (its attempt count) was first seen.
@@ -125,7 +129,11 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 	ci := NewClusterInfo(kc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if prev, ok := c.clusters[ci.Key]; ok {
+	prev, ok := c.clusters[ci.Key]
+	if !ok || !maps.Equal(prev.Labels, ci.Labels) {
+		c.labels = nil
+	}
+	if ok {
 		ci.OpenedAt = prev.OpenedAt
 		if opened = OpensUp(prev.Cluster, kc); opened {
 			// Rejections are stamped to the whole second (metav1.Time):
@@ -302,6 +310,9 @@ func (c *Cache) Cluster(key types.NamespacedName) *ClusterInfo {
 func (c *Cache) DeleteCluster(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.clusters[key]; ok {
+		c.labels = nil
+	}
 	delete(c.clusters, key)
 	c.refreshView(key)
 }
@@ -718,6 +729,10 @@ func (c *Cache) Snapshot() *Snapshot {
 	c.asking = &askedTerms{}
 	c.snap.asked = c.asking
 	c.snap.RejectionSeen = c.RejectionSeen
+	if c.labels == nil {
+		c.labels = &sharedLabelIndex{}
+	}
+	c.snap.labelIndex = c.labels
 	c.snap.Bound = map[string]sets.Set[string]{}
 	for k, clusterNamespace := range c.bindings {
 		if c.snap.Bound[k.Namespace] == nil {

@@ -27,10 +27,7 @@ func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, 
 	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return nil, nil
 	}
-	ns := &corev1.NodeSelector{}
-	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
-		ns.NodeSelectorTerms = append(ns.NodeSelectorTerms, nodeSelectorTerm(t))
-	}
+	ns := &corev1.NodeSelector{NodeSelectorTerms: RequiredClusterTerms(w)}
 	sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution")))
 	if err == nil {
 		return sel, nil
@@ -54,6 +51,20 @@ func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, 
 	return nil, errs
 }
 
+// RequiredClusterTerms are the Workload's required cluster affinity terms
+// as node selector terms (Snapshot.MatchingTerms); nil when it has none.
+func RequiredClusterTerms(w *v1alpha1.Workload) []corev1.NodeSelectorTerm {
+	ca := clusterAffinity(w)
+	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var out []corev1.NodeSelectorTerm
+	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
+		out = append(out, nodeSelectorTerm(t))
+	}
+	return out
+}
+
 // PreferredClusterAffinity parses the Workload's preferred cluster affinity;
 // nil when it has none.
 func PreferredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.PreferredSchedulingTerms, error) {
@@ -61,11 +72,21 @@ func PreferredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.PreferredSche
 	if ca == nil || len(ca.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
 		return nil, nil
 	}
-	terms := make([]corev1.PreferredSchedulingTerm, len(ca.PreferredDuringSchedulingIgnoredDuringExecution))
-	for i, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
-		terms[i] = corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: nodeSelectorTerm(p.Preference)}
+	return nodeaffinity.NewPreferredSchedulingTerms(PreferredClusterTerms(w), field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
+}
+
+// PreferredClusterTerms are the Workload's preferred cluster affinity
+// terms as preferred node scheduling terms; nil when it has none.
+func PreferredClusterTerms(w *v1alpha1.Workload) []corev1.PreferredSchedulingTerm {
+	ca := clusterAffinity(w)
+	if ca == nil {
+		return nil
 	}
-	return nodeaffinity.NewPreferredSchedulingTerms(terms, field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
+	var terms []corev1.PreferredSchedulingTerm
+	for _, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: nodeSelectorTerm(p.Preference)})
+	}
+	return terms
 }
 
 // ClusterAffinityUsesFields reports whether the Workload's required

@@ -111,20 +111,23 @@ func (p *Profile) Schedule(ctx context.Context, w *v1alpha1.Workload, snap *Snap
 			return res
 		}
 	}
-	feasible := p.filter(ctx, state, w, snap, o, res)
+	feasible, pos := p.filter(ctx, state, w, snap, o, res)
 	if len(feasible) == 0 {
 		return res
 	}
-	p.score(ctx, state, w, snap, feasible, res)
+	p.score(ctx, state, w, snap, feasible, pos, res)
 	return res
 }
 
 // filter runs the filters on every cluster the options do not exclude,
-// records in res why each that fails does, and returns those that pass.
-func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, o Options, res *Result) []*ClusterInfo {
+// records in res why each that fails does, and returns those that pass,
+// and their positions in the snapshot.
+func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, o Options, res *Result) ([]*ClusterInfo, []int32) {
 	feasible := make([]*ClusterInfo, 0, len(snap.Clusters))
+	var pos []int32
 	res.Failed = make([]Failure, 0, len(snap.Clusters))
-	for _, c := range snap.Clusters {
+	narrowed := p.narrow(ctx, state, w, snap, o)
+	for i, c := range snap.Clusters {
 		if why, ok := o.Exclude[c.Key]; ok {
 			s := NewStatus(UnschedulableAndUnresolvable, why).WithPlugin("Move")
 			res.Failed = append(res.Failed, Failure{Cluster: c, Status: s})
@@ -134,7 +137,16 @@ func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Wor
 			continue
 		}
 		var first *Status
-		for _, f := range p.Filters {
+		for j, f := range p.Filters {
+			if n := narrowed[j]; n.pass != nil {
+				// The verdict of the index: the same as Filter's, in the
+				// same order, so the first failure is the same too.
+				if !n.pass.Has(i) {
+					first = n.fail
+					break
+				}
+				continue
+			}
 			s := f.Filter(ctx, state, w, c)
 			if o.AllFilters {
 				res.Filters[c.Key] = append(res.Filters[c.Key], s.orSuccess().WithPlugin(f.Name()))
@@ -151,13 +163,39 @@ func (p *Profile) filter(ctx context.Context, state *CycleState, w *v1alpha1.Wor
 			continue
 		}
 		feasible = append(feasible, c)
+		pos = append(pos, int32(i))
 	}
-	return feasible
+	return feasible, pos
+}
+
+// narrowing is a filter's verdicts from the label index (pass nil: none).
+type narrowing struct {
+	pass ClusterSet
+	fail *Status
+}
+
+// narrow asks each NarrowingPlugin for its verdicts, by the profile's
+// filters' positions; none when the cycle records every verdict.
+func (p *Profile) narrow(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, o Options) []narrowing {
+	out := make([]narrowing, len(p.Filters))
+	if o.AllFilters {
+		return out
+	}
+	for j, f := range p.Filters {
+		n, ok := f.(NarrowingPlugin)
+		if !ok {
+			continue
+		}
+		if pass, fail, ok := n.Narrow(ctx, state, w, snap); ok {
+			out[j] = narrowing{pass: pass, fail: fail.WithPlugin(f.Name())}
+		}
+	}
+	return out
 }
 
 // score runs the pre-scores and the weighted, normalized scores on the
 // feasible clusters and ranks them in res, best first.
-func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, feasible []*ClusterInfo, res *Result) {
+func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, feasible []*ClusterInfo, pos []int32, res *Result) {
 	for _, pl := range p.PreScores {
 		if s := pl.PreScore(ctx, state, w, snap, feasible); !s.IsSuccess() {
 			// A failed pre-score leaves its plugin's scores flat rather than
@@ -181,7 +219,7 @@ func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Work
 			for i := range raw {
 				raw[i] = 0
 			}
-		} else {
+		} else if b, ok := ws.Plugin.(BatchScorePlugin); !ok || !b.ScoreAll(ctx, state, w, snap, pos, raw) {
 			for i, c := range feasible {
 				v, s := ws.Plugin.Score(ctx, state, w, c)
 				if !s.IsSuccess() {
@@ -206,8 +244,15 @@ func (p *Profile) score(ctx context.Context, state *CycleState, w *v1alpha1.Work
 		res.Ranked[i].tie = tieBreak(w.UID, res.Ranked[i].Cluster.Key)
 	}
 	slices.SortFunc(res.Ranked, func(a, b ClusterScore) int {
-		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.tie, b.tie),
-			cmp.Compare(a.Cluster.Key.Namespace, b.Cluster.Key.Namespace), cmp.Compare(a.Cluster.Key.Name, b.Cluster.Key.Name))
+		// In turn, not through cmp.Or, which compares the keys of every
+		// pair: the totals and the ties all but decide.
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.tie, b.tie); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Cluster.Key.Namespace, b.Cluster.Key.Namespace), cmp.Compare(a.Cluster.Key.Name, b.Cluster.Key.Name))
 	})
 }
 

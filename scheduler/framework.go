@@ -132,6 +132,18 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, w *v1alpha1.Workload, c *ClusterInfo) *Status
 }
 
+// NarrowingPlugin is a filter whose verdicts on the whole fleet the
+// snapshot's label index gives at once (Snapshot.Carrying,
+// Snapshot.MatchingTerms). Narrow, called after the pre-filters, returns
+// exactly the clusters Filter would pass, and the status Filter gives
+// every other one; ok false when it cannot say this cycle, and Filter then
+// runs on each cluster. A cycle that records every verdict (explain)
+// runs Filter regardless.
+type NarrowingPlugin interface {
+	FilterPlugin
+	Narrow(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot) (pass ClusterSet, fail *Status, ok bool)
+}
+
 // PreScorePlugin computes per-cycle state before feasible clusters are scored.
 type PreScorePlugin interface {
 	Plugin
@@ -143,6 +155,15 @@ type PreScorePlugin interface {
 type ScorePlugin interface {
 	Plugin
 	Score(ctx context.Context, state *CycleState, w *v1alpha1.Workload, c *ClusterInfo) (int64, *Status)
+}
+
+// BatchScorePlugin is a priority that scores every feasible cluster at
+// once from the snapshot's label index: raw[i] for the feasible cluster at
+// position pos[i] of Snapshot.Clusters, the same as Score would give it.
+// It reports false when it cannot this cycle, and Score then runs on each.
+type BatchScorePlugin interface {
+	ScorePlugin
+	ScoreAll(ctx context.Context, state *CycleState, w *v1alpha1.Workload, snap *Snapshot, pos []int32, raw []int64) bool
 }
 
 // Handle gives plugins what they may need at construction.

@@ -1,9 +1,10 @@
 package scheduler
 
 import (
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sort"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +146,9 @@ type Snapshot struct {
 	termCounts map[string]map[types.NamespacedName]int64
 	uids       *[uidShards]map[types.UID]int
 	asked      *askedTerms
+	// labelIndex is the clusters by label, built by the first cycle that
+	// asks; a cache's snapshots of the same clusters share it.
+	labelIndex *sharedLabelIndex
 }
 
 // placedIndex is the position of a placed workload in Placed.
@@ -174,7 +178,8 @@ func newSnapshot(clusters []*ClusterInfo, placed []*PlacedWorkload, namespaces m
 		}
 		return a.Name < b.Name
 	})
-	s := &Snapshot{Clusters: clusters, byKey: make(map[types.NamespacedName]*ClusterInfo, len(clusters)), Placed: placed, Namespaces: namespaces}
+	s := &Snapshot{Clusters: clusters, byKey: make(map[types.NamespacedName]*ClusterInfo, len(clusters)), Placed: placed, Namespaces: namespaces,
+		labelIndex: &sharedLabelIndex{}}
 	for _, c := range clusters {
 		s.byKey[c.Key] = c
 	}
