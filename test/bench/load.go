@@ -209,11 +209,15 @@ func offeredLoad(ctx context.Context, o options, f *fleet, rates []float64) erro
 }
 
 // unloadedP99 is the bare-Pod baseline's unloaded p99 create → Running,
-// what the other figures are added to (0 when it was not measured).
-func unloadedP99(rs []loadResult) time.Duration {
+// what the other p99s are added to (0 when it was not measured).
+func unloadedP99(rs []loadResult) time.Duration { return unloaded(rs, 99) }
+
+// unloaded is a percentile of the bare-Pod baseline's unloaded create →
+// Running (0 when it was not measured).
+func unloaded(rs []loadResult, pct float64) time.Duration {
 	for _, r := range rs {
 		if r.phase == nsBaseline && r.rate == 0 {
-			return r.res.runing.pct(99)
+			return r.res.runing.pct(pct)
 		}
 	}
 	return 0
@@ -290,22 +294,22 @@ func recordsOf(ns string, it item) []*record {
 func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 	var b strings.Builder
 	header(&b, o, f, fmt.Sprintf("-rates %s -unloaded %d -rate-window %s -client-qps %g -client-burst %d", o.rates, o.unloaded, o.rateWindow, o.qps, o.burst))
-	base := unloadedP99(rs)
-	fmt.Fprintf(&b, "Offered load: single-replica items created open loop at a fixed rate for %s (each at its time, whatever the ones before are doing; its latency counts from that time), then until every one runs or %s. A phase sustains a rate when every item ran and p99 create → Running adds at most %s to the unloaded bare Pod's p99 (%s ms); once it does not, its higher rates are not run. Unloaded: items created one at a time, each once the one before runs. \"late\": creates that began more than 100 ms after their time (the creating side fell behind); \"token wait\": seconds placer's manager waited for its clients' tokens (its client limit binding).\n\n",
-		o.rateWindow, o.timeout, maxAddedP99, ms(base))
+	base, base50 := unloadedP99(rs), unloaded(rs, 50)
+	fmt.Fprintf(&b, "Offered load: single-replica items created open loop at a fixed rate for %s (each at its time, whatever the ones before are doing; its latency counts from that time), then until every one runs or %s. A phase sustains a rate when every item ran and p99 create → Running adds at most %s to the unloaded bare Pod's p99 (%s ms); once it does not, its higher rates are not run. \"p50 / p99 added\": over the unloaded bare Pod's p50 (%s ms) and p99. Unloaded: items created one at a time, each once the one before runs (no pods/s). \"late\": creates that began more than 100 ms after their time (the creating side fell behind); \"token wait\": seconds placer's manager waited for its clients' tokens (its client limit binding).\n\n",
+		o.rateWindow, o.timeout, maxAddedP99, ms(base), ms(base50))
 	fmt.Fprintln(&b, "| phase | rate (items/s) | items run | → Running p50 / p99 (ms) | p50 / p99 added (ms) | pods/s | late | token wait (s) | sustained |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		rate, sus := "unloaded", "–"
+		rate, sus, pods := "unloaded", "–", "–"
 		if r.rate > 0 {
-			rate, sus = strconv.FormatFloat(r.rate, 'g', -1, 64), "no"
+			rate, sus, pods = strconv.FormatFloat(r.rate, 'g', -1, 64), "no", fmt.Sprintf("%.1f", r.res.throughput)
 			if sustains(r, base) {
 				sus = "yes"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %s / %s | %.1f | %d | %.1f | %s |\n", r.phase, rate, r.res.complete, r.res.n,
-			ms(r.res.runing.pct(50)), ms(r.res.runing.pct(99)), ms(r.res.runing.pct(50)-base), ms(r.res.runing.pct(99)-base),
-			r.res.throughput, r.late, r.tokenWait, sus)
+		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %s / %s | %s | %d | %.1f | %s |\n", r.phase, rate, r.res.complete, r.res.n,
+			ms(r.res.runing.pct(50)), ms(r.res.runing.pct(99)), ms(r.res.runing.pct(50)-base50), ms(r.res.runing.pct(99)-base),
+			pods, r.late, r.tokenWait, sus)
 	}
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "The highest rate each phase sustained, and what it is:")
