@@ -158,7 +158,10 @@ var selectorOperators = map[corev1.NodeSelectorOperator]selection.Operator{
 func (x *labelIndex) matching(r labels.Requirement) ClusterSet {
 	out := newClusterSet(x.n)
 	vals := x.byKey[r.Key()]
-	if r.Matches(oneLabel{}) {
+	// One value asked at a time, through a pointer: a struct passed as
+	// labels.Labels would be copied to the heap for each.
+	l := &oneLabel{}
+	if r.Matches(l) {
 		// Clusters without the key match (NotIn, DoesNotExist).
 		out.fill(x.n)
 		for _, pos := range vals {
@@ -168,7 +171,8 @@ func (x *labelIndex) matching(r labels.Requirement) ClusterSet {
 		}
 	}
 	for v, pos := range vals {
-		if !r.Matches(oneLabel{key: r.Key(), value: v, has: true}) {
+		*l = oneLabel{key: r.Key(), value: v, has: true}
+		if !r.Matches(l) {
 			continue
 		}
 		for _, i := range pos {
@@ -185,14 +189,14 @@ type oneLabel struct {
 	has        bool
 }
 
-func (l oneLabel) Has(k string) bool { return l.has && k == l.key }
+func (l *oneLabel) Has(k string) bool { return l.has && k == l.key }
 
-func (l oneLabel) Get(k string) string {
+func (l *oneLabel) Get(k string) string {
 	v, _ := l.Lookup(k)
 	return v
 }
 
-func (l oneLabel) Lookup(k string) (string, bool) {
+func (l *oneLabel) Lookup(k string) (string, bool) {
 	if l.Has(k) {
 		return l.value, true
 	}
