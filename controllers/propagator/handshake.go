@@ -405,7 +405,11 @@ func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) e
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
-	if len(st.Missing) > 0 {
+	// A person reads of the first candidates in the chosen cluster in
+	// Committed (or Rejected), which follows: the Event is for runner-ups,
+	// and for candidates added beside others (a replacement, more
+	// replicas), and saves the management cluster a write per Workload.
+	if len(st.Missing) > 0 && (p.unit.RunnerUp || len(chs) > 0) {
 		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
 	}
 	return nil

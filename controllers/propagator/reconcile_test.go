@@ -380,6 +380,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				if got := e.members[0].Tenants; len(got) == 0 || got[0] != "default" {
 					t.Errorf("wrote as tenants %v, want default", got)
 				}
+				// Committed or Rejected tells of them: no Event, no write.
+				if got := candidateEvents(e.rec); len(got) != 0 {
+					t.Errorf("Events %v for the first candidates in the chosen cluster, want none", got)
+				}
 			},
 		},
 		{
@@ -417,6 +421,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 				if n, r := count(t, e.members[0], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp), count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); n != 0 || r != 2 {
 					t.Errorf("runner-up candidates: %d in the chosen a, %d in b; want 0 and 2", n, r)
+				}
+				if got := candidateEvents(e.rec); len(got) != 1 || !strings.Contains(got[0], "in default/b") {
+					t.Errorf("Events %v, want one for the runner-up b's candidates", got)
 				}
 			},
 		},
@@ -563,6 +570,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 				if added != 1 {
 					t.Errorf("%d candidates for the added replica, want 1", added)
+				}
+				if got := candidateEvents(e.rec); len(got) != 1 {
+					t.Errorf("Events %v, want one for the candidate added beside the others", got)
 				}
 			},
 		},
@@ -2651,6 +2661,17 @@ func wantRejectedAndEmpty(t *testing.T, w *v1alpha1.Workload, m *clustertest.Mem
 	if n := count(t, m, w, nil); n != 0 {
 		t.Errorf("%d candidates left in the rejected %s", n, cluster)
 	}
+}
+
+// candidateEvents are the messages of the CreatedCandidates Events.
+func candidateEvents(r *recorder) []string {
+	var out []string
+	for _, e := range r.Events {
+		if e.Reason == reasonCandidates {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }
 
 func wantReason(t *testing.T, r *recorder, reason event.Reason) {
