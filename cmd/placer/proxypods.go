@@ -22,6 +22,7 @@ import (
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/controllers/propagator"
 	"github.com/placer-dev/placer/controllers/proxypod"
 )
 
@@ -43,7 +44,7 @@ type proxyPodFlags struct {
 }
 
 func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.enabled, "proxy-pods", true, "run the front end for ordinary pods (Admiralty's source pods): the mutating webhook, one virtual node per KubernetesCluster, and the proxy pods' controller")
+	fs.BoolVar(&f.enabled, "proxy-pods", true, "run the front end for ordinary pods (Admiralty's source pods): the mutating webhook, one virtual node per KubernetesCluster, and the proxy pods' controller; off, no webhook is served, and a new Workload gets the propagator's finalizer by a patch of its own")
 	fs.StringVar(&f.bindAddress, "webhook-bind-address", ":9443", "address the mutating webhook serves on (TLS)")
 	fs.StringVar(&f.namespace, "placer-namespace", "placer-system", "the namespace placer's manager runs in: its webhook Service and certificate Secret are there")
 	fs.StringVar(&f.service, "webhook-service", "placer-webhook", "the webhook's Service (its certificate serves the Service's names)")
@@ -107,6 +108,10 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
 		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()), Signer: certs,
 	}})
+	// The same server adds the propagator's finalizer to a Workload as it
+	// is created (one write less per Workload); without it (--proxy-pods
+	// false) the propagator adds it by a patch.
+	mgr.GetWebhookServer().Register(propagator.FinalizerPath, &webhook.Admission{Handler: propagator.Finalizer{}})
 	ep, err := f.kubeletEndpoint()
 	if err != nil {
 		return err

@@ -528,8 +528,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, e
 }
 
 // ensureFinalizer adds the finalizer before the first candidate, once the
-// scheduler has written its decision: added at creation it raced the
-// scheduler's status write. A Workload with no cluster chosen has no
+// scheduler has written its decision, to a Workload that came without it:
+// the manager's webhook adds it in the create (Finalizer), so this patch
+// is for one created while no manager answered. Patched right after the
+// creation, it raced the scheduler's status write. A Workload with no cluster chosen has no
 // candidate anywhere; one whose template the scheduler refused sends
 // nothing of it to any member, and what runs keeps running.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (next, error) {

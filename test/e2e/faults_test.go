@@ -26,6 +26,7 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/testenv"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -172,6 +173,12 @@ func TestFaults(t *testing.T) {
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
 	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
+	// The API server calls its webhooks at this manager: a Workload
+	// created while it is killed gets the finalizer by the propagator's
+	// patch (failurePolicy Ignore).
+	if err := deploy.WebhooksAt(context.Background(), env.Config, ports.webhook); err != nil {
+		t.Fatal(err)
+	}
 	// A short handshake timeout: it is also the bind window of a gang of one.
 	args := append(managerArgs(mgmt, ports), "--handshake-timeout=10s")
 	kill := runManager(t, args, logDir)

@@ -367,6 +367,10 @@ func TestHandshake(t *testing.T) {
 	mgmt := install(t, env.Config, "management")["placer-manager"]
 	logDir := t.TempDir()
 	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
+	// The API server calls its webhooks at this manager.
+	if err := deploy.WebhooksAt(context.Background(), env.Config, ports.webhook); err != nil {
+		t.Fatal(err)
+	}
 	// It reads the ClusterProfiles of the namespace fleet, reached with
 	// the access providers of inv.
 	inv, inventoryFlags := setUpInventory(t)
@@ -431,7 +435,22 @@ func TestHandshake(t *testing.T) {
 
 	t.Run("a workload lands and all its replicas run in the chosen cluster", func(t *testing.T) {
 		w := workload("web")
+		// The manager's webhook added the propagator's finalizer to the
+		// create itself (config/management/webhook.yaml).
+		created := w.DeepCopy()
+		if !slices.Contains(created.Finalizers, v1alpha1.FinalizerPropagator) {
+			t.Errorf("created with finalizers %v: the webhook did not add %s", created.Finalizers, v1alpha1.FinalizerPropagator)
+		}
 		waitReady(t, w)
+		// And no write of its own came after: only the creator's entry of
+		// managedFields holds metadata.finalizers.
+		for _, mf := range w.ManagedFields {
+			if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:finalizers"`) && !slices.ContainsFunc(created.ManagedFields, func(c metav1.ManagedFieldsEntry) bool {
+				return c.Manager == mf.Manager && c.Subresource == mf.Subresource
+			}) {
+				t.Errorf("%s wrote the finalizers after the create (%s %s)", mf.Manager, mf.Operation, mf.Time)
+			}
+		}
 		if on(w) != "a" || w.Status.ReadyReplicas != 2 {
 			t.Fatalf("placed on %s with %d ready, want a with 2", on(w), w.Status.ReadyReplicas)
 		}
