@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -105,23 +106,29 @@ type histogram struct {
 	sum, count float64
 }
 
-// scrapeWebhookLatency reads the management API server's histogram of
-// the time its calls of placer's mutating webhook took
-// (apiserver_admission_webhook_admission_duration_seconds), summed over
-// operations: what each pod create waited for the webhook.
-func scrapeWebhookLatency(ctx context.Context, cfg *rest.Config) (histogram, error) {
-	h := histogram{buckets: map[float64]float64{}}
+// scrapeWebhooks reads the management API server's histograms of the
+// time its calls of placer's mutating webhooks took
+// (apiserver_admission_webhook_admission_duration_seconds), by webhook
+// (proxy-pods.placer.dev, workloads.placer.dev), summed over operations:
+// what each create waited for the webhook.
+func scrapeWebhooks(ctx context.Context, cfg *rest.Config) (map[string]histogram, error) {
+	out := map[string]histogram{}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return h, err
+		return nil, err
 	}
 	b, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return h, err
+		return nil, err
 	}
 	err = promtext.Each(b, func(_ string, l map[string]string, m *dto.Metric) {
-		if l["name"] != "proxy-pods.placer.dev" {
+		name := l["name"]
+		if !strings.HasSuffix(name, ".placer.dev") {
 			return
+		}
+		h, ok := out[name]
+		if !ok {
+			h = histogram{buckets: map[float64]float64{}}
 		}
 		hm := m.GetHistogram()
 		h.sum += hm.GetSampleSum()
@@ -129,8 +136,9 @@ func scrapeWebhookLatency(ctx context.Context, cfg *rest.Config) (histogram, err
 		for _, bk := range hm.GetBucket() {
 			h.buckets[bk.GetUpperBound()] += float64(bk.GetCumulativeCount())
 		}
+		out[name] = h
 	}, "apiserver_admission_webhook_admission_duration_seconds")
-	return h, err
+	return out, err
 }
 
 func (h histogram) minus(before histogram) histogram {

@@ -175,6 +175,7 @@ func run(ctx context.Context, o options) error {
 		fleetCPU map[string]float64
 		groupCPU map[string]float64
 		waits    waits
+		webhooks map[string]histogram
 	}
 	// Scraping five /metrics pages takes seconds, and CPU, of its own:
 	// the clock and the CPU times are read after the scrapes before a
@@ -201,6 +202,9 @@ func run(ctx context.Context, o options) error {
 			return mark{}, err
 		}
 		maps.Copy(m.waits, permit)
+		if m.webhooks, err = scrapeWebhooks(ctx, f.mgmt.RESTConfig()); err != nil {
+			return mark{}, err
+		}
 		if first {
 			clock()
 		}
@@ -215,6 +219,10 @@ func run(ctx context.Context, o options) error {
 		r.waits = after.waits.minus(before.waits)
 		r.cpu, r.fleetCPU = minus(after.cpu, before.cpu), minus(after.fleetCPU, before.fleetCPU)
 		r.groupCPU = minus(after.groupCPU, before.groupCPU)
+		r.webhooks = map[string]histogram{}
+		for name, h := range after.webhooks {
+			r.webhooks[name] = h.minus(before.webhooks[name])
+		}
 		r.wall = after.at.Sub(before.at)
 		return nil
 	}
@@ -344,10 +352,6 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	hooked, err := scrapeWebhookLatency(ctx, f.mgmt.RESTConfig())
-	if err != nil {
-		return err
-	}
 	pods := 0
 	for _, it := range its {
 		pods += it.replicas
@@ -360,11 +364,6 @@ func run(ctx context.Context, o options) error {
 	if err := costs(&res, before); err != nil {
 		return err
 	}
-	after, err := scrapeWebhookLatency(ctx, f.mgmt.RESTConfig())
-	if err != nil {
-		return err
-	}
-	res.webhook = after.minus(hooked)
 	results = append(results, res)
 	if err := cleanFrontend(ctx, f.mc); err != nil {
 		return err
