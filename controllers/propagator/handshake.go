@@ -405,10 +405,12 @@ func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) e
 			return errors.Wrap(err, errCreateChaperon)
 		}
 	}
-	// A person reads of the first candidates in the chosen cluster in
-	// Committed (or Rejected), which follows: the Event is for runner-ups,
-	// and for candidates added beside others (a replacement, more
-	// replicas), and saves the management cluster a write per Workload.
+	// The first candidates in the chosen cluster get no Event, a write
+	// less per Workload: Scheduled said where they go, and what follows
+	// is told by Committed or Rejected (a held gang), or by the Ready
+	// condition (a gang of one, NoReservation, which binds unheld). The
+	// Event is for runner-ups, and for candidates added beside others (a
+	// replacement, more replicas).
 	if len(st.Missing) > 0 && (p.unit.RunnerUp || len(chs) > 0) {
 		s.event(event.Normal(reasonCandidates, fmt.Sprintf("created %d candidate(s) in %s", len(st.Missing), m.ClusterKey())))
 	}

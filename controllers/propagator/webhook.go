@@ -3,7 +3,6 @@ package propagator
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"gomodules.xyz/jsonpatch/v2"
@@ -39,7 +38,9 @@ func (Finalizer) Handle(_ context.Context, req admission.Request) admission.Resp
 	}
 	w := &v1alpha1.Workload{}
 	if err := json.Unmarshal(req.Object.Raw, w); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		// Never a create refused here: the API server validates the
+		// Workload, and the propagator's patch adds the finalizer.
+		return admission.Allowed("not read: " + err.Error())
 	}
 	if w.Spreads() || meta.FinalizerExists(w, finalizer) {
 		return admission.Allowed("")

@@ -16,6 +16,7 @@ import (
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
+	"github.com/placer-dev/placer/internal/deploy"
 	"github.com/placer-dev/placer/internal/testenv"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -61,7 +62,12 @@ func TestSecurity(t *testing.T) {
 		}
 	}
 	mgmt := install(t, env.Config, "management")["placer-manager"]
-	runManager(t, managerArgs(mgmt, managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}), t.TempDir())
+	ports := managerPorts{health: freeAddr(t), metrics: freeAddr(t), webhook: freeAddr(t)}
+	// The API server calls its webhooks at this manager.
+	if err := deploy.WebhooksAt(ctx, env.Config, ports.webhook); err != nil {
+		t.Fatal(err)
+	}
+	runManager(t, managerArgs(mgmt, ports), t.TempDir())
 	kubeconfig, err := m.target.KubeconfigFor("placer-manager")
 	if err != nil {
 		t.Fatal(err)
