@@ -123,6 +123,16 @@ func (g *cpuGroups) remove(cgroupRoot string) {
 // a wall time, when that share is at least 90%: the machine that bounds
 // the phase. "" when none does (or there are no quotas).
 func binding(used, quotas map[string]float64, wallSeconds float64) (string, float64) {
+	best, share := busiest(used, quotas, wallSeconds)
+	if share < 0.9 {
+		return "", share
+	}
+	return best, share
+}
+
+// busiest is the group with a quota that used the largest share of it
+// over wallSeconds, and that share ("" when none has a quota).
+func busiest(used, quotas map[string]float64, wallSeconds float64) (string, float64) {
 	best, share := "", 0.0
 	for _, name := range slices.Sorted(maps.Keys(used)) {
 		q := quotas[name]
@@ -132,9 +142,6 @@ func binding(used, quotas map[string]float64, wallSeconds float64) (string, floa
 		if s := used[name] / (q * wallSeconds); s > share {
 			best, share = name, s
 		}
-	}
-	if share < 0.9 {
-		return "", share
 	}
 	return best, share
 }

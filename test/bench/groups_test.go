@@ -41,6 +41,11 @@ func TestBinding(t *testing.T) {
 			t.Errorf("%s: binding = %q at %.3f, want %q at %.3f", tc.name, got, share, tc.want, tc.wantShare)
 		}
 	}
+	// The busiest group is named below 90% too (the offered load's
+	// table), never one without a quota.
+	if got, share := busiest(map[string]float64{"management": 2, "member-0": 3, "kwok": 30}, quotas, 10); got != "member-0" || share < 0.599 || share > 0.601 {
+		t.Errorf("busiest = %q at %.3f, want member-0 at 0.6", got, share)
+	}
 }
 
 func TestGroupCellAndNames(t *testing.T) {

@@ -42,6 +42,8 @@ type loadResult struct {
 	// tokenWait: the seconds placer's manager waited for its clients'
 	// tokens meanwhile (its client limit binding, when large).
 	tokenWait float64
+	// groupCPU: each CPU group's seconds over the step (-cluster-cpus).
+	groupCPU map[string]float64
 }
 
 // parseRates reads -rates: positive items per second, separated by commas,
@@ -239,6 +241,7 @@ func loadStep(ctx context.Context, o options, f *fleet, baseline kubernetes.Inte
 		return it
 	}
 	r := loadResult{phase: ph.ns, rate: rate}
+	cpuBefore := f.groups.usage()
 	start := time.Now()
 	if rate == 0 {
 		for i := range o.unloaded {
@@ -266,6 +269,7 @@ func loadStep(ctx context.Context, o options, f *fleet, baseline kubernetes.Inte
 	}
 	r.res = summarize(ph.ns, what, rec.records(ph.ns), rec.phaseCounts(ph.ns))
 	r.res.wall = time.Since(start)
+	r.groupCPU = minus(f.groups.usage(), cpuBefore)
 	waitsAfter, err := scrapeWaits(ctx, f.metrics)
 	if err != nil {
 		return r, err
@@ -297,8 +301,11 @@ func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 	base, base50 := unloadedP99(rs), unloaded(rs, 50)
 	fmt.Fprintf(&b, "Offered load: single-replica items created open loop at a fixed rate for %s (each at its time, whatever the ones before are doing; its latency counts from that time), then until every one runs or %s. A phase sustains a rate when every item ran and p99 create → Running adds at most %s to the unloaded bare Pod's p99 (%s ms); once it does not, its higher rates are not run. \"p50 / p99 added\": over the unloaded bare Pod's p50 (%s ms) and p99. Unloaded: items created one at a time, each once the one before runs (no pods/s). \"late\": creates that began more than 100 ms after their time (the creating side fell behind); \"token wait\": seconds placer's manager waited for its clients' tokens (its client limit binding).\n\n",
 		o.rateWindow, o.timeout, maxAddedP99, ms(base), ms(base50))
-	fmt.Fprintln(&b, "| phase | rate (items/s) | items run | → Running p50 / p99 (ms) | p50 / p99 added (ms) | pods/s | late | token wait (s) | sustained |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "\"busiest group\": with -cluster-cpus, the group that used the largest share of its quota over the step (from its first create until its last item ran or the timeout), and that share: at 90% or more it bound the step.")
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| phase | rate (items/s) | items run | → Running p50 / p99 (ms) | p50 / p99 added (ms) | pods/s | late | token wait (s) | busiest group | sustained |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
+	quotas := f.groups.quotas()
 	for _, r := range rs {
 		rate, sus, pods := "unloaded", "–", "–"
 		if r.rate > 0 {
@@ -307,9 +314,13 @@ func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 				sus = "yes"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %s / %s | %s | %d | %.1f | %s |\n", r.phase, rate, r.res.complete, r.res.n,
+		group := "–"
+		if name, share := busiest(r.groupCPU, quotas, r.res.wall.Seconds()); name != "" {
+			group = fmt.Sprintf("%s (%.0f%%)", name, 100*share)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %s / %s | %s | %d | %.1f | %s | %s |\n", r.phase, rate, r.res.complete, r.res.n,
 			ms(r.res.runing.pct(50)), ms(r.res.runing.pct(99)), ms(r.res.runing.pct(50)-base50), ms(r.res.runing.pct(99)-base),
-			pods, r.late, r.tokenWait, sus)
+			pods, r.late, r.tokenWait, group, sus)
 	}
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "The highest rate each phase sustained, and what it is:")
