@@ -14,8 +14,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/placer-dev/placer/apis"
 )
 
 // maxAddedP99 is what a phase may add at p99 to one pod's create →
@@ -159,18 +157,7 @@ func loadPhases(f *fleet, o options, mc client.Client) []loadPhase {
 // rates are skipped once one is not sustained. load.md is written again
 // after each step: a run cut short keeps what it measured.
 func offeredLoad(ctx context.Context, o options, f *fleet, rates []float64) error {
-	rec := newRecorder()
-	if err := rec.watchManagement(ctx, f); err != nil {
-		return err
-	}
-	for i := range f.members {
-		if err := rec.watchMember(ctx, f, i); err != nil {
-			return err
-		}
-	}
-	mcfg := f.mgmt.RESTConfig()
-	mcfg.QPS, mcfg.Burst = float32(o.qps), o.burst
-	mc, err := client.New(mcfg, client.Options{Scheme: apis.NewScheme()})
+	rec, mc, err := watchAndCreate(ctx, f, o)
 	if err != nil {
 		return err
 	}

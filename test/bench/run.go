@@ -143,27 +143,14 @@ func run(ctx context.Context, o options) error {
 	if len(rates) > 0 {
 		return offeredLoad(ctx, o, f, rates)
 	}
-	rec := newRecorder()
-	if err := rec.watchManagement(ctx, f); err != nil {
-		return err
-	}
-	for i := range f.members {
-		if err := rec.watchMember(ctx, f, i); err != nil {
-			return err
-		}
-	}
-
-	// The creating clients: one for the baseline's member, one for the
-	// management cluster, with the same limits.
-	cfg := f.members[0].RESTConfig()
-	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
-	baseline := kubernetes.NewForConfigOrDie(cfg)
-	mcfg := f.mgmt.RESTConfig()
-	mcfg.QPS, mcfg.Burst = float32(o.qps), o.burst
-	mc, err := client.New(mcfg, client.Options{Scheme: apis.NewScheme()})
+	rec, mc, err := watchAndCreate(ctx, f, o)
 	if err != nil {
 		return err
 	}
+	// The baseline member's client, with the same limits.
+	cfg := f.members[0].RESTConfig()
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	baseline := kubernetes.NewForConfigOrDie(cfg)
 	its := items(o)
 	var results []phaseResult
 
@@ -374,6 +361,25 @@ func run(ctx context.Context, o options) error {
 
 	rss := f.peakRSS()
 	return report(o, f, results, rest, rss)
+}
+
+// watchAndCreate starts a recorder watching the management cluster and
+// every member, and returns it with the management cluster's creating
+// client (the benchmark's client limits).
+func watchAndCreate(ctx context.Context, f *fleet, o options) (*recorder, client.Client, error) {
+	rec := newRecorder()
+	if err := rec.watchManagement(ctx, f); err != nil {
+		return nil, nil, err
+	}
+	for i := range f.members {
+		if err := rec.watchMember(ctx, f, i); err != nil {
+			return nil, nil, err
+		}
+	}
+	mcfg := f.mgmt.RESTConfig()
+	mcfg.QPS, mcfg.Burst = float32(o.qps), o.burst
+	mc, err := client.New(mcfg, client.Options{Scheme: apis.NewScheme()})
+	return rec, mc, err
 }
 
 // cleanPhase removes what a phase made, and waits until every member
