@@ -48,6 +48,15 @@ func randomFleet(rng *rand.Rand, n int) []*v1alpha1.KubernetesCluster {
 	return out
 }
 
+// fleetSize: the sets' word boundaries first (one cluster, 63 to 65, 128,
+// 130), then up to 150 clusters at random.
+func fleetSize(rng *rand.Rand, round int) int {
+	if edges := []int{1, 63, 64, 65, 128, 130}; round < len(edges) {
+		return edges[round]
+	}
+	return 1 + rng.IntN(150)
+}
+
 func randomExpr(rng *rand.Rand) v1alpha1.ClusterSelectorRequirement {
 	key := []string{"a", "b", "num", "tier", "absent"}[rng.IntN(5)]
 	vals := func() []string {
@@ -90,7 +99,7 @@ func randomTerms(rng *rand.Rand) []v1alpha1.ClusterSelectorTerm {
 func TestMatchingTermsAsNodeAffinity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
-		snap := st.Snapshot(randomFleet(rng, 40), nil, nil)
+		snap := st.Snapshot(randomFleet(rng, fleetSize(rng, round)), nil, nil)
 		w := st.Workload("w", st.RequiredClusterAffinity(randomTerms(rng)...))
 		terms := scheduler.RequiredClusterTerms(w)
 		sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: terms})
@@ -130,7 +139,7 @@ func TestNarrowedCycleAsEveryFilter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	narrowedSome := false
 	for round := range 200 {
-		snap := st.Snapshot(randomFleet(rng, 60), nil, nil)
+		snap := st.Snapshot(randomFleet(rng, fleetSize(rng, round)), nil, nil)
 		opts := []st.WorkloadOption{st.Requests("1", "1Gi"), st.RequiredClusterAffinity(randomTerms(rng)...)}
 		if rng.IntN(2) == 0 {
 			opts = append(opts, st.Selector("a", fmt.Sprint(rng.IntN(4))))
@@ -182,7 +191,7 @@ func TestScoreAllAsScore(t *testing.T) {
 	p := &priorities.ClusterAffinity{}
 	ctx := context.Background()
 	for round := range 300 {
-		snap := st.Snapshot(randomFleet(rng, 40), nil, nil)
+		snap := st.Snapshot(randomFleet(rng, fleetSize(rng, round)), nil, nil)
 		var opts []st.WorkloadOption
 		for _, term := range randomTerms(rng) {
 			opts = append(opts, st.PreferredClusterAffinity(int32(rng.IntN(100)), term))
