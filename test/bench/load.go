@@ -309,6 +309,17 @@ func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 			ms(r.res.runing.pct(50)), ms(r.res.runing.pct(99)), ms(r.res.runing.pct(50)-base50), ms(r.res.runing.pct(99)-base),
 			pods, r.late, r.tokenWait, group, sus)
 	}
+	var unloadedRs []phaseResult
+	for _, r := range rs {
+		if r.rate == 0 {
+			res := r.res
+			res.name += ", unloaded"
+			unloadedRs = append(unloadedRs, res)
+		}
+	}
+	if len(unloadedRs) > 0 {
+		writeHops(&b, unloadedRs)
+	}
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "The highest rate each phase sustained, and what it is:")
 	fmt.Fprintln(&b)
