@@ -175,6 +175,11 @@ func offeredLoad(ctx context.Context, o options, f *fleet, rates []float64) erro
 		rs = append(rs, r)
 		return r, writeLoad(o, f, phases, rs)
 	}
+	// The fleet settles first, as the burst's "at rest" does: a cluster
+	// just started is still busy with its own.
+	if err := sleep(ctx, restWindow); err != nil {
+		return err
+	}
 	for _, ph := range phases {
 		if _, err := step(ph, 0); err != nil {
 			return err
@@ -232,6 +237,13 @@ func loadStep(ctx context.Context, o options, f *fleet, baseline kubernetes.Inte
 	start := time.Now()
 	if rate == 0 {
 		for i := range o.unloaded {
+			// The fleet idle when the item comes: what the item before
+			// left to do (its status, its Events) done, or waited for.
+			if i > 0 {
+				if err := sleep(ctx, o.unloadedGap); err != nil {
+					return r, err
+				}
+			}
 			it := add(fmt.Sprintf("u%04d", i), time.Now())
 			if err := ph.create(ctx, it, i); err != nil {
 				return r, err
@@ -284,10 +296,10 @@ func recordsOf(ns string, it item) []*record {
 // bare Pod's, whether it sustained the rate, and the highest it sustained.
 func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 	var b strings.Builder
-	header(&b, o, f, fmt.Sprintf("-rates %s -unloaded %d -rate-window %s -client-qps %g -client-burst %d", o.rates, o.unloaded, o.rateWindow, o.qps, o.burst))
+	header(&b, o, f, fmt.Sprintf("-rates %s -unloaded %d -unloaded-gap %s -rate-window %s -client-qps %g -client-burst %d", o.rates, o.unloaded, o.unloadedGap, o.rateWindow, o.qps, o.burst))
 	base, base50 := unloadedP99(rs), unloaded(rs, 50)
-	fmt.Fprintf(&b, "Offered load: single-replica items created open loop at a fixed rate for %s (each at its time, whatever the ones before are doing; its latency counts from that time), then until every one runs or %s. A phase sustains a rate when every item ran and p99 create → Running adds at most %s to the unloaded bare Pod's p99 (%s ms); once it does not, its higher rates are not run. \"p50 / p99 added\": over the unloaded bare Pod's p50 (%s ms) and p99. Unloaded: items created one at a time, each once the one before runs (no pods/s). \"late\": creates that began more than 100 ms after their time (the creating side fell behind); \"token wait\": seconds placer's manager waited for its clients' tokens (its client limit binding).\n\n",
-		o.rateWindow, o.timeout, maxAddedP99, ms(base), ms(base50))
+	fmt.Fprintf(&b, "Offered load: single-replica items created open loop at a fixed rate for %s (each at its time, whatever the ones before are doing; its latency counts from that time), then until every one runs or %s. A phase sustains a rate when every item ran and p99 create → Running adds at most %s to the unloaded bare Pod's p99 (%s ms); once it does not, its higher rates are not run. \"p50 / p99 added\": over the unloaded bare Pod's p50 (%s ms) and p99. Unloaded: items created one at a time, each %s after the one before runs (no pods/s). \"late\": creates that began more than 100 ms after their time (the creating side fell behind); \"token wait\": seconds placer's manager waited for its clients' tokens (its client limit binding).\n\n",
+		o.rateWindow, o.timeout, maxAddedP99, ms(base), ms(base50), o.unloadedGap)
 	fmt.Fprintln(&b, "\"busiest group\": with -cluster-cpus, the group that used the largest share of its quota over the step (from its first create until its last item ran or the timeout), and that share: at 90% or more it bound the step.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| phase | rate (items/s) | items run | → Running p50 / p99 (ms) | p50 / p99 added (ms) | pods/s | late | token wait (s) | busiest group | sustained |")
@@ -339,8 +351,8 @@ func loadOptions(o *options) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.unloaded <= 0 || o.rateWindow <= 0 {
-		return nil, fmt.Errorf("-unloaded %d, -rate-window %s: want positive", o.unloaded, o.rateWindow)
+	if o.unloaded <= 0 || o.rateWindow <= 0 || o.unloadedGap < 0 {
+		return nil, fmt.Errorf("-unloaded %d, -rate-window %s, -unloaded-gap %s: want positive (the gap may be 0)", o.unloaded, o.rateWindow, o.unloadedGap)
 	}
 	top := rates[len(rates)-1]
 	o.qps = max(o.qps, 2*top)

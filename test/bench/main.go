@@ -51,6 +51,7 @@ type options struct {
 	// the phases it runs (all when empty).
 	rates, loadPhases string
 	unloaded          int
+	unloadedGap       time.Duration
 	rateWindow        time.Duration
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
@@ -86,7 +87,8 @@ func main() {
 	flag.Float64Var(&o.kwokCPUs, "kwok-cpus", 0, "with -cluster-cpus: kwok's quota (it plays every member's nodes); 0: none, accounted only")
 	flag.Float64Var(&o.benchCPUs, "bench-cpus", 0, "with -cluster-cpus: the benchmark's own quota (its clients and watches); 0: none, accounted only")
 	flag.StringVar(&o.rates, "rates", "", "instead of the throughput phases, offer single-replica items to each phase open loop at these rates (items per second, e.g. 10,20,40,60), after -unloaded items one at a time; report the highest rate each sustains with p99 added ≤ 3 s (results in load.md)")
-	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs")
+	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs and -unloaded-gap has passed")
+	flag.DurationVar(&o.unloadedGap, "unloaded-gap", 500*time.Millisecond, "with -rates: how long the fleet idles between unloaded items (what the item before left to do, its status and Events, done); 0: back to back")
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
 	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), "fanout-1", "noreservation", "fanout-all"), ",")+")")
 	flag.Parse()
