@@ -3,8 +3,6 @@ package predicates
 import (
 	"context"
 
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
 )
@@ -35,31 +33,28 @@ func (p *ClusterAffinity) Name() string { return ClusterAffinityName }
 // PreFilter parses the required terms once; a term that cannot be parsed
 // makes every cluster infeasible, with the parse error as the reason.
 func (p *ClusterAffinity) PreFilter(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
-	sel, errs := scheduler.RequiredClusterAffinity(w)
+	ra, errs := scheduler.RequiredClusterAffinity(w)
 	if len(errs) > 0 {
 		return scheduler.NewStatus(scheduler.UnschedulableAndUnresolvable, errs.ToAggregate().Error())
 	}
-	s.Write(clusterAffinityKey, requiredAffinity{sel: sel, fields: scheduler.ClusterAffinityUsesFields(w, true)})
+	s.Write(clusterAffinityKey, ra)
 	return nil
-}
-
-// requiredAffinity is the parsed required terms, and whether they match
-// fields.
-type requiredAffinity struct {
-	sel    *nodeaffinity.NodeSelector
-	fields bool
 }
 
 // Narrow gives the verdicts from the snapshot's label index: the clusters
 // the required terms match. Terms on fields are matched cluster by
 // cluster (Filter); no required terms pass every cluster, in Filter at
 // no cost.
-func (p *ClusterAffinity) Narrow(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot) (scheduler.ClusterSet, *scheduler.Status, bool) {
+func (p *ClusterAffinity) Narrow(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, snap *scheduler.Snapshot) (scheduler.ClusterSet, *scheduler.Status, bool) {
 	v, ok := s.Read(clusterAffinityKey)
-	if !ok || v.(requiredAffinity).sel == nil || v.(requiredAffinity).fields {
+	if !ok {
 		return nil, nil, false
 	}
-	pass, ok := snap.MatchingTerms(scheduler.RequiredClusterTerms(w))
+	ra := v.(scheduler.RequiredAffinity)
+	if ra.Selector == nil || ra.Fields {
+		return nil, nil, false
+	}
+	pass, ok := snap.MatchingTerms(ra.Terms)
 	return pass, statusClusterAffinity, ok
 }
 
@@ -69,8 +64,8 @@ func (p *ClusterAffinity) Filter(_ context.Context, s *scheduler.CycleState, _ *
 	if !ok {
 		return errNoPreFilter()
 	}
-	ra := v.(requiredAffinity)
-	if ra.sel == nil || ra.sel.Match(c.MatchNode(ra.fields)) {
+	ra := v.(scheduler.RequiredAffinity)
+	if ra.Selector == nil || ra.Selector.Match(c.MatchNode(ra.Fields)) {
 		return nil
 	}
 	return statusClusterAffinity

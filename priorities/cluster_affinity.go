@@ -7,7 +7,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -35,19 +34,12 @@ func (p *ClusterAffinity) Name() string { return ClusterAffinityName }
 
 // PreScore parses the preferred terms once.
 func (p *ClusterAffinity) PreScore(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot, _ []*scheduler.ClusterInfo) *scheduler.Status {
-	terms, err := scheduler.PreferredClusterAffinity(w)
+	pa, err := scheduler.PreferredClusterAffinity(w)
 	if err != nil {
 		return scheduler.NewStatus(scheduler.Error, err.Error())
 	}
-	s.Write(preferredKey, preferredAffinity{terms: terms, fields: scheduler.ClusterAffinityUsesFields(w, false)})
+	s.Write(preferredKey, pa)
 	return nil
-}
-
-// preferredAffinity is the parsed preferred terms, and whether they match
-// fields.
-type preferredAffinity struct {
-	terms  *nodeaffinity.PreferredSchedulingTerms
-	fields bool
 }
 
 // Score sums the weights of the matching terms.
@@ -56,26 +48,27 @@ func (p *ClusterAffinity) Score(_ context.Context, s *scheduler.CycleState, _ *v
 	if !ok {
 		return 0, errNoPreScore()
 	}
-	pa := v.(preferredAffinity)
-	if pa.terms == nil {
+	pa := v.(scheduler.PreferredAffinity)
+	if pa.Scorer == nil {
 		return 0, nil
 	}
-	return pa.terms.Score(c.MatchNode(pa.fields)), nil
+	return pa.Scorer.Score(c.MatchNode(pa.Fields)), nil
 }
 
 // ScoreAll scores the feasible clusters from the snapshot's label index:
 // each term's clusters once, then each cluster's weights by position.
 // Terms on fields are matched cluster by cluster (Score).
-func (p *ClusterAffinity) ScoreAll(_ context.Context, s *scheduler.CycleState, w *v1alpha1.Workload, snap *scheduler.Snapshot, pos []int32, raw []int64) bool {
+func (p *ClusterAffinity) ScoreAll(_ context.Context, s *scheduler.CycleState, _ *v1alpha1.Workload, snap *scheduler.Snapshot, pos []int32, raw []int64) bool {
 	v, ok := s.Read(preferredKey)
-	if !ok || v.(preferredAffinity).fields {
+	if !ok {
+		return false
+	}
+	pa := v.(scheduler.PreferredAffinity)
+	if pa.Fields {
 		return false
 	}
 	clear(raw)
-	if v.(preferredAffinity).terms == nil {
-		return true
-	}
-	for _, t := range scheduler.PreferredClusterTerms(w) {
+	for _, t := range pa.Terms {
 		set, ok := snap.MatchingTerms([]corev1.NodeSelectorTerm{t.Preference})
 		if !ok {
 			return false

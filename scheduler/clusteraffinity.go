@@ -19,23 +19,43 @@ import (
 
 var clusterAffinityPath = field.NewPath("spec", "affinity", "clusterAffinity")
 
-// RequiredClusterAffinity parses the Workload's required cluster affinity;
-// nil when it has none. Parse errors are field errors of the Workload's
-// own fields (clusterSelectorTerms, where node affinity says nodeSelectorTerms).
-func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, field.ErrorList) {
+// RequiredAffinity is a Workload's required cluster affinity, parsed once
+// per cycle.
+type RequiredAffinity struct {
+	// Selector matches clusters presented as nodes (ClusterInfo.Node);
+	// nil when the Workload has no required cluster affinity.
+	Selector *nodeaffinity.NodeSelector
+	// Terms are its terms as node selector terms (Snapshot.MatchingTerms).
+	Terms []corev1.NodeSelectorTerm
+	// Fields: a term matches fields (the cluster's name) besides labels;
+	// only then must a cluster be presented with its name
+	// (ClusterInfo.MatchNode), which costs the node-affinity helpers a
+	// map per match.
+	Fields bool
+}
+
+// RequiredClusterAffinity parses the Workload's required cluster affinity.
+// Parse errors are field errors of the Workload's own fields
+// (clusterSelectorTerms, where node affinity says nodeSelectorTerms).
+func RequiredClusterAffinity(w *v1alpha1.Workload) (RequiredAffinity, field.ErrorList) {
 	ca := clusterAffinity(w)
 	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil, nil
+		return RequiredAffinity{}, nil
 	}
-	ns := &corev1.NodeSelector{NodeSelectorTerms: RequiredClusterTerms(w)}
-	sel, err := nodeaffinity.NewNodeSelector(ns, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution")))
+	ra := RequiredAffinity{}
+	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
+		ra.Terms = append(ra.Terms, nodeSelectorTerm(t))
+	}
+	ra.Fields = matchesFields(ra.Terms...)
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: ra.Terms}, field.WithPath(clusterAffinityPath.Child("requiredDuringSchedulingIgnoredDuringExecution")))
 	if err == nil {
-		return sel, nil
+		ra.Selector = sel
+		return ra, nil
 	}
 	var errs field.ErrorList
 	var agg utilerrors.Aggregate
 	if !errors.As(err, &agg) {
-		return nil, field.ErrorList{field.InternalError(clusterAffinityPath, err)}
+		return RequiredAffinity{}, field.ErrorList{field.InternalError(clusterAffinityPath, err)}
 	}
 	for _, e := range agg.Errors() {
 		fe, ok := e.(*field.Error)
@@ -48,68 +68,45 @@ func RequiredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.NodeSelector, 
 		c.Field = strings.Replace(c.Field, ".nodeSelectorTerms[", ".clusterSelectorTerms[", 1)
 		errs = append(errs, &c)
 	}
-	return nil, errs
+	return RequiredAffinity{}, errs
 }
 
-// RequiredClusterTerms are the Workload's required cluster affinity terms
-// as node selector terms (Snapshot.MatchingTerms); nil when it has none.
-func RequiredClusterTerms(w *v1alpha1.Workload) []corev1.NodeSelectorTerm {
-	ca := clusterAffinity(w)
-	if ca == nil || ca.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var out []corev1.NodeSelectorTerm
-	for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
-		out = append(out, nodeSelectorTerm(t))
-	}
-	return out
+// PreferredAffinity is a Workload's preferred cluster affinity, parsed
+// once per cycle.
+type PreferredAffinity struct {
+	// Scorer sums the weights of the terms a cluster matches; nil when
+	// the Workload has no preferred cluster affinity.
+	Scorer *nodeaffinity.PreferredSchedulingTerms
+	// Terms are its terms as preferred node scheduling terms
+	// (Snapshot.MatchingTerms, one preference at a time).
+	Terms []corev1.PreferredSchedulingTerm
+	// Fields: a term matches fields besides labels (RequiredAffinity).
+	Fields bool
 }
 
-// PreferredClusterAffinity parses the Workload's preferred cluster affinity;
-// nil when it has none.
-func PreferredClusterAffinity(w *v1alpha1.Workload) (*nodeaffinity.PreferredSchedulingTerms, error) {
+// PreferredClusterAffinity parses the Workload's preferred cluster
+// affinity.
+func PreferredClusterAffinity(w *v1alpha1.Workload) (PreferredAffinity, error) {
 	ca := clusterAffinity(w)
 	if ca == nil || len(ca.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
-		return nil, nil
+		return PreferredAffinity{}, nil
 	}
-	return nodeaffinity.NewPreferredSchedulingTerms(PreferredClusterTerms(w), field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
-}
-
-// PreferredClusterTerms are the Workload's preferred cluster affinity
-// terms as preferred node scheduling terms; nil when it has none.
-func PreferredClusterTerms(w *v1alpha1.Workload) []corev1.PreferredSchedulingTerm {
-	ca := clusterAffinity(w)
-	if ca == nil {
-		return nil
-	}
-	var terms []corev1.PreferredSchedulingTerm
+	pa := PreferredAffinity{}
 	for _, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
-		terms = append(terms, corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: nodeSelectorTerm(p.Preference)})
+		t := nodeSelectorTerm(p.Preference)
+		pa.Terms = append(pa.Terms, corev1.PreferredSchedulingTerm{Weight: p.Weight, Preference: t})
+		pa.Fields = pa.Fields || matchesFields(t)
 	}
-	return terms
+	scorer, err := nodeaffinity.NewPreferredSchedulingTerms(pa.Terms, field.WithPath(clusterAffinityPath.Child("preferredDuringSchedulingIgnoredDuringExecution")))
+	if err != nil {
+		return PreferredAffinity{}, err
+	}
+	pa.Scorer = scorer
+	return pa, nil
 }
 
-// ClusterAffinityUsesFields reports whether the Workload's required
-// (required true) or preferred cluster affinity terms match fields (the
-// cluster's name) besides labels: only then must a cluster be presented
-// with its name (ClusterInfo.MatchNode), which costs the node-affinity
-// helpers a map per match.
-func ClusterAffinityUsesFields(w *v1alpha1.Workload, required bool) bool {
-	ca := clusterAffinity(w)
-	if ca == nil {
-		return false
-	}
-	var terms []corev1.NodeSelectorTerm
-	if required && ca.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range ca.RequiredDuringSchedulingIgnoredDuringExecution.ClusterSelectorTerms {
-			terms = append(terms, nodeSelectorTerm(t))
-		}
-	}
-	if !required {
-		for _, p := range ca.PreferredDuringSchedulingIgnoredDuringExecution {
-			terms = append(terms, nodeSelectorTerm(p.Preference))
-		}
-	}
+// matchesFields reports whether a term matches fields besides labels.
+func matchesFields(terms ...corev1.NodeSelectorTerm) bool {
 	for _, t := range terms {
 		if len(t.MatchFields) > 0 {
 			return true

@@ -101,7 +101,11 @@ func TestMatchingTermsAsNodeAffinity(t *testing.T) {
 	for round := range 300 {
 		snap := st.Snapshot(randomFleet(rng, fleetSize(rng, round)), nil, nil)
 		w := st.Workload("w", st.RequiredClusterAffinity(randomTerms(rng)...))
-		terms := scheduler.RequiredClusterTerms(w)
+		ra, errs := scheduler.RequiredClusterAffinity(w)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		terms := ra.Terms
 		sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: terms})
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +225,7 @@ func TestScoreAllAsScore(t *testing.T) {
 				t.Fatal(s.Message())
 			}
 			if raw[i] != want {
-				t.Fatalf("round %d: cluster %s labels %v: ScoreAll %d, Score %d (terms %v)", round, c.Key.Name, c.Labels, raw[i], want, scheduler.PreferredClusterTerms(w))
+				t.Fatalf("round %d: cluster %s labels %v: ScoreAll %d, Score %d (terms %v)", round, c.Key.Name, c.Labels, raw[i], want, w.Spec.Affinity.ClusterAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 			}
 		}
 	}
