@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -172,7 +171,7 @@ func followRebalance(ctx context.Context, out io.Writer, c client.WithWatch, was
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(was), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, key := range slices.SortedFunc(maps.Keys(was), v1alpha1.CompareKeys) {
 		if !moved[key] {
 			fmt.Fprintf(out, "Workload %s stays on %s: no cluster it prefers more can take it now (placer explain says why)\n", key, was[key])
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -127,7 +126,7 @@ func (r *Reconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) (memb
 			absent = append(absent, k)
 		}
 	}
-	slices.SortFunc(absent, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(absent, v1alpha1.CompareKeys)
 	return out, absent, nil
 }
 

@@ -95,10 +95,6 @@ type divideScope struct {
 	now                        time.Time
 }
 
-// byKey orders clusters by namespace/name, so that a pass over a map is
-// the same from one pass to the next.
-func byKey(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
-
 // retry is when to look again: after d, or sooner when a share's
 // toleration, or a move back's window, ends.
 func (s *divideScope) retry(d time.Duration) time.Duration {
@@ -298,7 +294,7 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 	r.moveSlots.Lock()
 	s.slotsHeld = true
 	moving := r.cache.Draining()
-	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), byKey) {
+	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), v1alpha1.CompareKeys) {
 		if r.maxMoves > 0 && moving >= r.maxMoves {
 			s.waiting[cl] = fmt.Sprintf("must leave its cluster (%s), and waits: %d moves are under way, the most at once (--max-concurrent-moves)", s.gone[cl], moving)
 			delete(s.gone, cl)
@@ -404,7 +400,7 @@ func DivisionInput(w *v1alpha1.Workload, res *scheduler.Result, current map[type
 	known = true
 	ranked := slices.Clone(res.Ranked)
 	var held []types.NamespacedName
-	for _, key := range slices.SortedFunc(maps.Keys(current), byKey) {
+	for _, key := range slices.SortedFunc(maps.Keys(current), v1alpha1.CompareKeys) {
 		if slices.ContainsFunc(ranked, func(c scheduler.ClusterScore) bool { return c.Cluster.Key == key }) {
 			continue
 		}
@@ -789,7 +785,7 @@ func divisionMessage(s *divideScope, d scheduler.Division) string {
 		return fmt.Sprintf("moving back to %s: %s; the shares that grow are made first, the others shrink once they are Ready", SharesText(targetOf(s.w, mb)), mb.Message)
 	}
 	byCluster := slices.Clone(d.Shares)
-	slices.SortFunc(byCluster, func(a, b scheduler.Share) int { return byKey(a.Cluster, b.Cluster) })
+	slices.SortFunc(byCluster, func(a, b scheduler.Share) int { return v1alpha1.CompareKeys(a.Cluster, b.Cluster) })
 	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.w.ReplicaCount(), len(d.Shares), SharesText(byCluster))
 	if d.Unplaced > 0 {
 		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)

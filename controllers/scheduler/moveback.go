@@ -207,7 +207,7 @@ func Afresh(w *v1alpha1.Workload, p *scheduler.Profile, in scheduler.DivisionInp
 		}
 	}
 	d = scheduler.Divide(fresh, PolicyOf(w))
-	slices.SortFunc(d.Shares, func(a, b scheduler.Share) int { return byKey(a.Cluster, b.Cluster) })
+	slices.SortFunc(d.Shares, func(a, b scheduler.Share) int { return v1alpha1.CompareKeys(a.Cluster, b.Cluster) })
 	for _, sh := range d.Shares {
 		moved += max(0, sh.Replicas-in.Current[sh.Cluster])
 	}
@@ -275,13 +275,13 @@ func (s *divideScope) moveBackEnds(mb *v1alpha1.Rebalancing, target []scheduler.
 	if mb.Generation != s.w.Generation {
 		return "the spec changed"
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(s.gone), byKey) {
+	for _, key := range slices.SortedFunc(maps.Keys(s.gone), v1alpha1.CompareKeys) {
 		return fmt.Sprintf("the share in %s gives its replicas back (%s)", key, s.gone[key])
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(s.kept), byKey) {
+	for _, key := range slices.SortedFunc(maps.Keys(s.kept), v1alpha1.CompareKeys) {
 		return fmt.Sprintf("%s reserved only %d of its share's %d replicas", key, s.kept[key].reserved, s.kept[key].of)
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(s.waiting), byKey) {
+	for _, key := range slices.SortedFunc(maps.Keys(s.waiting), v1alpha1.CompareKeys) {
 		// Its place under --max-concurrent-moves goes to the drain.
 		return fmt.Sprintf("the share in %s must leave its cluster", key)
 	}
@@ -319,7 +319,7 @@ func movingDivision(s *divideScope, target []scheduler.Share, mb *v1alpha1.Rebal
 		}
 	}
 	d := scheduler.Division{}
-	for _, key := range slices.SortedFunc(maps.Keys(want), byKey) {
+	for _, key := range slices.SortedFunc(maps.Keys(want), v1alpha1.CompareKeys) {
 		if want[key] > 0 {
 			d.Shares = append(d.Shares, scheduler.Share{Cluster: key, Replicas: want[key],
 				Why: fmt.Sprintf("%d of %d replicas, its part of the division it moved back to: %s", want[key], s.w.ReplicaCount(), mb.Message)})

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	"slices"
 	"time"
 
@@ -291,3 +293,7 @@ func RejectionBackoff(attempts int32) time.Duration {
 	}
 	return min(d, RejectionBackoffMax)
 }
+
+// CompareKeys orders keys by "namespace/name": the order placer lists
+// clusters and Workloads in, in messages and on the command line.
+func CompareKeys(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
