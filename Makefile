@@ -5,10 +5,12 @@ SHELL := /bin/bash
 K8S_VERSION  ?= v1.35.4
 ETCD_VERSION ?= v3.6.5
 KWOK_VERSION ?= v0.7.0
+KARMADA_VERSION ?= v1.18.2
 
 BIN      := $(CURDIR)/bin
 K8S_BIN  := $(BIN)/k8s/$(K8S_VERSION)
 KWOK_BIN := $(BIN)/kwok/$(KWOK_VERSION)
+KARMADA_BIN := $(BIN)/karmada/$(KARMADA_VERSION)
 export PLACER_BIN_DIR := $(BIN)
 
 K8S_PKG := k8s.io/component-base/version
@@ -91,6 +93,24 @@ $(K8S_BIN)/etcd:
 	@mkdir -p $(K8S_BIN)
 	go build -trimpath -ldflags "-s -w" -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
 
+# Karmada's control plane, the benchmark's peer (make bench), built from the
+# modules test/karmada pins; its CRDs beside the binaries. The tests need
+# none of it.
+KARMADA_TOOLS := $(addprefix $(KARMADA_BIN)/karmada-,aggregated-apiserver controller-manager scheduler webhook) $(KARMADA_BIN)/crds
+
+.PHONY: karmada
+karmada: $(KARMADA_TOOLS) ## Build Karmada's API server, controller manager, scheduler and webhook into bin/karmada/, for 'make bench'.
+
+$(KARMADA_BIN)/karmada-%:
+	@echo ">> building karmada-$* $(KARMADA_VERSION) (first build takes a few minutes)"
+	@mkdir -p $(@D)
+	cd test/karmada && go build -trimpath -ldflags "-s -w" -o $@.tmp github.com/karmada-io/karmada/cmd/$* && mv $@.tmp $@
+
+$(KARMADA_BIN)/crds:
+	@mkdir -p $@.tmp
+	src=$$(cd test/karmada && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada) && \
+	  find $$src/charts/karmada/_crds/bases -name '*.yaml' -exec cp {} $@.tmp/ \; && chmod -R u+w $@.tmp && mv $@.tmp $@
+
 $(KWOK_BIN)/kwok:
 	@echo ">> installing kwok $(KWOK_VERSION)"
 	@mkdir -p $(KWOK_BIN)
@@ -130,7 +150,7 @@ vet: ## gofmt and go vet.
 	go vet ./...
 	@# The modules of other Kubernetes versions (placer's own go.mod feeds
 	@# hack/candidate's): tidy, or their builds fail on a missing go.sum line.
-	@for m in $(dir $(wildcard hack/kube/*/go.mod hack/candidate/*/go.mod)); do \
+	@for m in $(dir $(wildcard hack/kube/*/go.mod hack/candidate/*/go.mod test/karmada/go.mod)); do \
 	  (cd $$m && go mod tidy -diff >/dev/null) || { echo "$$m is not tidy: cd $$m && go mod tidy"; exit 1; }; done
 
 # The CLI is released for macOS and Windows too (make release): every
@@ -160,9 +180,9 @@ test: tools candidates verify-generate vet cross ## Unit, controller and end-to-
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: tools bin/placer ## Scheduling-cycle microbenchmarks, then the end-to-end benchmark against the single-cluster baseline (results in _output/bench).
+bench: tools bin/placer karmada ## Scheduling-cycle microbenchmarks, then the end-to-end benchmark against the single-cluster baselines and Karmada (results in _output/bench).
 	go test -run '^$$' -bench . -benchtime 2s -count 1 ./scheduler/...
-	go run ./test/bench -bin-dir $(BIN) -placer bin/placer $(BENCH_FLAGS)
+	go run ./test/bench -bin-dir $(BIN) -placer bin/placer -karmada $(BENCH_FLAGS)
 
 .PHONY: sandbox
 sandbox: tools bin/placer ## Start a management cluster and 3 members, run placer, apply examples/ and print where each landed.

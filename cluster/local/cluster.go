@@ -96,6 +96,10 @@ type Options struct {
 	// ControllerManagerQPS is kube-controller-manager's --kube-api-qps
 	// (its burst twice it); its default (20) when zero.
 	ControllerManagerQPS int
+	// Aggregation configures the API server's front proxy (its client
+	// certificate and the request-header authentication aggregated API
+	// servers trust), for an APIService served by a local process.
+	Aggregation bool
 }
 
 // Cluster is a running local cluster.
@@ -116,8 +120,9 @@ type Cluster struct {
 }
 
 const (
-	errBinaries = "cannot find the local-cluster binaries; run 'make tools' or set PLACER_BIN_DIR"
-	serviceCIDR = "10.0.0.0/24"
+	frontProxyClient = "front-proxy-client"
+	errBinaries      = "cannot find the local-cluster binaries; run 'make tools' or set PLACER_BIN_DIR"
+	serviceCIDR      = "10.0.0.0/24"
 )
 
 // BinDirFromEnv returns $PLACER_BIN_DIR, or the bin/ folder of the
@@ -263,6 +268,17 @@ func (c *Cluster) writeCredentials() error {
 	if _, _, err := writePair(c.dir, "apiserver-kubelet-client", crt, key); err != nil {
 		return err
 	}
+	if c.opts.Aggregation {
+		// The front proxy's identity at aggregated API servers, issued by
+		// the cluster's CA (kubeadm has a CA of its own for it).
+		crt, key, err = ca.Issue(pki.Request{CommonName: frontProxyClient, Lifetime: tenYears})
+		if err != nil {
+			return err
+		}
+		if _, _, err := writePair(c.dir, "front-proxy-client", crt, key); err != nil {
+			return err
+		}
+	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return errors.Wrap(err, "cannot generate service account key")
@@ -336,33 +352,45 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.startProcess("kube-apiserver", bin,
-		"--etcd-servers="+c.etcdURL,
+	args := []string{
+		"--etcd-servers=" + c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		// The default Service's endpoints would be this loopback address,
 		// which from v1.37 the endpoint reconciler refuses; nothing runs
 		// in a pod here to call it.
 		"--endpoint-reconciler-type=none",
-		"--secure-port="+itoa(c.apiPort),
-		"--tls-cert-file="+c.path("apiserver.crt"),
-		"--tls-private-key-file="+c.path("apiserver.key"),
-		"--client-ca-file="+c.path("ca.crt"),
+		"--secure-port=" + itoa(c.apiPort),
+		"--tls-cert-file=" + c.path("apiserver.crt"),
+		"--tls-private-key-file=" + c.path("apiserver.key"),
+		"--client-ca-file=" + c.path("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+c.path("sa.key"),
-		"--service-account-signing-key-file="+c.path("sa.key"),
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-account-key-file=" + c.path("sa.key"),
+		"--service-account-signing-key-file=" + c.path("sa.key"),
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
-		"--kubelet-client-certificate="+c.path("apiserver-kubelet-client.crt"),
-		"--kubelet-client-key="+c.path("apiserver-kubelet-client.key"),
+		"--kubelet-client-certificate=" + c.path("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + c.path("apiserver-kubelet-client.key"),
 		// Nodes here are reached at their loopback InternalIP (kwok's
 		// server, placer's virtual nodes), not by host name.
 		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
-		"--profiling="+strconv.FormatBool(c.opts.Profiling),
+		"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 		"--v=0",
-	)
+	}
+	if c.opts.Aggregation {
+		args = append(args,
+			"--requestheader-client-ca-file="+c.path("ca.crt"),
+			"--requestheader-allowed-names="+frontProxyClient,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file="+c.path("front-proxy-client.crt"),
+			"--proxy-client-key-file="+c.path("front-proxy-client.key"),
+		)
+	}
+	p, err := c.startProcess("kube-apiserver", bin, args...)
 	if err != nil {
 		return err
 	}
@@ -620,6 +648,10 @@ func (c *Cluster) Dir() string { return c.dir }
 
 // Server is the API server's URL.
 func (c *Cluster) Server() string { return fmt.Sprintf("https://127.0.0.1:%d", c.apiPort) }
+
+// EtcdURL is the cluster's etcd client URL (plain HTTP on loopback), for an
+// aggregated API server that stores beside the cluster's own.
+func (c *Cluster) EtcdURL() string { return c.etcdURL }
 
 // KubeconfigPath is the admin kubeconfig file.
 func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
