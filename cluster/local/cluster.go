@@ -96,6 +96,9 @@ type Options struct {
 	// ControllerManagerQPS is kube-controller-manager's --kube-api-qps
 	// (its burst twice it); its default (20) when zero.
 	ControllerManagerQPS int
+	// Controllers is kube-controller-manager's --controllers; every
+	// controller ("*") when empty.
+	Controllers string
 	// Aggregation configures the API server's front proxy (its client
 	// certificate and the request-header authentication aggregated API
 	// servers trust), for an APIService served by a local process.
@@ -477,7 +480,7 @@ func (c *Cluster) startControllers() error {
 		"--authorization-kubeconfig="+c.kubeconfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
-		"--controllers=*",
+		"--controllers="+cmp.Or(c.opts.Controllers, "*"),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file="+c.path("sa.key"),

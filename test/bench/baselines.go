@@ -28,7 +28,7 @@ var baselineNamespaces = []string{nsBaseline, nsSpread, nsDeployments}
 
 // baselineKind says how a baseline namespace's pods map to records: one
 // record per bare pod, or one per Deployment (by its pods' group label).
-var baselineKind = map[string]string{nsBaseline: "pod", nsSpread: "pod", nsDeployments: "deployment"}
+var baselineKind = map[string]string{nsBaseline: "pod", nsSpread: "pod", nsDeployments: "deployment", nsKarmada: "deployment"}
 
 // isBaseline reports whether a phase is one of the baselines.
 func isBaseline(phase string) bool { return baselineKind[phase] != "" }
@@ -73,20 +73,30 @@ func baselines(f *fleet, o options) []baselinePhase {
 			return nil
 		}
 	}
-	return []baselinePhase{
-		{nsBaseline, "stock kube-scheduler, pods created in member-0", pods(nsBaseline, func(int) int { return 0 })},
-		{nsSpread, fmt.Sprintf("stock kube-schedulers, the same pods round-robin over the %d members", len(f.members)), pods(nsSpread, func(i int) int { return i % len(clients) })},
-		{nsDeployments, "a Deployment per item in member-0: its controller manager, then its kube-scheduler", func(ctx context.Context, it item, _ int) error {
+	deployments := func(ns string, c kubernetes.Interface) func(context.Context, item, int) error {
+		return func(ctx context.Context, it item, _ int) error {
 			labels := map[string]string{"group": it.name}
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: nsDeployments, Name: it.name}, Spec: appsv1.DeploymentSpec{
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name}, Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To(int32(it.replicas)),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec},
 			}}
-			_, err := clients[0].AppsV1().Deployments(nsDeployments).Create(ctx, d, metav1.CreateOptions{})
+			_, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
 			return err
-		}},
+		}
 	}
+	out := []baselinePhase{
+		{nsBaseline, "stock kube-scheduler, pods created in member-0", pods(nsBaseline, func(int) int { return 0 })},
+		{nsSpread, fmt.Sprintf("stock kube-schedulers, the same pods round-robin over the %d members", len(f.members)), pods(nsSpread, func(i int) int { return i % len(clients) })},
+		{nsDeployments, "a Deployment per item in member-0: its controller manager, then its kube-scheduler", deployments(nsDeployments, clients[0])},
+	}
+	if f.karmada != nil {
+		cfg := f.karmada.cluster.RESTConfig()
+		cfg.RateLimiter = limiter
+		out = append(out, baselinePhase{nsKarmada, fmt.Sprintf("Karmada %s: a Deployment per item in its API server, its PropagationPolicy placing each in one of the %d members (Divided, Aggregated, one cluster), pushed there; the member's controller manager, then its kube-scheduler", karmadaVersion, len(f.members)),
+			deployments(nsKarmada, kubernetes.NewForConfigOrDie(cfg))})
+	}
+	return out
 }
 
 // podName is a bare pod's name: the item's, and the replica's index for

@@ -110,7 +110,23 @@ func (f *fleet) fleetWrites(ctx context.Context) (map[string]writes, error) {
 		}
 		out[m.Name()] = w[0]
 	}
+	if f.karmada != nil {
+		w, err := scrapeWrites(ctx, f.karmada.cluster.RESTConfig(), "")
+		if err != nil {
+			return nil, fmt.Errorf("karmada /metrics: %w", err)
+		}
+		out[groupKarmada] = w[0]
+	}
 	return out, nil
+}
+
+// controlPlane is the API server a phase's items are created in, whose
+// writes it reports as the management's: Karmada's for its phase.
+func controlPlane(phase string) string {
+	if phase == nsKarmada {
+		return groupKarmada
+	}
+	return "mgmt"
 }
 
 // phaseWrites is what a phase wrote: management and members summed.
@@ -118,13 +134,19 @@ type phaseWrites struct {
 	mgmt, members writes
 }
 
-func diffWrites(after, before map[string]writes) phaseWrites {
+// diffWrites is what a phase wrote: its control plane's (management's or
+// Karmada's) as the management's, the members' summed; the other
+// control plane's left out.
+func diffWrites(after, before map[string]writes, control string) phaseWrites {
 	pw := phaseWrites{mgmt: writes{}, members: writes{}}
 	for name, w := range after {
 		d := w.minus(before[name])
 		to := pw.members
-		if name == "mgmt" {
+		switch name {
+		case control:
 			to = pw.mgmt
+		case "mgmt", groupKarmada:
+			continue
 		}
 		for k, v := range d {
 			to[k] += v
@@ -162,6 +184,18 @@ func (f *fleet) fleetCPU(placer map[string]float64) map[string]float64 {
 		for component, pid := range c.PIDs() {
 			if s, ok := procCPU(pid); ok {
 				out[component+" ("+where+")"] += s
+			}
+		}
+	}
+	if k := f.karmada; k != nil {
+		for component, pid := range k.cluster.PIDs() {
+			if s, ok := procCPU(pid); ok {
+				out[component+" (karmada)"] += s
+			}
+		}
+		for name, p := range k.procs {
+			if s, ok := procCPU(p.PID()); ok {
+				out[name] += s
 			}
 		}
 	}

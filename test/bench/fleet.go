@@ -50,6 +50,8 @@ type fleet struct {
 	// groups: a CPU group per cluster, kwok's and the benchmark's
 	// (-cluster-cpus); nil for the shared pool.
 	groups *cpuGroups
+	// karmada: Karmada's control plane, with -karmada.
+	karmada *karmadaPeer
 }
 
 // namespaces the phases use, opened to placer in every member.
@@ -69,6 +71,7 @@ func (f *fleet) close() {
 	for _, p := range f.placerProcs() {
 		p.Stop(10 * time.Second)
 	}
+	f.karmada.close()
 	for _, m := range f.members {
 		_ = m.Close()
 	}
@@ -91,6 +94,10 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	for i := range o.members {
 		names = append(names, fmt.Sprintf("member-%d", i))
 	}
+	if o.karmada {
+		// Its API server, started with the others (the last).
+		names = append(names, groupKarmada)
+	}
 	if o.clusterCPUs > 0 {
 		if f.groups, err = newCPUGroups(o, local.CgroupRoot, names); err != nil {
 			return f, err
@@ -98,14 +105,24 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	}
 	opts := make([]local.Options, len(names))
 	for i, name := range names {
-		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: i == 0, Scheduler: i > 0, StartTimeout: 5 * time.Minute, Profiling: o.profile,
+		member := i > 0 && name != groupKarmada
+		opts[i] = local.Options{Name: name, Dir: filepath.Join(dir, name), BinDir: o.binDir, NoKwok: !member, Scheduler: member, StartTimeout: 5 * time.Minute, Profiling: o.profile,
 			CPUGroup: f.groups.of(name), KwokGroup: f.groups.of(groupKwok), ControllerManagerQPS: kcmQPS(o)}
+		if name == groupKarmada {
+			opts[i].Aggregation = true
+			// As Karmada deploys it (artifacts/deploy): no workload
+			// controllers; a Deployment there is a template.
+			opts[i].Controllers = karmadaControllers
+		}
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {
 		return nil, err
 	}
-	f.mgmt, f.members = clusters[0], clusters[1:]
+	f.mgmt, f.members = clusters[0], clusters[1:1+o.members]
+	if o.karmada {
+		f.karmada = &karmadaPeer{cluster: clusters[len(clusters)-1], procs: map[string]*local.Process{}}
+	}
 	logf("started a management cluster and %d members", o.members)
 
 	crds, err := config.CRDs(v1alpha1.Group)
@@ -204,7 +221,13 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 			return f, err
 		}
 	}
-	return f, f.waitClustersReady(ctx, o)
+	if err := f.waitClustersReady(ctx, o); err != nil {
+		return f, err
+	}
+	if f.karmada != nil {
+		return f, f.karmada.start(ctx, f, o)
+	}
+	return f, nil
 }
 
 // errClosing: the fleet is closing, nothing starts any more.

@@ -53,6 +53,9 @@ type options struct {
 	unloaded          int
 	unloadedGap       time.Duration
 	rateWindow        time.Duration
+	// karmada: run Karmada's control plane beside placer (its phase after
+	// the baselines; make karmada builds it).
+	karmada bool
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
 	commit  string
@@ -90,7 +93,8 @@ func main() {
 	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs and -unloaded-gap has passed")
 	flag.DurationVar(&o.unloadedGap, "unloaded-gap", 500*time.Millisecond, "with -rates: how long the fleet idles between unloaded items (what the item before left to do, its status and Events, done); 0: back to back")
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
-	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), "fanout-1", "noreservation", "fanout-all"), ",")+")")
+	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), nsKarmada, "fanout-1", "noreservation", "fanout-all"), ",")+")")
+	flag.BoolVar(&o.karmada, "karmada", false, "run Karmada "+karmadaVersion+" beside placer on the same members, from bin/karmada ('make karmada'), and its phase: a Deployment per item with a PropagationPolicy placing it in one member")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())

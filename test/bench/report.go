@@ -419,7 +419,11 @@ func writeCosts(b *strings.Builder, rs []phaseResult) {
 	fmt.Fprintln(b, "Writes by resource and verb (management; members summed), leases left out:")
 	fmt.Fprintln(b)
 	for _, r := range rs {
-		fmt.Fprintf(b, "- %s: management %s; members %s\n", r.name, r.writes.mgmt.String(), r.writes.members.String())
+		control := "management"
+		if controlPlane(r.name) == groupKarmada {
+			control = "Karmada's API server"
+		}
+		fmt.Fprintf(b, "- %s: %s %s; members %s\n", r.name, control, r.writes.mgmt.String(), r.writes.members.String())
 	}
 	fmt.Fprintln(b)
 	fmt.Fprintln(b, "CPU seconds (user + system) of placer's processes per phase:")

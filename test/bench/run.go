@@ -202,7 +202,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		r.writes = diffWrites(after.writes, before.writes)
+		r.writes = diffWrites(after.writes, before.writes, controlPlane(r.name))
 		r.waits = after.waits.minus(before.waits)
 		r.cpu, r.fleetCPU = minus(after.cpu, before.cpu), minus(after.fleetCPU, before.fleetCPU)
 		r.groupCPU = minus(after.groupCPU, before.groupCPU)
@@ -395,6 +395,10 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 			}
 		}
 	case "deployment":
+		if ns == nsKarmada {
+			// Deleted in Karmada's API server: it deletes them in the member.
+			baseline = f.karmada.kube
+		}
 		if err := baseline.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}, metav1.ListOptions{}); err != nil {
 			return err
 		}

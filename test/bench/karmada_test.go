@@ -1,0 +1,85 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Karmada's phase reports its own API server's writes as the control
+// plane's, the management's left out, and the other phases the reverse.
+func TestDiffWritesByControlPlane(t *testing.T) {
+	before := map[string]writes{
+		"mgmt":       {"workloads POST": 10},
+		groupKarmada: {"works POST": 5},
+		"member-0":   {"pods POST": 1},
+		"member-1":   {"pods POST": 2},
+	}
+	after := map[string]writes{
+		"mgmt":       {"workloads POST": 12},
+		groupKarmada: {"works POST": 35, "resourcebindings POST": 30},
+		"member-0":   {"pods POST": 21},
+		"member-1":   {"pods POST": 12},
+	}
+	k := diffWrites(after, before, controlPlane(nsKarmada))
+	if k.mgmt.of("works") != 30 || k.mgmt.of("resourcebindings") != 30 || k.mgmt.of("workloads") != 0 {
+		t.Errorf("karmada's control plane wrote %v; want works 30, resourcebindings 30 and no Workloads", k.mgmt)
+	}
+	if k.members.of("pods") != 30 {
+		t.Errorf("members wrote %v; want 30 pods summed", k.members)
+	}
+	p := diffWrites(after, before, controlPlane("fanout-1"))
+	if p.mgmt.of("workloads") != 2 || p.mgmt.of("works") != 0 || p.members.of("works") != 0 {
+		t.Errorf("placer's phase: management %v, members %v; want 2 Workloads and none of Karmada's writes", p.mgmt, p.members)
+	}
+}
+
+func TestKarmadaClusterReady(t *testing.T) {
+	cluster := func(taints []any, conds ...map[string]any) unstructured.Unstructured {
+		c := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}, "status": map[string]any{}}}
+		if taints != nil {
+			c.Object["spec"].(map[string]any)["taints"] = taints
+		}
+		var cs []any
+		for _, cond := range conds {
+			cs = append(cs, cond)
+		}
+		c.Object["status"].(map[string]any)["conditions"] = cs
+		return c
+	}
+	ready := map[string]any{"type": "Ready", "status": "True"}
+	cases := map[string]struct {
+		c    unstructured.Unstructured
+		want bool
+	}{
+		"Ready, untainted":         {cluster(nil, map[string]any{"type": "Other", "status": "False"}, ready), true},
+		"Ready, still tainted":     {cluster([]any{map[string]any{"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}}, ready), false},
+		"not Ready":                {cluster(nil, map[string]any{"type": "Ready", "status": "False"}), false},
+		"no condition yet":         {cluster(nil), false},
+		"Ready unknown, untainted": {cluster(nil, map[string]any{"type": "Ready", "status": "Unknown"}), false},
+	}
+	for name, tc := range cases {
+		if got := karmadaClusterReady(tc.c); got != tc.want {
+			t.Errorf("%s: ready = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// The policy places each Deployment in exactly one of the members, any of
+// them, its replicas together.
+func TestKarmadaPolicy(t *testing.T) {
+	p := karmadaPolicy([]string{"member-0", "member-1", "member-2"})
+	names, _, _ := unstructured.NestedStringSlice(p.Object, "spec", "placement", "clusterAffinity", "clusterNames")
+	if strings.Join(names, ",") != "member-0,member-1,member-2" {
+		t.Errorf("clusterNames %v; want every member", names)
+	}
+	spread, _, _ := unstructured.NestedSlice(p.Object, "spec", "placement", "spreadConstraints")
+	if len(spread) != 1 || spread[0].(map[string]any)["maxGroups"] != int64(1) || spread[0].(map[string]any)["spreadByField"] != "cluster" {
+		t.Errorf("spreadConstraints %v; want one cluster at most", spread)
+	}
+	pref, _, _ := unstructured.NestedString(p.Object, "spec", "placement", "replicaScheduling", "replicaDivisionPreference")
+	if pref != "Aggregated" {
+		t.Errorf("replicaDivisionPreference %q; want Aggregated", pref)
+	}
+}
