@@ -73,10 +73,16 @@ func baselines(f *fleet, o options) []baselinePhase {
 			return nil
 		}
 	}
+	// A Deployment per item; to Karmada, labelled with the member its
+	// policies place it in, round-robin.
 	deployments := func(ns string, c kubernetes.Interface) func(context.Context, item, int) error {
-		return func(ctx context.Context, it item, _ int) error {
+		return func(ctx context.Context, it item, i int) error {
 			labels := map[string]string{"group": it.name}
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name}, Spec: appsv1.DeploymentSpec{
+			var meta map[string]string
+			if ns == nsKarmada {
+				meta = map[string]string{labelKarmadaMember: f.members[i%len(f.members)].Name()}
+			}
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name, Labels: meta}, Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To(int32(it.replicas)),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec},
@@ -93,7 +99,7 @@ func baselines(f *fleet, o options) []baselinePhase {
 	if f.karmada != nil {
 		cfg := f.karmada.cluster.RESTConfig()
 		cfg.RateLimiter = limiter
-		out = append(out, baselinePhase{nsKarmada, fmt.Sprintf("Karmada %s: a Deployment per item in its API server, its PropagationPolicy placing each in one of the %d members (Divided, Aggregated, one cluster), pushed there; the member's controller manager, then its kube-scheduler", karmadaVersion, len(f.members)),
+		out = append(out, baselinePhase{nsKarmada, fmt.Sprintf("Karmada %s: a Deployment per item in its API server, a PropagationPolicy placing it in one member, round-robin over the %d, pushed there; the member's controller manager, then its kube-scheduler", karmadaVersion, len(f.members)),
 			deployments(nsKarmada, kubernetes.NewForConfigOrDie(cfg))})
 	}
 	return out

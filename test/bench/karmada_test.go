@@ -66,20 +66,25 @@ func TestKarmadaClusterReady(t *testing.T) {
 	}
 }
 
-// The policy places each Deployment in exactly one of the members, any of
-// them, its replicas together.
+// A policy places the Deployments labelled with its member in that member
+// only, Duplicated (no replicaScheduling: Karmada's default; an empty one
+// would default to Divided without a preference, which its scheduler
+// refuses).
 func TestKarmadaPolicy(t *testing.T) {
-	p := karmadaPolicy([]string{"member-0", "member-1", "member-2"})
+	p := karmadaPolicy("member-1")
 	names, _, _ := unstructured.NestedStringSlice(p.Object, "spec", "placement", "clusterAffinity", "clusterNames")
-	if strings.Join(names, ",") != "member-0,member-1,member-2" {
-		t.Errorf("clusterNames %v; want every member", names)
+	if strings.Join(names, ",") != "member-1" {
+		t.Errorf("clusterNames %v; want member-1 only", names)
 	}
-	spread, _, _ := unstructured.NestedSlice(p.Object, "spec", "placement", "spreadConstraints")
-	if len(spread) != 1 || spread[0].(map[string]any)["maxGroups"] != int64(1) || spread[0].(map[string]any)["spreadByField"] != "cluster" {
-		t.Errorf("spreadConstraints %v; want one cluster at most", spread)
+	sel, _, _ := unstructured.NestedSlice(p.Object, "spec", "resourceSelectors")
+	if len(sel) != 1 {
+		t.Fatalf("resourceSelectors %v; want one", sel)
 	}
-	pref, _, _ := unstructured.NestedString(p.Object, "spec", "placement", "replicaScheduling", "replicaDivisionPreference")
-	if pref != "Aggregated" {
-		t.Errorf("replicaDivisionPreference %q; want Aggregated", pref)
+	match, _, _ := unstructured.NestedStringMap(sel[0].(map[string]any), "labelSelector", "matchLabels")
+	if match[labelKarmadaMember] != "member-1" || sel[0].(map[string]any)["kind"] != "Deployment" {
+		t.Errorf("resourceSelectors %v; want the Deployments labelled member-1", sel)
+	}
+	if _, found, _ := unstructured.NestedMap(p.Object, "spec", "placement", "replicaScheduling"); found {
+		t.Error("replicaScheduling set; want Karmada's default, Duplicated")
 	}
 }
