@@ -34,8 +34,9 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 	}
 	st, d := p.state, p.decision
 	switch {
-	case d.Action == propagator.Reject, len(st.Missing) > 0 && p.problem == nil:
-		// Rejected, or candidates were just created: nothing to count yet.
+	case d.Action == propagator.Reject, len(st.Missing) > 0 && p.problem == nil, unjudged(s, p):
+		// Rejected, or candidates were just created or not yet judged by
+		// the member: nothing to count yet.
 		return proceed, nil
 	case d.Action == propagator.Deliver && p.problem == nil:
 		// What the pods need is there (dependencies): new replicas bind.
@@ -83,6 +84,33 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 	}
 	s.w.Status.SetConditions(ready)
 	return proceed, nil
+}
+
+// unjudged: a Workload's first handshake, whose candidates the member has
+// not judged yet (none bound, refused, unschedulable or fenced), with
+// nothing to wait for that the counts would not show. Its counts would say
+// "0 of N ready" and no more than Scheduled does: no status is written
+// until the member answers (the first Ready write is then the answer's),
+// so a single-replica Workload costs two status writes, the decision and
+// Ready. Nothing here is needed to resume: the next pass reads the
+// chaperons again.
+func unjudged(s *scope, p *proof) bool {
+	st, d := p.state, p.decision
+	if p.problem != nil || p.committed() || d.Action != propagator.Wait || d.Message != "" {
+		return false
+	}
+	if st.Scheduled+st.Ready+st.Succeeded+st.Failed+st.Unplaceable > 0 || st.Unschedulable != "" || st.Refused != "" || len(st.Fenced) > 0 {
+		return false
+	}
+	if len(s.orig.Status.ClusterCounts) > 0 || len(s.orig.Status.LeftClusters) > 0 {
+		return false
+	}
+	for _, c := range s.orig.Status.Conditions {
+		if c.Type == xpv2.TypeReady {
+			return false
+		}
+	}
+	return true
 }
 
 // rollout takes the next step of a pod template change in the committed

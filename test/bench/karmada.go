@@ -121,6 +121,9 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 	qps := []string{fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--rate-limiter-qps=%d", int(o.componentQPS)), fmt.Sprintf("--rate-limiter-bucket-size=%d", o.componentBurst)}
 	common := []string{"--kubeconfig=" + c.KubeconfigPath(), "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	if !o.karmadaModels {
+		common = append(common, "--feature-gates=CustomizedClusterResourceModeling=false")
+	}
 	if err := k.spawn(f, o, "karmada-controller-manager", append(append(common, qps...),
 		fmt.Sprintf("--cluster-api-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-api-burst=%d", o.componentBurst))...); err != nil {
 		return err

@@ -56,6 +56,10 @@ type options struct {
 	// karmada: run Karmada's control plane beside placer (its phase after
 	// the baselines; make karmada builds it).
 	karmada bool
+	// karmadaModels: Karmada's CustomizedClusterResourceModeling feature
+	// (on by default there): its scheduler estimates a cluster's room
+	// from resource models.
+	karmadaModels bool
 	// started: when the run began, and the code it ran (git describe).
 	started time.Time
 	commit  string
@@ -95,6 +99,7 @@ func main() {
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
 	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), nsKarmada, "fanout-1", "noreservation", "fanout-all"), ",")+")")
 	flag.BoolVar(&o.karmada, "karmada", false, "run Karmada "+karmadaVersion+" beside placer on the same members, from bin/karmada ('make karmada'), and its phase: a Deployment per item with a PropagationPolicy placing it in one member")
+	flag.BoolVar(&o.karmadaModels, "karmada-resource-models", true, "with -karmada: leave Karmada's CustomizedClusterResourceModeling feature on, as it ships (false turns it off in its controller manager and scheduler: its scheduler then estimates a cluster's room from its resource summary alone)")
 	flag.Parse()
 
 	ctrl.SetLogger(logr.Discard())
