@@ -28,7 +28,7 @@ var baselineNamespaces = []string{nsBaseline, nsSpread, nsDeployments}
 
 // baselineKind says how a baseline namespace's pods map to records: one
 // record per bare pod, or one per Deployment (by its pods' group label).
-var baselineKind = map[string]string{nsBaseline: "pod", nsSpread: "pod", nsDeployments: "deployment", nsKarmada: "deployment"}
+var baselineKind = map[string]string{nsBaseline: "pod", nsSpread: "pod", nsDeployments: "deployment", nsKarmada: "deployment", nsKarmadaDivided: "deployment"}
 
 // isBaseline reports whether a phase is one of the baselines.
 func isBaseline(phase string) bool { return baselineKind[phase] != "" }
@@ -75,20 +75,15 @@ func baselines(f *fleet, o options) []baselinePhase {
 	}
 	// A Deployment per item; to Karmada, labelled with the member its
 	// policies place it in, round-robin.
+	// A Deployment per item; to Karmada, labelled with the member its
+	// policies place it in, round-robin.
 	deployments := func(ns string, c kubernetes.Interface) func(context.Context, item, int) error {
 		return func(ctx context.Context, it item, i int) error {
-			labels := map[string]string{"group": it.name}
 			var meta map[string]string
 			if ns == nsKarmada {
 				meta = map[string]string{labelKarmadaMember: f.members[i%len(f.members)].Name()}
 			}
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name, Labels: meta}, Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To(int32(it.replicas)),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec},
-			}}
-			_, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
-			return err
+			return createDeployment(ctx, c, ns, it, meta)
 		}
 	}
 	out := []baselinePhase{
@@ -97,12 +92,37 @@ func baselines(f *fleet, o options) []baselinePhase {
 		{nsDeployments, "a Deployment per item in member-0: its controller manager, then its kube-scheduler", deployments(nsDeployments, clients[0])},
 	}
 	if f.karmada != nil {
-		cfg := f.karmada.cluster.RESTConfig()
-		cfg.RateLimiter = limiter
 		out = append(out, baselinePhase{nsKarmada, fmt.Sprintf("Karmada %s: a Deployment per item in its API server, a PropagationPolicy placing it in one member, round-robin over the %d, pushed there; the member's controller manager, then its kube-scheduler", karmadaVersion, len(f.members)),
-			deployments(nsKarmada, kubernetes.NewForConfigOrDie(cfg))})
+			deployments(nsKarmada, f.karmada.client(limiter))})
 	}
 	return out
+}
+
+// karmadaDivided is the divided measure's peer, with -karmada: a
+// Deployment per item in Karmada's API server, divided over the members
+// by their room.
+func karmadaDivided(f *fleet, o options) []baselinePhase {
+	if f.karmada == nil {
+		return nil
+	}
+	c := f.karmada.client(flowcontrol.NewTokenBucketRateLimiter(float32(o.qps), o.burst))
+	return []baselinePhase{{nsKarmadaDivided, fmt.Sprintf("Karmada %s: a Deployment per item in its API server, Divided over the %d members, weighted by their available replicas", karmadaVersion, len(f.members)),
+		func(ctx context.Context, it item, _ int) error {
+			return createDeployment(ctx, c, nsKarmadaDivided, it, nil)
+		}}}
+}
+
+// createDeployment creates an item's Deployment, its pods labelled with
+// the item's name.
+func createDeployment(ctx context.Context, c kubernetes.Interface, ns string, it item, labels map[string]string) error {
+	sel := map[string]string{"group": it.name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: it.name, Labels: labels}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(int32(it.replicas)),
+		Selector: &metav1.LabelSelector{MatchLabels: sel},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: podSpec},
+	}}
+	_, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	return err
 }
 
 // podName is a bare pod's name: the item's, and the replica's index for

@@ -123,7 +123,7 @@ func (f *fleet) fleetWrites(ctx context.Context) (map[string]writes, error) {
 // controlPlane is the API server a phase's items are created in, whose
 // writes it reports as the management's: Karmada's for its phase.
 func controlPlane(phase string) string {
-	if phase == nsKarmada {
+	if phase == nsKarmada || phase == nsKarmadaDivided {
 		return groupKarmada
 	}
 	return "mgmt"

@@ -21,6 +21,7 @@ import (
 	apiwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
@@ -37,10 +38,13 @@ const (
 	karmadaVersion = "v1.18.2"
 	// nsKarmada is its phase: a Deployment per item in Karmada's API
 	// server, placed in one member by a PropagationPolicy.
-	nsKarmada       = "karmada"
-	groupKarmada    = "karmada"
-	karmadaSystem   = "karmada-system"
-	karmadaClusters = "karmada-cluster"
+	nsKarmada = "karmada"
+	// nsKarmadaDivided is its peer of the divided measure: a Deployment
+	// per item, Divided over the members by their room.
+	nsKarmadaDivided = "karmada-divided"
+	groupKarmada     = "karmada"
+	karmadaSystem    = "karmada-system"
+	karmadaClusters  = "karmada-cluster"
 )
 
 // karmadaControllers are the kube-controller-manager controllers Karmada
@@ -97,7 +101,7 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 	cfg := c.RESTConfig()
 	k.kube = kubernetes.NewForConfigOrDie(cfg)
 	k.dyn = dynamic.NewForConfigOrDie(cfg)
-	for _, ns := range []string{karmadaSystem, karmadaClusters, nsKarmada} {
+	for _, ns := range []string{karmadaSystem, karmadaClusters, nsKarmada, nsKarmadaDivided} {
 		if _, err := k.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -134,16 +138,22 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 	if err := k.waitClustersReady(ctx, f); err != nil {
 		return err
 	}
+	policies := []*unstructured.Unstructured{karmadaDividedPolicy(memberNames(f))}
 	for _, m := range f.members {
-		if _, err := k.dyn.Resource(karmadaPolicyGVR).Namespace(nsKarmada).Create(ctx, karmadaPolicy(m.Name()), metav1.CreateOptions{}); err != nil {
+		policies = append(policies, karmadaPolicy(m.Name()))
+	}
+	for _, p := range policies {
+		if _, err := k.dyn.Resource(karmadaPolicyGVR).Namespace(p.GetNamespace()).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return errors.Wrap(err, "cannot create a PropagationPolicy")
 		}
 	}
-	// Karmada creates the namespace in every member (its namespace
-	// controller); a Deployment's pods wait for its ServiceAccount.
+	// Karmada creates the namespaces in every member (its namespace
+	// controller); a Deployment's pods wait for their ServiceAccount.
 	for _, m := range f.members {
-		if err := local.WaitForServiceAccount(ctx, kubernetes.NewForConfigOrDie(m.RESTConfig()), nsKarmada, "default"); err != nil {
-			return errors.Wrapf(err, "Karmada's namespace in %s", m.Name())
+		for _, ns := range []string{nsKarmada, nsKarmadaDivided} {
+			if err := local.WaitForServiceAccount(ctx, kubernetes.NewForConfigOrDie(m.RESTConfig()), ns, "default"); err != nil {
+				return errors.Wrapf(err, "Karmada's namespace %s in %s", ns, m.Name())
+			}
 		}
 	}
 	logf("Karmada %s: %d members joined in push mode, Ready", karmadaVersion, len(f.members))
@@ -172,6 +182,46 @@ func karmadaPolicy(member string) *unstructured.Unstructured {
 			"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{member}}},
 		},
 	}}
+}
+
+// karmadaDividedPolicy divides each Deployment of the divided measure's
+// namespace over every member, weighted by the replicas each has room for
+// (Karmada's dynamic weight), as placer's Divided divides by room.
+func karmadaDividedPolicy(members []string) *unstructured.Unstructured {
+	names := make([]any, len(members))
+	for i, m := range members {
+		names[i] = m
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.karmada.io/v1alpha1",
+		"kind":       "PropagationPolicy",
+		"metadata":   map[string]any{"name": "divided", "namespace": nsKarmadaDivided},
+		"spec": map[string]any{
+			"resourceSelectors": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}},
+			"placement": map[string]any{
+				"clusterAffinity": map[string]any{"clusterNames": names},
+				"replicaScheduling": map[string]any{"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+					"weightPreference": map[string]any{"dynamicWeight": "AvailableReplicas"}},
+			},
+		},
+	}}
+}
+
+// memberNames are the members' names.
+func memberNames(f *fleet) []string {
+	out := make([]string, len(f.members))
+	for i, m := range f.members {
+		out[i] = m.Name()
+	}
+	return out
+}
+
+// client is a clientset of Karmada's API server with the benchmark's
+// creating limits.
+func (k *karmadaPeer) client(limiter flowcontrol.RateLimiter) kubernetes.Interface {
+	cfg := k.cluster.RESTConfig()
+	cfg.RateLimiter = limiter
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
 // startAggregated starts the aggregated API server, which serves Cluster

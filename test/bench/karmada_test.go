@@ -88,3 +88,24 @@ func TestKarmadaPolicy(t *testing.T) {
 		t.Error("replicaScheduling set; want Karmada's default, Duplicated")
 	}
 }
+
+// The divided measure's policy divides every Deployment of its namespace
+// over all the members by the replicas each has room for.
+func TestKarmadaDividedPolicy(t *testing.T) {
+	p := karmadaDividedPolicy([]string{"member-0", "member-1"})
+	if p.GetNamespace() != nsKarmadaDivided {
+		t.Errorf("namespace %q; want %q", p.GetNamespace(), nsKarmadaDivided)
+	}
+	names, _, _ := unstructured.NestedStringSlice(p.Object, "spec", "placement", "clusterAffinity", "clusterNames")
+	if strings.Join(names, ",") != "member-0,member-1" {
+		t.Errorf("clusterNames %v; want every member", names)
+	}
+	rs, _, _ := unstructured.NestedMap(p.Object, "spec", "placement", "replicaScheduling")
+	weight, _, _ := unstructured.NestedString(rs, "weightPreference", "dynamicWeight")
+	if rs["replicaSchedulingType"] != "Divided" || rs["replicaDivisionPreference"] != "Weighted" || weight != "AvailableReplicas" {
+		t.Errorf("replicaScheduling %v; want Divided, weighted by available replicas", rs)
+	}
+	if controlPlane(nsKarmadaDivided) != groupKarmada || baselineKind[nsKarmadaDivided] != "deployment" {
+		t.Error("the divided peer's writes are not Karmada's, or its pods are not counted per Deployment")
+	}
+}

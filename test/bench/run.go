@@ -233,10 +233,13 @@ func run(ctx context.Context, o options) error {
 	// 1. The baselines: the same pods straight into member-0, its
 	// kube-scheduler; round-robin over the members; as Deployments.
 	bps := baselines(f, o)
+	baseItems := its
 	if o.divided > 0 {
-		bps = nil
+		// Only Karmada's Divided, on the divided measure's items.
+		bps, baseItems = karmadaDivided(f, o), dividedItems(o)
 	}
 	for _, bp := range bps {
+		its := baseItems
 		before, err := take(true)
 		if err != nil {
 			return err
@@ -273,10 +276,7 @@ func run(ctx context.Context, o options) error {
 	// difference); then fanOut over every member.
 	phases := placerPhases(o)
 	if o.divided > 0 {
-		var dits []item
-		for i := range o.divided {
-			dits = append(dits, item{name: fmt.Sprintf("d%04d", i), replicas: o.dividedReplicas})
-		}
+		dits := dividedItems(o)
 		phases = []placerPhase{
 			{ns: "single", fanOut: 1, mode: v1alpha1.PlacementModeReserve, its: dits,
 				what: fmt.Sprintf("%d Workloads × %d replicas, each in one cluster, fanOut 1", o.divided, o.dividedReplicas)},
@@ -395,7 +395,7 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 			}
 		}
 	case "deployment":
-		if ns == nsKarmada {
+		if controlPlane(ns) == groupKarmada {
 			// Deleted in Karmada's API server: it deletes them in the member.
 			baseline = f.karmada.kube
 		}
@@ -507,6 +507,15 @@ func newWorkload(ns string, it item, fanOut int32, mode v1alpha1.PlacementMode, 
 			},
 		},
 	}
+}
+
+// dividedItems are the -divided measure's items.
+func dividedItems(o options) []item {
+	var out []item
+	for i := range o.divided {
+		out = append(out, item{name: fmt.Sprintf("d%04d", i), replicas: o.dividedReplicas})
+	}
+	return out
 }
 
 // itemIndex is an item's position among the phase's items.
