@@ -407,6 +407,11 @@ func TestHandshake(t *testing.T) {
 			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 		})
 	}
+	// readySet: a Ready condition was written (absent, it reads Unknown
+	// with no reason).
+	readySet := func(w *v1alpha1.Workload) bool {
+		return slices.ContainsFunc(w.Status.Conditions, func(c xpv2.Condition) bool { return c.Type == xpv2.TypeReady })
+	}
 	keyOf := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "default", Name: name} }
 	// on is the name of the cluster the Workload is placed on; "" for none.
 	on := func(w *v1alpha1.Workload) string {
@@ -471,6 +476,45 @@ func TestHandshake(t *testing.T) {
 			t.Errorf("finalizers %v, generation %d, Scheduled of generation %d, Ready of generation %d; want a finalizer and 1, 1, 1",
 				w.Finalizers, w.Generation, sc.ObservedGeneration, rc.ObservedGeneration)
 		}
+	})
+
+	t.Run("a single-replica Workload's status is written for the decision and Ready, nothing before its member answers", func(t *testing.T) {
+		w := workload("one", st.Replicas(1), st.Requests("100m", "64Mi"))
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		// Every version after the create, in order.
+		wi, err := wc.Watch(ctx, &v1alpha1.WorkloadList{}, client.InNamespace(w.Namespace), client.MatchingFields{"metadata.name": w.Name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: w.ResourceVersion}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wi.Stop()
+		var versions []*v1alpha1.Workload
+		for ready := false; !ready; {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("not Ready within %s; versions seen: %d", timeout, len(versions))
+			case ev := <-wi.ResultChan():
+				got, ok := ev.Object.(*v1alpha1.Workload)
+				if !ok || ev.Type != apiwatch.Modified {
+					continue
+				}
+				versions = append(versions, got)
+				ready = got.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			}
+		}
+		// The first write is the decision, alone; no version counts the
+		// replica before the member bound it ("0 of 1 replicas ready"
+		// said no more than Scheduled).
+		if first := versions[0]; on(first) == "" || readySet(first) {
+			t.Errorf("first write: placed on %q, Ready %v; want the decision alone", on(first), first.Status.GetCondition(xpv2.TypeReady))
+		}
+		for i, v := range versions {
+			if rc := v.Status.GetCondition(xpv2.TypeReady); readySet(v) && rc.Status != corev1.ConditionTrue && v.Status.ScheduledReplicas == 0 {
+				t.Errorf("write %d set Ready %s (%s: %s) with no replica bound: a status write before the member answered", i+1, rc.Status, rc.Reason, rc.Message)
+			}
+		}
+		t.Logf("%d status writes until Ready", len(versions))
 	})
 
 	t.Run("policy prefers a, the pods fit only b: a rejects with its scheduler's reason", func(t *testing.T) {
