@@ -166,11 +166,10 @@ const labelKarmadaMember = "bench.placer.dev/member"
 
 // karmadaPolicy places the phase's Deployments labelled with a member in
 // that member ("a PropagationPolicy to one cluster"), as the spread
-// baseline places its pods: Duplicated, Karmada's default, which asks no
-// estimate of the cluster's room. (Letting its scheduler choose one of
-// the members, Divided and Aggregated, costs an estimate per cluster from
-// its resource models: 1.2–1.8 s each per binding on a 0.4-CPU control
-// plane, docs/benchmarks.md.)
+// baseline places its pods: Duplicated, Karmada's default, which divides
+// nothing. (Letting its scheduler choose one of the members, Divided and
+// Aggregated, costs an estimate of every cluster's room per binding:
+// docs/benchmarks.md, "Beside Karmada".)
 func karmadaPolicy(member string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "policy.karmada.io/v1alpha1",
