@@ -240,7 +240,7 @@ func explanation(ctx context.Context, c client.Client, profiles map[string]*sche
 		return nil, errors.Wrapf(err, "cannot get Workload %s", key)
 	}
 	e := &Explanation{Workload: key.String(), Generation: w.Generation, SchedulerName: w.Spec.SchedulerName,
-		ReadyReplicas: w.Status.ReadyReplicas, Replicas: w.Status.Replicas}
+		ReadyReplicas: w.Status.ReadyReplicas, Replicas: shownReplicas(w)}
 	if w.Status.ClusterRef != nil {
 		e.PlacedOn = w.ClusterKey(w.Status.ClusterRef).String()
 	}
@@ -627,6 +627,16 @@ func readableClusters(ctx context.Context, c client.Client, w *v1alpha1.Workload
 }
 
 // handshakeOutcome says what the propagator recorded for the cluster.
+// shownReplicas is the replica count a person is shown: the propagator's
+// count once it wrote one, the desired count before (its first handshake
+// writes no count until the member answers).
+func shownReplicas(w *v1alpha1.Workload) int32 {
+	if w.Status.Replicas > 0 {
+		return w.Status.Replicas
+	}
+	return int32(w.ReplicaCount())
+}
+
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	if rc := w.Rejection(k); rc != nil {
 		return fmt.Sprintf("rejected (%s): %s%s%s", rc.Reason, rc.Message, reservedNote(rc), retryNote(w, rc, time.Now()))
@@ -638,7 +648,7 @@ func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 		if w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
 			return "committed; every replica ready"
 		}
-		return fmt.Sprintf("chosen; %d of %d replicas scheduled, %d ready", w.Status.ScheduledReplicas, w.Status.Replicas, w.Status.ReadyReplicas)
+		return fmt.Sprintf("chosen; %d of %d replicas scheduled, %d ready", w.Status.ScheduledReplicas, shownReplicas(w), w.Status.ReadyReplicas)
 	}
 	for _, n := range w.Status.NominatedClusters {
 		if w.ClusterKey(&n) == k {

@@ -539,3 +539,18 @@ func explainText(t *testing.T, env *testenv.Env, name string) string {
 	t.Log(out.String())
 	return out.String()
 }
+
+// Before the member answers a first handshake the propagator writes no
+// count: a person is shown the desired replicas, not "0 of 0".
+func TestShownReplicas(t *testing.T) {
+	three := int32(3)
+	w := &v1alpha1.Workload{}
+	w.Spec.TargetDeployment.Replicas = &three
+	if got := shownReplicas(w); got != 3 {
+		t.Errorf("not counted yet: %d, want the desired 3", got)
+	}
+	w.Status.Replicas = 4 // counted: a scale-down not done yet
+	if got := shownReplicas(w); got != 4 {
+		t.Errorf("counted: %d, want the count 4", got)
+	}
+}

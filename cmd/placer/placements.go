@@ -112,7 +112,7 @@ func printPlacements(out io.Writer, ps []placement) {
 		case p.w != nil && p.w.Spreads():
 			ready = p.w.Status.ReadyOfDesired
 		case p.w != nil && p.w.Status.ClusterRef != nil:
-			ready = fmt.Sprintf("%d/%d", p.w.Status.ReadyReplicas, p.w.Status.Replicas)
+			ready = fmt.Sprintf("%d/%d", p.w.Status.ReadyReplicas, shownReplicas(p.w))
 		}
 		landed := orDash(p.cluster)
 		if !p.ok() {

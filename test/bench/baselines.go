@@ -75,8 +75,6 @@ func baselines(f *fleet, o options) []baselinePhase {
 	}
 	// A Deployment per item; to Karmada, labelled with the member its
 	// policies place it in, round-robin.
-	// A Deployment per item; to Karmada, labelled with the member its
-	// policies place it in, round-robin.
 	deployments := func(ns string, c kubernetes.Interface) func(context.Context, item, int) error {
 		return func(ctx context.Context, it item, i int) error {
 			var meta map[string]string

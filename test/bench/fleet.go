@@ -117,7 +117,8 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 	}
 	clusters, err := local.StartAll(ctx, opts, nil)
 	if err != nil {
-		return nil, err
+		// Its close removes the CPU groups.
+		return f, err
 	}
 	f.mgmt, f.members = clusters[0], clusters[1:1+o.members]
 	if o.karmada {

@@ -25,9 +25,11 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/placer-dev/placer/cluster/local"
+	"github.com/placer-dev/placer/internal/fleetwait"
 	"github.com/placer-dev/placer/internal/pki"
 )
 
@@ -149,6 +151,8 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 	}
 	// Karmada creates the namespaces in every member (its namespace
 	// controller); a Deployment's pods wait for their ServiceAccount.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	for _, m := range f.members {
 		for _, ns := range []string{nsKarmada, nsKarmadaDivided} {
 			if err := local.WaitForServiceAccount(ctx, kubernetes.NewForConfigOrDie(m.RESTConfig()), ns, "default"); err != nil {
@@ -204,6 +208,23 @@ func karmadaDividedPolicy(members []string) *unstructured.Unstructured {
 			},
 		},
 	}}
+}
+
+// bindingsGone waits until Karmada's API server holds no ResourceBinding
+// in a phase's namespace: a binding goes once its Works are deleted, so
+// the next phase does not start beside Karmada's deletions.
+func (k *karmadaPeer) bindingsGone(ctx context.Context, ns string) error {
+	c, err := client.NewWithWatch(k.cluster.RESTConfig(), client.Options{})
+	if err != nil {
+		return err
+	}
+	gv := schema.GroupVersion{Group: "work.karmada.io", Version: "v1alpha2"}
+	rb := &unstructured.Unstructured{}
+	rb.SetGroupVersionKind(gv.WithKind("ResourceBinding"))
+	rb.SetNamespace(ns)
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gv.WithKind("ResourceBindingList"))
+	return fleetwait.Gone(ctx, c, rb, list)
 }
 
 // memberNames are the members' names.
@@ -279,6 +300,7 @@ func (k *karmadaPeer) await(ctx context.Context, process string, done func(conte
 	p := k.procs[process]
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var last error
 	err := apiwait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-p.Done():
@@ -286,8 +308,12 @@ func (k *karmadaPeer) await(ctx context.Context, process string, done func(conte
 		default:
 		}
 		ok, err := done(ctx)
+		last = err
 		return ok && err == nil, nil
 	})
+	if err != nil && last != nil {
+		err = errors.Wrapf(err, "last check: %v", last)
+	}
 	return errors.Wrapf(err, "waiting for %s (last lines: %s)", process, p.LogTail(5))
 }
 

@@ -412,6 +412,11 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 			return fmt.Errorf("cleaning up %s in %s: %w", ns, m.Name(), err)
 		}
 	}
+	if controlPlane(ns) == groupKarmada {
+		if err := f.karmada.bindingsGone(ctx, ns); err != nil {
+			return fmt.Errorf("cleaning up %s in Karmada: %w", ns, err)
+		}
+	}
 	logf("%s: cleaned up in %s", ns, time.Since(start).Round(time.Millisecond))
 	return nil
 }
