@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pkg/errors"
@@ -17,13 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwait "k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -54,8 +55,9 @@ const (
 const karmadaControllers = "namespace,garbagecollector,serviceaccount-token,ttl-after-finished,bootstrapsigner,tokencleaner,csrcleaner,csrsigning,clusterrole-aggregation"
 
 var (
-	karmadaClusterGVR = schema.GroupVersionResource{Group: "cluster.karmada.io", Version: "v1alpha1", Resource: "clusters"}
-	karmadaPolicyGVR  = schema.GroupVersionResource{Group: "policy.karmada.io", Version: "v1alpha1", Resource: "propagationpolicies"}
+	karmadaClusterGV = schema.GroupVersion{Group: "cluster.karmada.io", Version: "v1alpha1"}
+	karmadaPolicyGV  = schema.GroupVersion{Group: "policy.karmada.io", Version: "v1alpha1"}
+	karmadaBindingGV = schema.GroupVersion{Group: "work.karmada.io", Version: "v1alpha2"}
 )
 
 // karmadaPeer is Karmada's control plane: its API server (a local cluster
@@ -67,7 +69,9 @@ type karmadaPeer struct {
 	cluster *local.Cluster
 	procs   map[string]*local.Process
 	kube    kubernetes.Interface
-	dyn     dynamic.Interface
+	// c reads, writes and watches Karmada's own kinds (unstructured) and
+	// the APIService.
+	c client.WithWatch
 }
 
 // karmadaBinDir is where make karmada builds.
@@ -102,7 +106,14 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 	c := k.cluster
 	cfg := c.RESTConfig()
 	k.kube = kubernetes.NewForConfigOrDie(cfg)
-	k.dyn = dynamic.NewForConfigOrDie(cfg)
+	scheme := runtime.NewScheme()
+	if err := apiregistrationv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	var err error
+	if k.c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
 	for _, ns := range []string{karmadaSystem, karmadaClusters, nsKarmada, nsKarmadaDivided} {
 		if _, err := k.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
@@ -145,7 +156,7 @@ func (k *karmadaPeer) start(ctx context.Context, f *fleet, o options) error {
 		policies = append(policies, karmadaPolicy(m.Name()))
 	}
 	for _, p := range policies {
-		if _, err := k.dyn.Resource(karmadaPolicyGVR).Namespace(p.GetNamespace()).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if err := k.c.Create(ctx, p); err != nil {
 			return errors.Wrap(err, "cannot create a PropagationPolicy")
 		}
 	}
@@ -175,16 +186,9 @@ const labelKarmadaMember = "bench.placer.dev/member"
 // Aggregated, costs an estimate of every cluster's room per binding:
 // docs/benchmarks.md, "Beside Karmada".)
 func karmadaPolicy(member string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "policy.karmada.io/v1alpha1",
-		"kind":       "PropagationPolicy",
-		"metadata":   map[string]any{"name": "to-" + member, "namespace": nsKarmada},
-		"spec": map[string]any{
-			"resourceSelectors": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-				"labelSelector": map[string]any{"matchLabels": map[string]any{labelKarmadaMember: member}}}},
-			"placement": map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{member}}},
-		},
-	}}
+	return propagationPolicy("to-"+member, nsKarmada,
+		map[string]any{"labelSelector": map[string]any{"matchLabels": map[string]any{labelKarmadaMember: member}}},
+		map[string]any{"clusterAffinity": map[string]any{"clusterNames": []any{member}}})
 }
 
 // karmadaDividedPolicy divides each Deployment of the divided measure's
@@ -195,18 +199,24 @@ func karmadaDividedPolicy(members []string) *unstructured.Unstructured {
 	for i, m := range members {
 		names[i] = m
 	}
+	return propagationPolicy("divided", nsKarmadaDivided, nil, map[string]any{
+		"clusterAffinity": map[string]any{"clusterNames": names},
+		"replicaScheduling": map[string]any{"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+			"weightPreference": map[string]any{"dynamicWeight": "AvailableReplicas"}},
+	})
+}
+
+// propagationPolicy is a PropagationPolicy of the Deployments of its
+// namespace (those the selector's fields, when any, select) with a
+// placement.
+func propagationPolicy(name, ns string, selector, placement map[string]any) *unstructured.Unstructured {
+	sel := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}
+	maps.Copy(sel, selector)
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "policy.karmada.io/v1alpha1",
+		"apiVersion": karmadaPolicyGV.String(),
 		"kind":       "PropagationPolicy",
-		"metadata":   map[string]any{"name": "divided", "namespace": nsKarmadaDivided},
-		"spec": map[string]any{
-			"resourceSelectors": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}},
-			"placement": map[string]any{
-				"clusterAffinity": map[string]any{"clusterNames": names},
-				"replicaScheduling": map[string]any{"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
-					"weightPreference": map[string]any{"dynamicWeight": "AvailableReplicas"}},
-			},
-		},
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       map[string]any{"resourceSelectors": []any{sel}, "placement": placement},
 	}}
 }
 
@@ -214,17 +224,20 @@ func karmadaDividedPolicy(members []string) *unstructured.Unstructured {
 // in a phase's namespace: a binding goes once its Works are deleted, so
 // the next phase does not start beside Karmada's deletions.
 func (k *karmadaPeer) bindingsGone(ctx context.Context, ns string) error {
-	c, err := client.NewWithWatch(k.cluster.RESTConfig(), client.Options{})
-	if err != nil {
-		return err
-	}
-	gv := schema.GroupVersion{Group: "work.karmada.io", Version: "v1alpha2"}
-	rb := &unstructured.Unstructured{}
-	rb.SetGroupVersionKind(gv.WithKind("ResourceBinding"))
-	rb.SetNamespace(ns)
+	rb, list := karmadaObject(karmadaBindingGV, "ResourceBinding", ns, "")
+	return fleetwait.Gone(ctx, k.c, rb, list)
+}
+
+// karmadaObject is one of Karmada's objects, by kind, namespace and name
+// (all of a namespace with no name), and a list of its kind, to watch.
+func karmadaObject(gv schema.GroupVersion, kind, ns, name string) (*unstructured.Unstructured, *unstructured.UnstructuredList) {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(gv.WithKind(kind))
+	o.SetNamespace(ns)
+	o.SetName(name)
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gv.WithKind("ResourceBindingList"))
-	return fleetwait.Gone(ctx, c, rb, list)
+	list.SetGroupVersionKind(gv.WithKind(kind + "List"))
+	return o, list
 }
 
 // memberNames are the members' names.
@@ -274,28 +287,42 @@ func (k *karmadaPeer) startAggregated(ctx context.Context, f *fleet, o options) 
 		InsecureSkipTLSVerify: true,
 		Service:               &apiregistrationv1.ServiceReference{Namespace: karmadaSystem, Name: svc.Name, Port: ptr.To(p)},
 	}}
-	ac := aggregator.NewForConfigOrDie(k.cluster.RESTConfig())
-	if _, err := ac.ApiregistrationV1().APIServices().Create(ctx, as, metav1.CreateOptions{}); err != nil {
+	if err := k.c.Create(ctx, as); err != nil {
 		return err
 	}
-	// The API server says when the APIService is Available; the process
-	// may also exit first.
-	return k.await(ctx, "karmada-aggregated-apiserver", func(ctx context.Context) (bool, error) {
-		got, err := ac.ApiregistrationV1().APIServices().Get(ctx, as.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiregistrationv1.Available {
-				return c.Status == apiregistrationv1.ConditionTrue, nil
-			}
-		}
-		return false, nil
+	// The API server says when the APIService is Available.
+	return awaitObject(ctx, k, "karmada-aggregated-apiserver", as, &apiregistrationv1.APIServiceList{}, func(as *apiregistrationv1.APIService) bool {
+		return slices.ContainsFunc(as.Status.Conditions, func(c apiregistrationv1.APIServiceCondition) bool {
+			return c.Type == apiregistrationv1.Available && c.Status == apiregistrationv1.ConditionTrue
+		})
 	})
 }
 
+// awaitObject watches (fleetwait.Until) until cond holds for obj, for at
+// most two minutes, or until the process that brings it about exits.
+func awaitObject[T client.Object](ctx context.Context, k *karmadaPeer, process string, obj T, list client.ObjectList, cond func(T) bool) error {
+	p := k.procs[process]
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := fleetwait.Until(ctx, k.c, obj, list, cond)
+	select {
+	case <-p.Done():
+		return errors.Errorf("%s exited: %s", process, p.LogTail(20))
+	default:
+	}
+	return errors.Wrapf(err, "waiting for %s (last lines: %s)", process, p.LogTail(5))
+}
+
 // await checks a condition every half second for two minutes, or until
-// the process it waits for exits.
+// the process it waits for exits: for what no watch shows (a port that
+// serves).
 func (k *karmadaPeer) await(ctx context.Context, process string, done func(context.Context) (bool, error)) error {
 	p := k.procs[process]
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -421,7 +448,7 @@ func (k *karmadaPeer) join(ctx context.Context, m *local.Cluster) error {
 		return err
 	}
 	cluster := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.karmada.io/v1alpha1",
+		"apiVersion": karmadaClusterGV.String(),
 		"kind":       "Cluster",
 		"metadata":   map[string]any{"name": m.Name()},
 		"spec": map[string]any{
@@ -430,26 +457,19 @@ func (k *karmadaPeer) join(ctx context.Context, m *local.Cluster) error {
 			"secretRef":   map[string]any{"namespace": karmadaClusters, "name": m.Name()},
 		},
 	}}
-	_, err = k.dyn.Resource(karmadaClusterGVR).Create(ctx, cluster, metav1.CreateOptions{})
-	return err
+	return k.c.Create(ctx, cluster)
 }
 
 // waitClustersReady waits until every member's Cluster is Ready and
 // carries no taint (Karmada's not-ready taint comes off after Ready).
 func (k *karmadaPeer) waitClustersReady(ctx context.Context, f *fleet) error {
-	return k.await(ctx, "karmada-controller-manager", func(ctx context.Context) (bool, error) {
-		list, err := k.dyn.Resource(karmadaClusterGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
+	for _, m := range f.members {
+		c, list := karmadaObject(karmadaClusterGV, "Cluster", "", m.Name())
+		if err := awaitObject(ctx, k, "karmada-controller-manager", c, list, func(c *unstructured.Unstructured) bool { return karmadaClusterReady(*c) }); err != nil {
+			return err
 		}
-		ready := 0
-		for _, c := range list.Items {
-			if karmadaClusterReady(c) {
-				ready++
-			}
-		}
-		return ready == len(f.members), nil
-	})
+	}
+	return nil
 }
 
 // karmadaClusterReady: a Cluster whose Ready condition is True and which
