@@ -40,6 +40,16 @@ func frontendDeployment(replicas int) *appsv1.Deployment {
 	}}
 }
 
+// sourcePod is a source pod as the offered-load measure creates one: a
+// bare Pod of the front end's namespace, annotated to be placed (a source
+// pod "whatever created it").
+func sourcePod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsFrontend, Name: name, Annotations: map[string]string{v1alpha1.AnnotationElect: ""}},
+		Spec:       *podSpec.DeepCopy(),
+	}
+}
+
 // watchProxyPods records the front end's pods in the management cluster:
 // a record per proxy pod, created when this process first sees it, Running
 // when the proxy pod shows Running (its delegate's status, followed). Its
@@ -86,12 +96,16 @@ func runFrontend(ctx context.Context, mc client.Client, rec *recorder, pods int,
 	return nil
 }
 
-// cleanFrontend deletes the Deployment and waits until its pods are gone
-// from the management cluster: their Workloads go first (each proxy
-// pod's controller deletes its own), then the pods.
+// cleanFrontend deletes the burst's Deployment, if any, and every source
+// pod, and waits until they are gone from the management cluster: their
+// Workloads go first (each proxy pod's controller deletes its own), then
+// the pods.
 func cleanFrontend(ctx context.Context, mc client.WithWatch) error {
 	d := frontendDeployment(0)
-	if err := mc.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+	if err := mc.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err := mc.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(nsFrontend)); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)

@@ -3,6 +3,11 @@ package main
 import (
 	"math"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
 func TestHistogramQuantile(t *testing.T) {
@@ -21,5 +26,35 @@ func TestHistogramQuantile(t *testing.T) {
 	}
 	if got := (histogram{}).quantile(0.5); !math.IsNaN(got) {
 		t.Errorf("an empty histogram's p50 = %g, want NaN", got)
+	}
+}
+
+// TestOfferedSourcePod: an offered-load source pod's record keeps its
+// arrival time when the proxy pod is first seen, and counts once Running.
+func TestOfferedSourcePod(t *testing.T) {
+	p := sourcePod("r10-0001")
+	if _, ok := p.Annotations[v1alpha1.AnnotationElect]; !ok || p.Namespace != nsFrontend {
+		t.Fatalf("source pod %s/%s, annotations %v: want the front end's namespace and %s", p.Namespace, p.Name, p.Annotations, v1alpha1.AnnotationElect)
+	}
+	r := newRecorder()
+	at := time.Now().Add(-time.Second)
+	recs := recordsOf(nsFrontend, item{name: p.Name, replicas: 1})
+	if len(recs) != 1 || !recs[0].proxy {
+		t.Fatalf("records %+v: want one proxy pod's", recs)
+	}
+	recs[0].created = at
+	r.add(recs[0])
+	r.proxyPod(p)
+	if got := r.records(nsFrontend); len(got) != 1 || !got[0].created.Equal(at) {
+		t.Fatalf("after the pod was seen: %d records; want one created at its arrival", len(got))
+	}
+	if r.completed(nsFrontend) != 0 {
+		t.Error("a Pending proxy pod counted as Running")
+	}
+	p.Status.Phase = corev1.PodRunning
+	r.proxyPod(p)
+	r.proxyPod(p)
+	if got := r.completed(nsFrontend); got != 1 {
+		t.Errorf("Running proxy pod seen twice: %d done, want 1", got)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 )
 
 // maxAddedP99 is what a phase may add at p99 to one pod's create →
@@ -149,6 +151,8 @@ func loadPhases(f *fleet, o options, mc client.Client) []loadPhase {
 			return mc.Create(ctx, newWorkload(ph.ns, it, ph.fanOut, ph.mode, nil))
 		}})
 	}
+	out = append(out, loadPhase{ns: nsFrontend, what: "placer's front end: a source pod per item (a bare Pod annotated " + v1alpha1.AnnotationElect + "), placed as a Workload of one, fanOut 1; Running when the proxy pod shows its delegate Running",
+		create: func(ctx context.Context, it item, _ int) error { return mc.Create(ctx, sourcePod(it.name)) }})
 	return out
 }
 
@@ -165,6 +169,11 @@ func offeredLoad(ctx context.Context, o options, f *fleet, rates []float64) erro
 	phases := loadPhases(f, o, mc)
 	if o.loadPhases != "" {
 		phases = slices.DeleteFunc(phases, func(ph loadPhase) bool { return !slices.Contains(strings.Split(o.loadPhases, ","), ph.ns) })
+	}
+	if slices.ContainsFunc(phases, func(ph loadPhase) bool { return ph.ns == nsFrontend }) {
+		if err := rec.watchProxyPods(ctx, f.mgmt.RESTConfig()); err != nil {
+			return err
+		}
 	}
 	var rs []loadResult
 	step := func(ph loadPhase, rate float64) (loadResult, error) {
@@ -224,6 +233,10 @@ func loadStep(ctx context.Context, o options, f *fleet, baseline kubernetes.Inte
 	if err != nil {
 		return loadResult{}, err
 	}
+	hooksBefore, err := scrapeWebhooks(ctx, f.mgmt.RESTConfig())
+	if err != nil {
+		return loadResult{}, err
+	}
 	add := func(name string, at time.Time) item {
 		it := item{name: name, replicas: 1}
 		for _, r := range recordsOf(ph.ns, it) {
@@ -278,6 +291,14 @@ func loadStep(ctx context.Context, o options, f *fleet, baseline kubernetes.Inte
 			r.tokenWait += w.sum
 		}
 	}
+	hooksAfter, err := scrapeWebhooks(ctx, f.mgmt.RESTConfig())
+	if err != nil {
+		return r, err
+	}
+	r.res.webhooks = map[string]histogram{}
+	for name, h := range hooksAfter {
+		r.res.webhooks[name] = h.minus(hooksBefore[name])
+	}
 	logf("%s at %s: %d of %d Running, p99 %s ms, %d late", ph.ns, what, r.res.complete, r.res.n, ms(r.res.runing.pct(99)), r.late)
 	return r, cleanPhase(ctx, f, baseline, ph.ns)
 }
@@ -288,7 +309,7 @@ func recordsOf(ns string, it item) []*record {
 	if isBaseline(ns) {
 		return baselineRecords(ns, it)
 	}
-	return []*record{{phase: ns, name: it.name, replicas: it.replicas}}
+	return []*record{{phase: ns, name: it.name, replicas: it.replicas, proxy: ns == nsFrontend}}
 }
 
 // writeLoad writes load.md: each phase's unloaded p50 and p99, and at each
@@ -332,6 +353,13 @@ func writeLoad(o options, f *fleet, phases []loadPhase, rs []loadResult) error {
 	if len(unloadedRs) > 0 {
 		writeHops(&b, unloadedRs)
 	}
+	var steps []phaseResult
+	for _, r := range rs {
+		res := r.res
+		res.name = r.phase + ", " + res.what
+		steps = append(steps, res)
+	}
+	writeWebhook(&b, steps)
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "The highest rate each phase sustained, and what it is:")
 	fmt.Fprintln(&b)

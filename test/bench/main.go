@@ -36,6 +36,8 @@ type options struct {
 	binDir, placer, out         string
 	timeout                     time.Duration
 	profile                     bool
+	// profilePhase: the phase -profile profiles.
+	profilePhase string
 	dynamics                    string
 	writeCosts                  bool
 	writeCostN, writeCostRounds int
@@ -84,7 +86,8 @@ func main() {
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
-	flag.BoolVar(&o.profile, "profile", false, "take 20 s CPU profiles of the manager and of the management and member-0 kube-apiservers during the fanOut 1 phase (NAME-cpu.pprof and NAME-cpu-top.txt in the results folder)")
+	flag.BoolVar(&o.profile, "profile", false, "take 20 s CPU profiles of the manager and of the management and member-0 kube-apiservers during one phase, -profile-phase (NAME-cpu.pprof and NAME-cpu-top.txt in the results folder)")
+	flag.StringVar(&o.profilePhase, "profile-phase", "fanout-1", "with -profile: the phase profiled, by namespace (fanout-1, noreservation, fanout-all or "+nsFrontend+"), from its first create")
 	flag.StringVar(&o.dynamics, "dynamics", "", "instead of the throughput phases, measure failover and drain with these numbers of Workloads, e.g. 100,300 (results in dynamics.md)")
 	flag.BoolVar(&o.writeCosts, "write-costs", false, "instead of the throughput phases, measure the API server's and etcd's CPU per write of each kind placer makes, beside the built-in writes, on one local control plane (results in write-costs.md)")
 	flag.IntVar(&o.writeCostN, "write-cost-n", 400, "writes of each kind per round of -write-costs")
@@ -97,7 +100,7 @@ func main() {
 	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs and -unloaded-gap has passed")
 	flag.DurationVar(&o.unloadedGap, "unloaded-gap", 500*time.Millisecond, "with -rates: how long the fleet idles between unloaded items (what the item before left to do, its status and Events, done); 0: back to back")
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
-	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), nsKarmada, "fanout-1", "noreservation", "fanout-all"), ",")+")")
+	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), nsKarmada, "fanout-1", "noreservation", "fanout-all", nsFrontend), ",")+")")
 	flag.BoolVar(&o.karmada, "karmada", false, "run Karmada "+karmadaVersion+" beside placer on the same members, from bin/karmada ('make karmada'), and its phase: a Deployment per item with a PropagationPolicy placing it in one member")
 	flag.BoolVar(&o.karmadaModels, "karmada-resource-models", true, "with -karmada: leave Karmada's CustomizedClusterResourceModeling feature on, as it ships (false turns it off in its controller manager and scheduler: its scheduler then estimates a cluster's room from its resource summary alone)")
 	flag.Parse()

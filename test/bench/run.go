@@ -294,11 +294,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		start := time.Now()
-		var profiled chan error
-		if f.pprof != "" && ph.ns == "fanout-1" {
-			profiled = make(chan error, 1)
-			go func() { profiled <- profile(ctx, o, f) }()
-		}
+		profiled := startProfile(ctx, o, f, ph.ns)
 		err = createAll(ctx, its, func(ctx context.Context, it item) error {
 			rec.add(&record{phase: ph.ns, name: it.name, replicas: it.replicas, created: time.Now()})
 			return mc.Create(ctx, newWorkload(ph.ns, it, ph.fanOut, ph.mode, ph.spread))
@@ -312,13 +308,9 @@ func run(ctx context.Context, o options) error {
 		if err := costs(&res, before); err != nil {
 			return err
 		}
-		if profiled != nil {
-			// After the costs: the phase's wall time ends with it, not
-			// with the profile's 20 s.
-			if err := <-profiled; err != nil {
-				logf("no profile: %v", err)
-			}
-		}
+		// After the costs: the phase's wall time ends with it, not with
+		// the profile's 20 s.
+		awaitProfile(profiled)
 		results = append(results, res)
 		if err := cleanPhase(ctx, f, baseline, ph.ns); err != nil {
 			return err
@@ -343,6 +335,7 @@ func run(ctx context.Context, o options) error {
 	for _, it := range its {
 		pods += it.replicas
 	}
+	profiled := startProfile(ctx, o, f, nsFrontend)
 	if err := runFrontend(ctx, mc, rec, pods, o.timeout); err != nil {
 		return err
 	}
@@ -351,10 +344,8 @@ func run(ctx context.Context, o options) error {
 	if err := costs(&res, before); err != nil {
 		return err
 	}
+	awaitProfile(profiled)
 	results = append(results, res)
-	if err := cleanFrontend(ctx, f.mc); err != nil {
-		return err
-	}
 	if err := cleanPhase(ctx, f, baseline, nsFrontend); err != nil {
 		return err
 	}
@@ -403,6 +394,11 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 			return err
 		}
 	default:
+		if ns == nsFrontend {
+			if err := cleanFrontend(ctx, f.mc); err != nil {
+				return err
+			}
+		}
 		if err := removeAll(ctx, f, ns); err != nil {
 			return err
 		}
@@ -419,6 +415,28 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 	}
 	logf("%s: cleaned up in %s", ns, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// startProfile starts profile when -profile asks for the phase ns; its
+// result comes on the channel (nil when none is taken).
+func startProfile(ctx context.Context, o options, f *fleet, ns string) chan error {
+	if f.pprof == "" || ns != o.profilePhase {
+		return nil
+	}
+	profiled := make(chan error, 1)
+	go func() { profiled <- profile(ctx, o, f) }()
+	return profiled
+}
+
+// awaitProfile waits for a profile startProfile started, if any; one
+// that fails is logged, not fatal.
+func awaitProfile(profiled chan error) {
+	if profiled == nil {
+		return
+	}
+	if err := <-profiled; err != nil {
+		logf("no profile: %v", err)
+	}
 }
 
 // profile takes 20-second CPU profiles, at the same time, of the manager
