@@ -26,18 +26,18 @@ type options struct {
 	members, nodes, workloads, multi, multiReplicas int
 	// divided: instead of the throughput phases, this many Workloads of
 	// dividedReplicas each, single-cluster and then Divided.
-	divided, dividedReplicas    int
-	qps                         float64
-	burst                       int
-	componentQPS                float64
-	componentBurst              int
-	propagatorWorkers           int
-	maxRunnerUps                int
-	binDir, placer, out         string
-	timeout                     time.Duration
-	profile                     bool
+	divided, dividedReplicas int
+	qps                      float64
+	burst                    int
+	componentQPS             float64
+	componentBurst           int
+	propagatorWorkers        int
+	maxRunnerUps             int
+	binDir, placer, out      string
+	timeout                  time.Duration
+	profile                  bool
 	// profilePhase: the phase -profile profiles.
-	profilePhase string
+	profilePhase                string
 	dynamics                    string
 	writeCosts                  bool
 	writeCostN, writeCostRounds int
