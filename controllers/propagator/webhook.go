@@ -23,9 +23,11 @@ const FinalizerPath = "/mutate-workload"
 // no manager answered (the webhook's failurePolicy is Ignore): nothing of
 // a deleted Workload is left in any member.
 //
-// Every create passes it: a user's, a share the divider makes, a proxy
-// pod's Workload. A Divided or Duplicated Workload gets none: its shares,
-// each a Workload of its own, hold what is sent for it.
+// A user's create passes it. The manager's own creates (a share the
+// divider makes, a proxy pod's Workload) carry the finalizer already, so
+// the webhook's matchConditions spare them the call. A Divided or
+// Duplicated Workload gets none: its shares, each a Workload of its own,
+// hold what is sent for it.
 type Finalizer struct{}
 
 var _ admission.Handler = Finalizer{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -253,6 +254,9 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 	if ferr != nil {
 		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, ferr.Error())
 	}
+	// Created with the propagator's finalizer, as its webhook would add
+	// it: the webhook's matchConditions then spare the call.
+	meta.AddFinalizer(w, v1alpha1.FinalizerPropagator)
 	err = p.Client.Create(ctx, w)
 	switch {
 	case kerrors.IsInvalid(err):

@@ -539,6 +539,11 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	cur.Spec = spec
 	var err error
 	if cur.ResourceVersion == "" {
+		// Created with the propagator's finalizer, as its webhook would
+		// add it: the webhook's matchConditions then spare the call.
+		if !cur.Spreads() {
+			meta.AddFinalizer(cur, v1alpha1.FinalizerPropagator)
+		}
 		err = r.writes.Create(ctx, cur)
 	} else {
 		err = r.writes.Update(ctx, cur)

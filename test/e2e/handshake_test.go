@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
@@ -1804,10 +1805,22 @@ func TestHandshake(t *testing.T) {
 	})
 
 	t.Run("Divided: 12 replicas over two tiers at least, each share proven in its member; a drained member's share moves without downtime; Duplicated runs in every selected member", func(t *testing.T) {
+		// The shares are the manager's: made with the propagator's
+		// finalizer, they call no webhook (nor do the spreading Workloads).
+		cs := kubernetes.NewForConfigOrDie(env.Config)
+		calls, _ := webhookCounts(t, cs, "workloads.placer.dev")
 		spread := placedSpread(t, env.Client, wc, "spread", 12, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided,
 			SpreadConstraints: []v1alpha1.SpreadConstraint{{TopologyKey: "tier", MinGroups: 2}}})
 		dup := placedSpread(t, env.Client, wc, "dup", 1, &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDuplicated},
 			st.RequiredClusterAffinity(st.Term(st.Expr("tier", "In", "gold", "silver"))))
+		if after, _ := webhookCounts(t, cs, "workloads.placer.dev"); after != calls {
+			t.Errorf("the Workload webhook was called %v times while two spreading Workloads and their shares were made, want none", after-calls)
+		}
+		for _, sh := range append(sharesOf(t, env.Client, spread), sharesOf(t, env.Client, dup)...) {
+			if !slices.Contains(sh.Finalizers, v1alpha1.FinalizerPropagator) {
+				t.Errorf("share %s has finalizers %v, want %s", sh.Name, sh.Finalizers, v1alpha1.FinalizerPropagator)
+			}
+		}
 		// envtest runs no garbage collector: the shares go by hand, first.
 		t.Cleanup(func() { remove(t, append(sharesOf(t, env.Client, spread), sharesOf(t, env.Client, dup)...)...) })
 		removeLater(t, spread, dup)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/placer-dev/placer/cluster/local"
 	"github.com/placer-dev/placer/config"
 	"github.com/placer-dev/placer/internal/deploy"
+	"github.com/placer-dev/placer/internal/promtext"
 	"github.com/placer-dev/placer/internal/testenv"
 )
 
@@ -525,6 +527,31 @@ func TestProxyPods(t *testing.T) {
 		}
 	})
 
+	t.Run("a proxy pod's Workload is created with the propagator's finalizer, and the Workload webhook is not called for it", func(t *testing.T) {
+		const hook = "workloads.placer.dev"
+		calls, skipped := webhookCounts(t, f.cs, hook)
+		tmpl := elected("finalized", nil)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "finalized", Namespace: "default", Annotations: tmpl.Annotations}, Spec: tmpl.Spec}
+		if err := f.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "finalized", Namespace: "default"}}
+		testenv.WaitFor(t, f.wc, w, &v1alpha1.WorkloadList{}, timeout, func(*v1alpha1.Workload) bool { return true })
+		if !slices.Contains(w.Finalizers, v1alpha1.FinalizerPropagator) {
+			t.Errorf("the pod's Workload has finalizers %v, want %s", w.Finalizers, v1alpha1.FinalizerPropagator)
+		}
+		// Other proxy pods (the CronJob's) may be made meanwhile: none of
+		// their Workloads calls the webhook either.
+		callsAfter, skippedAfter := webhookCounts(t, f.cs, hook)
+		if callsAfter != calls || skippedAfter <= skipped {
+			t.Errorf("%s: %v calls and %v skipped by its matchConditions before, %v and %v after; want no call more and at least one skipped", hook, calls, skipped, callsAfter, skippedAfter)
+		}
+		if err := f.c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
+	})
+
 	t.Run("deleting a proxy pod deletes its delegate, then the pod goes", func(t *testing.T) {
 		us := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "in-us", Namespace: "default"}}
 		if _, clusters := f.delegates(t, "in-us"); clusters["pb"] != 1 {
@@ -709,4 +736,29 @@ func waitUntil(t *testing.T, timeout time.Duration, cond func() (bool, string)) 
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// webhookCounts reads the management API server's metrics: how many times
+// it called a mutating webhook, and how many requests its matchConditions
+// spared the call.
+func webhookCounts(t *testing.T, cs kubernetes.Interface, name string) (calls, skipped float64) {
+	t.Helper()
+	page, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = promtext.Each(page, func(family string, l map[string]string, m *dto.Metric) {
+		if l["name"] != name {
+			return
+		}
+		if family == "apiserver_admission_webhook_admission_duration_seconds" {
+			calls += float64(m.GetHistogram().GetSampleCount())
+		} else {
+			skipped += m.GetCounter().GetValue()
+		}
+	}, "apiserver_admission_webhook_admission_duration_seconds", "apiserver_admission_match_condition_exclusions_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return calls, skipped
 }
