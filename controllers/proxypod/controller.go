@@ -304,25 +304,46 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 			return errors.Wrap(err, "cannot bind the proxy pod to its virtual node")
 		}
 		p.Record.Event(pod, event.Normal(reasonScheduled, "Successfully assigned "+pod.Namespace+"/"+pod.Name+" to "+node))
-		return nil
+		// The delegate's status in the same pass, not the next one (its
+		// start usually comes with its binding): a merge patch, as the
+		// binding changed the pod's resourceVersion. It sets the whole
+		// status the delegate has (its conditions replace the binding's
+		// PodScheduled), as every later pass does.
+		return p.writeStatus(ctx, pod, delegate, client.MergeFrom(pod.DeepCopy()))
 	}
 	if moved, err := p.movedTo(ctx, pod, key); err != nil || moved {
 		return err
 	}
+	return p.writeStatus(ctx, pod, delegate, nil)
+}
+
+// writeStatus makes the proxy pod's status its delegate's, when it is not
+// already: by patch when one is given, else by an update.
+func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, delegate *mcv1alpha1.PodChaperon, patch client.Patch) error {
 	status := followed(delegate.Status, pod.Status)
 	if equality.Semantic.DeepEqual(status, pod.Status) {
 		return nil
 	}
 	pod.Status = status
-	err = p.Client.Status().Update(ctx, pod)
-	if kerrors.IsInvalid(err) {
+	var err error
+	if patch != nil {
+		err = p.Client.Status().Patch(ctx, pod, patch)
+	} else {
+		err = p.Client.Status().Update(ctx, pod)
+	}
+	switch {
+	case kerrors.IsInvalid(err):
 		// A transition the API server forbids of a pod (a container
 		// that terminated, under restartPolicy Never, running again in
 		// a replaced delegate): no retry makes it valid.
 		p.Record.Event(pod, event.Warning(reasonStatusRefused, errors.Wrap(err, "the delegate's status cannot be the pod's")))
 		return nil
+	case kerrors.IsConflict(err):
+		// The cache is behind the pod (its binding, its last status):
+		// the newer copy's event brings the next pass.
+		return nil
 	}
-	return errors.Wrap(err, "cannot update the proxy pod's status")
+	return errors.Wrap(err, "cannot write the proxy pod's status")
 }
 
 // followed is the delegate's status as its proxy pod shows it: the
