@@ -540,10 +540,9 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	var err error
 	if cur.ResourceVersion == "" {
 		// Created with the propagator's finalizer, as its webhook would
-		// add it: the webhook's matchConditions then spare the call.
-		if !cur.Spreads() {
-			meta.AddFinalizer(cur, v1alpha1.FinalizerPropagator)
-		}
+		// add it (a share never spreads: shareSpec): the webhook's
+		// matchConditions then spare the call.
+		meta.AddFinalizer(cur, v1alpha1.FinalizerPropagator)
 		err = r.writes.Create(ctx, cur)
 	} else {
 		err = r.writes.Update(ctx, cur)

@@ -101,15 +101,20 @@ func runFrontend(ctx context.Context, mc client.Client, rec *recorder, pods int,
 // Workloads go first (each proxy pod's controller deletes its own), then
 // the pods.
 func cleanFrontend(ctx context.Context, mc client.WithWatch) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	d := frontendDeployment(0)
 	if err := mc.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	// Gone in the foreground: its ReplicaSet and pods went first, and
+	// no ReplicaSet replaces the source pods deleted below.
+	if err := fleetwait.Gone(ctx, mc, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: nsFrontend}}, &appsv1.DeploymentList{}); err != nil {
 		return err
 	}
 	if err := mc.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(nsFrontend)); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
 	return fleetwait.Gone(ctx, mc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsFrontend}}, &corev1.PodList{})
 }
 

@@ -58,3 +58,24 @@ func TestOfferedSourcePod(t *testing.T) {
 		t.Errorf("Running proxy pod seen twice: %d done, want 1", got)
 	}
 }
+
+// TestCheckProfile: -profile takes a phase the burst runs, and only in the
+// burst; without -profile nothing is checked.
+func TestCheckProfile(t *testing.T) {
+	for _, c := range []struct {
+		o  options
+		ok bool
+	}{
+		{options{profile: true, profilePhase: nsFrontend}, true},
+		{options{profile: true, profilePhase: "fanout-1"}, true},
+		{options{profile: true, profilePhase: "fanout1"}, false},
+		{options{profile: true, profilePhase: "baseline"}, false},
+		{options{profile: true, profilePhase: "fanout-1", rates: "10"}, false},
+		{options{profile: true, profilePhase: "fanout-1", divided: 30}, false},
+		{options{profilePhase: "anything"}, true},
+	} {
+		if err := checkProfile(c.o); (err == nil) != c.ok {
+			t.Errorf("checkProfile(profile %v, phase %q, rates %q, divided %d) = %v, want ok %v", c.o.profile, c.o.profilePhase, c.o.rates, c.o.divided, err, c.ok)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func main() {
 	flag.StringVar(&o.out, "out", filepath.Join("_output", "bench"), "results folder")
 	flag.DurationVar(&o.timeout, "phase-timeout", 20*time.Minute, "bound of each phase")
 	flag.BoolVar(&o.profile, "profile", false, "take 20 s CPU profiles of the manager and of the management and member-0 kube-apiservers during one phase, -profile-phase (NAME-cpu.pprof and NAME-cpu-top.txt in the results folder)")
-	flag.StringVar(&o.profilePhase, "profile-phase", "fanout-1", "with -profile: the phase profiled, by namespace (fanout-1, noreservation, fanout-all or "+nsFrontend+"), from its first create")
+	flag.StringVar(&o.profilePhase, "profile-phase", "fanout-1", "with -profile: the burst's phase profiled, by namespace ("+strings.Join(profilePhases, ", ")+"), from its first create")
 	flag.StringVar(&o.dynamics, "dynamics", "", "instead of the throughput phases, measure failover and drain with these numbers of Workloads, e.g. 100,300 (results in dynamics.md)")
 	flag.BoolVar(&o.writeCosts, "write-costs", false, "instead of the throughput phases, measure the API server's and etcd's CPU per write of each kind placer makes, beside the built-in writes, on one local control plane (results in write-costs.md)")
 	flag.IntVar(&o.writeCostN, "write-cost-n", 400, "writes of each kind per round of -write-costs")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,9 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("-write-cost-n %d, -write-cost-rounds %d: want positive numbers", o.writeCostN, o.writeCostRounds)
 		}
 		return measureWriteCosts(ctx, o, o.writeCostN, o.writeCostRounds)
+	}
+	if err := checkProfile(o); err != nil {
+		return err
 	}
 	// Checked before a fleet is started for it.
 	var rates []float64
@@ -414,6 +418,25 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 		}
 	}
 	logf("%s: cleaned up in %s", ns, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// profilePhases are the phases -profile-phase may name: the burst's
+// placer phases and the front end.
+var profilePhases = []string{"fanout-1", "noreservation", "fanout-all", nsFrontend}
+
+// checkProfile refuses a -profile that would take no profile: a phase
+// the burst does not run, or another measure than the burst.
+func checkProfile(o options) error {
+	if !o.profile {
+		return nil
+	}
+	if !slices.Contains(profilePhases, o.profilePhase) {
+		return fmt.Errorf("-profile-phase %q: want one of %s", o.profilePhase, strings.Join(profilePhases, ", "))
+	}
+	if o.rates != "" || o.dynamics != "" || o.divided > 0 {
+		return fmt.Errorf("-profile profiles a phase of the burst; -rates, -dynamics and -divided take none")
+	}
 	return nil
 }
 
