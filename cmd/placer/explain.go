@@ -626,7 +626,6 @@ func readableClusters(ctx context.Context, c client.Client, w *v1alpha1.Workload
 	return out, notes, nil
 }
 
-// handshakeOutcome says what the propagator recorded for the cluster.
 // shownReplicas is the replica count a person is shown: the propagator's
 // count once it wrote one, the desired count before (its first handshake
 // writes no count until the member answers).
@@ -637,6 +636,7 @@ func shownReplicas(w *v1alpha1.Workload) int32 {
 	return int32(w.ReplicaCount())
 }
 
+// handshakeOutcome says what the propagator recorded for the cluster.
 func handshakeOutcome(w *v1alpha1.Workload, k types.NamespacedName) string {
 	if rc := w.Rejection(k); rc != nil {
 		return fmt.Sprintf("rejected (%s): %s%s%s", rc.Reason, rc.Message, reservedNote(rc), retryNote(w, rc, time.Now()))

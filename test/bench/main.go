@@ -100,7 +100,7 @@ func main() {
 	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs and -unloaded-gap has passed")
 	flag.DurationVar(&o.unloadedGap, "unloaded-gap", 500*time.Millisecond, "with -rates: how long the fleet idles between unloaded items (what the item before left to do, its status and Events, done); 0: back to back")
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
-	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(slices.Clone(baselineNamespaces), nsKarmada, "fanout-1", "noreservation", "fanout-all", nsFrontend), ",")+")")
+	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(append(slices.Clone(baselineNamespaces), nsKarmada), placerNamespaces()...), ",")+")")
 	flag.BoolVar(&o.karmada, "karmada", false, "run Karmada "+karmadaVersion+" beside placer on the same members, from bin/karmada ('make karmada'), and its phase: a Deployment per item with a PropagationPolicy placing it in one member")
 	flag.BoolVar(&o.karmadaModels, "karmada-resource-models", true, "with -karmada: leave Karmada's CustomizedClusterResourceModeling feature on, as it ships (false turns it off in its controller manager and scheduler: its scheduler then estimates a cluster's room from its resource summary alone)")
 	flag.Parse()

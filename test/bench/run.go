@@ -421,9 +421,19 @@ func cleanPhase(ctx context.Context, f *fleet, baseline kubernetes.Interface, ns
 	return nil
 }
 
+// placerNamespaces are the namespaces of placer's phases, the front end's
+// last.
+func placerNamespaces() []string {
+	var out []string
+	for _, ph := range placerPhases(options{}) {
+		out = append(out, ph.ns)
+	}
+	return append(out, nsFrontend)
+}
+
 // profilePhases are the phases -profile-phase may name: the burst's
 // placer phases and the front end.
-var profilePhases = []string{"fanout-1", "noreservation", "fanout-all", nsFrontend}
+var profilePhases = placerNamespaces()
 
 // checkProfile refuses a -profile that would take no profile: a phase
 // the burst does not run, or another measure than the burst.
