@@ -13,29 +13,112 @@ import (
 // member already has as many requests in flight as it may.
 const errMemberBusy = "the member cluster already has as many requests in flight as placer allows it: it answers slowly or not at all"
 
-// boundedTransport lets at most cap(slots) requests to one member be in
-// flight; one more fails at once rather than waiting. With the request
-// deadline, a member that accepts connections and never answers holds at
-// most that many of the manager's workers, each for at most the deadline
-// (design §4.9): the others go on with the healthy members.
+// BusyError is what a request to a member gets at once, without being
+// sent, when the member already has as many requests in flight as placer
+// allows it. It is not a failure of the member: the caller waits for a
+// free slot (WhenFree) rather than retrying on a backoff.
+type BusyError struct{ slots *Slots }
+
+func (e *BusyError) Error() string { return errMemberBusy }
+
+// WhenFree calls wake once, when the member has a request slot free: at
+// once if it has one now, otherwise when a request in flight ends, which
+// every request does by its deadline.
+func (e *BusyError) WhenFree(wake func()) { e.slots.whenFree(wake) }
+
+// WhenFree reports whether err is (or wraps) a BusyError; if it is, wake
+// is called once the member has a request slot free (BusyError.WhenFree).
+func WhenFree(err error, wake func()) bool {
+	var busy *BusyError
+	if !errors.As(err, &busy) {
+		return false
+	}
+	busy.WhenFree(wake)
+	return true
+}
+
+// IsBusy reports whether err is (or wraps) a BusyError: the request was
+// not sent.
+func IsBusy(err error) bool {
+	var busy *BusyError
+	return errors.As(err, &busy)
+}
+
+// Slots bound the requests in flight to one member, and wake those that
+// found none free once one is: one waiter per request that ends, every
+// waiter once none is in flight (a woken waiter that sends nothing leaves
+// its slot to no one, so no waiter outlives the last request).
+type Slots struct {
+	mu       sync.Mutex
+	max      int
+	inFlight int
+	waiting  []func()
+}
+
+// NewSlots returns n request slots.
+func NewSlots(n int) *Slots { return &Slots{max: n} }
+
+// Take takes a slot, if one is free.
+func (s *Slots) Take() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight >= s.max {
+		return false
+	}
+	s.inFlight++
+	return true
+}
+
+// Busy is the error of a request that found no slot free.
+func (s *Slots) Busy() *BusyError { return &BusyError{slots: s} }
+
+// Give frees a slot taken, and wakes who waits for one.
+func (s *Slots) Give() {
+	s.mu.Lock()
+	s.inFlight--
+	wake := s.waiting
+	if s.inFlight > 0 && len(wake) > 1 {
+		wake = wake[:1]
+	}
+	s.waiting = s.waiting[len(wake):]
+	s.mu.Unlock()
+	for _, f := range wake {
+		f()
+	}
+}
+
+func (s *Slots) whenFree(wake func()) {
+	s.mu.Lock()
+	if s.inFlight < s.max {
+		s.mu.Unlock()
+		wake()
+		return
+	}
+	s.waiting = append(s.waiting, wake)
+	s.mu.Unlock()
+}
+
+// boundedTransport lets at most its slots' requests to one member be in
+// flight; one more fails at once (BusyError) rather than waiting. With the
+// request deadline, a member that accepts connections and never answers
+// holds at most that many of the manager's workers, each for at most the
+// deadline (design §4.9): the others go on with the healthy members.
 type boundedTransport struct {
 	next  http.RoundTripper
-	slots chan struct{}
+	slots *Slots
 }
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	select {
-	case b.slots <- struct{}{}:
-	default:
-		return nil, errors.New(errMemberBusy)
+	if !b.slots.Take() {
+		return nil, b.slots.Busy()
 	}
 	resp, err := b.next.RoundTrip(req)
 	if err != nil {
-		<-b.slots
+		b.slots.Give()
 		return nil, err
 	}
 	// The slot is the response's until its body is read and closed.
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { <-b.slots }}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: b.slots.Give}
 	return resp, nil
 }
 
@@ -57,7 +140,7 @@ func (r *releasingBody) Close() error {
 // flight at once.
 func requestClient(shared *http.Client, timeout time.Duration, inFlight int) *http.Client {
 	return &http.Client{
-		Transport: &boundedTransport{next: shared.Transport, slots: make(chan struct{}, inFlight)},
+		Transport: &boundedTransport{next: shared.Transport, slots: NewSlots(inFlight)},
 		Timeout:   timeout,
 	}
 }

@@ -1,12 +1,19 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestRequestClient: against a member that accepts requests and never
@@ -84,5 +91,107 @@ func TestRequestClient(t *testing.T) {
 		}
 		<-arrived
 		_ = resp.Body.Close()
+	}
+}
+
+// TestBusyWakes: through client-go, as the propagator meets it, a request
+// beyond the bound is a BusyError, told apart from the member's own
+// answers. Who waits for a slot is woken once one frees: one waiter per
+// request that ends, in the order they came, and every one once nothing
+// is in flight; and at once if a slot is free already.
+func TestBusyWakes(t *testing.T) {
+	hold := make(chan struct{})
+	arrived := make(chan string, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := path.Base(r.URL.Path)
+		arrived <- name
+		if name == "missing" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+			return
+		}
+		<-hold
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":%q}}`, name)
+	}))
+	defer srv.Close()
+
+	const inFlight = 2
+	cs, err := kubernetes.NewForConfigAndClient(&rest.Config{Host: srv.URL}, requestClient(srv.Client(), 10*time.Second, inFlight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) error {
+		_, err := cs.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
+		return err
+	}
+
+	// A member's own refusal is not busy.
+	if err := get("missing"); err == nil || IsBusy(err) || WhenFree(err, func() { t.Error("woken by a 404") }) {
+		t.Fatalf("a 404: %v, busy %t; want an error that is not busy", err, IsBusy(err))
+	}
+	<-arrived
+
+	held := make(chan error, inFlight)
+	for i := range inFlight {
+		go func() { held <- get(fmt.Sprintf("held-%d", i)) }()
+		<-arrived
+	}
+	woken := make(chan string, 4)
+	for _, name := range []string{"first", "second", "third"} {
+		err := get("one-more")
+		if !IsBusy(err) {
+			t.Fatalf("a request beyond the bound: %v, want a BusyError", err)
+		}
+		if !WhenFree(err, func() { woken <- name }) {
+			t.Fatal("WhenFree refused a BusyError")
+		}
+	}
+	if len(woken) != 0 {
+		t.Fatalf("%d woken while every slot is taken", len(woken))
+	}
+	select {
+	case name := <-arrived:
+		t.Fatalf("a request beyond the bound reached the member (%s)", name)
+	default:
+	}
+
+	// One request ends (its body closed before Get returns): one waiter,
+	// the first, is woken.
+	hold <- struct{}{}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(woken); len(got) != 1 || got[0] != "first" {
+		t.Fatalf("woken %v after one request ended, want [first]", got)
+	}
+	// The last request ends: nothing is in flight, so every waiter left
+	// is woken.
+	close(hold)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(woken); len(got) != 2 || got[0] != "second" || got[1] != "third" {
+		t.Fatalf("woken %v once nothing was in flight, want [second third]", got)
+	}
+	// A slot is free: who asks is woken at once.
+	busy := (&boundedTransport{slots: NewSlots(1)}).slots.Busy()
+	now := false
+	busy.WhenFree(func() { now = true })
+	if !now {
+		t.Error("a waiter was not woken at once though a slot is free")
+	}
+}
+
+func drain(ch chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-ch:
+			out = append(out, s)
+		default:
+			return out
+		}
 	}
 }

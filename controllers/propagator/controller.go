@@ -106,6 +106,10 @@ type Reconciler struct {
 	// started: when this process made a handshake's first candidates in
 	// a chosen cluster, by Workload UID and cluster (handshakeAge).
 	started handshakeStarts
+	// wake brings a Workload back to the queue (Setup: the trigger's
+	// Enqueue); a pass stopped by a member with no request slot free
+	// comes back through it once one is (none: it returns the error).
+	wake func(types.NamespacedName)
 }
 
 // NewReconciler returns a propagator over the given members.
@@ -126,6 +130,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	r := NewReconciler(mgr.GetClient(), o.Registry, o.HandshakeTimeout,
 		event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-propagator")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 		logging.NewLogrLogger(mgr.GetLogger().WithName("propagator")))
+	r.wake = t.Enqueue
 	dyn, err := dynamic.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return errors.Wrap(err, "cannot create a dynamic client")
@@ -428,7 +433,24 @@ func run(ctx context.Context, s *scope, stages [3][]phase) (bool, error) {
 // reconcile's rejections do the candidates outside the kept clusters go
 // (a rejection lost to a conflict must not cost the candidates it would
 // have explained). A deleted Workload is cleaned up.
+//
+// A pass that a member stopped because it had no request slot free (the
+// request was not sent: cluster.BusyError) is not an error: the Workload
+// comes back as soon as that member has a slot, not after an error's
+// backoff, which under a burst grows with every other Workload's (the
+// queue's limiter is shared) and left the last Workloads of a burst
+// waiting seconds for a member that was answering.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if err != nil && r.wake != nil && cluster.WhenFree(err, func() { r.wake(req.NamespacedName) }) {
+		r.log.Debug("a member has no request slot free; the Workload comes back when it has", "workload", req.String())
+		memberBusy.Inc()
+		return res, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cached := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {
 		if kerrors.IsNotFound(err) {

@@ -22,8 +22,12 @@ var (
 		Name: "placer_runner_up_candidates_deferred_total",
 		Help: "Propagator passes in which a nominated cluster other than the chosen one got no new candidates because it held --max-runner-up-candidates waiting runner-ups already.",
 	})
+	memberBusy = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "placer_propagator_member_busy_total",
+		Help: "Propagator passes stopped by a member that had --cluster-max-in-flight requests in flight already (the request was not sent); the Workload comes back once the member has a slot free.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(handshakeDuration, propagatorWrites, runnerUpsDeferred)
+	metrics.Registry.MustRegister(handshakeDuration, propagatorWrites, runnerUpsDeferred, memberBusy)
 }
