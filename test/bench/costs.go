@@ -300,6 +300,9 @@ func (f *fleet) permitWaits(ctx context.Context) (waits, error) {
 	return out, nil
 }
 
+// countedPrefix marks a counter among the waits: a count, no time.
+const countedPrefix = "counted: "
+
 // parseWaits reads the token-bucket and work-queue histograms of a
 // /metrics page, and the Permit waits of a scheduler's.
 func parseWaits(b []byte) (waits, error) {
@@ -307,14 +310,23 @@ func parseWaits(b []byte) (waits, error) {
 		"placer_rest_client_rate_limiter_duration_seconds": func(l map[string]string) string { return "tokens " + l["verb"] + " " + l["path"] },
 		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
 		"scheduler_permit_wait_duration_seconds":           func(l map[string]string) string { return "permit " + l["result"] },
+		// Counters, counted only (no time): passes that failed (and
+		// went on the queue's backoff), and propagator passes a member
+		// with no request slot free stopped.
+		"controller_runtime_reconcile_errors_total": func(l map[string]string) string { return countedPrefix + "errors " + l["controller"] },
+		"placer_propagator_member_busy_total":       func(map[string]string) string { return countedPrefix + "member busy, propagator" },
 	}
 	out := waits{}
 	err := promtext.Each(b, func(family string, l map[string]string, m *dto.Metric) {
 		k := key[family](l)
-		h := m.GetHistogram()
 		w := out[k]
-		w.sum += h.GetSampleSum()
-		w.count += float64(h.GetSampleCount())
+		if c := m.GetCounter(); c != nil {
+			w.count += c.GetValue()
+		} else {
+			h := m.GetHistogram()
+			w.sum += h.GetSampleSum()
+			w.count += float64(h.GetSampleCount())
+		}
 		out[k] = w
 	}, slices.Collect(maps.Keys(key))...)
 	return out, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,6 +54,13 @@ workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"
 scheduler_permit_wait_duration_seconds_bucket{result="Success",le="+Inf"} 40
 scheduler_permit_wait_duration_seconds_sum{result="Success"} 12
 scheduler_permit_wait_duration_seconds_count{result="Success"} 40
+# HELP controller_runtime_reconcile_errors_total x
+# TYPE controller_runtime_reconcile_errors_total counter
+controller_runtime_reconcile_errors_total{controller="propagator"} 233
+controller_runtime_reconcile_errors_total{controller="scheduler"} 0
+# HELP placer_propagator_member_busy_total x
+# TYPE placer_propagator_member_busy_total counter
+placer_propagator_member_busy_total 17
 `
 	w, err := parseWaits([]byte(page))
 	if err != nil {
@@ -64,6 +72,17 @@ scheduler_permit_wait_duration_seconds_count{result="Success"} 40
 	}
 	if p := w["permit Success"]; p.count != 40 || p.sum != 12 {
 		t.Errorf("permit Success = %+v, want 40 waits, 12 s", p)
+	}
+	if e := w[countedPrefix+"errors propagator"]; e.count != 233 || e.sum != 0 {
+		t.Errorf("errors propagator = %+v, want 233 counted, no time", e)
+	}
+	if b := w[countedPrefix+"member busy, propagator"]; b.count != 17 {
+		t.Errorf("member busy = %+v, want 17 counted", b)
+	}
+	var rb strings.Builder
+	writeWaitsOf(&rb, "phase", []namedWaits{{name: "fanout-1", waits: w.minus(waits{countedPrefix + "errors propagator": {count: 200}})}})
+	if !strings.Contains(rb.String(), "| fanout-1 | errors propagator | 33 | – | – |") || strings.Contains(rb.String(), "errors scheduler") {
+		t.Errorf("the waits table counts the errors since before as\n%s\nwant 33 for the propagator, no row for the scheduler's none", rb.String())
 	}
 	before := waits{"queue propagator": {sum: 5, count: 400}}
 	if d := w.minus(before)["queue propagator"]; d.count != 600 || d.sum != 15 {

@@ -522,7 +522,7 @@ type namedWaits struct {
 // writeWaitsOf writes the table of writeWaits for phases or measures.
 func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); and, where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member):\n", what)
+	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); counted, not timed: passes that failed, by controller (controller_runtime_reconcile_errors_total: each goes on its queue's backoff), and propagator passes a member with no request slot free stopped (placer_propagator_member_busy_total: each waits for a slot); and, where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member):\n", what)
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "| %s | what waited | waits | total (s) | mean (ms) |\n", what)
 	fmt.Fprintln(b, "|---|---|---|---|---|")
@@ -539,6 +539,10 @@ func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 		sort.Strings(queues)
 		for _, k := range append(tokens[:min(6, len(tokens))], queues...) {
 			w := r.waits[k]
+			if name, ok := strings.CutPrefix(k, countedPrefix); ok {
+				fmt.Fprintf(b, "| %s | %s | %.0f | – | – |\n", r.name, name, w.count)
+				continue
+			}
 			fmt.Fprintf(b, "| %s | %s | %.0f | %.2f | %.1f |\n", r.name, k, w.count, w.sum, 1000*w.sum/w.count)
 		}
 	}
