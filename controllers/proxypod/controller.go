@@ -297,11 +297,8 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 	key := w.ClusterKey(w.Status.ClusterRef)
 	if pod.Spec.NodeName == "" {
 		node := v1alpha1.VirtualNodeName(key)
-		// The binding also annotates the pod with its cluster: one write.
-		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-			Annotations: map[string]string{v1alpha1.AnnotationRunsIn: key.String()}}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
-		if err := p.Client.SubResource("binding").Create(ctx, pod, b); err != nil {
-			return errors.Wrap(err, "cannot bind the proxy pod to its virtual node")
+		if bound, err := bind(ctx, p.Client, pod, key); err != nil || !bound {
+			return err
 		}
 		p.Record.Event(pod, event.Normal(reasonScheduled, "Successfully assigned "+pod.Namespace+"/"+pod.Name+" to "+node))
 		// The delegate's status in the same pass, not the next one (its
@@ -315,6 +312,22 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		return err
 	}
 	return p.writeStatus(ctx, pod, delegate, nil)
+}
+
+// bind binds the pod to the cluster's virtual node; the binding also
+// annotates the pod with its cluster: one write. bound is false, with no
+// error, when the API server finds the pod bound already (or going): the
+// cache is behind the pod, whose newer copy's event brings the next pass,
+// rather than an error's backoff, which would hold its status back.
+func bind(ctx context.Context, c client.Client, pod *corev1.Pod, key types.NamespacedName) (bound bool, err error) {
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+		Annotations: map[string]string{v1alpha1.AnnotationRunsIn: key.String()}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: v1alpha1.VirtualNodeName(key)}}
+	err = c.SubResource("binding").Create(ctx, pod, b)
+	if kerrors.IsConflict(err) {
+		return false, nil
+	}
+	return err == nil, errors.Wrap(err, "cannot bind the proxy pod to its virtual node")
 }
 
 // writeStatus makes the proxy pod's status its delegate's, when it is not
