@@ -3,6 +3,7 @@ package cluster
 import (
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,17 +24,18 @@ func (e *BusyError) Error() string { return errMemberBusy }
 
 // WhenFree calls wake once, when the member has a request slot free: at
 // once if it has one now, otherwise when a request in flight ends, which
-// every request does by its deadline.
-func (e *BusyError) WhenFree(wake func()) { e.slots.whenFree(wake) }
+// every request does by its deadline. A key already waiting is not added
+// again: the wake it waits for is its.
+func (e *BusyError) WhenFree(key any, wake func()) { e.slots.whenFree(key, wake) }
 
 // WhenFree reports whether err is (or wraps) a BusyError; if it is, wake
 // is called once the member has a request slot free (BusyError.WhenFree).
-func WhenFree(err error, wake func()) bool {
+func WhenFree(err error, key any, wake func()) bool {
 	var busy *BusyError
 	if !errors.As(err, &busy) {
 		return false
 	}
-	busy.WhenFree(wake)
+	busy.WhenFree(key, wake)
 	return true
 }
 
@@ -45,14 +47,21 @@ func IsBusy(err error) bool {
 }
 
 // Slots bound the requests in flight to one member, and wake those that
-// found none free once one is: one waiter per request that ends, every
-// waiter once none is in flight (a woken waiter that sends nothing leaves
-// its slot to no one, so no waiter outlives the last request).
+// found none free once one is, in the order they came: one waiter per
+// request that ends, every waiter once none is in flight (a woken waiter
+// that sends nothing leaves its slot to no one, so no waiter outlives the
+// last request).
 type Slots struct {
 	mu       sync.Mutex
 	max      int
 	inFlight int
-	waiting  []func()
+	waiting  []waiter
+	waits    map[any]bool
+}
+
+type waiter struct {
+	key  any
+	wake func()
 }
 
 // NewSlots returns n request slots.
@@ -80,21 +89,30 @@ func (s *Slots) Give() {
 	if s.inFlight > 0 && len(wake) > 1 {
 		wake = wake[:1]
 	}
-	s.waiting = s.waiting[len(wake):]
+	s.waiting = slices.Clone(s.waiting[len(wake):])
+	for _, w := range wake {
+		delete(s.waits, w.key)
+	}
 	s.mu.Unlock()
-	for _, f := range wake {
-		f()
+	for _, w := range wake {
+		w.wake()
 	}
 }
 
-func (s *Slots) whenFree(wake func()) {
+func (s *Slots) whenFree(key any, wake func()) {
 	s.mu.Lock()
 	if s.inFlight < s.max {
 		s.mu.Unlock()
 		wake()
 		return
 	}
-	s.waiting = append(s.waiting, wake)
+	if !s.waits[key] {
+		if s.waits == nil {
+			s.waits = map[any]bool{}
+		}
+		s.waits[key] = true
+		s.waiting = append(s.waiting, waiter{key: key, wake: wake})
+	}
 	s.mu.Unlock()
 }
 

@@ -98,7 +98,8 @@ func TestRequestClient(t *testing.T) {
 // beyond the bound is a BusyError, told apart from the member's own
 // answers. Who waits for a slot is woken once one frees: one waiter per
 // request that ends, in the order they came, and every one once nothing
-// is in flight; and at once if a slot is free already.
+// is in flight; each waiter once however often it asks; and at once if a
+// slot is free already.
 func TestBusyWakes(t *testing.T) {
 	hold := make(chan struct{})
 	arrived := make(chan string, 8)
@@ -128,7 +129,7 @@ func TestBusyWakes(t *testing.T) {
 	}
 
 	// A member's own refusal is not busy.
-	if err := get("missing"); err == nil || IsBusy(err) || WhenFree(err, func() { t.Error("woken by a 404") }) {
+	if err := get("missing"); err == nil || IsBusy(err) || WhenFree(err, "missing", func() { t.Error("woken by a 404") }) {
 		t.Fatalf("a 404: %v, busy %t; want an error that is not busy", err, IsBusy(err))
 	}
 	<-arrived
@@ -144,9 +145,13 @@ func TestBusyWakes(t *testing.T) {
 		if !IsBusy(err) {
 			t.Fatalf("a request beyond the bound: %v, want a BusyError", err)
 		}
-		if !WhenFree(err, func() { woken <- name }) {
+		if !WhenFree(err, name, func() { woken <- name }) {
 			t.Fatal("WhenFree refused a BusyError")
 		}
+	}
+	// One waiting already is not added again: it is woken once.
+	if !WhenFree(get("one-more"), "first", func() { woken <- "first, again" }) {
+		t.Fatal("WhenFree refused a BusyError")
 	}
 	if len(woken) != 0 {
 		t.Fatalf("%d woken while every slot is taken", len(woken))
@@ -178,7 +183,7 @@ func TestBusyWakes(t *testing.T) {
 	// A slot is free: who asks is woken at once.
 	busy := (&boundedTransport{slots: NewSlots(1)}).slots.Busy()
 	now := false
-	busy.WhenFree(func() { now = true })
+	busy.WhenFree("now", func() { now = true })
 	if !now {
 		t.Error("a waiter was not woken at once though a slot is free")
 	}

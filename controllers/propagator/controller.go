@@ -64,6 +64,9 @@ const (
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
 	cleanupRetry = 5 * time.Second
+	// busyRecheck is when a Workload that waits for a member's request
+	// slot is looked at again if no wake came first.
+	busyRecheck = time.Minute
 )
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;patch
@@ -442,10 +445,12 @@ func run(ctx context.Context, s *scope, stages [3][]phase) (bool, error) {
 // waiting seconds for a member that was answering.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	if err != nil && r.wake != nil && cluster.WhenFree(err, func() { r.wake(req.NamespacedName) }) {
+	if err != nil && r.wake != nil && cluster.WhenFree(err, req.NamespacedName, func() { r.wake(req.NamespacedName) }) {
 		r.log.Debug("a member has no request slot free; the Workload comes back when it has", "workload", req.String())
 		memberBusy.Inc()
-		return res, nil
+		// The wake comes within the member's request deadline; this
+		// look, much later, only guards against a slot never freed.
+		return reconcile.Result{RequeueAfter: busyRecheck}, nil
 	}
 	return res, err
 }

@@ -395,11 +395,9 @@ func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) e
 			propagator.SetBindWindow(ch, w, m.ClusterKey(), r.timeout)
 		}
 		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
-			if len(chs) == 0 && n == 0 && !cluster.IsBusy(err) {
+			if len(chs) == 0 && n == 0 {
 				// Nothing of it is there to bring it back: what was
-				// copied for it goes now. (Not when the member had no
-				// request slot free: the create was not sent, and the
-				// Workload comes back to it as soon as it has one.)
+				// copied for it goes now.
 				if rerr := releaseLeft(ctx, s, m); rerr != nil {
 					return rerr
 				}
