@@ -130,7 +130,7 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.Float32Var(&o.schedulerQPS, "scheduler-qps", 50, "QPS of the scheduler's own client, which writes its decisions (a token bucket apart from --kube-api-qps, which the propagator and the cluster controller share)")
 	f.IntVar(&o.schedulerBurst, "scheduler-burst", 100, "burst of the scheduler's own client")
 	f.DurationVar(&o.handshake, "handshake-timeout", time.Minute, "how long a member may take to reserve every candidate before it is recorded as rejected")
-	f.IntVar(&o.workers, "propagator-workers", 8, "Workloads the propagator handles at once")
+	f.IntVar(&o.workers, "propagator-workers", 16, "Workloads the propagator handles at once; a pass mostly waits for API servers, and one that finds a member's --cluster-max-in-flight requests in flight waits off the workers")
 	f.Int64Var(&o.notReadySeconds, "default-not-ready-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterNotReady+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.Int64Var(&o.unreachableSeconds, "default-unreachable-toleration-seconds", 300, "how long a Workload stays on a cluster tainted "+v1alpha1.TaintClusterUnreachable+" (NoExecute) unless it tolerates the taint itself; negative moves it at once")
 	f.DurationVar(&o.rebalanceAfter, "rebalance-after", schedulerctrl.DefaultRebalanceAfter, "how long a cluster a Workload prefers more must have been Ready, and the Workload placed where it is (a spread Workload: divided as it is), before it moves back (spec.placement.rebalance WhenPreferred); 0 is the default")

@@ -78,7 +78,7 @@ type Options struct {
 	// HandshakeTimeout bounds how long a cluster may take to reserve every
 	// candidate before it is recorded as rejected.
 	HandshakeTimeout time.Duration
-	// Workers is how many Workloads are reconciled at once (8 when zero);
+	// Workers is how many Workloads are reconciled at once (16 when zero);
 	// one Workload is never reconciled by two workers at a time.
 	Workers int
 	// MaxRunnerUps bounds the runner-up candidates waiting in one member
@@ -126,7 +126,7 @@ func NewReconciler(c client.Client, members cluster.Members, handshakeTimeout ti
 // Setup adds the propagator to the manager.
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Workers == 0 {
-		o.Workers = 8
+		o.Workers = 16
 	}
 	t := &shared.Trigger{}
 	o.Registry.OnChaperon(t.Enqueue)

@@ -80,7 +80,7 @@ func main() {
 	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
 	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")
 	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
-	flag.IntVar(&o.propagatorWorkers, "propagator-workers", 8, "the manager's --propagator-workers")
+	flag.IntVar(&o.propagatorWorkers, "propagator-workers", 16, "the manager's --propagator-workers (its default)")
 	flag.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 30, "the manager's --max-runner-up-candidates (0: no bound)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")
 	flag.StringVar(&o.placer, "placer", "bin/placer", "placer binary")
