@@ -22,10 +22,11 @@ type BusyError struct{ slots *Slots }
 
 func (e *BusyError) Error() string { return errMemberBusy }
 
-// WhenFree calls wake once, when the member has a request slot free: at
-// once if it has one now, otherwise when a request in flight ends, which
-// every request does by its deadline. A key already waiting is not added
-// again: the wake it waits for is its.
+// WhenFree calls wake once: at once if the member has a request slot
+// free now; otherwise when a request in flight ends and key is first in
+// line, or when none is in flight any more. A key already in line keeps
+// its place and its first wake; a later one is dropped. A key woken some
+// other way meanwhile stays in line, and its wake is one pass more.
 func (e *BusyError) WhenFree(key any, wake func()) { e.slots.whenFree(key, wake) }
 
 // WhenFree reports whether err is (or wraps) a BusyError; if it is, wake
@@ -39,16 +40,10 @@ func WhenFree(err error, key any, wake func()) bool {
 	return true
 }
 
-// IsBusy reports whether err is (or wraps) a BusyError: the request was
-// not sent.
-func IsBusy(err error) bool {
-	var busy *BusyError
-	return errors.As(err, &busy)
-}
-
 // Slots bound the requests in flight to one member, and wake those that
-// found none free once one is, in the order they came: one waiter per
-// request that ends, every waiter once none is in flight (a woken waiter
+// found none free, in line: one waiter per request that ends, every
+// waiter once none is in flight (one that asks while a slot is free is
+// woken at once, ahead of the line) (a woken waiter
 // that sends nothing leaves its slot to no one, so no waiter outlives the
 // last request).
 type Slots struct {

@@ -256,8 +256,11 @@ func DescribeError(err error) string {
 		cert    *tls.CertificateVerificationError
 		uerr    x509.UnknownAuthorityError
 		herr    x509.HostnameError
+		busy    *BusyError
 	)
 	switch {
+	case errors.As(err, &busy):
+		return "not sent: placer's requests in flight to the member are at --cluster-max-in-flight"
 	case errors.As(err, &refused):
 		return refused.Error()
 	case errors.As(err, &dns):

@@ -268,6 +268,7 @@ func TestDescribeError(t *testing.T) {
 		"a timeout":          {&url.Error{Op: "Get", URL: "https://x/version", Err: context.DeadlineExceeded}, "timed out"},
 		"a certificate that names internal hosts": {&url.Error{Op: "Get", URL: "https://x/version", Err: x509.HostnameError{Certificate: &x509.Certificate{DNSNames: []string{"vault.internal"}}, Host: "x"}},
 			"TLS: the server's certificate is not valid for the kubeconfig's server and CA"},
+		"a request not sent, the member busy":      {&url.Error{Op: "Get", URL: "https://x/api", Err: NewSlots(1).Busy()}, "not sent: placer's requests in flight to the member are at --cluster-max-in-flight"},
 		"anything else says nothing of the server": {errors.New(`malformed HTTP response "SSH-2.0-OpenSSH_9.6"`), "the request failed"},
 	}
 	for name, tc := range cases {

@@ -124,7 +124,7 @@ func (o *managerOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.heartbeatGrace, "cluster-heartbeat-grace", 40*time.Second, "how long a member's agent may go without renewing its ClusterSummary (agent --heartbeat-interval) before the member stops being Ready")
 	f.DurationVar(&o.probeTimeout, "cluster-probe-timeout", 5*time.Second, "how long one probe may take")
 	f.DurationVar(&o.requestTimeout, "cluster-request-timeout", 10*time.Second, "how long any other request to a member cluster may take (watches excepted)")
-	f.IntVar(&o.maxInFlight, "cluster-max-in-flight", 4, "requests to one member cluster in flight at once (watches excepted); one more is not sent, and the propagator's pass that wanted it waits, off its workers, until one of them ends, so a member that does not answer holds at most this many propagator workers")
+	f.IntVar(&o.maxInFlight, "cluster-max-in-flight", 4, "requests to one member cluster in flight at once (watches excepted); one more is not sent, and the propagator's pass that wanted it waits, off its workers, until the member has a slot free, so a member that does not answer holds at most this many propagator workers")
 	f.Float32Var(&o.memberQPS, "cluster-qps", 20, "QPS of each member cluster client")
 	f.IntVar(&o.memberBurst, "cluster-burst", 40, "burst of each member cluster client")
 	f.Float32Var(&o.schedulerQPS, "scheduler-qps", 50, "QPS of the scheduler's own client, which writes its decisions (a token bucket apart from --kube-api-qps, which the propagator and the cluster controller share)")

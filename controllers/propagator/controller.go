@@ -64,8 +64,9 @@ const (
 	// cleanupRetry is how soon a deleted Workload waiting for its
 	// candidates to go (or for a member to answer) is looked at again.
 	cleanupRetry = 5 * time.Second
-	// busyRecheck is when a Workload that waits for a member's request
-	// slot is looked at again if no wake came first.
+	// busyRecheck is when a Workload that waited for a member's request
+	// slot is looked at again in any case (the wake does not cancel it):
+	// a net should a slot never free.
 	busyRecheck = time.Minute
 )
 
@@ -431,30 +432,32 @@ func run(ctx context.Context, s *scope, stages [3][]phase) (bool, error) {
 	return true, nil
 }
 
-// Reconcile moves one Workload's handshake a step forward, in phases
-// (stages); then the status is written, once, and only once it holds this
-// reconcile's rejections do the candidates outside the kept clusters go
-// (a rejection lost to a conflict must not cost the candidates it would
-// have explained). A deleted Workload is cleaned up.
-//
-// A pass that a member stopped because it had no request slot free (the
-// request was not sent: cluster.BusyError) is not an error: the Workload
-// comes back as soon as that member has a slot, not after an error's
-// backoff, which under a burst grows with every other Workload's (the
-// queue's limiter is shared) and left the last Workloads of a burst
-// waiting seconds for a member that was answering.
+// Reconcile runs one pass (reconcile). A pass that a member stopped
+// because it had no request slot free (the request was not sent:
+// cluster.BusyError) is not an error: the Workload comes back as soon as
+// that member has a slot, not after an error's backoff, which under a
+// burst grows with every other Workload's (the queue's limiter is shared)
+// and left the last Workloads of a burst waiting seconds for a member
+// that was answering.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
 	if err != nil && r.wake != nil && cluster.WhenFree(err, req.NamespacedName, func() { r.wake(req.NamespacedName) }) {
 		r.log.Debug("a member has no request slot free; the Workload comes back when it has", "workload", req.String())
 		memberBusy.Inc()
-		// The wake comes within the member's request deadline; this
-		// look, much later, only guards against a slot never freed.
+		// The wake comes when a request to that member ends and the
+		// Workload is first in line, or none is in flight; this look, a
+		// minute later whatever happened, guards against a slot never
+		// freed.
 		return reconcile.Result{RequeueAfter: busyRecheck}, nil
 	}
 	return res, err
 }
 
+// reconcile moves one Workload's handshake a step forward, in phases
+// (stages); then the status is written, once, and only once it holds this
+// reconcile's rejections do the candidates outside the kept clusters go
+// (a rejection lost to a conflict must not cost the candidates it would
+// have explained). A deleted Workload is cleaned up.
 func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cached := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, req.NamespacedName, cached); err != nil {

@@ -316,8 +316,9 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 
 // bind binds the pod to the cluster's virtual node; the binding also
 // annotates the pod with its cluster: one write. bound is false, with no
-// error, when the API server finds the pod bound already (or going): the
-// cache is behind the pod, whose newer copy's event brings the next pass,
+// error, when the API server finds the pod bound already, going, or not
+// the one the cache holds (its UID): the cache is behind the pod, whose
+// newer copy's event brings the next pass,
 // rather than an error's backoff, which would hold its status back.
 func bind(ctx context.Context, c client.Client, pod *corev1.Pod, key types.NamespacedName) (bound bool, err error) {
 	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,

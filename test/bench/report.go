@@ -522,22 +522,26 @@ type namedWaits struct {
 // writeWaitsOf writes the table of writeWaits for phases or measures.
 func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); counted, not timed: passes that failed, by controller (controller_runtime_reconcile_errors_total: each goes on its queue's backoff), and propagator passes a member with no request slot free stopped (placer_propagator_member_busy_total: each waits for a slot); and, where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member):\n", what)
+	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member); and last, counted, not timed: passes that failed, by controller (controller_runtime_reconcile_errors_total: each goes on its queue's backoff), and propagator passes a member with no request slot free stopped (placer_propagator_member_busy_total: each waits for a slot):\n", what)
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "| %s | what waited | waits | total (s) | mean (ms) |\n", what)
+	fmt.Fprintf(b, "| %s | what waited (or was counted) | waits (count) | total (s) | mean (ms) |\n", what)
 	fmt.Fprintln(b, "|---|---|---|---|---|")
 	for _, r := range rs {
-		var tokens, queues []string
+		var tokens, queues, counted []string
 		for k := range r.waits {
-			if strings.HasPrefix(k, "tokens ") {
+			switch {
+			case strings.HasPrefix(k, "tokens "):
 				tokens = append(tokens, k)
-			} else {
+			case strings.HasPrefix(k, countedPrefix):
+				counted = append(counted, k)
+			default:
 				queues = append(queues, k)
 			}
 		}
 		slices.SortFunc(tokens, func(x, y string) int { return cmp.Compare(r.waits[y].sum, r.waits[x].sum) })
 		sort.Strings(queues)
-		for _, k := range append(tokens[:min(6, len(tokens))], queues...) {
+		sort.Strings(counted)
+		for _, k := range slices.Concat(tokens[:min(6, len(tokens))], queues, counted) {
 			w := r.waits[k]
 			if name, ok := strings.CutPrefix(k, countedPrefix); ok {
 				fmt.Fprintf(b, "| %s | %s | %.0f | – | – |\n", r.name, name, w.count)
