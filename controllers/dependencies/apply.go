@@ -23,7 +23,7 @@ import (
 // Applied is what Apply did in one member.
 type Applied struct {
 	// Dependencies replace the cluster's status.dependencies entries,
-	// when Set (an Apply of everything).
+	// when Set.
 	Dependencies []v1alpha1.Dependency
 	Set          bool
 	// CopiedInto is the member namespace placer copied something into,
@@ -43,7 +43,8 @@ type Applied struct {
 // Secret or a ConfigMap.
 //
 // had are the cluster's status.dependencies entries; what was delivered
-// with all replaces them. One the pods no longer reference is let go there
+// with all replaces them, and without all joins them (nothing is let go
+// then). One the pods no longer reference is let go there, with all,
 // once no outdated pod may use it (outdated). An object of that name that
 // is another source's copy refuses the cluster: a *shared.Problem.
 func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, all, outdated bool, had []v1alpha1.Dependency) (Applied, error) {
@@ -83,6 +84,12 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 		}
 	}
 	if !all {
+		// Recorded beside what the cluster had, nothing let go: the
+		// status names every copy the Workload may use there, so that a
+		// cluster whose candidates never came (a pass that failed after
+		// the copy) or that the scheduler dropped is pruned, and a copy
+		// of a ServiceAccount since renamed is still let go (Release).
+		out.Dependencies, out.Set = mergeDependencies(had, delivered), true
 		return out, nil
 	}
 	var gone []propagator.Ref
@@ -243,4 +250,25 @@ func kindOf(o client.Object) string {
 		return propagator.KindServiceAccount
 	}
 	return ""
+}
+
+// mergeDependencies are had's entries with delivered's in place of those
+// of the same kind and name, in had's order, then delivered's new ones.
+func mergeDependencies(had, delivered []v1alpha1.Dependency) []v1alpha1.Dependency {
+	out := make([]v1alpha1.Dependency, 0, len(had)+len(delivered))
+	same := func(a v1alpha1.Dependency) func(v1alpha1.Dependency) bool {
+		return func(b v1alpha1.Dependency) bool { return a.Kind == b.Kind && a.Name == b.Name }
+	}
+	for _, old := range had {
+		if i := slices.IndexFunc(delivered, same(old)); i >= 0 {
+			old = delivered[i]
+		}
+		out = append(out, old)
+	}
+	for _, dep := range delivered {
+		if !slices.ContainsFunc(had, same(dep)) {
+			out = append(out, dep)
+		}
+	}
+	return out
 }

@@ -73,9 +73,14 @@ func TestComponent(t *testing.T) {
 	if err != nil || len(o.Problems) > 0 || o.Waiting {
 		t.Fatalf("Observe = %+v (%v), want nothing missing", o, err)
 	}
-	applied, err := rd.Apply(ctx, m, w, false, false, nil)
-	if err != nil || applied.Set || applied.CopiedInto != "default" {
-		t.Fatalf("Apply(ServiceAccount only) = %+v (%v)", applied, err)
+	// A copy of a ServiceAccount the template named before stays
+	// recorded beside the new one: nothing is let go without all, and
+	// what is recorded is what a release names.
+	was := v1alpha1.Dependency{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Kind: propagator.KindServiceAccount, Name: "runner0", Copied: true}
+	applied, err := rd.Apply(ctx, m, w, false, false, []v1alpha1.Dependency{was})
+	sa := v1alpha1.Dependency{Cluster: was.Cluster, Kind: propagator.KindServiceAccount, Name: "runner", Copied: true}
+	if err != nil || !applied.Set || !slices.Equal(applied.Dependencies, []v1alpha1.Dependency{was, sa}) || applied.CopiedInto != "default" {
+		t.Fatalf("Apply(ServiceAccount only) = %+v (%v), want the copy recorded beside what the cluster had", applied, err)
 	}
 	if got := inMember(t, m); !slices.Equal(got, []string{"ServiceAccount/runner"}) {
 		t.Errorf("after the ServiceAccount alone the member holds %v", got)

@@ -109,8 +109,8 @@ func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, 
 
 // applyDependencies puts what the unit's pods need into its member (all,
 // or only the ServiceAccount) and writes what it did into the status: the
-// cluster's status.dependencies entries (with all), the namespace placer
-// copied into, the Events.
+// cluster's status.dependencies entries, the namespace placer copied into,
+// the Events.
 func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool) error {
 	key := p.unit.Cluster
 	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, dependencies.Of(s.orig.Status.Dependencies, key))

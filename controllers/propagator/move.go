@@ -315,9 +315,11 @@ func (r *Reconciler) sameHost(a, b types.NamespacedName) bool {
 }
 
 // pruneDependencies lets go of the copies status.dependencies names in a
-// cluster the Workload no longer uses (neither chosen nor left: one that
-// rejected it, say), once nothing of it remains there; a cluster deleted
-// meanwhile is forgotten.
+// cluster the Workload no longer uses (neither chosen, nor left, nor
+// keeping candidates in this pass: one that rejected it, a runner-up let go
+// at commit or dropped by the scheduler, say), once nothing of it remains
+// there; a cluster deleted meanwhile is forgotten. A runner-up kept with no
+// candidate yet (its member holds as many as allowed) keeps its copy.
 func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 	w := s.w
 	seen := map[types.NamespacedName]bool{}
@@ -327,7 +329,7 @@ func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 			continue
 		}
 		seen[key] = true
-		if key == s.target || r.sameHost(key, s.target) || w.Left(key) != nil {
+		if key == s.target || s.keep[key] || r.sameHost(key, s.target) || w.Left(key) != nil {
 			continue
 		}
 		st, m, err := r.reachOf(ctx, s, key)

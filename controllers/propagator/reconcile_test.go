@@ -155,7 +155,10 @@ type propagatorCase struct {
 	unconnected []string
 	// wantErr: the (last) reconcile fails, and is retried.
 	wantErr bool
-	passes  int
+	// failFirst: the first of several passes fails (and must), as a
+	// transient error of a member would make it.
+	failFirst bool
+	passes    int
 	// between changes the world between passes, with the Workload
 	// as the pass before left it.
 	between func(t *testing.T, e env)
@@ -449,6 +452,29 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				if len(e.w.Status.RejectedClusters) != 0 {
 					t.Errorf("rejected %+v: a runner-up passed over is not rejected", e.w.Status.RejectedClusters)
 				}
+			},
+		},
+		{
+			// b's copy of ServiceAccount runner was made for candidates
+			// that have not come yet: b is still nominated, so the copy
+			// stays for them rather than going and coming back.
+			name:         "fan-out bound: a runner-up passed over keeps the ServiceAccount's copy made for its candidates",
+			w:            web(needs, nominate("a", "b"), func(w *v1alpha1.Workload) { w.Status.Dependencies = copies("b", "ServiceAccount/runner") }),
+			sources:      theSources(),
+			maxRunnerUps: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				other := st.Workload("other", st.Replicas(2), func(w *v1alpha1.Workload) { w.UID = "other" })
+				objs := append(candidates(other, 2, runnerUp), usedCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, string(w.UID)))
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(objs...))}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}, "0/2"
+				s.Dependencies = append(copies("b", "ServiceAccount/runner"), copies("a", "ServiceAccount/runner")...)
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
+			check: func(t *testing.T, e env) {
+				wantCopy(t, e.members[1], propagator.KindServiceAccount, "runner")
 			},
 		},
 		{
@@ -1839,6 +1865,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			want: reconcile.Result{RequeueAfter: timeout},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, "0/2"
+				// Recorded where they are, so that whatever ends the
+				// cluster's use lets them go (pruneDependencies, Release).
+				s.Dependencies = append(copies("a", "ServiceAccount/runner"), copies("b", "ServiceAccount/runner")...)
 			},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
@@ -1853,6 +1882,92 @@ func propagatorCases(t *testing.T) []propagatorCase {
 						if o := copyIn(t, m, k, map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings"}[k]); o != nil {
 							t.Errorf("%s %s went to %s before it was committed", k, o.GetName(), m.Key.Name)
 						}
+					}
+				}
+			},
+		},
+		{
+			// The pass copies the ServiceAccount into the chosen a and the
+			// runner-up b, then fails on a's first candidate: b has the copy
+			// and no candidate. The scheduler then drops b. Nothing of the
+			// Workload remains in b, so its copy goes; before, only
+			// status.placedNamespaces named it, which nothing that lets a
+			// cluster go read, and it stayed until the Workload's deletion.
+			name:      "dependencies: a runner-up's ServiceAccount copy made in a pass that then failed goes once the scheduler drops the runner-up",
+			w:         web(needs, nominate("a", "b")),
+			sources:   theSources(),
+			passes:    2,
+			failFirst: true,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				failed := false
+				failOnce := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, ok := o.(*mcv1alpha1.PodChaperon); ok && !failed {
+						failed = true
+						return errFromMember
+					}
+					return c.Create(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", failOnce), clustertest.NewMember("b")}
+			},
+			between: func(t *testing.T, e env) {
+				b := e.members[1]
+				if copyIn(t, b, propagator.KindServiceAccount, "runner") == nil || count(t, b, e.w, nil) != 0 {
+					t.Fatal("the first pass did not leave b with the ServiceAccount's copy and no candidate")
+				}
+				e.w.Status.NominatedClusters = e.w.Status.NominatedClusters[:1]
+				if err := e.mgmt.Status().Update(context.Background(), e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				s.NominatedClusters = s.NominatedClusters[:1]
+				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}, "0/2"
+				s.Dependencies = copies("a", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[1], propagator.KindServiceAccount, "runner"); o != nil {
+					t.Errorf("the ServiceAccount's copy stays in b, which the Workload no longer uses, used by %v", propagator.Users(o))
+				}
+				wantCopy(t, e.members[0], propagator.KindServiceAccount, "runner")
+			},
+		},
+		{
+			// Candidates wait in a and b with a copy of ServiceAccount
+			// runner each; the template then names runner2, and the
+			// Workload is deleted. Before, what the status recorded of a
+			// cluster whose candidates wait was only the namespace, and
+			// the deletion let go of what the template names now: the
+			// copies of runner stayed, used by a Workload that was gone.
+			name:    "dependencies: a deleted Workload lets go of a ServiceAccount's copies made while candidates waited, though its template names another since",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner2")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			passes: 2,
+			between: func(t *testing.T, e env) {
+				ctx := context.Background()
+				for _, m := range e.members {
+					if copyIn(t, m, propagator.KindServiceAccount, "runner") == nil {
+						t.Fatalf("the first pass made no copy of runner in %s", m.Key.Name)
+					}
+				}
+				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
+				if err := e.mgmt.Update(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.mgmt.Delete(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantMembers: map[string][]string{"a": {}, "b": {}},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
+						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
 					}
 				}
 			},
@@ -2285,6 +2400,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			want: reconcile.Result{RequeueAfter: timeout},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, "0/2"
+				s.Dependencies = copies("a", "ServiceAccount/runner")
 			},
 			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
@@ -2336,7 +2452,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
 			wantStatus: both(rejected(2, "b", v1alpha1.ReasonForbidden, `ServiceAccount default/runner in default/b: the cluster refused it: podchaperons.multicluster.placer.dev "runner" is forbidden: denied by the member`), func(s *v1alpha1.WorkloadStatus) {
-				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ServiceAccount/runner")
 			}),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {}},
 			check: func(t *testing.T, e env) {
@@ -2525,6 +2641,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantErr: true,
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}, "0/2"
+				s.Dependencies = append(copies("a", "ServiceAccount/runner"), copies("b", "ServiceAccount/runner")...)
 			},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up"}},
 			check: func(t *testing.T, e env) {
@@ -2603,7 +2720,11 @@ func runPropagatorCase(t *testing.T, tc propagatorCase) {
 			tc.between(t, env{w: cur, members: members, mgmt: mgmt, rec: rec})
 		}
 		res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
-		if err != nil && !tc.wantErr {
+		first := i == 0 && passes > 1 && tc.failFirst
+		if first && err == nil {
+			t.Fatal("the first pass succeeded, want it to fail")
+		}
+		if err != nil && !tc.wantErr && !first {
 			t.Fatalf("Reconcile: %v", err)
 		}
 	}
