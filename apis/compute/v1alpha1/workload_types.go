@@ -816,7 +816,9 @@ type WorkloadStatus struct {
 
 	// Dependencies are the ConfigMaps, Secrets and ServiceAccount the pods
 	// use in the cluster they run in (and in a cluster left, until they
-	// are let go there): names, never contents.
+	// are let go there), and the ServiceAccount copied where candidates
+	// wait (the chosen cluster before it commits, runner-ups): names,
+	// never contents.
 	// +listType=atomic
 	// +optional
 	Dependencies []Dependency `json:"dependencies,omitempty"`
