@@ -172,7 +172,7 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
-		if err := r.deleteIn(ctx, m, w, chs, false); err != nil {
+		if err := r.deleteIn(ctx, m, w, chs, stopsFirst(w)); err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
 		}
@@ -188,6 +188,17 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 		r.record.Event(w, event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster of %v is gone: whatever of this Workload may remain in that cluster is abandoned", abandoned)))
 	}
 	return shared.IgnoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+}
+
+// stopsFirst reports whether a deleted Workload goes only once its pods
+// have stopped (its chaperons deleted in the foreground: a chaperon stays
+// until its pod is gone): a proxy pod's, whose deletion, as any pod's, ends
+// when its containers have stopped, so that a controller that makes a pod
+// of the same name again (a StatefulSet) never has two running. Other
+// Workloads go as a Deployment does (in the background): their pods stop
+// after them.
+func stopsFirst(w *v1alpha1.Workload) bool {
+	return w.Labels[v1alpha1.LabelProxyPod] != ""
 }
 
 // chaperonsConfirmed returns the Workload's chaperons in a member, from
