@@ -191,8 +191,9 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 }
 
 // letGo deletes the Workload of a pod being deleted (the propagator's
-// finalizer removes its delegate) and, once it is gone, the pod itself:
-// a virtual node has no kubelet to confirm it.
+// finalizer removes its delegate, and goes once the delegate's pod has
+// stopped: stopsFirst) and, once it is gone, the pod itself, as a kubelet
+// confirms a pod's containers have stopped.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
 		if err := p.passGrace(ctx, pod, w); err != nil {

@@ -114,6 +114,10 @@ func elected(name string, annotations map[string]string) corev1.PodTemplateSpec 
 
 // regionPod is a source pod whose node selector picks the clusters of a
 // region.
+// stopDelay, on a pod of a local cluster's kwok node, is how long it
+// takes to stop once deleted (cluster/local's stage placer-pod-delete).
+const stopDelay = "kwok.placer.dev/stop-delay"
+
 func regionPod(name, region string) *corev1.Pod {
 	tmpl := elected(name, map[string]string{v1alpha1.AnnotationUseConstraintsFromSpec: ""})
 	tmpl.Spec.NodeSelector = map[string]string{v1alpha1.LabelRegion: region}
@@ -243,6 +247,9 @@ func TestProxyPods(t *testing.T) {
 
 	t.Run("a node selector on a region picks only that region's cluster; one that fits nowhere says why", func(t *testing.T) {
 		us, mars := regionPod("in-us", "us"), regionPod("on-mars", "mars")
+		// Its delegate takes 4 s to stop once deleted (kwok's stage
+		// placer-pod-delete): the deletion case below reads it.
+		us.Annotations[stopDelay] = "4s"
 		for _, p := range []*corev1.Pod{us, mars} {
 			if err := f.c.Create(ctx, p); err != nil {
 				t.Fatal(err)
@@ -552,7 +559,7 @@ func TestProxyPods(t *testing.T) {
 		testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
 	})
 
-	t.Run("deleting a proxy pod deletes its delegate, then the pod goes", func(t *testing.T) {
+	t.Run("deleting a proxy pod deletes its delegate, and the pod goes only once the delegate has stopped", func(t *testing.T) {
 		us := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "in-us", Namespace: "default"}}
 		if _, clusters := f.delegates(t, "in-us"); clusters["pb"] != 1 {
 			t.Fatalf("delegates before the deletion: %v, want one in pb", clusters)
@@ -580,6 +587,17 @@ func TestProxyPods(t *testing.T) {
 			t.Errorf("the delegate was deleted with a grace period of %d s, want the proxy pod's 5", grace)
 		}
 		testenv.WaitForDeletion(t, f.wc, us, &corev1.PodList{}, timeout)
+		// As a pod's deletion ends when its containers have stopped, the
+		// proxy pod's ends when its delegate has (it takes 4 s here):
+		// a StatefulSet's next pod of that name must not start elsewhere
+		// while this one stops.
+		left := &corev1.PodList{}
+		if err := f.members[1].client.List(ctx, left, client.InNamespace("default"), client.MatchingLabels{"app": "in-us"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(left.Items) != 0 {
+			t.Errorf("the proxy pod is gone while its delegate %s still stops (deleted at %v)", left.Items[0].Name, left.Items[0].DeletionTimestamp)
+		}
 		waitUntil(t, timeout, func() (bool, string) {
 			_, clusters := f.delegates(t, "in-us")
 			return len(clusters) == 0, fmt.Sprintf("delegates left: %v", clusters)
