@@ -195,7 +195,10 @@ func SourceOf(proxy *corev1.Pod) (*corev1.Pod, error) {
 // WorkloadFor returns the Workload that places a source pod: named as
 // the pod, controlled by it (its uid and name are those of the proxy pod),
 // one replica of the pod as written (but the constraints that picked
-// clusters), placed as the pod's annotations say.
+// clusters), placed as the pod's annotations say. It moves make-before-
+// break (StartBeforeStop), but a StatefulSet's pod, which must never run
+// twice: StopBeforeStart, as Kubernetes replaces a StatefulSet's pod on a
+// node that stopped answering only once the pod is confirmed gone.
 func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Workload, *field.Error) {
 	c, delegate, ferr := constraintsOf(source)
 	if ferr != nil {
@@ -224,7 +227,7 @@ func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Wor
 		Spec: v1alpha1.WorkloadSpec{
 			SchedulerName:    v1alpha1.DefaultSchedulerName,
 			TargetDeployment: v1alpha1.TargetDeployment{Replicas: ptr.To[int32](1), Template: tmpl},
-			Placement:        v1alpha1.Placement{FanOut: 1, Mode: v1alpha1.PlacementModeReserve, Move: v1alpha1.MoveStartBeforeStop},
+			Placement:        v1alpha1.Placement{FanOut: 1, Mode: v1alpha1.PlacementModeReserve, Move: moveOf(source)},
 		},
 	}
 	if _, ok := source.Annotations[v1alpha1.AnnotationNoReservation]; ok {
@@ -233,6 +236,14 @@ func WorkloadFor(source *corev1.Pod, owner metav1.OwnerReference) (*v1alpha1.Wor
 	c.apply(&w.Spec)
 	w.Spec.ClusterTolerations = append(w.Spec.ClusterTolerations, conditionTolerations(source.Spec.Tolerations)...)
 	return w, nil
+}
+
+// moveOf is a source pod's move policy (WorkloadFor).
+func moveOf(source *corev1.Pod) v1alpha1.MovePolicy {
+	if c := metav1.GetControllerOfNoCopy(source); c != nil && c.Kind == "StatefulSet" && strings.HasPrefix(c.APIVersion, "apps/") {
+		return v1alpha1.MoveStopBeforeStart
+	}
+	return v1alpha1.MoveStartBeforeStop
 }
 
 // OwnerOf is the controller reference of a proxy pod over its Workload.

@@ -163,6 +163,32 @@ func TestWorkloadFor(t *testing.T) {
 			}
 			return ""
 		}},
+		"a pod moves make-before-break, a StatefulSet's stops first (it must never run twice)": {sourcePod(nil), func(w *v1alpha1.Workload) string {
+			if w.Spec.Placement.Move != v1alpha1.MoveStartBeforeStop {
+				return "a ReplicaSet's pod moves " + string(w.Spec.Placement.Move)
+			}
+			set := sourcePod(nil, func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "s1", Controller: ptr.To(true)}}
+			})
+			// Saved by the webhook as the proxy pod's manifest, and read
+			// back from it.
+			proxy, sw, errs := Mutate(set)
+			if len(errs) > 0 {
+				return errs.ToAggregate().Error()
+			}
+			saved, err := SourceOf(proxy)
+			if err != nil {
+				return err.Error()
+			}
+			again, ferr := WorkloadFor(saved, OwnerOf(proxy))
+			if ferr != nil {
+				return ferr.Error()
+			}
+			if sw.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart || again.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart {
+				return fmt.Sprintf("a StatefulSet's pod moves %s at admission, %s from its saved manifest; want StopBeforeStart", sw.Spec.Placement.Move, again.Spec.Placement.Move)
+			}
+			return ""
+		}},
 		"the pod's time on an unreachable node is its time on an unreachable cluster": {sourcePod(nil, func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](7)}}
 		}), func(w *v1alpha1.Workload) string {

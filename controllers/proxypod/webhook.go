@@ -192,14 +192,16 @@ func reservedKeys(pod *corev1.Pod) field.ErrorList {
 	return errs
 }
 
-// savedSource is the pod as its author wrote it: without the service
-// account token volume the management cluster's admission mounted (the
-// member mounts its own), the priority it computed (the member computes
-// its own from the class) and the default ServiceAccount it named.
+// savedSource is the pod as its author wrote it (its controller's
+// reference included, which picks its move policy: WorkloadFor): without
+// the service account token volume the management cluster's admission
+// mounted (the member mounts its own), the priority it computed (the
+// member computes its own from the class) and the default ServiceAccount
+// it named.
 func savedSource(pod *corev1.Pod) *corev1.Pod {
 	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace,
-		Labels: pod.Labels, Annotations: pod.Annotations,
+		Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
 	}, Spec: *pod.Spec.DeepCopy()}
 	var dropped []string
 	vols := s.Spec.Volumes[:0]
