@@ -194,11 +194,12 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 // have stopped (its chaperons deleted in the foreground: a chaperon stays
 // until its pod is gone): a proxy pod's, whose deletion, as any pod's, ends
 // when its containers have stopped, so that a controller that makes a pod
-// of the same name again (a StatefulSet) never has two running. Other
-// Workloads go as a Deployment does (in the background): their pods stop
-// after them.
+// of the same name again (a StatefulSet) never has two running; but not
+// once the pod is gone already (force-deleted: AnnotationProxyPodGone).
+// Other Workloads go as a Deployment does (in the background): their pods
+// stop after them.
 func stopsFirst(w *v1alpha1.Workload) bool {
-	return w.Labels[v1alpha1.LabelProxyPod] != ""
+	return w.Labels[v1alpha1.LabelProxyPod] != "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true"
 }
 
 // chaperonsConfirmed returns the Workload's chaperons in a member, from

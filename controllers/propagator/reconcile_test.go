@@ -1673,6 +1673,55 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Force-deleted, the proxy pod is gone already: nothing waits
+			// for its delegate to stop, as nothing waits for a
+			// force-deleted pod's containers (the pod's StatefulSet makes
+			// the next one at once).
+			//
+			// A proxy pod's deletion ends, as any pod's, once its
+			// containers have stopped: its Workload goes only when the
+			// delegate has, so that a StatefulSet's next pod of that name
+			// never starts elsewhere while the old one stops. The member
+			// (its API server and garbage collector, played here) keeps a
+			// chaperon deleted in the foreground until its pod is gone.
+			name: "deletion of a force-deleted proxy pod's Workload: its candidates go in the background, and so does the finalizer",
+			w: web(st.Replicas(1), func(w *v1alpha1.Workload) {
+				w.Labels = map[string]string{v1alpha1.LabelProxyPod: "pod-uid"}
+				w.Annotations = map[string]string{v1alpha1.AnnotationProxyPodGone: "true"}
+				w.DeletionTimestamp = ptr.To(metav1.Now())
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				stopping := clustertest.WithInterceptor(interceptor.Funcs{DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
+					do := &client.DeleteAllOfOptions{}
+					do.ApplyOptions(opts)
+					if _, ok := o.(*mcv1alpha1.PodChaperon); ok && do.PropagationPolicy != nil && *do.PropagationPolicy == metav1.DeletePropagationForeground {
+						chs := &mcv1alpha1.PodChaperonList{}
+						if err := c.List(ctx, chs, &do.ListOptions); err != nil {
+							return err
+						}
+						for i := range chs.Items {
+							ch := &chs.Items[i]
+							if ch.DeletionTimestamp == nil {
+								ch.Finalizers = append(ch.Finalizers, metav1.FinalizerDeleteDependents)
+								if err := c.Update(ctx, ch); err != nil {
+									return err
+								}
+							}
+						}
+					}
+					return c.DeleteAllOf(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...), stopping)}
+			},
+			passes:      2,
+			wantMembers: map[string][]string{"a": {}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) != 0 {
+					t.Errorf("finalizers %v: the Workload of a pod gone waits for its delegate to stop", e.w.Finalizers)
+				}
+			},
+		},
+		{
 			// On 0ed6f67 the finalizer went: the watch showed nothing.
 			name: "deletion: a candidate not in the member's watch yet (made a moment ago, or missed by a broken watch) keeps the finalizer until it is deleted",
 			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),

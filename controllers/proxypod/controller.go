@@ -182,10 +182,20 @@ func (p *Proxies) otherWorkload(ctx context.Context, pod *corev1.Pod, w *v1alpha
 }
 
 // deleteWorkload deletes a Workload a pod controlled (uid, when set,
-// must be that pod's).
+// must be that pod's). With no uid the pod is gone already: a proxy pod
+// being deleted stays until its Workload has gone (letGo), so one gone
+// before was force-deleted, and its Workload says so
+// (AnnotationProxyPodGone): nothing waits for its delegate to stop.
 func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid types.UID) error {
 	if w == nil || controllerUID(w) == "" || (uid != "" && controllerUID(w) != uid) || w.DeletionTimestamp != nil {
 		return nil
+	}
+	if uid == "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
+		orig := w.DeepCopy()
+		meta.AddAnnotations(w, map[string]string{v1alpha1.AnnotationProxyPodGone: "true"})
+		if err := p.Client.Patch(ctx, w, client.MergeFrom(orig)); err != nil {
+			return errors.Wrap(client.IgnoreNotFound(err), "cannot mark the Workload of a pod gone")
+		}
 	}
 	return client.IgnoreNotFound(p.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}))
 }

@@ -1,0 +1,67 @@
+package proxypod
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// TestPodGone: the Workload of a proxy pod that is gone already (force-
+// deleted: a pod being deleted stays until its Workload has gone) is
+// marked so before its deletion, and nothing waits for its delegate to
+// stop (the propagator's stopsFirst); that of a pod being deleted is not,
+// and its delegate stops before the pod goes.
+func TestPodGone(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	workloadOf := func(uid types.UID) *v1alpha1.Workload {
+		return &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name, UID: "w1",
+			Labels:          map[string]string{v1alpha1.LabelProxyPod: string(uid)},
+			OwnerReferences: []metav1.OwnerReference{OwnerOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key.Name, UID: uid}})},
+			// The propagator's: the Workload stays, being deleted.
+			Finalizers: []string{v1alpha1.FinalizerPropagator},
+		}}
+	}
+	deleting := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name, UID: "p1",
+		Annotations: map[string]string{v1alpha1.AnnotationSourcePodManifest: "{}"},
+		// A finalizer of the test's keeps it, being deleted.
+		Finalizers: []string{"test/keep"}, DeletionTimestamp: &metav1.Time{Time: metav1.Now().Time}, DeletionGracePeriodSeconds: new(int64),
+	}, Spec: corev1.PodSpec{SchedulerName: v1alpha1.ProxySchedulerName}}
+	cases := map[string]struct {
+		objs     []client.Object
+		wantGone bool
+	}{
+		"the pod is gone":          {objs: []client.Object{workloadOf("p1")}, wantGone: true},
+		"the pod is being deleted": {objs: []client.Object{workloadOf("p1"), deleting}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.objs...).Build()
+			p := &Proxies{Client: c}
+			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			w := &v1alpha1.Workload{}
+			if err := c.Get(ctx, key, w); err != nil {
+				t.Fatal(err)
+			}
+			if w.DeletionTimestamp == nil {
+				t.Error("the Workload is not being deleted")
+			}
+			if gone := w.Annotations[v1alpha1.AnnotationProxyPodGone] == "true"; gone != tc.wantGone {
+				t.Errorf("marked gone: %t, want %t", gone, tc.wantGone)
+			}
+		})
+	}
+}
