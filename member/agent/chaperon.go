@@ -283,14 +283,25 @@ func (r *ChaperonReconciler) deleteOrphan(ctx context.Context, req reconcile.Req
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetPod)
 	}
 	owner := metav1.GetControllerOf(pod)
-	if owner == nil || owner.Kind != "PodChaperon" || owner.Name != req.Name || pod.DeletionTimestamp != nil {
+	if owner == nil || owner.Kind != "PodChaperon" || owner.Name != req.Name {
 		r.graces.Delete(req.NamespacedName)
 		return nil
 	}
 	opts := []client.DeleteOption{client.Preconditions{UID: &pod.UID}}
-	if g, ok := r.graces.Load(req.NamespacedName); ok && g.(grace).chaperon == owner.UID {
-		// That chaperon's, not one of the same name's before it.
+	g, ok := r.graces.Load(req.NamespacedName)
+	// That chaperon's, not one of the same name's before it.
+	ok = ok && g.(grace).chaperon == owner.UID
+	if ok {
 		opts = append(opts, client.GracePeriodSeconds(g.(grace).seconds))
+	}
+	if pod.DeletionTimestamp != nil && !(ok && pod.DeletionGracePeriodSeconds != nil && g.(grace).seconds < *pod.DeletionGracePeriodSeconds) {
+		// Being deleted already, and not for longer than the chaperon
+		// says. Deleted for longer (the garbage collector came first, for
+		// a chaperon deleted in the foreground, with the pod's spec's
+		// grace): deleted again with the shorter one, as the API server
+		// allows.
+		r.graces.Delete(req.NamespacedName)
+		return nil
 	}
 	if err := r.client.Delete(ctx, pod, opts...); resource.IgnoreNotFound(err) != nil {
 		return errors.Wrap(err, errDeletePod)

@@ -341,6 +341,58 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod the garbage collector deleted first, for a chaperon deleted in the foreground, gets the chaperon's shorter grace period", func(t *testing.T) {
+		stopping := &mcv1alpha1.PodChaperon{
+			// Its pod takes 30 s to stop once deleted (kwok's stage), so
+			// that it is still there, being deleted, for the agent.
+			ObjectMeta: metav1.ObjectMeta{Name: "stopping", Namespace: "default", Annotations: map[string]string{"kwok.placer.dev/stop-delay": "30s"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}
+		if err := c.Create(ctx, stopping); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, stopping, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		// As the garbage collector deletes a blocking dependent: with
+		// the pod's own grace period (its spec's 30 s).
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "stopping", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=stopping"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		// As the propagator deletes a proxy pod's chaperon: annotated
+		// with the proxy pod's grace period, then in the foreground.
+		patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationDeletionGracePeriod + `":"3"}}}`)
+		if err := c.Patch(ctx, stopping, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, stopping, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		last := int64(-1)
+		for {
+			select {
+			case e, open := <-w.ResultChan():
+				if !open {
+					t.Fatalf("the watch ended; the pod's grace period was last %d s", last)
+				}
+				if p, ok := e.Object.(*corev1.Pod); ok && p.DeletionGracePeriodSeconds != nil {
+					if last = *p.DeletionGracePeriodSeconds; last <= 3 {
+						return
+					}
+				}
+			case <-wctx.Done():
+				t.Fatalf("the pod is still being deleted with a grace period of %d s, want the chaperon's 3", last)
+			}
+		}
+	})
+
 	t.Run("deleting the chaperon deletes the pod", func(t *testing.T) {
 		got := podDeletionGrace(t, cs, "web-0", func() {
 			if err := c.Delete(ctx, ch); err != nil {
