@@ -126,12 +126,17 @@ func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, 
 	return err
 }
 
-// setDependencies replaces the status entries of one cluster.
+// setDependencies replaces the status entries of one cluster where they
+// are (so that an unchanged delivery leaves the status as it was, and
+// writes nothing), or after the others' when it had none.
 func setDependencies(w *v1alpha1.Workload, key types.NamespacedName, ds []v1alpha1.Dependency) {
-	kept := slices.DeleteFunc(slices.Clone(w.Status.Dependencies), func(d v1alpha1.Dependency) bool {
-		return d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace
-	})
-	kept = append(kept, ds...)
+	ofKey := func(d v1alpha1.Dependency) bool { return d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace }
+	at := slices.IndexFunc(w.Status.Dependencies, ofKey)
+	if at < 0 {
+		at = len(w.Status.Dependencies)
+	}
+	kept := slices.DeleteFunc(slices.Clone(w.Status.Dependencies[at:]), ofKey)
+	kept = append(append(slices.Clone(w.Status.Dependencies[:at]), ds...), kept...)
 	if len(kept) == 0 {
 		kept = nil
 	}

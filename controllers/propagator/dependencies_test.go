@@ -146,3 +146,29 @@ func TestDependencyClusters(t *testing.T) {
 		t.Errorf("shared.DependencyClusters of a Workload with no copies = %v, want none", got)
 	}
 }
+
+// TestSetDependencies: a cluster's entries are replaced where they are, so
+// that a pass that delivers what the status says already changes nothing
+// (a status it would write again for an order alone); a cluster with none
+// goes after the others, and nil lets go of them.
+func TestSetDependencies(t *testing.T) {
+	a, b := types.NamespacedName{Namespace: "default", Name: "a"}, types.NamespacedName{Namespace: "default", Name: "b"}
+	w := st.Workload("web")
+	w.Status.Dependencies = append(copies("a", "ServiceAccount/runner"), copies("b", "ServiceAccount/runner", "Secret/db")...)
+	before := slices.Clone(w.Status.Dependencies)
+	setDependencies(w, a, copies("a", "ServiceAccount/runner"))
+	if !slices.Equal(w.Status.Dependencies, before) {
+		t.Errorf("the same entries set again: %+v, want %+v", w.Status.Dependencies, before)
+	}
+	setDependencies(w, a, copies("a", "ServiceAccount/runner", "ConfigMap/settings"))
+	want := append(copies("a", "ServiceAccount/runner", "ConfigMap/settings"), copies("b", "ServiceAccount/runner", "Secret/db")...)
+	if !slices.Equal(w.Status.Dependencies, want) {
+		t.Errorf("a's entries replaced: %+v, want %+v", w.Status.Dependencies, want)
+	}
+	setDependencies(w, types.NamespacedName{Namespace: "default", Name: "c"}, copies("c", "ServiceAccount/runner"))
+	setDependencies(w, b, nil)
+	want = append(copies("a", "ServiceAccount/runner", "ConfigMap/settings"), copies("c", "ServiceAccount/runner")...)
+	if !slices.Equal(w.Status.Dependencies, want) {
+		t.Errorf("c added, b let go: %+v, want %+v", w.Status.Dependencies, want)
+	}
+}
