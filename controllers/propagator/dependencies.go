@@ -130,7 +130,9 @@ func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, 
 // are (so that an unchanged delivery leaves the status as it was, and
 // writes nothing), or after the others' when it had none.
 func setDependencies(w *v1alpha1.Workload, key types.NamespacedName, ds []v1alpha1.Dependency) {
-	ofKey := func(d v1alpha1.Dependency) bool { return d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace }
+	ofKey := func(d v1alpha1.Dependency) bool {
+		return d.Cluster.Name == key.Name && d.Cluster.Namespace == key.Namespace
+	}
 	at := slices.IndexFunc(w.Status.Dependencies, ofKey)
 	if at < 0 {
 		at = len(w.Status.Dependencies)
