@@ -11,8 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+
+	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/controllers/shared"
@@ -170,5 +174,33 @@ func TestSetDependencies(t *testing.T) {
 	want = append(copies("a", "ServiceAccount/runner", "ConfigMap/settings"), copies("c", "ServiceAccount/runner")...)
 	if !slices.Equal(w.Status.Dependencies, want) {
 		t.Errorf("c added, b let go: %+v, want %+v", w.Status.Dependencies, want)
+	}
+}
+
+// TestWorkloadsOfCluster: a cluster's change (Ready, deletion) brings back
+// the Workloads whose status names it and those with copies there, each
+// once: a runner-up dropped while it did not answer lets go of its copies
+// when it answers again, or forgets them when it is deleted.
+func TestWorkloadsOfCluster(t *testing.T) {
+	named := st.Workload("named", nominate("a", "b"))
+	copied := st.Workload("copied", nominate("a"), func(w *v1alpha1.Workload) { w.Status.Dependencies = copies("c", "ServiceAccount/runner") })
+	both := st.Workload("both", nominate("a", "c"), func(w *v1alpha1.Workload) { w.Status.Dependencies = copies("c", "ServiceAccount/runner") })
+	mgmt := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(named, copied, both).
+		WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
+		WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+	r := NewReconciler(mgmt, clustertest.Members{}, timeout, &recorder{}, logging.NewNopLogger())
+	names := func(cluster string) []string {
+		var out []string
+		for _, req := range r.workloadsOf(context.Background(), st.Cluster(cluster)) {
+			out = append(out, req.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names("c"); !slices.Equal(got, []string{"both", "copied"}) {
+		t.Errorf("Workloads of c: %v, want both (named, and copies there) once, and copied (copies there alone)", got)
+	}
+	if got := names("b"); !slices.Equal(got, []string{"named"}) {
+		t.Errorf("Workloads of b: %v, want named", got)
 	}
 }

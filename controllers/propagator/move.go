@@ -275,9 +275,19 @@ func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
 	return true
 }
 
-// workloadsOf maps a cluster to the Workloads whose status names it.
+// workloadsOf maps a cluster to the Workloads whose status names it, or
+// copies placed there (a runner-up dropped while the cluster did not
+// answer: its copies go when it answers, or are forgotten when it is
+// deleted).
 func (r *Reconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.workloadsBy(ctx, shared.IndexWorkloadClusters, client.ObjectKeyFromObject(o))
+	key := client.ObjectKeyFromObject(o)
+	out := r.workloadsBy(ctx, shared.IndexWorkloadClusters, key)
+	for _, req := range r.workloadsBy(ctx, shared.IndexWorkloadDependencyClusters, key) {
+		if !slices.Contains(out, req) {
+			out = append(out, req)
+		}
+	}
+	return out
 }
 
 // workloadsBy returns the Workloads an index (indexWorkloadClusters,
