@@ -26,7 +26,10 @@ func (e *BusyError) Error() string { return errMemberBusy }
 // free now; otherwise when a request in flight ends and key is first in
 // line, or when none is in flight any more. A key already in line keeps
 // its place and its first wake; a later one is dropped. A key woken some
-// other way meanwhile stays in line, and its wake is one pass more.
+// other way meanwhile stays in line, and its wake is one pass more. A key
+// woken from the line a moment ago that finds no slot free again (another
+// pass took the slot first) comes back first in line, not last: a pass
+// that needs several requests is not starved by those that need one.
 func (e *BusyError) WhenFree(key any, wake func()) { e.slots.whenFree(key, wake) }
 
 // WhenFree reports whether err is (or wraps) a BusyError; if it is, wake
@@ -52,7 +55,16 @@ type Slots struct {
 	inFlight int
 	waiting  []waiter
 	waits    map[any]bool
+	// woken are the keys the line woke, and when: back within
+	// wokenFirst, one goes first in line.
+	woken map[any]time.Time
+	now   func() time.Time
 }
+
+// wokenFirst is how long after its wake a key that finds no slot free is
+// still the one the line woke (its pass came back busy), rather than a
+// pass of a later change.
+const wokenFirst = 10 * time.Second
 
 type waiter struct {
 	key  any
@@ -60,7 +72,7 @@ type waiter struct {
 }
 
 // NewSlots returns n request slots.
-func NewSlots(n int) *Slots { return &Slots{max: n} }
+func NewSlots(n int) *Slots { return &Slots{max: n, now: time.Now} }
 
 // Take takes a slot, if one is free.
 func (s *Slots) Take() bool {
@@ -85,8 +97,18 @@ func (s *Slots) Give() {
 		wake = wake[:1]
 	}
 	s.waiting = slices.Clone(s.waiting[len(wake):])
+	now := s.now()
+	for k, at := range s.woken {
+		if now.Sub(at) > wokenFirst {
+			delete(s.woken, k)
+		}
+	}
 	for _, w := range wake {
 		delete(s.waits, w.key)
+		if s.woken == nil {
+			s.woken = map[any]time.Time{}
+		}
+		s.woken[w.key] = now
 	}
 	s.mu.Unlock()
 	for _, w := range wake {
@@ -106,7 +128,14 @@ func (s *Slots) whenFree(key any, wake func()) {
 			s.waits = map[any]bool{}
 		}
 		s.waits[key] = true
-		s.waiting = append(s.waiting, waiter{key: key, wake: wake})
+		w := waiter{key: key, wake: wake}
+		if at, ok := s.woken[key]; ok && s.now().Sub(at) <= wokenFirst {
+			// Woken a moment ago, and beaten to the slot.
+			s.waiting = slices.Insert(s.waiting, 0, w)
+		} else {
+			s.waiting = append(s.waiting, w)
+		}
+		delete(s.woken, key)
 	}
 	s.mu.Unlock()
 }
@@ -125,11 +154,19 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if !b.slots.Take() {
 		return nil, b.slots.Busy()
 	}
+	sent := false
+	defer func() {
+		if !sent {
+			// A panic below (caught by the controller's recovery) must
+			// not keep the slot for good.
+			b.slots.Give()
+		}
+	}()
 	resp, err := b.next.RoundTrip(req)
 	if err != nil {
-		b.slots.Give()
 		return nil, err
 	}
+	sent = true
 	// The slot is the response's until its body is read and closed.
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: b.slots.Give}
 	return resp, nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,62 @@ func drain(ch chan string) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// TestWokenGoesFirst: a waiter the line woke whose pass found no slot
+// free again (another pass took it first) comes back first in line, not
+// last, so that a pass needing several requests to a busy member is not
+// starved; one woken long ago is a new waiter.
+func TestWokenGoesFirst(t *testing.T) {
+	now := time.Unix(0, 0)
+	s := NewSlots(2)
+	s.now = func() time.Time { return now }
+	var woken []string
+	wake := func(name string) func() { return func() { woken = append(woken, name) } }
+	s.Take()
+	s.Take()
+	s.whenFree("a", wake("a"))
+	s.whenFree("b", wake("b"))
+	s.Give()
+	if !slices.Equal(woken, []string{"a"}) {
+		t.Fatalf("woken %v, want a, first in line", woken)
+	}
+	// Another pass takes the slot before a's; a finds none free.
+	s.Take()
+	s.whenFree("a", wake("a"))
+	s.Give()
+	if !slices.Equal(woken, []string{"a", "a"}) {
+		t.Fatalf("woken %v, want a again: beaten to its slot, it goes first", woken)
+	}
+	// Much later, a is a waiter like any other: behind b.
+	s.Take()
+	now = now.Add(time.Minute)
+	s.whenFree("a", wake("a"))
+	s.Give()
+	if !slices.Equal(woken, []string{"a", "a", "b"}) {
+		t.Fatalf("woken %v, want b: a woken a minute ago waits its turn", woken)
+	}
+}
+
+// panicky is a transport that panics.
+type panicky struct{}
+
+func (panicky) RoundTrip(*http.Request) (*http.Response, error) { panic("a bug below") }
+
+// TestSlotGivenBackOnPanic: a panic under the bounded transport (which a
+// controller's recovery catches) gives its slot back.
+func TestSlotGivenBackOnPanic(t *testing.T) {
+	b := &boundedTransport{next: panicky{}, slots: NewSlots(1)}
+	req, err := http.NewRequest(http.MethodGet, "http://member.invalid/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = b.RoundTrip(req)
+	}()
+	if !b.slots.Take() {
+		t.Error("the slot of a request that panicked is still taken")
 	}
 }
