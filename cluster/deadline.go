@@ -116,6 +116,17 @@ func (s *Slots) Give() {
 	}
 }
 
+// wakeAll wakes every waiter: the slots' connection is closed.
+func (s *Slots) wakeAll() {
+	s.mu.Lock()
+	wake := s.waiting
+	s.waiting, s.waits = nil, nil
+	s.mu.Unlock()
+	for _, w := range wake {
+		w.wake()
+	}
+}
+
 func (s *Slots) whenFree(key any, wake func()) {
 	s.mu.Lock()
 	if s.inFlight < s.max {

@@ -254,3 +254,20 @@ func TestSlotGivenBackOnPanic(t *testing.T) {
 		t.Error("the slot of a request that panicked is still taken")
 	}
 }
+
+// TestClosedConnectionWakes: a connection closed (replaced after an
+// outage, or its cluster gone) wakes who waits for one of its slots at
+// once, not when its requests in flight, hung maybe, reach their deadline.
+func TestClosedConnectionWakes(t *testing.T) {
+	hc := requestClient(&http.Client{}, time.Minute, 1)
+	slots := hc.Transport.(*boundedTransport).slots
+	slots.Take()
+	woken := false
+	slots.whenFree("a", func() { woken = true })
+	c := &Connection{requests: hc, HTTPClient: &http.Client{}, done: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.close()
+	if !woken {
+		t.Error("a waiter for a slot of a closed connection is not woken")
+	}
+}

@@ -321,6 +321,12 @@ func (c *Connection) close() {
 		<-stopped
 	}
 	c.HTTPClient.CloseIdleConnections()
+	if b, ok := c.requests.Transport.(*boundedTransport); ok {
+		// Who waits for one of its slots goes on with the connection
+		// that replaces it (or finds none), not when this one's requests,
+		// hung on an outage maybe, end.
+		b.slots.wakeAll()
+	}
 	close(c.done)
 }
 

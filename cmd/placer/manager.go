@@ -45,6 +45,19 @@ type managerOptions struct {
 	proxyPods          proxyPodFlags
 }
 
+// checkBounds refuses bounds that would stop every request to members: no
+// request slot (every propagator pass would wait for one forever), or no
+// deadline (a member that never answers would hold its slots for good).
+func (o *managerOptions) checkBounds() error {
+	if o.maxInFlight < 1 {
+		return errors.Errorf("--cluster-max-in-flight is %d: at least 1 request to a member must be let through", o.maxInFlight)
+	}
+	if o.requestTimeout <= 0 {
+		return errors.Errorf("--cluster-request-timeout is %v: a request to a member needs a deadline", o.requestTimeout)
+	}
+	return nil
+}
+
 func newManagerCommand() *cobra.Command {
 	o := &managerOptions{}
 	cmd := &cobra.Command{
@@ -60,6 +73,9 @@ the front end for ordinary pods (Admiralty's source pods): a mutating webhook,
 one virtual node per KubernetesCluster, and the proxy pods' controller.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkBounds(); err != nil {
+				return err
+			}
 			// How long requests wait for tokens, on /metrics.
 			clientmetrics.Observe()
 			cfg, err := o.restConfig()
