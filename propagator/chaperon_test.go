@@ -89,12 +89,12 @@ func TestObserve(t *testing.T) {
 		{"NoReservation: all bound", wNoRes, chaperons(wNoRes, ops(running), ops(running)),
 			summary{Proven: true, Committed: true, Ready: 2}},
 		{"gang of one allowed in advance: not committed before it is reserved", w1, chaperons(w1, ops(noHold)), summary{}},
-		// Committed, it is marked is-allowed once, so that it stays so
-		// (and is never fenced) when its pod goes later.
-		{"gang of one allowed in advance and reserved: committed, marked allowed once", w1, chaperons(w1, ops(noHold, reserved)),
-			summary{Proven: true, Committed: true, ToAllow: 1}},
-		{"gang of one allowed in advance and bound (is-reserved not written yet): committed, marked allowed once", w1, chaperons(w1, ops(noHold, running)),
-			summary{Proven: true, Committed: true, Ready: 1, ToAllow: 1}},
+		// Committed with no write: its member's agent marks it is-allowed
+		// itself before it replaces a pod it loses later.
+		{"gang of one allowed in advance and reserved: committed, nothing to write", w1, chaperons(w1, ops(noHold, reserved)),
+			summary{Proven: true, Committed: true}},
+		{"gang of one allowed in advance and bound (is-reserved not written yet): committed, nothing to write", w1, chaperons(w1, ops(noHold, running)),
+			summary{Proven: true, Committed: true, Ready: 1}},
 		{"gang of one allowed in advance, bound and marked allowed: nothing more to write", w1, chaperons(w1, ops(noHold, running, allowed)),
 			summary{Proven: true, Committed: true, Ready: 1}},
 		{"gang of one allowed in advance but unschedulable: rejected", w1, chaperons(w1, ops(noHold, unschedulable("0/2 nodes are available: 2 Insufficient cpu."))),

@@ -176,13 +176,12 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	}
 	if reserved && !allowed {
 		st.ToAllow = append(st.ToAllow, ch)
-	} else if allowed && !noReservation && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil {
-		// Bound inside its window (allowed in advance): is-allowed
-		// makes that last, so that a pod that goes later is replaced
-		// and binds, and the member never fences it (one write, off
-		// the binding's path).
-		st.ToAllow = append(st.ToAllow, ch)
 	}
+	// A candidate allowed in advance that bound inside its window is
+	// committed with no write: its member's agent marks it is-allowed
+	// itself before it replaces a pod it loses later (whose status no
+	// longer says it bound), so that it is never fenced.
+
 	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
 		switch c.Reason {
 		case corev1.PodReasonUnschedulable:

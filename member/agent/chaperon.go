@@ -40,6 +40,7 @@ const (
 	errMirrorStatus   = "cannot mirror the Pod's status onto the PodChaperon"
 	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
 	errFence          = "cannot fence the candidate"
+	errMarkAllowed    = "cannot mark the committed candidate is-allowed before its pod is replaced"
 
 	reasonReplacedPod event.Reason = "ReplacedPod"
 	reasonRefusedPod  event.Reason = "RefusedPod"
@@ -330,6 +331,18 @@ type grace struct {
 const refusedRetry = time.Minute
 
 func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) (reconcile.Result, error) {
+	if boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+		// A candidate allowed in advance that bound inside its window is
+		// committed (the management side counts it so, and writes
+		// nothing for it); its replacement's status will no longer say it
+		// bound, so is-allowed says it first, for good: the replacement
+		// binds whenever it can, and is never fenced.
+		orig := ch.DeepCopy()
+		meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"})
+		if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errMarkAllowed)
+		}
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ch.Name,

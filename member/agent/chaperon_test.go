@@ -312,6 +312,13 @@ func TestChaperonController(t *testing.T) {
 		if v, ok := ch.Annotations[mcv1alpha1.AnnotationFenced]; ok {
 			t.Errorf("fenced (%q) when its pod, bound inside the window, was replaced", v)
 		}
+		// Committed (the management side writes nothing for it): the
+		// agent marked it is-allowed before the replacement, whose status
+		// no longer says it bound, so that it is never fenced, however
+		// long the replacement takes to bind.
+		if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+			t.Errorf("annotations %v: a candidate bound inside its window was replaced without being marked is-allowed", ch.Annotations)
+		}
 	})
 
 	t.Run("a chaperon deleted with a grace period deletes its pod with it", func(t *testing.T) {
