@@ -222,15 +222,17 @@ func TestDividedWorkload(t *testing.T) {
 		if after["q"].UID != q.UID || after["p"].ReplicaCount() != 8-1 {
 			t.Errorf("shares %v (q's UID %s, was %s): want q's own share kept with the 1 replica it reserved, and p with the other 7", counts(after), after["q"].UID, q.UID)
 		}
-		parent := e.get("web")
-		if rc := parent.Rejection(types.NamespacedName{Namespace: e.ns, Name: "q"}); rc == nil || rc.Reserved != 1 {
-			t.Errorf("the parent's rejections %v: want q's, which reserved 1", parent.Status.RejectedClusters)
-		}
-		for _, pl := range parent.Status.Placements {
-			if pl.Cluster.Name == "q" && !strings.Contains(pl.Reason, fmt.Sprintf("q reserved 1 of the %d candidates of its share", q.ReplicaCount())) {
-				t.Errorf("q's placement says %q: want why it keeps 1", pl.Reason)
+		// The parent's status is written after its shares: waited for.
+		why := fmt.Sprintf("q reserved 1 of the %d candidates of its share", q.ReplicaCount())
+		parent := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"}}
+		testenv.WaitFor(t, e.wc, parent, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			if rc := w.Rejection(types.NamespacedName{Namespace: e.ns, Name: "q"}); rc == nil || rc.Reserved != 1 {
+				return false
 			}
-		}
+			return slices.ContainsFunc(w.Status.Placements, func(pl v1alpha1.SharePlacement) bool {
+				return pl.Cluster.Name == "q" && strings.Contains(pl.Reason, why)
+			})
+		})
 	})
 
 	t.Run("commit: Together holds every share until each is proven, then lets all go at once; ShareByShare holds none; AllowPartial lets the proven go when the rest fits nowhere", func(t *testing.T) {
