@@ -1637,34 +1637,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			// never starts elsewhere while the old one stops. The member
 			// (its API server and garbage collector, played here) keeps a
 			// chaperon deleted in the foreground until its pod is gone.
-			name: "deletion of a proxy pod's Workload: its candidates go in the foreground, and the finalizer stays while their pods stop",
-			w: web(st.Replicas(1), func(w *v1alpha1.Workload) {
-				w.Labels = map[string]string{v1alpha1.LabelProxyPod: "pod-uid"}
-				w.DeletionTimestamp = ptr.To(metav1.Now())
-			}),
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				stopping := clustertest.WithInterceptor(interceptor.Funcs{DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
-					do := &client.DeleteAllOfOptions{}
-					do.ApplyOptions(opts)
-					if _, ok := o.(*mcv1alpha1.PodChaperon); ok && do.PropagationPolicy != nil && *do.PropagationPolicy == metav1.DeletePropagationForeground {
-						chs := &mcv1alpha1.PodChaperonList{}
-						if err := c.List(ctx, chs, &do.ListOptions); err != nil {
-							return err
-						}
-						for i := range chs.Items {
-							ch := &chs.Items[i]
-							if ch.DeletionTimestamp == nil {
-								ch.Finalizers = append(ch.Finalizers, metav1.FinalizerDeleteDependents)
-								if err := c.Update(ctx, ch); err != nil {
-									return err
-								}
-							}
-						}
-					}
-					return c.DeleteAllOf(ctx, o, opts...)
-				}})
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...), stopping)}
-			},
+			name:        "deletion of a proxy pod's Workload: its candidates go in the foreground, and the finalizer stays while their pods stop",
+			w:           web(st.Replicas(1), deletedProxyPods),
+			members:     runningInForeground,
 			passes:      2,
 			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0 reserved allowed deleting"}},
@@ -1680,42 +1655,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			// for its delegate to stop, as nothing waits for a
 			// force-deleted pod's containers (the pod's StatefulSet makes
 			// the next one at once).
-			//
-			// A proxy pod's deletion ends, as any pod's, once its
-			// containers have stopped: its Workload goes only when the
-			// delegate has, so that a StatefulSet's next pod of that name
-			// never starts elsewhere while the old one stops. The member
-			// (its API server and garbage collector, played here) keeps a
-			// chaperon deleted in the foreground until its pod is gone.
 			name: "deletion of a force-deleted proxy pod's Workload: its candidates go in the background, and so does the finalizer",
-			w: web(st.Replicas(1), func(w *v1alpha1.Workload) {
-				w.Labels = map[string]string{v1alpha1.LabelProxyPod: "pod-uid"}
+			w: web(st.Replicas(1), deletedProxyPods, func(w *v1alpha1.Workload) {
 				w.Annotations = map[string]string{v1alpha1.AnnotationProxyPodGone: "true"}
-				w.DeletionTimestamp = ptr.To(metav1.Now())
 			}),
-			members: func(w *v1alpha1.Workload) clustertest.Members {
-				stopping := clustertest.WithInterceptor(interceptor.Funcs{DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
-					do := &client.DeleteAllOfOptions{}
-					do.ApplyOptions(opts)
-					if _, ok := o.(*mcv1alpha1.PodChaperon); ok && do.PropagationPolicy != nil && *do.PropagationPolicy == metav1.DeletePropagationForeground {
-						chs := &mcv1alpha1.PodChaperonList{}
-						if err := c.List(ctx, chs, &do.ListOptions); err != nil {
-							return err
-						}
-						for i := range chs.Items {
-							ch := &chs.Items[i]
-							if ch.DeletionTimestamp == nil {
-								ch.Finalizers = append(ch.Finalizers, metav1.FinalizerDeleteDependents)
-								if err := c.Update(ctx, ch); err != nil {
-									return err
-								}
-							}
-						}
-					}
-					return c.DeleteAllOf(ctx, o, opts...)
-				}})
-				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...), stopping)}
-			},
+			members:     runningInForeground,
 			passes:      2,
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
@@ -2942,4 +2886,37 @@ func wantLeftBehindGone(t *testing.T, m *clustertest.Member) {
 			t.Errorf("the %s copy %s is left in default", kind, name)
 		}
 	}
+}
+
+// deletedProxyPods makes the Workload a proxy pod's, being deleted.
+func deletedProxyPods(w *v1alpha1.Workload) {
+	w.Labels = map[string]string{v1alpha1.LabelProxyPod: "pod-uid"}
+	w.DeletionTimestamp = ptr.To(metav1.Now())
+}
+
+// runningInForeground: member a runs w's one replica, and keeps a
+// chaperon deleted in the foreground (its API server and garbage
+// collector, played here) until its pod is gone, which here is never.
+func runningInForeground(w *v1alpha1.Workload) clustertest.Members {
+	stopping := clustertest.WithInterceptor(interceptor.Funcs{DeleteAllOf: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteAllOfOption) error {
+		do := &client.DeleteAllOfOptions{}
+		do.ApplyOptions(opts)
+		if _, ok := o.(*mcv1alpha1.PodChaperon); !ok || do.PropagationPolicy == nil || *do.PropagationPolicy != metav1.DeletePropagationForeground {
+			return c.DeleteAllOf(ctx, o, opts...)
+		}
+		chs := &mcv1alpha1.PodChaperonList{}
+		if err := c.List(ctx, chs, &do.ListOptions); err != nil {
+			return err
+		}
+		for i := range chs.Items {
+			if ch := &chs.Items[i]; ch.DeletionTimestamp == nil {
+				ch.Finalizers = append(ch.Finalizers, metav1.FinalizerDeleteDependents)
+				if err := c.Update(ctx, ch); err != nil {
+					return err
+				}
+			}
+		}
+		return c.DeleteAllOf(ctx, o, opts...)
+	}})
+	return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...), stopping)}
 }
