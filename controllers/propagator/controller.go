@@ -146,10 +146,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	// deleted say: every Workload that names the cluster, or has copies
 	// there, looks again. The hook runs on a goroutine of its own.
 	o.Registry.OnSynced(func(ctx context.Context, key types.NamespacedName) {
-		for _, index := range []string{shared.IndexWorkloadClusters, shared.IndexWorkloadDependencyClusters} {
-			for _, req := range r.workloadsBy(ctx, index, key) {
-				t.Enqueue(req.NamespacedName)
-			}
+		for _, req := range r.workloadsIn(ctx, key) {
+			t.Enqueue(req.NamespacedName)
 		}
 	})
 	if err := mgr.Add(shared.Closer(sources.Close)); err != nil {

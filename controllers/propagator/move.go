@@ -276,11 +276,16 @@ func allDeleting(chs []*mcv1alpha1.PodChaperon) bool {
 }
 
 // workloadsOf maps a cluster to the Workloads whose status names it, or
-// copies placed there (a runner-up dropped while the cluster did not
-// answer: its copies go when it answers, or are forgotten when it is
-// deleted).
+// copies placed there (workloadsIn).
 func (r *Reconciler) workloadsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	key := client.ObjectKeyFromObject(o)
+	return r.workloadsIn(ctx, client.ObjectKeyFromObject(o))
+}
+
+// workloadsIn are the Workloads whose status names a cluster, or copies
+// placed there (a runner-up dropped while the cluster did not answer: its
+// copies go when it answers, or are forgotten when it is deleted), each
+// once.
+func (r *Reconciler) workloadsIn(ctx context.Context, key types.NamespacedName) []reconcile.Request {
 	out := r.workloadsBy(ctx, shared.IndexWorkloadClusters, key)
 	for _, req := range r.workloadsBy(ctx, shared.IndexWorkloadDependencyClusters, key) {
 		if !slices.Contains(out, req) {
