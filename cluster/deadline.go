@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -97,18 +98,18 @@ func (s *Slots) Give() {
 		wake = wake[:1]
 	}
 	s.waiting = slices.Clone(s.waiting[len(wake):])
-	now := s.now()
-	for k, at := range s.woken {
-		if now.Sub(at) > wokenFirst {
-			delete(s.woken, k)
-		}
-	}
-	for _, w := range wake {
-		delete(s.waits, w.key)
+	if len(wake) > 0 {
+		// Only when the line wakes someone: most requests end with no
+		// one waiting, and pay nothing for it.
+		now := s.now()
+		maps.DeleteFunc(s.woken, func(_ any, at time.Time) bool { return now.Sub(at) > wokenFirst })
 		if s.woken == nil {
 			s.woken = map[any]time.Time{}
 		}
-		s.woken[w.key] = now
+		for _, w := range wake {
+			delete(s.waits, w.key)
+			s.woken[w.key] = now
+		}
 	}
 	s.mu.Unlock()
 	for _, w := range wake {
