@@ -121,7 +121,7 @@ func (s *Slots) Give() {
 func (s *Slots) wakeAll() {
 	s.mu.Lock()
 	wake := s.waiting
-	s.waiting, s.waits = nil, nil
+	s.waiting, s.waits, s.woken = nil, nil, nil
 	s.mu.Unlock()
 	for _, w := range wake {
 		w.wake()

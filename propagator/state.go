@@ -167,7 +167,10 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
 	scheduled := conditionTrue(ch, corev1.PodScheduled)
 	// A candidate allowed in advance is committed once its cluster has
-	// reserved (or bound) it: until then it proves nothing.
+	// reserved (or bound) it: until then it proves nothing. Bound inside
+	// its window, it is committed with no write: its member's agent marks
+	// it is-allowed itself before it replaces a pod it loses later (whose
+	// status no longer says it bound), so that it is never fenced.
 	allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
 		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled)
 	if noReservation {
@@ -177,11 +180,6 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	if reserved && !allowed {
 		st.ToAllow = append(st.ToAllow, ch)
 	}
-	// A candidate allowed in advance that bound inside its window is
-	// committed with no write: its member's agent marks it is-allowed
-	// itself before it replaces a pod it loses later (whose status no
-	// longer says it bound), so that it is never fenced.
-
 	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
 		switch c.Reason {
 		case corev1.PodReasonUnschedulable:

@@ -504,7 +504,7 @@ func refuseChange(s *scope, reason, msg string) {
 }
 
 // allowPatch marks a chaperon is-allowed=true.
-var allowPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsAllowed+`":"true"}}}`))
+var allowPatch = client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch())
 
 // allow marks reserved candidates is-allowed=true: their pods bind.
 func (r *Reconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {

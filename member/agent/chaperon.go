@@ -337,9 +337,7 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 		// nothing for it); its replacement's status will no longer say it
 		// bound, so is-allowed says it first, for good: the replacement
 		// binds whenever it can, and is never fenced.
-		orig := ch.DeepCopy()
-		meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"})
-		if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
+		if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch())); err != nil {
 			return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errMarkAllowed)
 		}
 	}
@@ -352,7 +350,7 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 		},
 		Spec: *ch.Spec.DeepCopy(),
 	}
-	if deadline, ok := ch.BindDeadline(); ok && !boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+	if deadline, ok := ch.BindDeadline(); ok && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
 		// The candidate scheduler reads the window's end off the pod; a
 		// replacement of one that bound inside it has none.
 		pod.Annotations = maps.Clone(ch.Annotations)

@@ -43,3 +43,10 @@ func PodBindDeadline(annotations map[string]string) (t time.Time, ok bool) {
 func (ch *PodChaperon) HeldRunnerUp() bool {
 	return ch.Annotations[AnnotationRunnerUp] == "true" && ch.Annotations[AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil
 }
+
+// IsAllowedPatch is the JSON merge patch that marks a chaperon
+// is-allowed=true: the management side's at commit, and the agent's for a
+// candidate that bound inside its window before it replaces its pod.
+func IsAllowedPatch() []byte {
+	return []byte(`{"metadata":{"annotations":{"` + AnnotationIsAllowed + `":"true"}}}`)
+}
