@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestManagerBounds: a manager asked for no request slot per member, or
-// no deadline, refuses to start, naming the flag, before it does anything
+// TestManagerBounds: a manager asked for no request slot per member, no
+// deadline, or a proxy pods' controller with no worker or no token,
+// refuses to start, naming the flag, before it does anything
 // else (it would otherwise start, and every pass to a member would wait
 // for good).
 func TestManagerBounds(t *testing.T) {
@@ -15,6 +16,9 @@ func TestManagerBounds(t *testing.T) {
 		{"--cluster-max-in-flight=-1", "--cluster-max-in-flight"},
 		{"--cluster-request-timeout=0s", "--cluster-request-timeout"},
 		{"--cluster-request-timeout=-5s", "--cluster-request-timeout"},
+		{"--proxy-pod-workers=0", "--proxy-pod-workers"},
+		{"--proxy-pod-qps=0", "--proxy-pod-qps"},
+		{"--proxy-pod-burst=0", "--proxy-pod-burst"},
 	} {
 		cmd := newManagerCommand()
 		// A kubeconfig that does not exist: a manager that got past the

@@ -47,8 +47,13 @@ type managerOptions struct {
 
 // checkBounds refuses bounds that would stop every request to members: no
 // request slot (every propagator pass would wait for one forever), or no
-// deadline (a member that never answers would hold its slots for good).
+// deadline (a member that never answers would hold its slots for good);
+// and those that would leave the proxy pods' controller no worker or no
+// token.
 func (o *managerOptions) checkBounds() error {
+	if err := o.proxyPods.checkBounds(); err != nil {
+		return err
+	}
 	if o.maxInFlight < 1 {
 		return errors.Errorf("--cluster-max-in-flight is %d: at least 1 request to a member must be let through", o.maxInFlight)
 	}

@@ -37,6 +37,8 @@ type proxyPodFlags struct {
 	configuration string
 	hosts         []string
 	workers       int
+	qps           float32
+	burst         int
 	// kubeletBind is where the virtual nodes' kubelet API is served;
 	// kubeletAddress the address the virtual nodes name for it.
 	kubeletBind    string
@@ -50,10 +52,25 @@ func (f *proxyPodFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.service, "webhook-service", "placer-webhook", "the webhook's Service (its certificate serves the Service's names)")
 	fs.StringVar(&f.secret, "webhook-secret", "placer-webhook-tls", "the Secret holding the webhook's CA and serving certificate, made and renewed by the manager")
 	fs.StringVar(&f.configuration, "webhook-configuration", "placer-proxy-pods", "the MutatingWebhookConfiguration whose caBundle the manager keeps")
-	fs.IntVar(&f.workers, "proxy-pod-workers", 16, "proxy pods the front end handles at once (each waits on the API server: a label, a binding, a status)")
+	fs.IntVar(&f.workers, "proxy-pod-workers", 16, "proxy pods the front end handles at once (each waits on the API server: its Workload's create, its binding, its status)")
+	fs.Float32Var(&f.qps, "proxy-pod-qps", 100, "QPS of the proxy pods' own client (a token bucket per resource apart from --kube-api-qps): a proxy pod takes at least two Pod writes, its binding and its status")
+	fs.IntVar(&f.burst, "proxy-pod-burst", 200, "burst of the proxy pods' own client")
 	fs.StringVar(&f.kubeletBind, "kubelet-bind-address", "", "address the virtual nodes' kubelet API serves on (TLS): kubectl logs, exec and attach of proxy pods (config/ serves :10250); empty serves none")
 	fs.StringVar(&f.kubeletAddress, "kubelet-address", "", "the address of this manager the virtual nodes name (status.addresses InternalIP), where the API server reaches their kubelet API; config/ sets the pod's IP. Empty: the nodes name none, and logs, exec and attach of proxy pods are refused by the API server")
 	fs.StringSliceVar(&f.hosts, "webhook-host", nil, "further names or addresses the certificate serves (the API server reaching the manager outside a Service)")
+}
+
+// checkBounds refuses a front end with no worker or no token.
+func (f *proxyPodFlags) checkBounds() error {
+	switch {
+	case f.workers < 1:
+		return errors.Errorf("--proxy-pod-workers is %d: at least 1 worker must handle the proxy pods", f.workers)
+	case f.qps <= 0:
+		return errors.Errorf("--proxy-pod-qps is %g: the proxy pods' client needs a rate above 0", f.qps)
+	case f.burst < 1:
+		return errors.Errorf("--proxy-pod-burst is %d: the proxy pods' client needs a burst of at least 1", f.burst)
+	}
+	return nil
 }
 
 // managerOptions narrows the manager's cache to what the front end
@@ -126,7 +143,7 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 			return err
 		}
 	}
-	return proxypod.Setup(mgr, reg, f.workers, certs, ep)
+	return proxypod.Setup(mgr, reg, proxypod.Options{Workers: f.workers, QPS: f.qps, Burst: f.burst}, certs, ep)
 }
 
 // kubeletEndpoint is what the virtual nodes name for their kubelet API:

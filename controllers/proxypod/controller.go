@@ -1,6 +1,7 @@
 package proxypod
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -66,19 +68,40 @@ type Proxies struct {
 	}
 }
 
+// Options configure the proxy pods' controller.
+type Options struct {
+	// Workers is how many proxy pods it handles at once (16 when zero).
+	Workers int
+	// QPS and Burst limit its own client, which binds proxy pods, writes
+	// their statuses and creates their Workloads (100 and 200 when
+	// zero): a proxy pod takes at least two Pod writes, as kube-scheduler
+	// binds a pod and a kubelet writes its status, each on a client of
+	// its own.
+	QPS   float32
+	Burst int
+}
+
 // Setup adds the proxy pod controller (and the virtual nodes') to the
-// manager, handling workers pods at once; reg tells it of chaperon
-// changes.
-func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs, kubelet KubeletEndpoint) error {
+// manager; reg tells it of chaperon changes.
+func Setup(mgr ctrl.Manager, reg *cluster.Registry, o Options, certs *Certs, kubelet KubeletEndpoint) error {
 	if err := SetupNodes(mgr, kubelet); err != nil {
 		return err
+	}
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 100, 200
+	}
+	// Reads from the manager's cache; writes on a token bucket of its own.
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+	if err != nil {
+		return errors.Wrap(err, "cannot create the proxy pods' client")
 	}
 	t := &shared.Trigger{}
 	reg.AlsoOnChaperon(t.Enqueue)
 	// A member's watch that has listed its chaperons (after a restart, a
 	// reconnection) brings back every proxy pod placed there: what their
 	// delegates did meanwhile was not seen.
-	c := mgr.GetClient()
 	reg.AlsoOnSynced(func(ctx context.Context, cluster types.NamespacedName) {
 		ws := &v1alpha1.WorkloadList{}
 		if err := c.List(ctx, ws, client.HasLabels{v1alpha1.LabelProxyPod}); err != nil {
@@ -91,7 +114,7 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs, k
 		}
 	})
 	p := &Proxies{
-		Client: mgr.GetClient(), Members: reg,
+		Client: c, Members: reg,
 		Record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-proxy")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 	}
 	if certs != nil {
@@ -108,7 +131,7 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, workers int, certs *Certs, k
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("proxypod").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(o.Workers, 0), 16)}).
 		For(&corev1.Pod{}, builder.WithPredicates(proxies)).
 		Watches(&v1alpha1.Workload{}, ofName).
 		WatchesRawSource(t.Source()).

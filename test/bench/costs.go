@@ -303,12 +303,15 @@ func (f *fleet) permitWaits(ctx context.Context) (waits, error) {
 // countedPrefix marks a counter among the waits: a count, no time.
 const countedPrefix = "counted: "
 
-// parseWaits reads the token-bucket and work-queue histograms of a
-// /metrics page, and the Permit waits of a scheduler's.
+// parseWaits reads the token-bucket, request and work-queue histograms
+// of a /metrics page (a queue's waits and its passes' time), and the
+// Permit waits of a scheduler's.
 func parseWaits(b []byte) (waits, error) {
 	key := map[string]func(map[string]string) string{
 		"placer_rest_client_rate_limiter_duration_seconds": func(l map[string]string) string { return "tokens " + l["verb"] + " " + l["path"] },
+		"placer_rest_client_request_duration_seconds":      func(l map[string]string) string { return "request " + l["verb"] + " " + l["path"] },
 		"workqueue_queue_duration_seconds":                 func(l map[string]string) string { return "queue " + l["name"] },
+		"workqueue_work_duration_seconds":                  func(l map[string]string) string { return "pass " + l["name"] },
 		"scheduler_permit_wait_duration_seconds":           func(l map[string]string) string { return "permit " + l["result"] },
 		// Counters, counted only (no time): passes that failed (and
 		// went on the queue's backoff), and propagator passes a member

@@ -44,6 +44,16 @@ func TestParseWaits(t *testing.T) {
 placer_rest_client_rate_limiter_duration_seconds_bucket{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH",le="+Inf"} 310
 placer_rest_client_rate_limiter_duration_seconds_sum{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 6.5
 placer_rest_client_rate_limiter_duration_seconds_count{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 310
+# HELP placer_rest_client_request_duration_seconds x
+# TYPE placer_rest_client_request_duration_seconds histogram
+placer_rest_client_request_duration_seconds_bucket{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST",le="+Inf"} 350
+placer_rest_client_request_duration_seconds_sum{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST"} 70
+placer_rest_client_request_duration_seconds_count{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST"} 350
+# HELP workqueue_work_duration_seconds x
+# TYPE workqueue_work_duration_seconds histogram
+workqueue_work_duration_seconds_bucket{controller="proxypod",name="proxypod",le="+Inf"} 1100
+workqueue_work_duration_seconds_sum{controller="proxypod",name="proxypod"} 330
+workqueue_work_duration_seconds_count{controller="proxypod",name="proxypod"} 1100
 # HELP workqueue_queue_duration_seconds x
 # TYPE workqueue_queue_duration_seconds histogram
 workqueue_queue_duration_seconds_bucket{controller="propagator",name="propagator",le="+Inf"} 1000
@@ -70,6 +80,12 @@ placer_propagator_member_busy_total 17
 	if tokens.count != 310 || tokens.sum != 6.5 {
 		t.Errorf("tokens = %+v, want 310 waits, 6.5 s", tokens)
 	}
+	if r := w["request POST /api/v1/namespaces/{namespace}/pods/{name}/binding"]; r.count != 350 || r.sum != 70 {
+		t.Errorf("request POST binding = %+v, want 350 requests, 70 s", r)
+	}
+	if p := w["pass proxypod"]; p.count != 1100 || p.sum != 330 {
+		t.Errorf("pass proxypod = %+v, want 1100 passes, 330 s", p)
+	}
 	if p := w["permit Success"]; p.count != 40 || p.sum != 12 {
 		t.Errorf("permit Success = %+v, want 40 waits, 12 s", p)
 	}
@@ -81,6 +97,10 @@ placer_propagator_member_busy_total 17
 	}
 	var rb strings.Builder
 	writeWaitsOf(&rb, "phase", []namedWaits{{name: "fanout-1", waits: w.minus(waits{countedPrefix + "errors propagator": {count: 200}})}})
+	if !strings.Contains(rb.String(), "| fanout-1 | request POST /api/v1/namespaces/{namespace}/pods/{name}/binding | 350 | 70.00 | 200.0 |") ||
+		!strings.Contains(rb.String(), "| fanout-1 | pass proxypod | 1100 | 330.00 | 300.0 |") {
+		t.Errorf("the waits table has no row of the binding's requests or of the proxy pods' passes:\n%s", rb.String())
+	}
 	if !strings.Contains(rb.String(), "| fanout-1 | errors propagator | 33 | – | – |") || strings.Contains(rb.String(), "errors scheduler") {
 		t.Errorf("the waits table counts the errors since before as\n%s\nwant 33 for the propagator, no row for the scheduler's none", rb.String())
 	}

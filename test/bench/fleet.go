@@ -214,6 +214,8 @@ func startFleet(ctx context.Context, o options) (*fleet, error) {
 		fmt.Sprintf("--kube-api-qps=%g", o.componentQPS), fmt.Sprintf("--kube-api-burst=%d", o.componentBurst),
 		fmt.Sprintf("--cluster-qps=%g", o.componentQPS), fmt.Sprintf("--cluster-burst=%d", o.componentBurst),
 		fmt.Sprintf("--scheduler-qps=%g", o.componentQPS), fmt.Sprintf("--scheduler-burst=%d", o.componentBurst),
+		fmt.Sprintf("--proxy-pod-qps=%g", 2*o.componentQPS), fmt.Sprintf("--proxy-pod-burst=%d", 2*o.componentBurst),
+		fmt.Sprintf("--proxy-pod-workers=%d", o.proxyPodWorkers),
 		fmt.Sprintf("--propagator-workers=%d", o.propagatorWorkers), fmt.Sprintf("--max-runner-up-candidates=%d", o.maxRunnerUps)); err != nil {
 		return f, err
 	}

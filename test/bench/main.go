@@ -32,6 +32,7 @@ type options struct {
 	componentQPS             float64
 	componentBurst           int
 	propagatorWorkers        int
+	proxyPodWorkers          int
 	maxRunnerUps             int
 	binDir, placer, out      string
 	timeout                  time.Duration
@@ -78,8 +79,9 @@ func main() {
 	flag.IntVar(&o.dividedReplicas, "divided-replicas", 12, "replicas of each Workload of -divided")
 	flag.Float64Var(&o.qps, "client-qps", 50, "QPS of the client that creates workloads and baseline pods")
 	flag.IntVar(&o.burst, "client-burst", 100, "burst of that client")
-	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps) of every placer component")
-	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst) of every placer component")
+	flag.Float64Var(&o.componentQPS, "component-qps", 50, "--kube-api-qps (and the manager's --cluster-qps and --scheduler-qps; twice it its --proxy-pod-qps, as their defaults: a proxy pod takes two Pod writes) of every placer component")
+	flag.IntVar(&o.componentBurst, "component-burst", 100, "--kube-api-burst (and --cluster-burst, --scheduler-burst; twice it --proxy-pod-burst) of every placer component")
+	flag.IntVar(&o.proxyPodWorkers, "proxy-pod-workers", 16, "the manager's --proxy-pod-workers (its default)")
 	flag.IntVar(&o.propagatorWorkers, "propagator-workers", 16, "the manager's --propagator-workers (its default)")
 	flag.IntVar(&o.maxRunnerUps, "max-runner-up-candidates", 30, "the manager's --max-runner-up-candidates (0: no bound)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "folder 'make tools' builds into")

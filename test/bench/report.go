@@ -205,13 +205,13 @@ func triple(l latencies) string {
 func header(b *strings.Builder, o options, f *fleet, measure string) {
 	fmt.Fprintf(b, "%s\n\n", runLine(o))
 	fmt.Fprintf(b, "%s\n\n", cpuMode(o))
-	fmt.Fprintf(b, "Client limits: the benchmark's creating clients share %g QPS (burst %d); placer's components %g QPS (burst %d); every cluster's kube-controller-manager %d QPS (burst %d).\n\n",
-		o.qps, o.burst, o.componentQPS, o.componentBurst, kcmQPS(o), 2*kcmQPS(o))
+	fmt.Fprintf(b, "Client limits: the benchmark's creating clients share %g QPS (burst %d); placer's components %g QPS (burst %d), the manager's proxy pods' client %g (burst %d); every cluster's kube-controller-manager %d QPS (burst %d).\n\n",
+		o.qps, o.burst, o.componentQPS, o.componentBurst, 2*o.componentQPS, 2*o.componentBurst, kcmQPS(o), 2*kcmQPS(o))
 	if r := f.restartCounts(); len(r) > 0 {
 		fmt.Fprintf(b, "Started again after they exited: %v.\n\n", r)
 	}
-	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d -max-runner-up-candidates %d %s`\n\n",
-		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, o.maxRunnerUps, measure)
+	fmt.Fprintf(b, "`go run ./test/bench -members %d -nodes %d -component-qps %g -component-burst %d -propagator-workers %d -proxy-pod-workers %d -max-runner-up-candidates %d %s`\n\n",
+		o.members, o.nodes, o.componentQPS, o.componentBurst, o.propagatorWorkers, o.proxyPodWorkers, o.maxRunnerUps, measure)
 }
 
 // report writes results.csv, results.md and latency.svg, and prints the table.
@@ -522,26 +522,30 @@ type namedWaits struct {
 // writeWaitsOf writes the table of writeWaits for phases or measures.
 func writeWaitsOf(b *strings.Builder, what string, rs []namedWaits) {
 	fmt.Fprintln(b)
-	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest) and in work queues (workqueue_queue_duration_seconds); where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member); and last, counted, not timed: passes that failed, by controller (controller_runtime_reconcile_errors_total: each goes on its queue's backoff), and propagator passes a member with no request slot free stopped (placer_propagator_member_busy_total: each waits for a slot):\n", what)
+	fmt.Fprintf(b, "Where the manager waited per %s: for tokens (placer_rest_client_rate_limiter_duration_seconds, by request; the six longest), for answers once a request was sent (placer_rest_client_request_duration_seconds; the six longest), in work queues (workqueue_queue_duration_seconds) and in the passes their workers ran (workqueue_work_duration_seconds, \"pass\"); where measured, how long the members' candidate schedulers held candidates at Permit (scheduler_permit_wait_duration_seconds, by result, every member); and last, counted, not timed: passes that failed, by controller (controller_runtime_reconcile_errors_total: each goes on its queue's backoff), and propagator passes a member with no request slot free stopped (placer_propagator_member_busy_total: each waits for a slot):\n", what)
 	fmt.Fprintln(b)
 	fmt.Fprintf(b, "| %s | what waited (or was counted) | waits (count) | total (s) | mean (ms) |\n", what)
 	fmt.Fprintln(b, "|---|---|---|---|---|")
 	for _, r := range rs {
-		var tokens, queues, counted []string
+		var tokens, requests, queues, counted []string
 		for k := range r.waits {
 			switch {
 			case strings.HasPrefix(k, "tokens "):
 				tokens = append(tokens, k)
+			case strings.HasPrefix(k, "request "):
+				requests = append(requests, k)
 			case strings.HasPrefix(k, countedPrefix):
 				counted = append(counted, k)
 			default:
 				queues = append(queues, k)
 			}
 		}
-		slices.SortFunc(tokens, func(x, y string) int { return cmp.Compare(r.waits[y].sum, r.waits[x].sum) })
+		longest := func(x, y string) int { return cmp.Compare(r.waits[y].sum, r.waits[x].sum) }
+		slices.SortFunc(tokens, longest)
+		slices.SortFunc(requests, longest)
 		sort.Strings(queues)
 		sort.Strings(counted)
-		for _, k := range slices.Concat(tokens[:min(6, len(tokens))], queues, counted) {
+		for _, k := range slices.Concat(tokens[:min(6, len(tokens))], requests[:min(6, len(requests))], queues, counted) {
 			w := r.waits[k]
 			if name, ok := strings.CutPrefix(k, countedPrefix); ok {
 				fmt.Fprintf(b, "| %s | %s | %.0f | – | – |\n", r.name, name, w.count)
