@@ -3,6 +3,7 @@ package proxypod
 import (
 	"cmp"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -66,6 +67,32 @@ type Proxies struct {
 	Verifier interface {
 		Verify(manifest []byte, sig string) bool
 	}
+	// wrote holds, per proxy pod, the copy of it (UID, resourceVersion)
+	// from which a pass last changed it: a pass that finds the cache still
+	// holding that copy comes before the change's own event, which brings
+	// a pass of its own. It waits for that one rather than write again
+	// what the change wrote (a binding the API server refuses, a status
+	// update that meets a conflict). Only a hint: an empty map (a new
+	// leader) costs those writes, nothing else.
+	wrote sync.Map
+}
+
+// copyOf names one copy of a pod.
+type copyOf struct {
+	uid types.UID
+	rv  string
+}
+
+// changedFrom records that a pass changed the pod from its copy was.
+func (p *Proxies) changedFrom(pod *corev1.Pod, was string) {
+	p.wrote.Store(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, copyOf{uid: pod.UID, rv: was})
+}
+
+// behind reports whether the cache's copy of the pod is one a pass
+// changed since: the change's event is still to come.
+func (p *Proxies) behind(pod *corev1.Pod) bool {
+	v, ok := p.wrote.Load(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	return ok && v.(copyOf) == copyOf{uid: pod.UID, rv: pod.ResourceVersion}
 }
 
 // Options configure the proxy pods' controller.
@@ -154,9 +181,10 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		}
 		// The pod is gone: so goes the Workload it owned (the garbage
 		// collector would too; this does not wait for it).
+		p.wrote.Delete(req.NamespacedName)
 		return reconcile.Result{}, p.deleteWorkload(ctx, w, "")
 	}
-	if !IsProxy(pod) {
+	if !IsProxy(pod) || p.behind(pod) {
 		return reconcile.Result{}, nil
 	}
 	if pod.DeletionTimestamp != nil {
@@ -334,6 +362,7 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		if bound, err := bind(ctx, p.Client, pod, key); err != nil || !bound {
 			return err
 		}
+		p.changedFrom(pod, pod.ResourceVersion)
 		p.Record.Event(pod, event.Normal(reasonScheduled, "Successfully assigned "+pod.Namespace+"/"+pod.Name+" to "+node))
 		// The delegate's status in the same pass, not the next one (its
 		// start usually comes with its binding): a merge patch, as the
@@ -373,11 +402,15 @@ func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, delegate *mc
 		return nil
 	}
 	pod.Status = status
+	was := pod.ResourceVersion
 	var err error
 	if patch != nil {
 		err = p.Client.Status().Patch(ctx, pod, patch)
 	} else {
 		err = p.Client.Status().Update(ctx, pod)
+	}
+	if err == nil && pod.ResourceVersion != was {
+		p.changedFrom(pod, was)
 	}
 	switch {
 	case kerrors.IsInvalid(err):
@@ -425,6 +458,7 @@ func (p *Proxies) movedTo(ctx context.Context, pod *corev1.Pod, key types.Namesp
 	if err := p.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
 		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot annotate the proxy pod with its cluster")
 	}
+	p.changedFrom(pod, orig.ResourceVersion)
 	p.Record.Event(pod, event.Normal(reasonMoved, "runs in "+key.String()+" now (it ran in "+was+"); the pod stays bound to node "+pod.Spec.NodeName))
 	return true, nil
 }
@@ -467,5 +501,10 @@ func (p *Proxies) unschedulable(ctx context.Context, pod *corev1.Pod, reason, ms
 		return nil
 	}
 	p.Record.Event(pod, event.Warning(reasonFailedScheduling, errors.New(msg)))
-	return client.IgnoreNotFound(p.Client.Status().Update(ctx, pod))
+	was := pod.ResourceVersion
+	if err := p.Client.Status().Update(ctx, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	p.changedFrom(pod, was)
+	return nil
 }

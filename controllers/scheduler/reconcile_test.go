@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -668,4 +669,59 @@ func TestChosenAgainTwice(t *testing.T) {
 	// An opening counts once in a later second than the rejection.
 	time.Sleep(time.Until(second.Add(time.Second)))
 	chooseAgain(2)
+}
+
+// events records the Events a recorder is given.
+type events struct{ got []string }
+
+func (r *events) Event(obj runtime.Object, e event.Event) {
+	o, _ := obj.(client.Object)
+	r.got = append(r.got, o.GetName()+" "+string(e.Type)+" "+string(e.Reason))
+}
+
+func (r *events) WithAnnotations(...string) event.Recorder { return r }
+
+// TestProxyPodWorkloadEvents: placing an ordinary Workload posts its
+// Normal Scheduled Event; placing a proxy pod's Workload posts none (the
+// pod's own Scheduled Event, at its binding, says where it runs: a
+// management write less per proxy pod), while a Warning (it fits
+// nowhere) still goes to the Workload.
+func TestProxyPodWorkloadEvents(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := st.Workload("plain")
+	proxy := st.Workload("proxy", st.WLabels(v1alpha1.LabelProxyPod, "pod-uid"))
+	// Its selector matches no cluster: it fits nowhere.
+	nowhere := st.Workload("nowhere", st.WLabels(v1alpha1.LabelProxyPod, "other-pod-uid"), st.Selector("region", "absent"))
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(plain, proxy, nowhere).WithStatusSubresource(&v1alpha1.Workload{}).Build()
+	cache := scheduler.NewCache()
+	cache.UpsertCluster(st.Cluster("a"))
+	r := newTestScheduler(c, cache, profiles)
+	rec := &events{}
+	r.writer.record = rec
+	ctx := context.Background()
+	for _, w := range []*v1alpha1.Workload{plain, proxy, nowhere} {
+		fresh := &v1alpha1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(w), fresh); err != nil {
+			t.Fatal(err)
+		}
+		cache.UpsertWorkload(fresh)
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatal(err)
+		}
+		r.writer.ApplyNext(ctx)
+	}
+	placed := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(proxy), placed); err != nil {
+		t.Fatal(err)
+	}
+	if placed.Status.ClusterRef == nil || placed.Status.ClusterRef.Name != "a" {
+		t.Fatalf("the proxy pod's Workload is placed on %v, want a", placed.Status.ClusterRef)
+	}
+	want := []string{"plain Normal " + string(v1alpha1.ReasonScheduled), "nowhere Warning " + string(reasonFailedScheduling)}
+	if !slices.Equal(rec.got, want) {
+		t.Errorf("Events %q, want %q", rec.got, want)
+	}
 }

@@ -206,10 +206,20 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 	}
 	s.backoff.Forget(key)
 	if d.report {
-		if d.event.Reason != "" {
+		if d.event.Reason != "" && !podSays(w, d.event) {
 			s.record.Event(w, d.event)
 		}
 		s.log.Info(d.cond.Message, "workload", key.String(), "scheduled", d.cond.Status == corev1.ConditionTrue)
 	}
 	return s.cache.Written(w.UID, w.ResourceVersion)
+}
+
+// podSays reports whether a proxy pod tells a person what the Event would
+// tell of its Workload: a proxy pod's Workload is placer's, made for the
+// pod, and the pod's own Events say where it runs (Scheduled when it is
+// bound, Moved); its Workload's Normal Events would be management writes
+// nobody reads. Warnings still go to the Workload.
+func podSays(w *v1alpha1.Workload, e event.Event) bool {
+	_, proxy := w.Labels[v1alpha1.LabelProxyPod]
+	return proxy && e.Type == event.TypeNormal
 }

@@ -60,7 +60,8 @@ func TestOfferedSourcePod(t *testing.T) {
 }
 
 // TestCheckProfile: -profile takes a phase the burst runs, and only in the
-// burst; without -profile nothing is checked.
+// burst; without -profile nothing is checked. -phases names the burst's
+// phases, and only in the burst.
 func TestCheckProfile(t *testing.T) {
 	for _, c := range []struct {
 		o  options
@@ -73,9 +74,14 @@ func TestCheckProfile(t *testing.T) {
 		{options{profile: true, profilePhase: "fanout-1", rates: "10"}, false},
 		{options{profile: true, profilePhase: "fanout-1", divided: 30}, false},
 		{options{profilePhase: "anything"}, true},
+		{options{phases: "baseline,fanout-1,frontend"}, true},
+		{options{phases: "fanout-1,frontend", profile: true, profilePhase: "frontend"}, true},
+		{options{phases: "fanout-1", profile: true, profilePhase: "frontend"}, false},
+		{options{phases: "fanout1"}, false},
+		{options{phases: "fanout-1", rates: "10"}, false},
 	} {
 		if err := checkProfile(c.o); (err == nil) != c.ok {
-			t.Errorf("checkProfile(profile %v, phase %q, rates %q, divided %d) = %v, want ok %v", c.o.profile, c.o.profilePhase, c.o.rates, c.o.divided, err, c.ok)
+			t.Errorf("checkProfile(profile %v, phase %q, phases %q, rates %q, divided %d) = %v, want ok %v", c.o.profile, c.o.profilePhase, c.o.phases, c.o.rates, c.o.divided, err, c.ok)
 		}
 	}
 }

@@ -53,9 +53,11 @@ type options struct {
 	// a time; rateWindow: how long each rate offers items; loadPhases:
 	// the phases it runs (all when empty).
 	rates, loadPhases string
-	unloaded          int
-	unloadedGap       time.Duration
-	rateWindow        time.Duration
+	// phases: the burst's phases to run, by namespace (all when empty).
+	phases      string
+	unloaded    int
+	unloadedGap time.Duration
+	rateWindow  time.Duration
 	// karmada: run Karmada's control plane beside placer (its phase after
 	// the baselines; make karmada builds it).
 	karmada bool
@@ -103,6 +105,7 @@ func main() {
 	flag.DurationVar(&o.unloadedGap, "unloaded-gap", 500*time.Millisecond, "with -rates: how long the fleet idles between unloaded items (what the item before left to do, its status and Events, done); 0: back to back")
 	flag.DurationVar(&o.rateWindow, "rate-window", 15*time.Second, "with -rates: how long each rate offers items")
 	flag.StringVar(&o.loadPhases, "load-phases", "", "with -rates: the phases to run, by namespace, separated by commas (all when empty: "+strings.Join(append(append(slices.Clone(baselineNamespaces), nsKarmada), placerNamespaces()...), ",")+")")
+	flag.StringVar(&o.phases, "phases", "", "the burst's phases to run, by namespace, separated by commas (all when empty: "+strings.Join(burstPhases(), ",")+"; "+nsKarmada+" with -karmada)")
 	flag.BoolVar(&o.karmada, "karmada", false, "run Karmada "+karmadaVersion+" beside placer on the same members, from bin/karmada ('make karmada'), and its phase: a Deployment per item with a PropagationPolicy placing it in one member")
 	flag.BoolVar(&o.karmadaModels, "karmada-resource-models", true, "with -karmada: leave Karmada's CustomizedClusterResourceModeling feature on, as it ships (false turns it off in its controller manager and scheduler: its scheduler then estimates a cluster's room from its resource summary alone)")
 	flag.Parse()

@@ -224,6 +224,9 @@ func report(o options, f *fleet, rs []phaseResult, rest *phaseResult, rss map[st
 	if o.divided > 0 {
 		flags = fmt.Sprintf("-divided %d -divided-replicas %d -client-qps %g -client-burst %d", o.divided, o.dividedReplicas, o.qps, o.burst)
 	}
+	if o.phases != "" {
+		flags += " -phases " + o.phases
+	}
 	header(&b, o, f, flags)
 	fmt.Fprintln(&b, "Latency from create, milliseconds, p50 / p90 / p99 (Running: single-replica items only):")
 	fmt.Fprintln(&b)

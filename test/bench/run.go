@@ -243,6 +243,9 @@ func run(ctx context.Context, o options) error {
 		bps, baseItems = karmadaDivided(f, o), dividedItems(o)
 	}
 	for _, bp := range bps {
+		if !o.runs(bp.ns) {
+			continue
+		}
 		its := baseItems
 		before, err := take(true)
 		if err != nil {
@@ -289,6 +292,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	for _, ph := range phases {
+		if o.divided == 0 && !o.runs(ph.ns) {
+			continue
+		}
 		its := its
 		if ph.its != nil {
 			its = ph.its
@@ -321,7 +327,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
-	if o.divided > 0 {
+	if o.divided > 0 || !o.runs(nsFrontend) {
 		return report(o, f, results, rest, f.peakRSS())
 	}
 
@@ -435,11 +441,36 @@ func placerNamespaces() []string {
 // placer phases and the front end.
 var profilePhases = placerNamespaces()
 
+// burstPhases are the phases -phases may name: the baselines and placer's.
+func burstPhases() []string {
+	return append(append(slices.Clone(baselineNamespaces), nsKarmada), placerNamespaces()...)
+}
+
+// runs says whether the burst runs the phase ns (-phases, all when empty).
+func (o options) runs(ns string) bool {
+	return o.phases == "" || slices.Contains(strings.Split(o.phases, ","), ns)
+}
+
 // checkProfile refuses a -profile that would take no profile: a phase
-// the burst does not run, or another measure than the burst.
+// the burst does not run, or another measure than the burst; and a
+// -phases that names a phase the burst does not have, or is given to
+// another measure.
 func checkProfile(o options) error {
+	if o.phases != "" {
+		for _, ns := range strings.Split(o.phases, ",") {
+			if !slices.Contains(burstPhases(), ns) {
+				return fmt.Errorf("-phases: no phase %q: want some of %s", ns, strings.Join(burstPhases(), ","))
+			}
+		}
+		if o.rates != "" || o.dynamics != "" || o.divided > 0 || o.writeCosts {
+			return fmt.Errorf("-phases picks the burst's phases; -rates takes -load-phases, and -dynamics, -divided and -write-costs none")
+		}
+	}
 	if !o.profile {
 		return nil
+	}
+	if !o.runs(o.profilePhase) {
+		return fmt.Errorf("-profile-phase %q is not among -phases %s", o.profilePhase, o.phases)
 	}
 	if !slices.Contains(profilePhases, o.profilePhase) {
 		return fmt.Errorf("-profile-phase %q: want one of %s", o.profilePhase, strings.Join(profilePhases, ", "))

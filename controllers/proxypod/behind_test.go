@@ -1,0 +1,104 @@
+package proxypod
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+)
+
+// TestCacheBehind: a pass that finds the cache still holding the copy of
+// a proxy pod from which a pass changed it (here, its PodScheduled
+// condition: its Workload fits nowhere) writes nothing, and is no error:
+// the change's own event brings the next pass. Before, such a pass wrote
+// again from the old copy, and met a conflict (an error, on the queue's
+// backoff). A copy changed by someone else since is handled as ever.
+func TestCacheBehind(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "web-1"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name, UID: "p1",
+		Annotations: map[string]string{v1alpha1.AnnotationSourcePodManifest: "{}"},
+	}, Spec: corev1.PodSpec{SchedulerName: v1alpha1.ProxySchedulerName}}
+	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name, UID: "w1", Generation: 1,
+		Labels:          map[string]string{v1alpha1.LabelProxyPod: string(pod.UID)},
+		OwnerReferences: []metav1.OwnerReference{OwnerOf(pod)},
+	}}
+	w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, "0/3 clusters fit", 1))
+	// The cache: the copy it holds is the one stale points at, when set.
+	var stale *corev1.Pod
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod, w).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+				if p, ok := o.(*corev1.Pod); ok && stale != nil {
+					stale.DeepCopyInto(p)
+					return nil
+				}
+				return c.Get(ctx, k, o, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+				writes++
+				return c.SubResource(sub).Update(ctx, o, opts...)
+			},
+		}).Build()
+	p := &Proxies{Client: c, Record: event.NewNopRecorder()}
+	pass := func() {
+		t.Helper()
+		if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+	}
+	before := &corev1.Pod{}
+	if err := c.Get(ctx, key, before); err != nil {
+		t.Fatal(err)
+	}
+	pass()
+	if writes != 1 {
+		t.Fatalf("%d status writes by the first pass, want 1 (PodScheduled False)", writes)
+	}
+	// Another pass (the Workload changed, a chaperon) before the cache has
+	// the pod's new copy.
+	stale = before
+	pass()
+	if writes != 1 {
+		t.Errorf("%d status writes, want none more from the copy the first pass changed", writes)
+	}
+	// Someone else changed the pod since (a label): the pass works from
+	// that copy, which already says why; nothing to write.
+	stale = nil
+	now := &corev1.Pod{}
+	if err := c.Get(ctx, key, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, c := podutil.GetPodConditionFromList(now.Status.Conditions, corev1.PodScheduled); c == nil || c.Status != corev1.ConditionFalse {
+		t.Fatalf("the pod's PodScheduled is %+v, want False", c)
+	}
+	now.Labels = map[string]string{"tier": "web"}
+	if err := c.Update(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	// Its condition is dropped by a writer of its own: the next pass,
+	// from a copy no pass changed, says it again.
+	now.Status.Conditions = nil
+	if err := c.Status().Update(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	writes = 0
+	pass()
+	if writes != 1 {
+		t.Errorf("%d status writes from a copy changed by someone else, want 1", writes)
+	}
+}
