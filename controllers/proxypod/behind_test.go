@@ -40,6 +40,9 @@ func TestCacheBehind(t *testing.T) {
 	// The cache: the copy it holds is the one stale points at, when set.
 	var stale *corev1.Pod
 	writes := 0
+	// noop: the API server takes the next status write and changes
+	// nothing (the same resourceVersion back).
+	noop := false
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod, w).
 		WithInterceptorFuncs(interceptor.Funcs{
 			Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
@@ -51,6 +54,10 @@ func TestCacheBehind(t *testing.T) {
 			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
 				writes++
+				if noop {
+					noop = false
+					return nil
+				}
 				return c.SubResource(sub).Update(ctx, o, opts...)
 			},
 		}).Build()
@@ -100,5 +107,21 @@ func TestCacheBehind(t *testing.T) {
 	pass()
 	if writes != 1 {
 		t.Errorf("%d status writes from a copy changed by someone else, want 1", writes)
+	}
+	// A write that changed nothing brings no event: the next pass from
+	// the same copy is not held back.
+	if err := c.Get(ctx, key, now); err != nil {
+		t.Fatal(err)
+	}
+	now.Status.Conditions = nil
+	if err := c.Status().Update(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	noop, writes = true, 0
+	pass()
+	stale = now.DeepCopy()
+	pass()
+	if writes != 2 {
+		t.Errorf("%d status writes, want 2: the pass after a write that changed nothing writes again", writes)
 	}
 }

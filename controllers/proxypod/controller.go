@@ -83,7 +83,9 @@ type copyOf struct {
 	rv  string
 }
 
-// changedFrom records that a pass changed the pod from its copy was.
+// changedFrom records that a pass changed the pod from its copy was: a
+// write that changed nothing (the same resourceVersion back) brings no
+// event, and is not recorded.
 func (p *Proxies) changedFrom(pod *corev1.Pod, was string) {
 	p.wrote.Store(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, copyOf{uid: pod.UID, rv: was})
 }
@@ -115,10 +117,7 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, o Options, certs *Certs, kub
 		return err
 	}
 	cfg := rest.CopyConfig(mgr.GetConfig())
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = 100, 200
-	}
+	cfg.QPS, cfg.Burst = cmp.Or(o.QPS, 100), cmp.Or(o.Burst, 200)
 	// Reads from the manager's cache; writes on a token bucket of its own.
 	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
 	if err != nil {
@@ -458,7 +457,9 @@ func (p *Proxies) movedTo(ctx context.Context, pod *corev1.Pod, key types.Namesp
 	if err := p.Client.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
 		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot annotate the proxy pod with its cluster")
 	}
-	p.changedFrom(pod, orig.ResourceVersion)
+	if pod.ResourceVersion != orig.ResourceVersion {
+		p.changedFrom(pod, orig.ResourceVersion)
+	}
 	p.Record.Event(pod, event.Normal(reasonMoved, "runs in "+key.String()+" now (it ran in "+was+"); the pod stays bound to node "+pod.Spec.NodeName))
 	return true, nil
 }
@@ -505,6 +506,8 @@ func (p *Proxies) unschedulable(ctx context.Context, pod *corev1.Pod, reason, ms
 	if err := p.Client.Status().Update(ctx, pod); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	p.changedFrom(pod, was)
+	if pod.ResourceVersion != was {
+		p.changedFrom(pod, was)
+	}
 	return nil
 }

@@ -685,7 +685,7 @@ func (r *events) WithAnnotations(...string) event.Recorder { return r }
 // Normal Scheduled Event; placing a proxy pod's Workload posts none (the
 // pod's own Scheduled Event, at its binding, says where it runs: a
 // management write less per proxy pod), while a Warning (it fits
-// nowhere) still goes to the Workload.
+// nowhere) and a move's Event still go to the Workload.
 func TestProxyPodWorkloadEvents(t *testing.T) {
 	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
 	if err != nil {
@@ -723,5 +723,10 @@ func TestProxyPodWorkloadEvents(t *testing.T) {
 	want := []string{"plain Normal " + string(v1alpha1.ReasonScheduled), "nowhere Warning " + string(reasonFailedScheduling)}
 	if !slices.Equal(rec.got, want) {
 		t.Errorf("Events %q, want %q", rec.got, want)
+	}
+	// A move's Event says why it moved, which the pod's does not: it goes
+	// to the Workload.
+	if podSays(placed, event.Normal(reasonMoved, "moved from a: drained")) {
+		t.Error("a proxy pod's Workload gets no Moved Event, want one")
 	}
 }

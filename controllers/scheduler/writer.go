@@ -216,10 +216,10 @@ func (s *statusWriter) write(ctx context.Context, key types.NamespacedName, d *d
 
 // podSays reports whether a proxy pod tells a person what the Event would
 // tell of its Workload: a proxy pod's Workload is placer's, made for the
-// pod, and the pod's own Events say where it runs (Scheduled when it is
-// bound, Moved); its Workload's Normal Events would be management writes
-// nobody reads. Warnings still go to the Workload.
+// pod, whose own Scheduled Event (at its binding) says where it runs; its
+// Workload's would be a management write per pod nobody reads. A move's
+// Event (why it moved) and Warnings still go to the Workload.
 func podSays(w *v1alpha1.Workload, e event.Event) bool {
 	_, proxy := w.Labels[v1alpha1.LabelProxyPod]
-	return proxy && e.Type == event.TypeNormal
+	return proxy && e.Type == event.TypeNormal && e.Reason == v1alpha1.ReasonScheduled
 }

@@ -79,6 +79,8 @@ func TestCheckProfile(t *testing.T) {
 		{options{phases: "fanout-1", profile: true, profilePhase: "frontend"}, false},
 		{options{phases: "fanout1"}, false},
 		{options{phases: "fanout-1", rates: "10"}, false},
+		{options{phases: "fanout-1," + nsKarmada}, false},
+		{options{phases: "fanout-1," + nsKarmada, karmada: true}, true},
 	} {
 		if err := checkProfile(c.o); (err == nil) != c.ok {
 			t.Errorf("checkProfile(profile %v, phase %q, phases %q, rates %q, divided %d) = %v, want ok %v", c.o.profile, c.o.profilePhase, c.o.phases, c.o.rates, c.o.divided, err, c.ok)

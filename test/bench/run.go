@@ -465,6 +465,9 @@ func checkProfile(o options) error {
 		if o.rates != "" || o.dynamics != "" || o.divided > 0 || o.writeCosts {
 			return fmt.Errorf("-phases picks the burst's phases; -rates takes -load-phases, and -dynamics, -divided and -write-costs none")
 		}
+		if o.runs(nsKarmada) && !o.karmada {
+			return fmt.Errorf("-phases %s: Karmada's phase runs only with -karmada", o.phases)
+		}
 	}
 	if !o.profile {
 		return nil
