@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
@@ -123,5 +124,34 @@ func TestCacheBehind(t *testing.T) {
 	pass()
 	if writes != 2 {
 		t.Errorf("%d status writes, want 2: the pass after a write that changed nothing writes again", writes)
+	}
+}
+
+// TestProxyWorkloadEvents: a proxy pod's pass is brought by every event
+// of its Workload, and by another Workload's deletion only (it may have
+// held the pod's name); not by another Workload's creates and status
+// changes, which before were each a pass finding no pod of that name.
+func TestProxyWorkloadEvents(t *testing.T) {
+	proxy := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-1", Labels: map[string]string{v1alpha1.LabelProxyPod: "p1"}}}
+	other := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"}}
+	// Its label taken off: still the pod's, by its controller.
+	unlabelled := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-2",
+		OwnerReferences: []metav1.OwnerReference{OwnerOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", UID: "p2"}})}}}
+	for _, c := range []struct {
+		what string
+		got  bool
+		want bool
+	}{
+		{"a proxy pod's Workload created", proxyWorkloadEvents.Create(ctrlevent.CreateEvent{Object: proxy}), true},
+		{"a proxy pod's Workload changed", proxyWorkloadEvents.Update(ctrlevent.UpdateEvent{ObjectOld: proxy, ObjectNew: proxy}), true},
+		{"a proxy pod's Workload deleted", proxyWorkloadEvents.Delete(ctrlevent.DeleteEvent{Object: proxy}), true},
+		{"another Workload created", proxyWorkloadEvents.Create(ctrlevent.CreateEvent{Object: other}), false},
+		{"another Workload changed", proxyWorkloadEvents.Update(ctrlevent.UpdateEvent{ObjectOld: other, ObjectNew: other}), false},
+		{"another Workload deleted", proxyWorkloadEvents.Delete(ctrlevent.DeleteEvent{Object: other}), true},
+		{"a pod's Workload without the label changed", proxyWorkloadEvents.Update(ctrlevent.UpdateEvent{ObjectOld: unlabelled, ObjectNew: unlabelled}), true},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: a pass %t, want %t", c.what, c.got, c.want)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -159,9 +160,38 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, o Options, certs *Certs, kub
 		Named("proxypod").
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(max(o.Workers, 0), 16)}).
 		For(&corev1.Pod{}, builder.WithPredicates(proxies)).
-		Watches(&v1alpha1.Workload{}, ofName).
+		Watches(&v1alpha1.Workload{}, ofName, builder.WithPredicates(proxyWorkloadEvents)).
 		WatchesRawSource(t.Source()).
 		Complete(p)
+}
+
+// proxyWorkloadEvents are the Workload events a proxy pod's pass needs:
+// every event of a proxy pod's Workload, and the deletion of any other
+// (one that held a pod's name: WorkloadNameTaken ends with it). Another
+// Workload's creates and status changes would each be a pass that finds
+// no pod of its name.
+var proxyWorkloadEvents = predicate.Funcs{
+	CreateFunc:  func(e ctrlevent.TypedCreateEvent[client.Object]) bool { return isProxyWorkload(e.Object) },
+	UpdateFunc:  func(e ctrlevent.TypedUpdateEvent[client.Object]) bool { return isProxyWorkload(e.ObjectNew) },
+	DeleteFunc:  func(ctrlevent.TypedDeleteEvent[client.Object]) bool { return true },
+	GenericFunc: func(e ctrlevent.TypedGenericEvent[client.Object]) bool { return isProxyWorkload(e.Object) },
+}
+
+// isProxyWorkload reports whether a Workload is a proxy pod's: labelled
+// so, or controlled by a pod.
+func isProxyWorkload(o client.Object) bool {
+	if _, ok := o.GetLabels()[v1alpha1.LabelProxyPod]; ok {
+		return true
+	}
+	return podControllerOf(o) != nil
+}
+
+// podControllerOf is the object's controller when it is a pod, else nil.
+func podControllerOf(o metav1.Object) *metav1.OwnerReference {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1" {
+		return ref
+	}
+	return nil
 }
 
 // Reconcile brings one proxy pod (or the Workload of one gone) in line.
@@ -214,7 +244,7 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 // controllerUID is the UID of the Workload's controlling pod ("" when a
 // pod does not control it).
 func controllerUID(w *v1alpha1.Workload) types.UID {
-	if ref := metav1.GetControllerOf(w); ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1" {
+	if ref := podControllerOf(w); ref != nil {
 		return ref.UID
 	}
 	return ""
