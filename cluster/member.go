@@ -99,7 +99,7 @@ type Connection struct {
 	hash     [sha256.Size]byte
 	timeout  time.Duration
 	notify   func()
-	chaperon func(workload types.NamespacedName)
+	chaperon func(ch *mcv1alpha1.PodChaperon, workload types.NamespacedName)
 	// synced is called once the watch has listed the member's chaperons.
 	synced func()
 	ctx    context.Context
@@ -179,7 +179,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}
 	if _, err := chaperons.AddEventHandler(informers.OnEvery(func(ch *mcv1alpha1.PodChaperon) {
 		if key, ok := WorkloadOf(ch); ok {
-			c.chaperon(key)
+			c.chaperon(ch, key)
 		}
 	})); err != nil {
 		return errors.Wrap(err, errWatchMember)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -49,7 +50,7 @@ type Registry struct {
 	onChaperon atomic.Pointer[func(types.NamespacedName)]
 	// alsoOnChaperon and alsoOnSynced are further handlers
 	// (AlsoOnChaperon, AlsoOnSynced), copied on write.
-	alsoOnChaperon atomic.Pointer[[]func(types.NamespacedName)]
+	alsoOnChaperon atomic.Pointer[[]chaperonHandler]
 	alsoOnSynced   atomic.Pointer[[]func(context.Context, types.NamespacedName)]
 	onSynced       atomic.Pointer[func(context.Context, types.NamespacedName)]
 }
@@ -72,11 +73,18 @@ func (r *Registry) OnSynced(f func(ctx context.Context, cluster types.Namespaced
 	r.onSynced.Store(&f)
 }
 
+// chaperonHandler is a further handler of chaperon changes, called for
+// the chaperons only takes (all when nil).
+type chaperonHandler struct {
+	f    func(workload types.NamespacedName)
+	only func(*mcv1alpha1.PodChaperon) bool
+}
+
 // AlsoOnChaperon adds a handler called (it must not block) as the one
-// OnChaperon sets, after it: another controller that follows chaperons
-// (the proxy pods').
-func (r *Registry) AlsoOnChaperon(f func(workload types.NamespacedName)) {
-	appendHandler(&r.alsoOnChaperon, f)
+// OnChaperon sets, after it, for the chaperons only takes (all when nil):
+// another controller that follows some chaperons (the proxy pods').
+func (r *Registry) AlsoOnChaperon(f func(workload types.NamespacedName), only func(*mcv1alpha1.PodChaperon) bool) {
+	appendHandler(&r.alsoOnChaperon, chaperonHandler{f: f, only: only})
 }
 
 // AlsoOnSynced adds a handler called as the one OnSynced sets, after it.
@@ -99,13 +107,15 @@ func appendHandler[F any](hs *atomic.Pointer[[]F], f F) {
 	}
 }
 
-func (r *Registry) chaperonChanged(workload types.NamespacedName) {
+func (r *Registry) chaperonChanged(ch *mcv1alpha1.PodChaperon, workload types.NamespacedName) {
 	if f := r.onChaperon.Load(); f != nil {
 		(*f)(workload)
 	}
-	if fs := r.alsoOnChaperon.Load(); fs != nil {
-		for _, f := range *fs {
-			f(workload)
+	if hs := r.alsoOnChaperon.Load(); hs != nil {
+		for _, h := range *hs {
+			if h.only == nil || h.only(ch) {
+				h.f(workload)
+			}
 		}
 	}
 }

@@ -125,7 +125,11 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, o Options, certs *Certs, kub
 		return errors.Wrap(err, "cannot create the proxy pods' client")
 	}
 	t := &shared.Trigger{}
-	reg.AlsoOnChaperon(t.Enqueue)
+	// Only a proxy pod's delegate mirrors its pod's whole status: the
+	// other Workloads' chaperons bring no pass.
+	reg.AlsoOnChaperon(t.Enqueue, func(ch *mcv1alpha1.PodChaperon) bool {
+		return ch.Annotations[mcv1alpha1.AnnotationMirrorStatus] == mcv1alpha1.MirrorStatusFull
+	})
 	// A member's watch that has listed its chaperons (after a restart, a
 	// reconnection) brings back every proxy pod placed there: what their
 	// delegates did meanwhile was not seen.
