@@ -28,15 +28,9 @@ import (
 func TestCacheBehind(t *testing.T) {
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "web-1"}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: key.Namespace, Name: key.Name, UID: "p1",
-		Annotations: map[string]string{v1alpha1.AnnotationSourcePodManifest: "{}"},
-	}, Spec: corev1.PodSpec{SchedulerName: v1alpha1.ProxySchedulerName}}
-	w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{
-		Namespace: key.Namespace, Name: key.Name, UID: "w1", Generation: 1,
-		Labels:          map[string]string{v1alpha1.LabelProxyPod: string(pod.UID)},
-		OwnerReferences: []metav1.OwnerReference{OwnerOf(pod)},
-	}}
+	pod := proxyPod(key, "p1")
+	w := workloadOfPod(key, pod.UID)
+	w.Generation = 1
 	w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonUnschedulable, "0/3 clusters fit", 1))
 	// The cache: the copy it holds is the one stale points at, when set.
 	var stale *corev1.Pod
@@ -154,4 +148,22 @@ func TestProxyWorkloadEvents(t *testing.T) {
 			t.Errorf("%s: a pass %t, want %t", c.what, c.got, c.want)
 		}
 	}
+}
+
+// proxyPod is a proxy pod (its source saved, placer's scheduler) named key.
+func proxyPod(key types.NamespacedName, uid types.UID) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name, UID: uid,
+		Annotations: map[string]string{v1alpha1.AnnotationSourcePodManifest: "{}"},
+	}, Spec: corev1.PodSpec{SchedulerName: v1alpha1.ProxySchedulerName}}
+}
+
+// workloadOfPod is the Workload named key of the proxy pod uid: labelled
+// and controlled as the controller makes it.
+func workloadOfPod(key types.NamespacedName, uid types.UID) *v1alpha1.Workload {
+	return &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{
+		Namespace: key.Namespace, Name: key.Name, UID: "w1",
+		Labels:          map[string]string{v1alpha1.LabelProxyPod: string(uid)},
+		OwnerReferences: []metav1.OwnerReference{OwnerOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key.Name, UID: uid}})},
+	}}
 }

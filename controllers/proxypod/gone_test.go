@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,20 +23,14 @@ func TestPodGone(t *testing.T) {
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	workloadOf := func(uid types.UID) *v1alpha1.Workload {
-		return &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{
-			Namespace: key.Namespace, Name: key.Name, UID: "w1",
-			Labels:          map[string]string{v1alpha1.LabelProxyPod: string(uid)},
-			OwnerReferences: []metav1.OwnerReference{OwnerOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key.Name, UID: uid}})},
-			// The propagator's: the Workload stays, being deleted.
-			Finalizers: []string{v1alpha1.FinalizerPropagator},
-		}}
+		w := workloadOfPod(key, uid)
+		// The propagator's: the Workload stays, being deleted.
+		w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+		return w
 	}
-	deleting := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: key.Namespace, Name: key.Name, UID: "p1",
-		Annotations: map[string]string{v1alpha1.AnnotationSourcePodManifest: "{}"},
-		// A finalizer of the test's keeps it, being deleted.
-		Finalizers: []string{"test/keep"}, DeletionTimestamp: &metav1.Time{Time: metav1.Now().Time}, DeletionGracePeriodSeconds: new(int64),
-	}, Spec: corev1.PodSpec{SchedulerName: v1alpha1.ProxySchedulerName}}
+	deleting := proxyPod(key, "p1")
+	// A finalizer of the test's keeps it, being deleted.
+	deleting.Finalizers, deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = []string{"test/keep"}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
 	cases := map[string]struct {
 		objs     []client.Object
 		wantGone bool

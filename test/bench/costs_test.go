@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -39,32 +40,11 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 }
 
 func TestParseWaits(t *testing.T) {
-	page := `# HELP placer_rest_client_rate_limiter_duration_seconds x
-# TYPE placer_rest_client_rate_limiter_duration_seconds histogram
-placer_rest_client_rate_limiter_duration_seconds_bucket{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH",le="+Inf"} 310
-placer_rest_client_rate_limiter_duration_seconds_sum{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 6.5
-placer_rest_client_rate_limiter_duration_seconds_count{path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"} 310
-# HELP placer_rest_client_request_duration_seconds x
-# TYPE placer_rest_client_request_duration_seconds histogram
-placer_rest_client_request_duration_seconds_bucket{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST",le="+Inf"} 350
-placer_rest_client_request_duration_seconds_sum{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST"} 70
-placer_rest_client_request_duration_seconds_count{path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST"} 350
-# HELP workqueue_work_duration_seconds x
-# TYPE workqueue_work_duration_seconds histogram
-workqueue_work_duration_seconds_bucket{controller="proxypod",name="proxypod",le="+Inf"} 1100
-workqueue_work_duration_seconds_sum{controller="proxypod",name="proxypod"} 330
-workqueue_work_duration_seconds_count{controller="proxypod",name="proxypod"} 1100
-# HELP workqueue_queue_duration_seconds x
-# TYPE workqueue_queue_duration_seconds histogram
-workqueue_queue_duration_seconds_bucket{controller="propagator",name="propagator",le="+Inf"} 1000
-workqueue_queue_duration_seconds_sum{controller="propagator",name="propagator"} 20
-workqueue_queue_duration_seconds_count{controller="propagator",name="propagator"} 1000
-# HELP scheduler_permit_wait_duration_seconds x
-# TYPE scheduler_permit_wait_duration_seconds histogram
-scheduler_permit_wait_duration_seconds_bucket{result="Success",le="+Inf"} 40
-scheduler_permit_wait_duration_seconds_sum{result="Success"} 12
-scheduler_permit_wait_duration_seconds_count{result="Success"} 40
-# HELP controller_runtime_reconcile_errors_total x
+	page := histogramText("placer_rest_client_rate_limiter_duration_seconds", `path="/apis/compute.placer.dev/v1alpha1/namespaces/{namespace}/workloads/{name}",verb="PATCH"`, 310, 6.5) +
+		histogramText("placer_rest_client_request_duration_seconds", `path="/api/v1/namespaces/{namespace}/pods/{name}/binding",verb="POST"`, 350, 70) +
+		histogramText("workqueue_work_duration_seconds", `controller="proxypod",name="proxypod"`, 1100, 330) +
+		histogramText("workqueue_queue_duration_seconds", `controller="propagator",name="propagator"`, 1000, 20) +
+		histogramText("scheduler_permit_wait_duration_seconds", `result="Success"`, 40, 12) + `# HELP controller_runtime_reconcile_errors_total x
 # TYPE controller_runtime_reconcile_errors_total counter
 controller_runtime_reconcile_errors_total{controller="propagator"} 233
 controller_runtime_reconcile_errors_total{controller="scheduler"} 0
@@ -142,4 +122,11 @@ func TestPlacerComponent(t *testing.T) {
 	if _, ok := procCPU(-1); ok {
 		t.Error("procCPU(-1) read a CPU time")
 	}
+}
+
+// histogramText is a histogram of one series in the text format of a
+// /metrics page: its +Inf bucket, sum and count.
+func histogramText(name, labels string, count int, sum float64) string {
+	return fmt.Sprintf("# HELP %[1]s x\n# TYPE %[1]s histogram\n%[1]s_bucket{%[2]s,le=\"+Inf\"} %[3]d\n%[1]s_sum{%[2]s} %[4]g\n%[1]s_count{%[2]s} %[3]d\n",
+		name, labels, count, sum)
 }
