@@ -60,6 +60,9 @@ type Slots struct {
 	// wokenFirst, one goes first in line.
 	woken map[any]time.Time
 	now   func() time.Time
+	// closed: the connection is gone; whoever asks is woken at once (it
+	// goes on with the connection's replacement, if any).
+	closed bool
 }
 
 // wokenFirst is how long after its wake a key that finds no slot free is
@@ -121,7 +124,7 @@ func (s *Slots) Give() {
 func (s *Slots) wakeAll() {
 	s.mu.Lock()
 	wake := s.waiting
-	s.waiting, s.waits, s.woken = nil, nil, nil
+	s.waiting, s.waits, s.woken, s.closed = nil, nil, nil, true
 	s.mu.Unlock()
 	for _, w := range wake {
 		w.wake()
@@ -130,7 +133,7 @@ func (s *Slots) wakeAll() {
 
 func (s *Slots) whenFree(key any, wake func()) {
 	s.mu.Lock()
-	if s.inFlight < s.max {
+	if s.inFlight < s.max || s.closed {
 		s.mu.Unlock()
 		wake()
 		return

@@ -257,7 +257,8 @@ func TestSlotGivenBackOnPanic(t *testing.T) {
 
 // TestClosedConnectionWakes: a connection closed (replaced after an
 // outage, or its cluster gone) wakes who waits for one of its slots at
-// once, not when its requests in flight, hung maybe, reach their deadline.
+// once, not when its requests in flight, hung maybe, reach their deadline;
+// and so it wakes one that asks after the close.
 func TestClosedConnectionWakes(t *testing.T) {
 	hc := requestClient(&http.Client{}, time.Minute, 1)
 	slots := hc.Transport.(*boundedTransport).slots
@@ -269,5 +270,12 @@ func TestClosedConnectionWakes(t *testing.T) {
 	c.close()
 	if !woken {
 		t.Error("a waiter for a slot of a closed connection is not woken")
+	}
+	// A pass told busy before the close, asking after it, joins no line
+	// that nothing serves: it is woken at once.
+	late := false
+	slots.whenFree("b", func() { late = true })
+	if !late {
+		t.Error("a waiter asking after its connection closed is not woken")
 	}
 }

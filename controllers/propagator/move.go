@@ -287,8 +287,12 @@ func (r *Reconciler) workloadsOf(ctx context.Context, o client.Object) []reconci
 // once.
 func (r *Reconciler) workloadsIn(ctx context.Context, key types.NamespacedName) []reconcile.Request {
 	out := r.workloadsBy(ctx, shared.IndexWorkloadClusters, key)
+	seen := make(map[reconcile.Request]bool, len(out))
+	for _, req := range out {
+		seen[req] = true
+	}
 	for _, req := range r.workloadsBy(ctx, shared.IndexWorkloadDependencyClusters, key) {
-		if !slices.Contains(out, req) {
+		if !seen[req] {
 			out = append(out, req)
 		}
 	}
@@ -299,7 +303,8 @@ func (r *Reconciler) workloadsIn(ctx context.Context, key types.NamespacedName) 
 // indexWorkloadDependencyClusters) files under a cluster.
 func (r *Reconciler) workloadsBy(ctx context.Context, index string, cluster types.NamespacedName) []reconcile.Request {
 	wls := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{index: cluster.String()}); err != nil {
+	// Read-only: only their names are taken.
+	if err := r.client.List(ctx, wls, client.MatchingFields{index: cluster.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		// The indexes are added before any controller (IndexWorkloads).
 		r.log.Info("cannot list the Workloads of a cluster", "cluster", cluster.String(), "error", err)
 		return nil
