@@ -512,7 +512,7 @@ func (r *Reconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Wo
 }
 
 // giveUpPatch asks the member to fence a candidate (design §4.9).
-var giveUpPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationGiveUp+`":"true"}}}`))
+var giveUpPatch = client.RawPatch(types.MergePatchType, mcv1alpha1.MarkPatch(mcv1alpha1.AnnotationGiveUp))
 
 // giveUp asks the member to fence candidates that may bind without
 // is-allowed: its agent deletes their pods unless bound, and marks them

@@ -47,6 +47,10 @@ func (ch *PodChaperon) HeldRunnerUp() bool {
 // IsAllowedPatch is the JSON merge patch that marks a chaperon
 // is-allowed=true: the management side's at commit, and the agent's for a
 // candidate that bound inside its window before it replaces its pod.
-func IsAllowedPatch() []byte {
-	return []byte(`{"metadata":{"annotations":{"` + AnnotationIsAllowed + `":"true"}}}`)
+func IsAllowedPatch() []byte { return MarkPatch(AnnotationIsAllowed) }
+
+// MarkPatch is the JSON merge patch that sets one of the chaperon's
+// marks (an annotation whose value is "true"), and nothing else.
+func MarkPatch(annotation string) []byte {
+	return []byte(`{"metadata":{"annotations":{"` + annotation + `":"true"}}}`)
 }
