@@ -331,12 +331,14 @@ type grace struct {
 const refusedRetry = time.Minute
 
 func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) (reconcile.Result, error) {
-	if boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+	if _, windowed := ch.BindWindow(); windowed && boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
 		// A candidate allowed in advance that bound inside its window is
 		// committed (the management side counts it so, and writes
 		// nothing for it); its replacement's status will no longer say it
 		// bound, so is-allowed says it first, for good: the replacement
-		// binds whenever it can, and is never fenced.
+		// binds whenever it can, and is never fenced. One with no window
+		// (NoReservation, a replica added to a committed cluster) binds
+		// without is-allowed and is never fenced: no mark.
 		if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch())); err != nil {
 			return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errMarkAllowed)
 		}

@@ -321,6 +321,40 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
+	t.Run("a lost pod of a candidate with no bind window is replaced without a mark", func(t *testing.T) {
+		// A NoReservation candidate (or a replica added to a committed
+		// cluster): it binds without is-allowed and is never fenced, so
+		// the mark would be a write of a whole pod spec for nothing.
+		plain := &mcv1alpha1.PodChaperon{
+			ObjectMeta: metav1.ObjectMeta{Name: "unwindowed", Namespace: "default"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		}
+		if err := c.Create(ctx, plain); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, plain, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return ch.Status.Phase == corev1.PodRunning
+		})
+		old, err := cs.CoreV1().Pods("default").Get(ctx, "unwindowed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "unwindowed", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := local.WaitForPod(ctx, cs, "default", "unwindowed", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatalf("no replacement of a lost pod: %v", err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(plain), plain); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := plain.Annotations[mcv1alpha1.AnnotationIsAllowed]; ok {
+			t.Errorf("a candidate with no bind window was marked is-allowed (%q) when its pod was replaced", v)
+		}
+	})
+
 	t.Run("a chaperon deleted with a grace period deletes its pod with it", func(t *testing.T) {
 		graced := &mcv1alpha1.PodChaperon{
 			ObjectMeta: metav1.ObjectMeta{Name: "graced", Namespace: "default"},
