@@ -179,3 +179,18 @@ func TestRegistryCheck(t *testing.T) {
 		t.Errorf("%d connections after Remove", r.Len())
 	}
 }
+
+// TestRegistryDefaults: a bound not above zero takes its default, so that
+// no Options value stops every request to members.
+func TestRegistryDefaults(t *testing.T) {
+	for name, opts := range map[string]Options{
+		"zero":     {},
+		"negative": {QPS: -1, Burst: -1, ProbeTimeout: -time.Second, RequestTimeout: -time.Second, MaxInFlight: -1},
+	} {
+		got := NewRegistry(opts, nil).opts
+		want := Options{QPS: 20, Burst: 40, ProbeTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, MaxInFlight: 4}
+		if got != want {
+			t.Errorf("%s: NewRegistry(%+v) took %+v, want %+v", name, opts, got, want)
+		}
+	}
+}

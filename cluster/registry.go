@@ -139,21 +139,23 @@ func (r *Registry) Members() []Member {
 }
 
 // NewRegistry returns a registry that calls notify (which must not block)
-// whenever a member's summary changes.
+// whenever a member's summary changes. An option not above zero takes its
+// default: no bound here can stop every request (the manager's flags
+// refuse such values before they get here, naming the flag).
 func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
-	if opts.QPS == 0 {
+	if opts.QPS <= 0 {
 		opts.QPS = 20
 	}
-	if opts.Burst == 0 {
+	if opts.Burst <= 0 {
 		opts.Burst = 40
 	}
-	if opts.ProbeTimeout == 0 {
+	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = 5 * time.Second
 	}
-	if opts.RequestTimeout == 0 {
+	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 10 * time.Second
 	}
-	if opts.MaxInFlight == 0 {
+	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 4
 	}
 	if notify == nil {
