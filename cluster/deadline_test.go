@@ -278,4 +278,23 @@ func TestClosedConnectionWakes(t *testing.T) {
 	if !late {
 		t.Error("a waiter asking after its connection closed is not woken")
 	}
+
+	// Nor does it wait for the connection's watches to stop (a watch
+	// stopping on a member that does not answer).
+	hc = requestClient(&http.Client{}, time.Minute, 1)
+	slots = hc.Transport.(*boundedTransport).slots
+	slots.Take()
+	wake := make(chan struct{})
+	slots.whenFree("c", func() { close(wake) })
+	stopped := make(chan struct{})
+	c = &Connection{requests: hc, HTTPClient: &http.Client{}, done: make(chan struct{}), stopped: stopped}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.close()
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Error("a waiter for a slot of a closed connection is woken only once its watches stop")
+	}
+	close(stopped)
+	<-c.Done()
 }

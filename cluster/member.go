@@ -310,23 +310,24 @@ func WorkloadOf(ch *mcv1alpha1.PodChaperon) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, ok
 }
 
-// close stops every watch and waits for its goroutines to end.
+// close stops every watch and waits for its goroutines to end. The
+// registry has forgotten the connection before it is closed.
 func (c *Connection) close() {
 	c.mu.Lock()
 	c.closed = true
 	stopped := c.stopped
 	c.mu.Unlock()
 	c.cancel()
+	if b, ok := c.requests.Transport.(*boundedTransport); ok {
+		// Who waits for one of its slots goes on with the connection
+		// that replaces it (or finds none), not when this one's requests,
+		// hung on an outage maybe, end, nor once its watches have.
+		b.slots.wakeAll()
+	}
 	if stopped != nil {
 		<-stopped
 	}
 	c.HTTPClient.CloseIdleConnections()
-	if b, ok := c.requests.Transport.(*boundedTransport); ok {
-		// Who waits for one of its slots goes on with the connection
-		// that replaces it (or finds none), not when this one's requests,
-		// hung on an outage maybe, end.
-		b.slots.wakeAll()
-	}
 	close(c.done)
 }
 
