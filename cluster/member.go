@@ -236,6 +236,9 @@ func (c *Connection) newCache(gctx context.Context) (crcache.Cache, meta.RESTMap
 		ReaderFailOnMissingInformer: true,
 		DefaultWatchErrorHandler:    WatchErrors(c.Key),
 		Scheme:                      memberScheme,
+		// The manager reads no managedFields: its copies of chaperons,
+		// each a whole pod spec, keep none.
+		DefaultTransform: crcache.TransformStripManagedFields(),
 		ByObject: map[client.Object]crcache.ByObject{
 			&mcv1alpha1.ClusterSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", mcv1alpha1.ClusterSummaryName)},
 			&mcv1alpha1.PodChaperon{}:    {Label: labels.NewSelector().Add(*hasWorkload)},

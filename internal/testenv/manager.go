@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,6 +36,8 @@ func StartManager(t *testing.T, cfg *rest.Config, setup func(ctrl.Manager) error
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// As the components' caches are (cmd/placer newManager).
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		// Tests run the same controllers against several clusters in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

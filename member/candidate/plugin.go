@@ -12,15 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/internal/latest"
@@ -47,7 +47,7 @@ var chaperons = mcv1alpha1.GroupVersion.WithResource("podchaperons")
 // Plugin reserves candidate pods and holds them until their chaperon is allowed.
 type Plugin struct {
 	handle  fwk.Handle
-	client  dynamic.Interface
+	client  metadata.Interface
 	lister  cache.GenericLister
 	timeout time.Duration
 	now     func() time.Time
@@ -70,17 +70,22 @@ func NewFactory(timeout time.Duration) func(ctx context.Context, _ runtime.Objec
 
 // New starts an informer on PodChaperons and returns the plugin. The
 // informer releases a waiting pod as soon as its chaperon is allowed: no polling.
+// It watches the chaperons' metadata alone (the plugin reads their
+// annotations, never the pod spec they carry), without managedFields.
 func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, error) {
 	if timeout <= 0 {
 		timeout = DefaultPermitTimeout
 	}
-	dc, err := dynamic.NewForConfig(h.KubeConfig())
+	mc, err := metadata.NewForConfig(h.KubeConfig())
 	if err != nil {
 		return nil, err
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
+	factory := metadatainformer.NewFilteredSharedInformerFactory(mc, 0, metav1.NamespaceAll, nil)
 	inf := factory.ForResource(chaperons)
-	p := &Plugin{handle: h, client: dc, lister: inf.Lister(), timeout: timeout, now: time.Now}
+	if err := inf.Informer().SetTransform(crcache.TransformStripManagedFields()); err != nil {
+		return nil, err
+	}
+	p := &Plugin{handle: h, client: mc, lister: inf.Lister(), timeout: timeout, now: time.Now}
 	p.marks = latest.New(annotationWriters, p.markReserved)
 	go func() { _ = p.marks.Start(ctx) }()
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -205,16 +210,16 @@ func (p *Plugin) chaperonAnnotations(ns, name string) map[string]string {
 	if err != nil {
 		return nil
 	}
-	u, ok := o.(*unstructured.Unstructured)
+	m, ok := o.(metav1.Object)
 	if !ok {
 		return nil
 	}
-	return u.GetAnnotations()
+	return m.GetAnnotations()
 }
 
 // release lets the waiting pod of an allowed chaperon bind.
 func (p *Plugin) release(o any) {
-	u, ok := o.(*unstructured.Unstructured)
+	u, ok := o.(metav1.Object)
 	if !ok || u.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] != "true" {
 		return
 	}
