@@ -68,6 +68,18 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 		}
 		dep, err := copyInto(ctx, cl, m, w, ns, kind, src)
 		if err != nil {
+			// What was copied before it is recorded beside what the
+			// cluster had, and so is this one unless the member surely
+			// holds no copy of it (a Problem: another's object, or a
+			// refused create); nothing is let go.
+			if !errors.As(err, new(*shared.Problem)) {
+				delivered = append(delivered, v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true})
+				out.CopiedInto = ns
+			}
+			for i := range delivered {
+				delivered[i].Cluster = ref
+			}
+			out.Dependencies, out.Set = mergeDependencies(had, delivered), true
 			return out, err
 		}
 		dep.Cluster = ref
@@ -109,6 +121,30 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 	}
 	out.Dependencies, out.Set = delivered, true
 	return out, nil
+}
+
+// Unrecorded are the entries Apply would add to had, the cluster's
+// status.dependencies entries (with all, every object the pods use;
+// without, the ServiceAccount alone), as they read once copied. They are
+// written before the copies are made (the propagator's recordFirst): a
+// copy whose record would come only after it, in a status write that a
+// manager killed in between, or a write that loses a race, never makes,
+// would be named nowhere once the template names another object or the
+// cluster is dropped, and no deletion would let it go.
+func (rd *Reading) Unrecorded(m cluster.Member, w *v1alpha1.Workload, all bool, had []v1alpha1.Dependency) []v1alpha1.Dependency {
+	key := m.ClusterKey()
+	var out []v1alpha1.Dependency
+	for _, src := range rd.resolve(w).objects {
+		kind := kindOf(src)
+		if !all && kind != propagator.KindServiceAccount {
+			continue
+		}
+		if slices.ContainsFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == src.GetName() }) {
+			continue
+		}
+		out = append(out, v1alpha1.Dependency{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Kind: kind, Name: src.GetName(), Copied: true})
+	}
+	return out
 }
 
 // Of are the status.dependencies entries of one cluster.

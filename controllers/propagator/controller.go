@@ -521,6 +521,10 @@ func stillServing(w *v1alpha1.Workload) map[types.NamespacedName]bool {
 	return keep
 }
 
+// derived set the status fields that follow from the others, in every
+// status write (shared.PatchStatus).
+var derived = []func(*v1alpha1.Workload){uncounted, setReadyOfDesired, forgetCounts}
+
 // setReadyOfDesired sets the ready/desired column (readyOfDesired) from
 // the counts, as kubectl shows a Deployment's READY.
 func setReadyOfDesired(w *v1alpha1.Workload) {
@@ -536,7 +540,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (written bool, e
 	for _, e := range s.events {
 		r.record.Event(s.w, e)
 	}
-	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig, uncounted, setReadyOfDesired, forgetCounts)
+	res, err := shared.PatchStatus(ctx, r.client, r.client, s.w, s.orig, derived...)
 	if res != shared.StatusUnchanged {
 		propagatorWrites.WithLabelValues(string(res)).Inc()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers/dependencies"
+	"github.com/placer-dev/placer/controllers/shared"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -35,6 +36,14 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 			return n, err
 		}
 	}
+	type delivery struct {
+		p   *proof
+		all bool
+		// had are the cluster's status entries before the record.
+		had []v1alpha1.Dependency
+		rec *record
+	}
+	var todo []delivery
 	for _, p := range s.proofs() {
 		deliver, all := p.delivery()
 		if !deliver || p.problem != nil {
@@ -49,7 +58,24 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 				continue
 			}
 		}
-		err := r.applyDependencies(ctx, s, p, all)
+		todo = append(todo, delivery{p: p, all: all, had: dependencies.Of(s.orig.Status.Dependencies, p.unit.Cluster)})
+	}
+	var records []record
+	for i := range todo {
+		d := &todo[i]
+		key := d.p.unit.Cluster
+		if add := s.deps.Unrecorded(d.p.member, d.p.delivered, d.all, d.had); len(add) > 0 {
+			ns := d.p.member.TargetNamespace(d.p.delivered)
+			d.rec = &record{key: key, add: add, namespace: ns, newNamespace: !slices.Contains(s.orig.PlacedIn(key), ns)}
+			records = append(records, *d.rec)
+		}
+	}
+	if n, err := r.recordFirst(ctx, s, records); n != proceed || err != nil {
+		return n, err
+	}
+	for _, d := range todo {
+		p := d.p
+		err := r.applyDependencies(ctx, s, p, d.all, d.had, d.rec)
 		var dp *deliveryProblem
 		switch {
 		case err == nil:
@@ -61,6 +87,61 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 				return n, err
 			}
 		}
+	}
+	return proceed, nil
+}
+
+// record is what a pass is about to copy into one cluster that its
+// status does not name yet.
+type record struct {
+	key       types.NamespacedName
+	add       []v1alpha1.Dependency
+	namespace string
+	// newNamespace: the status did not name the namespace before.
+	newNamespace bool
+}
+
+// addTo puts the record into w's status: its entries beside the cluster's,
+// the namespace among those placer put objects in.
+func (rc record) addTo(w *v1alpha1.Workload) {
+	setDependencies(w, rc.key, append(dependencies.Of(w.Status.Dependencies, rc.key), rc.add...))
+	w.SetPlaced(rc.key, rc.namespace, true)
+}
+
+// recordFirst writes the status.dependencies entries and placed
+// namespaces of the copies this pass is about to make, as they will read
+// once made (dependencies.Reading.Unrecorded), before any is made: what
+// placer puts in a member is recorded first (design §4.9), so that a
+// manager killed after a copy, or a pass whose status write loses a race,
+// leaves no copy that no status names once the template names another
+// object or the cluster is dropped. The pass's own write would have
+// carried the same entries after the copies: in the common case it has
+// nothing of them left to write, and the count of writes is the same. A
+// record that loses a race stops the pass, which the newer copy brings
+// back.
+func (r *Reconciler) recordFirst(ctx context.Context, s *scope, records []record) (next, error) {
+	if len(records) == 0 {
+		return proceed, nil
+	}
+	rec := s.orig.DeepCopy()
+	for _, rc := range records {
+		rc.addTo(rec)
+	}
+	res, err := shared.PatchStatus(ctx, r.client, r.client, rec, s.orig, derived...)
+	propagatorWrites.WithLabelValues(string(res)).Inc()
+	if err != nil || res != shared.StatusWritten {
+		return stop, err
+	}
+	// The pass goes on from what is written (the fields derived in a
+	// write too): its own write carries the rest, on the new
+	// resourceVersion.
+	s.orig.ResourceVersion, s.orig.Status = rec.ResourceVersion, *rec.Status.DeepCopy()
+	s.w.ResourceVersion = rec.ResourceVersion
+	for _, rc := range records {
+		rc.addTo(s.w)
+	}
+	for _, d := range derived {
+		d(s.w)
 	}
 	return proceed, nil
 }
@@ -109,18 +190,24 @@ func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, 
 
 // applyDependencies puts what the unit's pods need into its member (all,
 // or only the ServiceAccount) and writes what it did into the status: the
-// cluster's status.dependencies entries, the namespace placer copied into,
-// the Events.
-func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool) error {
+// cluster's status.dependencies entries (had before the pass recorded
+// what it was about to copy, rec), the namespace placer copied into, the
+// Events. A record of what it surely did not copy is taken back.
+func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool, had []v1alpha1.Dependency, rec *record) error {
 	key := p.unit.Cluster
-	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, dependencies.Of(s.orig.Status.Dependencies, key))
-	if applied.CopiedInto != "" {
+	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, had)
+	switch {
+	case applied.CopiedInto != "":
 		s.w.SetPlaced(key, applied.CopiedInto, true)
+	case err != nil && rec != nil && rec.newNamespace:
+		s.w.SetPlaced(key, rec.namespace, false)
 	}
 	for _, e := range applied.Events {
 		s.statusEvent(e)
 	}
-	if err == nil && applied.Set {
+	if applied.Set {
+		// Also when it failed: what it copied before (recorded first)
+		// stays named, what it surely did not copy is not.
 		setDependencies(s.w, key, applied.Dependencies)
 	}
 	return err

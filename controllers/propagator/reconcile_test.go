@@ -2014,6 +2014,107 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// The first status write that names the copies is lost (as a
+			// manager killed before it, or a write beaten by another
+			// writer, loses it); the template then names runner2, and the
+			// Workload is deleted. Before, the copies were made first and
+			// recorded by that write: once lost, no status named runner's
+			// copies, and the deletion, letting go of what the template
+			// and the status name, left them in a and b for good.
+			name:    "dependencies: a copy is recorded before it is made, so a status write lost after it leaves no copy that no status names",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner2")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			mgmt: func() *interceptor.Funcs {
+				lost := false
+				return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					if data, err := p.Data(o); err == nil && !lost && strings.Contains(string(data), `"dependencies"`) {
+						lost = true
+						return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
+					}
+					return c.SubResource(sub).Patch(ctx, o, p, opts...)
+				}}
+			}(),
+			passes: 2,
+			between: func(t *testing.T, e env) {
+				ctx := context.Background()
+				for _, m := range e.members {
+					if copyIn(t, m, propagator.KindServiceAccount, "runner") != nil && len(dependencies.Of(e.w.Status.Dependencies, m.Key)) == 0 {
+						t.Errorf("%s holds a copy of runner that no status entry names", m.Key.Name)
+					}
+				}
+				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
+				if err := e.mgmt.Update(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.mgmt.Delete(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantMembers: map[string][]string{"a": {}, "b": {}},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
+						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
+					}
+				}
+			},
+		},
+		{
+			// A pass whose copies are recorded first, and whose own write
+			// is then lost: the copies are named, and the deletion lets
+			// them go though the template names another since.
+			name:    "dependencies: copies recorded first stay named when the pass's own status write is lost",
+			w:       web(needs, nominate("a", "b")),
+			sources: theSources(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner2")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			mgmt: func() *interceptor.Funcs {
+				patches := 0
+				return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					if patches++; patches > 1 {
+						// Every write after the first one is lost.
+						return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
+					}
+					return c.SubResource(sub).Patch(ctx, o, p, opts...)
+				}}
+			}(),
+			passes: 2,
+			between: func(t *testing.T, e env) {
+				ctx := context.Background()
+				for _, m := range e.members {
+					if copyIn(t, m, propagator.KindServiceAccount, "runner") == nil {
+						t.Fatalf("the first pass made no copy of runner in %s", m.Key.Name)
+					}
+					if !slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool {
+						return d.Cluster.Name == m.Key.Name && d.Kind == propagator.KindServiceAccount && d.Name == "runner"
+					}) {
+						t.Errorf("no status entry names the copy of runner in %s: %+v", m.Key.Name, e.w.Status.Dependencies)
+					}
+				}
+				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
+				if err := e.mgmt.Update(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.mgmt.Delete(ctx, e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantMembers: map[string][]string{"a": {}, "b": {}},
+			check: func(t *testing.T, e env) {
+				for _, m := range e.members {
+					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
+						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
+					}
+				}
+			},
+		},
+		{
 			name:    "dependencies: at commit they are copied into the chosen cluster before its candidates are allowed, and only there",
 			w:       web(needs, nominate("a", "b")),
 			sources: theSources(),
@@ -2369,6 +2470,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(3, 3, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", 1))(s)
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+				// The copy made before the refusal, named (recorded first).
+				s.Dependencies = copies("a", "ConfigMap/settings")
 			},
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
@@ -2393,6 +2496,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: both(rejected(2, "a", v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data"), func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+				// The copy made before the refusal, named (recorded first).
+				s.Dependencies = copies("a", "ConfigMap/settings")
 			}),
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
@@ -2629,6 +2734,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: both(rejected(2, "a", v1alpha1.ReasonForbidden, `Secret default/db in default/a: the cluster refused it: secrets "db" is forbidden: denied by the member`), func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+				// The copy made before the refusal, named (recorded first).
+				s.Dependencies = copies("a", "ConfigMap/settings")
 			}),
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
