@@ -20,7 +20,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/internal/latest"
@@ -82,7 +81,7 @@ func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, err
 	}
 	factory := metadatainformer.NewFilteredSharedInformerFactory(mc, 0, metav1.NamespaceAll, nil)
 	inf := factory.ForResource(chaperons)
-	if err := inf.Informer().SetTransform(crcache.TransformStripManagedFields()); err != nil {
+	if err := inf.Informer().SetTransform(stripManagedFields); err != nil {
 		return nil, err
 	}
 	p := &Plugin{handle: h, client: mc, lister: inf.Lister(), timeout: timeout, now: time.Now}
@@ -215,6 +214,18 @@ func (p *Plugin) chaperonAnnotations(ns, name string) map[string]string {
 		return nil
 	}
 	return m.GetAnnotations()
+}
+
+// stripManagedFields drops the informer's copies' managedFields, which
+// the plugin never reads. Its own, not controller-runtime's
+// TransformStripManagedFields: the candidate scheduler is also built
+// against other kube-scheduler minors (hack/candidate), whose modules do
+// not take controller-runtime.
+func stripManagedFields(o any) (any, error) {
+	if m, ok := o.(metav1.Object); ok && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return o, nil
 }
 
 // release lets the waiting pod of an allowed chaperon bind.
