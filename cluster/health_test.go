@@ -180,15 +180,17 @@ func TestRegistryCheck(t *testing.T) {
 	}
 }
 
-// TestRegistryDefaults: a bound not above zero takes its default, so that
-// no Options value stops every request to members.
+// TestRegistryDefaults: a timeout or a number of requests in flight not
+// above zero takes its default, so that no Options value stops every
+// request to members; a negative QPS stays client-go's "no limit".
 func TestRegistryDefaults(t *testing.T) {
-	for name, opts := range map[string]Options{
-		"zero":     {},
-		"negative": {QPS: -1, Burst: -1, ProbeTimeout: -time.Second, RequestTimeout: -time.Second, MaxInFlight: -1},
+	for name, c := range map[string]struct{ opts, want Options }{
+		"zero": {Options{}, Options{QPS: 20, Burst: 40, ProbeTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, MaxInFlight: 4}},
+		"negative": {Options{QPS: -1, Burst: 1, ProbeTimeout: -time.Second, RequestTimeout: -time.Second, MaxInFlight: -1},
+			Options{QPS: -1, Burst: 1, ProbeTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, MaxInFlight: 4}},
 	} {
+		opts, want := c.opts, c.want
 		got := NewRegistry(opts, nil).opts
-		want := Options{QPS: 20, Burst: 40, ProbeTimeout: 5 * time.Second, RequestTimeout: 10 * time.Second, MaxInFlight: 4}
 		if got != want {
 			t.Errorf("%s: NewRegistry(%+v) took %+v, want %+v", name, opts, got, want)
 		}

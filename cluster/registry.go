@@ -139,14 +139,17 @@ func (r *Registry) Members() []Member {
 }
 
 // NewRegistry returns a registry that calls notify (which must not block)
-// whenever a member's summary changes. An option not above zero takes its
-// default: no bound here can stop every request (the manager's flags
-// refuse such values before they get here, naming the flag).
+// whenever a member's summary changes. A QPS or burst of zero takes its
+// default (a negative QPS is client-go's: no rate limit); a timeout or a
+// number of requests in flight not above zero takes its default, so that
+// no bound here stops every request (the manager refuses
+// --cluster-max-in-flight and --cluster-request-timeout below that before
+// they get here, naming the flag).
 func NewRegistry(opts Options, notify func(types.NamespacedName)) *Registry {
-	if opts.QPS <= 0 {
+	if opts.QPS == 0 {
 		opts.QPS = 20
 	}
-	if opts.Burst <= 0 {
+	if opts.Burst == 0 {
 		opts.Burst = 40
 	}
 	if opts.ProbeTimeout <= 0 {

@@ -61,25 +61,29 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 	}
 	ns := m.TargetNamespace(w)
 	var delivered []v1alpha1.Dependency
-	for _, src := range d.objects {
+	objects := d.copied(all)
+	for i, src := range objects {
 		kind := kindOf(src)
-		if !all && kind != propagator.KindServiceAccount {
-			continue
-		}
 		dep, err := copyInto(ctx, cl, m, w, ns, kind, src)
 		if err != nil {
-			// What was copied before it is recorded beside what the
-			// cluster had, and so is this one unless the member surely
-			// holds no copy of it (a Problem: another's object, or a
-			// refused create); nothing is let go.
-			if !errors.As(err, new(*shared.Problem)) {
-				delivered = append(delivered, v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true})
+			// Every object the pass meant to copy stays named, beside
+			// what the cluster had, nothing let go: the status reads the
+			// same after each pass that fails the same way (no write),
+			// and names whatever may be there.
+			failed := v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true}
+			if p := (*shared.Problem)(nil); errors.As(err, &p) {
+				// The member surely holds no copy of it made now.
+				failed = entryOr(had, kind, src.GetName(), v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Message: p.Message})
+			} else {
 				out.CopiedInto = ns
 			}
-			for i := range delivered {
-				delivered[i].Cluster = ref
+			delivered = append(delivered, failed)
+			for _, next := range objects[i+1:] {
+				k := kindOf(next)
+				delivered = append(delivered, entryOr(had, k, next.GetName(), v1alpha1.Dependency{Kind: k, Name: next.GetName(),
+					Message: fmt.Sprintf("not copied: the copy of %s %s before it failed", kind, src.GetName())}))
 			}
-			out.Dependencies, out.Set = mergeDependencies(had, delivered), true
+			out.Dependencies, out.Set = inCluster(ref, ordered(all, had, delivered)), true
 			return out, err
 		}
 		dep.Cluster = ref
@@ -123,28 +127,72 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 	return out, nil
 }
 
-// Unrecorded are the entries Apply would add to had, the cluster's
-// status.dependencies entries (with all, every object the pods use;
-// without, the ServiceAccount alone), as they read once copied. They are
-// written before the copies are made (the propagator's recordFirst): a
-// copy whose record would come only after it, in a status write that a
-// manager killed in between, or a write that loses a race, never makes,
-// would be named nowhere once the template names another object or the
-// cluster is dropped, and no deletion would let it go.
-func (rd *Reading) Unrecorded(m cluster.Member, w *v1alpha1.Workload, all bool, had []v1alpha1.Dependency) []v1alpha1.Dependency {
+// Recorded are the cluster's status.dependencies entries as Apply will
+// leave them once its copies are made (with all, every object the pods
+// use; without, the ServiceAccount alone), in the order it writes them,
+// from had, the entries the status has; record says whether they name
+// an object had does not. They are written before the copies are made
+// (the propagator's recordFirst): a copy whose record would come only
+// after it, in a status write that a manager killed in between, or a
+// write that loses a race, never makes, would be named nowhere once the
+// template names another object or the cluster is dropped, and no
+// deletion would let it go.
+func (rd *Reading) Recorded(m cluster.Member, w *v1alpha1.Workload, all bool, had []v1alpha1.Dependency) (ds []v1alpha1.Dependency, record bool) {
 	key := m.ClusterKey()
-	var out []v1alpha1.Dependency
-	for _, src := range rd.resolve(w).objects {
+	var delivered []v1alpha1.Dependency
+	for _, src := range rd.resolve(w).copied(all) {
 		kind := kindOf(src)
-		if !all && kind != propagator.KindServiceAccount {
-			continue
+		dep := entryOr(had, kind, src.GetName(), v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true})
+		record = record || !slices.ContainsFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == src.GetName() })
+		delivered = append(delivered, dep)
+	}
+	return inCluster(v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, ordered(all, had, delivered)), record
+}
+
+// ordered are the cluster's entries in the order Apply writes them: with
+// all, what it delivered in the pods' order, then what had keeps; without,
+// had's, each as delivered where it was, then the new ones.
+func ordered(all bool, had, delivered []v1alpha1.Dependency) []v1alpha1.Dependency {
+	if !all {
+		return mergeDependencies(had, delivered)
+	}
+	out := slices.Clone(delivered)
+	for _, old := range had {
+		if !slices.ContainsFunc(delivered, func(d v1alpha1.Dependency) bool { return d.Kind == old.Kind && d.Name == old.Name }) {
+			out = append(out, old)
 		}
-		if slices.ContainsFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == src.GetName() }) {
-			continue
-		}
-		out = append(out, v1alpha1.Dependency{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Kind: kind, Name: src.GetName(), Copied: true})
 	}
 	return out
+}
+
+// copied are the objects Apply copies: all, or the ServiceAccount alone.
+func (d *resolved) copied(all bool) []client.Object {
+	if all {
+		return d.objects
+	}
+	var out []client.Object
+	for _, src := range d.objects {
+		if kindOf(src) == propagator.KindServiceAccount {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// entryOr is had's entry of that kind and name, or else.
+func entryOr(had []v1alpha1.Dependency, kind, name string, or v1alpha1.Dependency) v1alpha1.Dependency {
+	if i := slices.IndexFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == name }); i >= 0 {
+		return had[i]
+	}
+	return or
+}
+
+// inCluster sets every entry's cluster.
+func inCluster(ref v1alpha1.ClusterReference, ds []v1alpha1.Dependency) []v1alpha1.Dependency {
+	for i := range ds {
+		ds[i].Cluster = ref
+	}
+	return ds
 }
 
 // Of are the status.dependencies entries of one cluster.

@@ -41,7 +41,6 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 		all bool
 		// had are the cluster's status entries before the record.
 		had []v1alpha1.Dependency
-		rec *record
 	}
 	var todo []delivery
 	for _, p := range s.proofs() {
@@ -61,13 +60,9 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 		todo = append(todo, delivery{p: p, all: all, had: dependencies.Of(s.orig.Status.Dependencies, p.unit.Cluster)})
 	}
 	var records []record
-	for i := range todo {
-		d := &todo[i]
-		key := d.p.unit.Cluster
-		if add := s.deps.Unrecorded(d.p.member, d.p.delivered, d.all, d.had); len(add) > 0 {
-			ns := d.p.member.TargetNamespace(d.p.delivered)
-			d.rec = &record{key: key, add: add, namespace: ns, newNamespace: !slices.Contains(s.orig.PlacedIn(key), ns)}
-			records = append(records, *d.rec)
+	for _, d := range todo {
+		if ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had); ok {
+			records = append(records, record{key: d.p.unit.Cluster, deps: ds, namespace: d.p.member.TargetNamespace(d.p.delivered)})
 		}
 	}
 	if n, err := r.recordFirst(ctx, s, records); n != proceed || err != nil {
@@ -75,7 +70,7 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 	}
 	for _, d := range todo {
 		p := d.p
-		err := r.applyDependencies(ctx, s, p, d.all, d.had, d.rec)
+		err := r.applyDependencies(ctx, s, p, d.all, d.had)
 		var dp *deliveryProblem
 		switch {
 		case err == nil:
@@ -91,34 +86,35 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 	return proceed, nil
 }
 
-// record is what a pass is about to copy into one cluster that its
-// status does not name yet.
+// record is what a pass is about to copy into one cluster whose status
+// does not name all of it yet: the cluster's entries as they will read
+// (dependencies.Reading.Recorded), and the namespace.
 type record struct {
 	key       types.NamespacedName
-	add       []v1alpha1.Dependency
+	deps      []v1alpha1.Dependency
 	namespace string
-	// newNamespace: the status did not name the namespace before.
-	newNamespace bool
 }
 
-// addTo puts the record into w's status: its entries beside the cluster's,
-// the namespace among those placer put objects in.
+// addTo puts the record into w's status: the cluster's entries, the
+// namespace among those placer put objects in.
 func (rc record) addTo(w *v1alpha1.Workload) {
-	setDependencies(w, rc.key, append(dependencies.Of(w.Status.Dependencies, rc.key), rc.add...))
+	setDependencies(w, rc.key, rc.deps)
 	w.SetPlaced(rc.key, rc.namespace, true)
 }
 
 // recordFirst writes the status.dependencies entries and placed
 // namespaces of the copies this pass is about to make, as they will read
-// once made (dependencies.Reading.Unrecorded), before any is made: what
+// once made (dependencies.Reading.Recorded), before any is made: what
 // placer puts in a member is recorded first (design §4.9), so that a
 // manager killed after a copy, or a pass whose status write loses a race,
 // leaves no copy that no status names once the template names another
 // object or the cluster is dropped. The pass's own write would have
-// carried the same entries after the copies: in the common case it has
-// nothing of them left to write, and the count of writes is the same. A
+// carried the same entries after the copies, and has nothing of them left
+// to write: a pass that writes nothing else (a gang of one's first) makes
+// no more writes than before, one that commits a held gang one more. A
 // record that loses a race stops the pass, which the newer copy brings
-// back.
+// back. A pass that fails the same way again finds its entries named
+// already, and records nothing.
 func (r *Reconciler) recordFirst(ctx context.Context, s *scope, records []record) (next, error) {
 	if len(records) == 0 {
 		return proceed, nil
@@ -135,6 +131,7 @@ func (r *Reconciler) recordFirst(ctx context.Context, s *scope, records []record
 	// The pass goes on from what is written (the fields derived in a
 	// write too): its own write carries the rest, on the new
 	// resourceVersion.
+	r.written.Remember(rec)
 	s.orig.ResourceVersion, s.orig.Status = rec.ResourceVersion, *rec.Status.DeepCopy()
 	s.w.ResourceVersion = rec.ResourceVersion
 	for _, rc := range records {
@@ -191,23 +188,19 @@ func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, 
 // applyDependencies puts what the unit's pods need into its member (all,
 // or only the ServiceAccount) and writes what it did into the status: the
 // cluster's status.dependencies entries (had before the pass recorded
-// what it was about to copy, rec), the namespace placer copied into, the
-// Events. A record of what it surely did not copy is taken back.
-func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool, had []v1alpha1.Dependency, rec *record) error {
+// what it was about to copy), the namespace placer copied into, the
+// Events.
+func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool, had []v1alpha1.Dependency) error {
 	key := p.unit.Cluster
 	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, had)
-	switch {
-	case applied.CopiedInto != "":
+	if applied.CopiedInto != "" {
 		s.w.SetPlaced(key, applied.CopiedInto, true)
-	case err != nil && rec != nil && rec.newNamespace:
-		s.w.SetPlaced(key, rec.namespace, false)
 	}
 	for _, e := range applied.Events {
 		s.statusEvent(e)
 	}
 	if applied.Set {
-		// Also when it failed: what it copied before (recorded first)
-		// stays named, what it surely did not copy is not.
+		// Also when it failed: whatever it may have copied stays named.
 		setDependencies(s.w, key, applied.Dependencies)
 	}
 	return err

@@ -230,6 +230,19 @@ func copies(cluster string, objs ...string) []v1alpha1.Dependency {
 	return out
 }
 
+// refusedAfter are a cluster's entries after a pass that copied copied,
+// was refused refused (why), and so did not copy rest.
+func refusedAfter(cluster, copied, refused, why string, rest ...string) []v1alpha1.Dependency {
+	out := copies(cluster, copied, refused)
+	out[1].Copied, out[1].Message = false, why
+	kind, name, _ := strings.Cut(refused, "/")
+	for _, r := range copies(cluster, rest...) {
+		r.Copied, r.Message = false, "not copied: the copy of "+kind+" "+name+" before it failed"
+		out = append(out, r)
+	}
+	return out
+}
+
 // both applies two changes of a status.
 func both(a, b func(*v1alpha1.WorkloadStatus)) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) { a(s); b(s) }
@@ -2470,8 +2483,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				counts(3, 3, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", 1))(s)
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
-				// The copy made before the refusal, named (recorded first).
-				s.Dependencies = copies("a", "ConfigMap/settings")
+				// Named, each as it is: the copy made before the refusal
+				// (recorded first), the refused object, and the one after it.
+				s.Dependencies = refusedAfter("a", "ConfigMap/settings", "Secret/db", "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", "ServiceAccount/runner")
 			},
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
@@ -2486,6 +2500,44 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// The refusal stays (only the member can end it): the first
+		// pass records and writes what it found; the passes after it,
+		// each woken by the last one's write as much as by the member,
+		// find the status saying so already and write nothing. Before
+		// they took back what the refusal kept them from copying, and
+		// recorded it again, a write each, without end.
+		func() propagatorCase {
+			patches := 0
+			return propagatorCase{
+				name:    "dependencies: a refusal that stays is written once, not again at each pass",
+				w:       web(needs, st.Replicas(3)),
+				sources: theSources(),
+				members: func(w *v1alpha1.Workload) clustertest.Members {
+					other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
+					return runningIn(w, nil, other)
+				},
+				mgmt: &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					patches++
+					return c.SubResource(sub).Patch(ctx, o, p, opts...)
+				}},
+				passes: 4,
+				between: func(t *testing.T, e env) {
+					if patches > 2 {
+						t.Errorf("%d status writes by now, want the first pass's record and its own write, none after", patches)
+					}
+				},
+				wantStatus: func(s *v1alpha1.WorkloadStatus) {
+					counts(3, 3, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", 1))(s)
+					s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+					s.Dependencies = refusedAfter("a", "ConfigMap/settings", "Secret/db", "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", "ServiceAccount/runner")
+				},
+				check: func(t *testing.T, e env) {
+					if patches > 2 {
+						t.Errorf("%d status writes in 4 passes, want at most 2 (the first pass's record and its own write)", patches)
+					}
+				},
+			}
+		}(),
 		{
 			name:    "dependencies: another source's copy in the chosen cluster rejects it at commit",
 			w:       web(needs),
@@ -2496,8 +2548,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: both(rejected(2, "a", v1alpha1.ReasonNameConflict, "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data"), func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
-				// The copy made before the refusal, named (recorded first).
-				s.Dependencies = copies("a", "ConfigMap/settings")
+				// Named, each as it is: the copy made before the refusal
+				// (recorded first), the refused object, and the one after it.
+				s.Dependencies = refusedAfter("a", "ConfigMap/settings", "Secret/db", "Secret default/db in default/a is placer's copy of team-b/db, not of default/db: the pods would read another Workload's data", "ServiceAccount/runner")
 			}),
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
@@ -2734,8 +2787,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			wantStatus: both(rejected(2, "a", v1alpha1.ReasonForbidden, `Secret default/db in default/a: the cluster refused it: secrets "db" is forbidden: denied by the member`), func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
-				// The copy made before the refusal, named (recorded first).
-				s.Dependencies = copies("a", "ConfigMap/settings")
+				// Named, each as it is: the copy made before the refusal
+				// (recorded first), the refused object, and the one after it.
+				s.Dependencies = refusedAfter("a", "ConfigMap/settings", "Secret/db", `Secret default/db in default/a: the cluster refused it: secrets "db" is forbidden: denied by the member`, "ServiceAccount/runner")
 			}),
 			wantMembers: map[string][]string{"a": {}},
 			check: func(t *testing.T, e env) {
