@@ -245,13 +245,17 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return reconcile.Result{}, p.follow(ctx, pod, w)
 }
 
-// controllerUID is the UID of the Workload's controlling pod ("" when a
-// pod does not control it).
+// controllerUID is the UID of the Workload's controlling pod: its
+// controller reference, or else its proxy-pod label, which the garbage
+// collector leaves on a Workload it orphans (kubectl delete pod
+// --cascade=orphan): a proxy pod's Workload holds what runs for it, as
+// its containers, which stop with it whatever the cascade. "" when no
+// pod controls it.
 func controllerUID(w *v1alpha1.Workload) types.UID {
 	if ref := podControllerOf(w); ref != nil {
 		return ref.UID
 	}
-	return ""
+	return types.UID(w.Labels[v1alpha1.LabelProxyPod])
 }
 
 // otherWorkload handles a Workload of the pod's name that the pod does

@@ -18,7 +18,8 @@ import (
 // deleted: a pod being deleted stays until its Workload has gone) is
 // marked so before its deletion, and nothing waits for its delegate to
 // stop (the propagator's stopsFirst); that of a pod being deleted is not,
-// and its delegate stops before the pod goes.
+// and its delegate stops before the pod goes; also when the pod was
+// deleted --cascade=orphan (its delegate is what runs for it).
 func TestPodGone(t *testing.T) {
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
@@ -31,12 +32,18 @@ func TestPodGone(t *testing.T) {
 	deleting := proxyPod(key, "p1")
 	// A finalizer of the test's keeps it, being deleted.
 	deleting.Finalizers, deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = []string{"test/keep"}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
+	// kubectl delete pod --cascade=orphan: the garbage collector took the
+	// pod's reference off its Workload, whose label still names the pod.
+	orphaned := workloadOf("p1")
+	orphaned.OwnerReferences = nil
 	cases := map[string]struct {
 		objs     []client.Object
 		wantGone bool
 	}{
-		"the pod is gone":          {objs: []client.Object{workloadOf("p1")}, wantGone: true},
-		"the pod is being deleted": {objs: []client.Object{workloadOf("p1"), deleting}},
+		"the pod is gone":                                 {objs: []client.Object{workloadOf("p1")}, wantGone: true},
+		"the pod is being deleted":                        {objs: []client.Object{workloadOf("p1"), deleting}},
+		"the pod is being deleted, its Workload orphaned": {objs: []client.Object{orphaned, deleting}},
+		"the pod is gone, its Workload orphaned":          {objs: []client.Object{orphaned.DeepCopy()}, wantGone: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
