@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -606,6 +607,35 @@ func TestProxyPods(t *testing.T) {
 		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "in-us"}, w); err == nil {
 			t.Errorf("the pod's Workload outlived it")
 		}
+	})
+
+	t.Run("a proxy pod deleted --cascade=orphan stops its delegate, as any pod's deletion stops its containers", func(t *testing.T) {
+		// The garbage collector takes the pod's reference off its
+		// Workload (the orphan finalizer) while placer lets the pod go;
+		// before, when it did so first, the delegate ran on with no pod.
+		// Here the real garbage collector races placer, which usually
+		// acts first (this case passed on the code before, three runs of
+		// three): it shows the whole deletion works as deployed. The
+		// controller's test (proxypod TestPodGone) puts the orphaning
+		// first every time, and fails without the fix.
+		p := regionPod("orphaning", "us")
+		if err := f.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		if _, clusters := f.delegates(t, "orphaning"); clusters["pb"] != 1 {
+			t.Fatalf("delegates before the deletion: %v, want one in pb", clusters)
+		}
+		if err := f.c.Delete(ctx, p, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
+		waitUntil(t, timeout, func() (bool, string) {
+			_, clusters := f.delegates(t, "orphaning")
+			w := &v1alpha1.Workload{}
+			err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "orphaning"}, w)
+			return len(clusters) == 0 && kerrors.IsNotFound(err), fmt.Sprintf("delegates left: %v; the pod's Workload: %v (%v)", clusters, w.OwnerReferences, err)
+		})
 	})
 
 	t.Run("a member lost: its proxy pods move by the move policy, and the Deployment keeps its pods", f.memberLost)
