@@ -613,9 +613,9 @@ func TestProxyPods(t *testing.T) {
 		// The garbage collector takes the pod's reference off its
 		// Workload (the orphan finalizer) while placer lets the pod go;
 		// before, when it did so first, the delegate ran on with no pod.
-		// Here the real garbage collector races placer, which usually
-		// acts first (this case passed on the code before, three runs of
-		// three): it shows the whole deletion works as deployed. The
+		// Here the real garbage collector races placer, which acted
+		// first in the one run on the code before (this case passed
+		// there): it shows the whole deletion works as deployed. The
 		// controller's test (proxypod TestPodGone) puts the orphaning
 		// first every time, and fails without the fix.
 		p := regionPod("orphaning", "us")
