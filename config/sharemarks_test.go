@@ -18,7 +18,9 @@ import (
 // TestShareMarksPolicy applies config/management as deployed: anyone but
 // the manager's ServiceAccount is refused, naming the field, a Workload
 // created with a share's marks or updated to carry or change them; the
-// manager sets and takes them; other annotations are anyone's.
+// manager sets and takes them; other annotations are anyone's. The same
+// for the proxy-pod label of the Workloads the manager makes for proxy
+// pods.
 func TestShareMarksPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -86,5 +88,39 @@ func TestShareMarksPolicy(t *testing.T) {
 	}
 	if err := annotate(manager, v1alpha1.AnnotationCommitHeld, ""); err != nil {
 		t.Errorf("the manager letting a share go: %v", err)
+	}
+
+	// The proxy-pod label: a tenant's Workload carrying it would be taken
+	// for an orphaned proxy pod's, and go with no pod.
+	labelled := func(name string) *v1alpha1.Workload {
+		w := st.Workload(name, st.WLabels(v1alpha1.LabelProxyPod, "uid-1"))
+		w.UID, w.Generation = "", 0
+		return w
+	}
+	refusedLabel := func(err error) bool {
+		return kerrors.IsForbidden(err) && strings.Contains(err.Error(), "metadata.labels: compute.placer.dev/proxy-pod is placer-manager's mark")
+	}
+	if err := env.Client.Create(ctx, labelled("tenants")); !refusedLabel(err) {
+		t.Errorf("a Workload created with compute.placer.dev/proxy-pod: %v, want the policy's refusal naming the field", err)
+	}
+	proxys := labelled("proxys")
+	if err := manager.Create(ctx, proxys); err != nil {
+		t.Fatalf("the manager making a proxy pod's Workload: %v", err)
+	}
+	relabel := func(c client.Client, value string) error {
+		w := &v1alpha1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(proxys), w); err != nil {
+			t.Fatal(err)
+		}
+		w.Labels[v1alpha1.LabelProxyPod] = value
+		return c.Update(ctx, w)
+	}
+	if err := relabel(env.Client, "uid-2"); !refusedLabel(err) {
+		t.Errorf("an update changing compute.placer.dev/proxy-pod: %v, want the policy's refusal", err)
+	}
+	// Another change of a proxy pod's Workload is anyone's who may (the
+	// garbage collector taking the pod's reference off, say).
+	if err := relabel(env.Client, "uid-1"); err != nil {
+		t.Errorf("an update keeping compute.placer.dev/proxy-pod: %v", err)
 	}
 }

@@ -246,14 +246,19 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 }
 
 // controllerUID is the UID of the Workload's controlling pod: its
-// controller reference, or else its proxy-pod label, which the garbage
-// collector leaves on a Workload it orphans (kubectl delete pod
-// --cascade=orphan): a proxy pod's Workload holds what runs for it, as
-// its containers, which stop with it whatever the cascade. "" when no
-// pod controls it.
+// controller reference, or, when it has no controller at all, its
+// proxy-pod label, which the garbage collector leaves on a Workload it
+// orphans (kubectl delete pod --cascade=orphan): a proxy pod's Workload
+// holds what runs for it, as its containers, which stop with it whatever
+// the cascade. Only the manager may set that label (the admission policy
+// placer-share-marks). "" when no pod controls it.
 func controllerUID(w *v1alpha1.Workload) types.UID {
 	if ref := podControllerOf(w); ref != nil {
 		return ref.UID
+	}
+	if metav1.GetControllerOf(w) != nil {
+		// A share of a Divided Workload, say, with its parent's labels.
+		return ""
 	}
 	return types.UID(w.Labels[v1alpha1.LabelProxyPod])
 }

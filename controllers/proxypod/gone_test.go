@@ -65,3 +65,26 @@ func TestPodGone(t *testing.T) {
 		})
 	}
 }
+
+// TestLabelledShareKept: a Workload another Workload controls (a share,
+// with its parent's labels) is never taken for an orphaned proxy pod's by
+// its proxy-pod label.
+func TestLabelledShareKept(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	share := workloadOfPod(key, "p1")
+	isController := true
+	share.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "db", UID: "parent", Controller: &isController}}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(share).Build()
+	p := &Proxies{Client: c}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, w); err != nil {
+		t.Fatal(err)
+	}
+	if w.DeletionTimestamp != nil || w.Annotations[v1alpha1.AnnotationProxyPodGone] != "" {
+		t.Errorf("a share with a proxy-pod label is deleted (%v) or marked gone (%q) as an orphaned proxy pod's Workload", w.DeletionTimestamp, w.Annotations[v1alpha1.AnnotationProxyPodGone])
+	}
+}
