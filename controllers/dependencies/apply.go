@@ -137,10 +137,16 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 // write that loses a race, never makes, would be named nowhere once the
 // template names another object or the cluster is dropped, and no
 // deletion would let it go.
-func (rd *Reading) Recorded(m cluster.Member, w *v1alpha1.Workload, all bool, had []v1alpha1.Dependency) (ds []v1alpha1.Dependency, record bool) {
+//
+// placed says whether the status names the target namespace already: one
+// it does not (the target namespace changed) is recorded too before
+// anything is copied there.
+func (rd *Reading) Recorded(m cluster.Member, w *v1alpha1.Workload, all bool, had []v1alpha1.Dependency, placed bool) (ds []v1alpha1.Dependency, record bool) {
 	key := m.ClusterKey()
 	var delivered []v1alpha1.Dependency
-	for _, src := range rd.resolve(w).copied(all) {
+	objects := rd.resolve(w).copied(all)
+	record = !placed && len(objects) > 0
+	for _, src := range objects {
 		kind := kindOf(src)
 		dep := entryOr(had, kind, src.GetName(), v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true})
 		record = record || !slices.ContainsFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == src.GetName() })

@@ -61,8 +61,9 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 	}
 	var records []record
 	for _, d := range todo {
-		if ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had); ok {
-			records = append(records, record{key: d.p.unit.Cluster, deps: ds, namespace: d.p.member.TargetNamespace(d.p.delivered)})
+		key, ns := d.p.unit.Cluster, d.p.member.TargetNamespace(d.p.delivered)
+		if ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had, slices.Contains(s.orig.PlacedIn(key), ns)); ok {
+			records = append(records, record{key: key, deps: ds, namespace: ns})
 		}
 	}
 	if n, err := r.recordFirst(ctx, s, records); n != proceed || err != nil {

@@ -1125,6 +1125,65 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// The target namespace changes: the copies the Workload has
+			// in default go into apps too, and the first status write
+			// that names apps is lost. Before, the status named the
+			// objects already (by kind and name, from default), so apps
+			// was named only by the write that followed the copies: lost,
+			// a revert of the namespace and the Workload's deletion never
+			// visited apps again.
+			name:    "dependencies: a new target namespace is recorded before anything is copied there",
+			sources: theSources(),
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}
+				w.Status.Dependencies = copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetNamespace = ""
+				objs := candidates(old, 2, reserved, allowed, running)
+				for _, src := range []client.Object{&corev1.Secret{ObjectMeta: objectMeta("db")}, &corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}} {
+					c := propagator.NewCopy(src, "default")
+					propagator.SetUser(c, string(w.UID), true)
+					objs = append(objs, c)
+				}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
+			},
+			mgmt: func() *interceptor.Funcs {
+				lost := false
+				return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					if data, err := p.Data(o); err == nil && !lost && strings.Contains(string(data), `"apps"`) {
+						lost = true
+						return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
+					}
+					return c.SubResource(sub).Patch(ctx, o, p, opts...)
+				}}
+			}(),
+			passes: 2,
+			between: func(t *testing.T, e env) {
+				for _, name := range []string{"db", "settings", "runner"} {
+					for _, o := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}} {
+						if e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "apps", Name: name}, o) == nil &&
+							!slices.Contains(e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "a"}), "apps") {
+							t.Errorf("apps holds %s, and no status names apps: %+v", name, e.w.Status.PlacedNamespaces)
+						}
+					}
+				}
+			},
+			check: func(t *testing.T, e env) {
+				// The next pass, its record written, copies there.
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "apps", Name: "db"}, &corev1.Secret{}); err != nil {
+					t.Errorf("Secret db in apps after the second pass: %v", err)
+				}
+				if !slices.Contains(e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "a"}), "apps") {
+					t.Errorf("placedNamespaces %+v: apps is not named", e.w.Status.PlacedNamespaces)
+				}
+			},
+		},
+		{
 			// On 2f04a54 nothing visited default any more: its Service and
 			// copies stayed.
 			name:    "a namespace the pods left without its cleanup (no chaperon there any more) is cleaned, as status.placedNamespaces names it",
