@@ -243,6 +243,45 @@ func refusedAfter(cluster, copied, refused, why string, rest ...string) []v1alph
 	return out
 }
 
+// loseFirstPatch loses (a Conflict, as a write beaten by another writer)
+// the first status patch whose body holds text, as a manager killed
+// before it would have.
+func loseFirstPatch(text string) *interceptor.Funcs {
+	lost := false
+	return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+		if data, err := p.Data(o); err == nil && !lost && strings.Contains(string(data), text) {
+			lost = true
+			return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
+		}
+		return c.SubResource(sub).Patch(ctx, o, p, opts...)
+	}}
+}
+
+// renameRunnerAndDelete makes the template name ServiceAccount runner2,
+// then deletes the Workload.
+func renameRunnerAndDelete(t *testing.T, e env) {
+	t.Helper()
+	ctx := context.Background()
+	e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
+	if err := e.mgmt.Update(ctx, e.w); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgmt.Delete(ctx, e.w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantNoRunnerCopies: no member keeps a copy of ServiceAccount runner
+// after the Workload's deletion.
+func wantNoRunnerCopies(t *testing.T, e env) {
+	t.Helper()
+	for _, m := range e.members {
+		if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
+			t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
+		}
+	}
+}
+
 // both applies two changes of a status.
 func both(a, b func(*v1alpha1.WorkloadStatus)) func(*v1alpha1.WorkloadStatus) {
 	return func(s *v1alpha1.WorkloadStatus) { a(s); b(s) }
@@ -1152,16 +1191,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
 			},
-			mgmt: func() *interceptor.Funcs {
-				lost := false
-				return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-					if data, err := p.Data(o); err == nil && !lost && strings.Contains(string(data), `"apps"`) {
-						lost = true
-						return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
-					}
-					return c.SubResource(sub).Patch(ctx, o, p, opts...)
-				}}
-			}(),
+			mgmt:   loseFirstPatch(`"apps"`),
 			passes: 2,
 			between: func(t *testing.T, e env) {
 				for _, name := range []string{"db", "settings", "runner"} {
@@ -2061,29 +2091,16 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			passes: 2,
 			between: func(t *testing.T, e env) {
-				ctx := context.Background()
 				for _, m := range e.members {
 					if copyIn(t, m, propagator.KindServiceAccount, "runner") == nil {
 						t.Fatalf("the first pass made no copy of runner in %s", m.Key.Name)
 					}
 				}
-				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
-				if err := e.mgmt.Update(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.mgmt.Delete(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
+				renameRunnerAndDelete(t, e)
 			},
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
 			wantMembers: map[string][]string{"a": {}, "b": {}},
-			check: func(t *testing.T, e env) {
-				for _, m := range e.members {
-					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
-						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
-					}
-				}
-			},
+			check:       wantNoRunnerCopies,
 		},
 		{
 			// The first status write that names the copies is lost (as a
@@ -2099,41 +2116,19 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
-			mgmt: func() *interceptor.Funcs {
-				lost := false
-				return &interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-					if data, err := p.Data(o); err == nil && !lost && strings.Contains(string(data), `"dependencies"`) {
-						lost = true
-						return kerrors.NewConflict(schema.GroupResource{Resource: "workloads"}, "web", errFromMember)
-					}
-					return c.SubResource(sub).Patch(ctx, o, p, opts...)
-				}}
-			}(),
+			mgmt:   loseFirstPatch(`"dependencies"`),
 			passes: 2,
 			between: func(t *testing.T, e env) {
-				ctx := context.Background()
 				for _, m := range e.members {
 					if copyIn(t, m, propagator.KindServiceAccount, "runner") != nil && len(dependencies.Of(e.w.Status.Dependencies, m.Key)) == 0 {
 						t.Errorf("%s holds a copy of runner that no status entry names", m.Key.Name)
 					}
 				}
-				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
-				if err := e.mgmt.Update(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.mgmt.Delete(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
+				renameRunnerAndDelete(t, e)
 			},
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
 			wantMembers: map[string][]string{"a": {}, "b": {}},
-			check: func(t *testing.T, e env) {
-				for _, m := range e.members {
-					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
-						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
-					}
-				}
-			},
+			check:       wantNoRunnerCopies,
 		},
 		{
 			// A pass whose copies are recorded first, and whose own write
@@ -2157,7 +2152,6 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			}(),
 			passes: 2,
 			between: func(t *testing.T, e env) {
-				ctx := context.Background()
 				for _, m := range e.members {
 					if copyIn(t, m, propagator.KindServiceAccount, "runner") == nil {
 						t.Fatalf("the first pass made no copy of runner in %s", m.Key.Name)
@@ -2168,23 +2162,11 @@ func propagatorCases(t *testing.T) []propagatorCase {
 						t.Errorf("no status entry names the copy of runner in %s: %+v", m.Key.Name, e.w.Status.Dependencies)
 					}
 				}
-				e.w.Spec.TargetDeployment.Template.Spec.ServiceAccountName = "runner2"
-				if err := e.mgmt.Update(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.mgmt.Delete(ctx, e.w); err != nil {
-					t.Fatal(err)
-				}
+				renameRunnerAndDelete(t, e)
 			},
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
 			wantMembers: map[string][]string{"a": {}, "b": {}},
-			check: func(t *testing.T, e env) {
-				for _, m := range e.members {
-					if o := copyIn(t, m, propagator.KindServiceAccount, "runner"); o != nil {
-						t.Errorf("the copy of ServiceAccount runner stays in %s after the Workload's deletion, used by %v", m.Key.Name, propagator.Users(o))
-					}
-				}
-			},
+			check:       wantNoRunnerCopies,
 		},
 		{
 			name:    "dependencies: at commit they are copied into the chosen cluster before its candidates are allowed, and only there",

@@ -21,7 +21,6 @@ import (
 // and its delegate stops before the pod goes; also when the pod was
 // deleted --cascade=orphan (its delegate is what runs for it).
 func TestPodGone(t *testing.T) {
-	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	workloadOf := func(uid types.UID) *v1alpha1.Workload {
 		w := workloadOfPod(key, uid)
@@ -47,15 +46,7 @@ func TestPodGone(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.objs...).Build()
-			p := &Proxies{Client: c}
-			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
-				t.Fatal(err)
-			}
-			w := &v1alpha1.Workload{}
-			if err := c.Get(ctx, key, w); err != nil {
-				t.Fatal(err)
-			}
+			w := workloadAfterPass(t, key, tc.objs...)
 			if w.DeletionTimestamp == nil {
 				t.Error("the Workload is not being deleted")
 			}
@@ -70,12 +61,22 @@ func TestPodGone(t *testing.T) {
 // with its parent's labels) is never taken for an orphaned proxy pod's by
 // its proxy-pod label.
 func TestLabelledShareKept(t *testing.T) {
-	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	share := workloadOfPod(key, "p1")
 	isController := true
 	share.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "db", UID: "parent", Controller: &isController}}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(share).Build()
+	w := workloadAfterPass(t, key, share)
+	if w.DeletionTimestamp != nil || w.Annotations[v1alpha1.AnnotationProxyPodGone] != "" {
+		t.Errorf("a share with a proxy-pod label is deleted (%v) or marked gone (%q) as an orphaned proxy pod's Workload", w.DeletionTimestamp, w.Annotations[v1alpha1.AnnotationProxyPodGone])
+	}
+}
+
+// workloadAfterPass runs one pass of the proxy pods' controller on objs
+// for key, and returns the Workload of that name as it leaves it.
+func workloadAfterPass(t *testing.T, key types.NamespacedName, objs ...client.Object) *v1alpha1.Workload {
+	t.Helper()
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).Build()
 	p := &Proxies{Client: c}
 	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,5 @@ func TestLabelledShareKept(t *testing.T) {
 	if err := c.Get(ctx, key, w); err != nil {
 		t.Fatal(err)
 	}
-	if w.DeletionTimestamp != nil || w.Annotations[v1alpha1.AnnotationProxyPodGone] != "" {
-		t.Errorf("a share with a proxy-pod label is deleted (%v) or marked gone (%q) as an orphaned proxy pod's Workload", w.DeletionTimestamp, w.Annotations[v1alpha1.AnnotationProxyPodGone])
-	}
+	return w
 }
