@@ -110,7 +110,7 @@ func (rd *Reading) Apply(ctx context.Context, m cluster.Member, w *v1alpha1.Work
 	}
 	var gone []propagator.Ref
 	for _, old := range had {
-		if !slices.ContainsFunc(delivered, func(dep v1alpha1.Dependency) bool { return dep.Kind == old.Kind && dep.Name == old.Name }) {
+		if indexOf(delivered, old.Kind, old.Name) < 0 {
 			if outdated || slices.ContainsFunc(d.missing, func(r propagator.Ref) bool { return r.Kind == old.Kind && r.Name == old.Name }) {
 				// An old pod may still read it, or its source is gone
 				// while the pods still reference it: the copy stays.
@@ -148,9 +148,8 @@ func (rd *Reading) Recorded(m cluster.Member, w *v1alpha1.Workload, all bool, ha
 	record = !placed && len(objects) > 0
 	for _, src := range objects {
 		kind := kindOf(src)
-		dep := entryOr(had, kind, src.GetName(), v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true})
-		record = record || !slices.ContainsFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == src.GetName() })
-		delivered = append(delivered, dep)
+		record = record || indexOf(had, kind, src.GetName()) < 0
+		delivered = append(delivered, entryOr(had, kind, src.GetName(), v1alpha1.Dependency{Kind: kind, Name: src.GetName(), Copied: true}))
 	}
 	return inCluster(v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, ordered(all, had, delivered)), record
 }
@@ -164,7 +163,7 @@ func ordered(all bool, had, delivered []v1alpha1.Dependency) []v1alpha1.Dependen
 	}
 	out := slices.Clone(delivered)
 	for _, old := range had {
-		if !slices.ContainsFunc(delivered, func(d v1alpha1.Dependency) bool { return d.Kind == old.Kind && d.Name == old.Name }) {
+		if indexOf(delivered, old.Kind, old.Name) < 0 {
 			out = append(out, old)
 		}
 	}
@@ -185,9 +184,15 @@ func (d *resolved) copied(all bool) []client.Object {
 	return out
 }
 
+// indexOf is the index of the entry of that kind and name in ds, -1 when
+// it has none.
+func indexOf(ds []v1alpha1.Dependency, kind, name string) int {
+	return slices.IndexFunc(ds, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == name })
+}
+
 // entryOr is had's entry of that kind and name, or else.
 func entryOr(had []v1alpha1.Dependency, kind, name string, or v1alpha1.Dependency) v1alpha1.Dependency {
-	if i := slices.IndexFunc(had, func(d v1alpha1.Dependency) bool { return d.Kind == kind && d.Name == name }); i >= 0 {
+	if i := indexOf(had, kind, name); i >= 0 {
 		return had[i]
 	}
 	return or
