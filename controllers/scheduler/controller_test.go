@@ -86,6 +86,22 @@ func (e *schedulerEnv) cluster(name string, opts ...st.ClusterOption) *v1alpha1.
 	return kc
 }
 
+// seen returns once the scheduler's cache holds each named cluster as
+// Ready: a Workload pinned to each is placed there, then deleted. Tests
+// whose first decisions must see every cluster call it before creating
+// their Workloads; a cluster's create and its status are two events, and
+// on a busy machine a decision may come between them.
+func (e *schedulerEnv) seen(names ...string) {
+	e.t.Helper()
+	for _, name := range names {
+		probe := e.workload("seen-"+name, st.Selector(v1alpha1.LabelClusterName, name))
+		e.wantPlaced(probe.Name, name)
+		if err := e.env.Client.Delete(context.Background(), probe); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
 // workload creates a Workload that may only land on the subtest's own
 // clusters: the scheduler sees the clusters of every namespace.
 func (e *schedulerEnv) workload(name string, opts ...st.WorkloadOption) *v1alpha1.Workload {

@@ -184,6 +184,8 @@ func TestDividedRebalance(t *testing.T) {
 	a := e.cluster("a", room, st.NotReady(v1alpha1.ReasonUnreachable))
 	e.cluster("b", room)
 	e.cluster("c", room)
+	// Their first division must see b and c both, or it is b alone.
+	e.seen("b", "c")
 	alike := divided(0, 0, v1alpha1.StaticClusterWeight{Weight: 1})
 	ready := func(sh *v1alpha1.Workload) {
 		e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
