@@ -9,7 +9,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,9 +164,11 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 			pending = append(pending, key+" (unreachable)")
 			continue
 		}
-		kc := &v1alpha1.KubernetesCluster{}
-		answers := r.client.Get(ctx, m.ClusterKey(), kc) == nil && kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-		chs, err := chaperonsConfirmed(ctx, m, w.UID, answers)
+		// Read live when the watch shows nothing, Ready or not: a cluster
+		// whose probes fail may still answer (a flapping link) while its
+		// watch is behind, and deleteIn sends it requests anyway. A read
+		// that fails keeps the finalizer.
+		chs, err := chaperonsConfirmed(ctx, m, w.UID, true)
 		if err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
@@ -207,8 +208,9 @@ func stopsFirst(w *v1alpha1.Workload) bool {
 // its API server: nothing there lets a cluster go (a move's end, a
 // deletion's), and a chaperon made a moment ago, or one a watch broken by
 // a flapping link has not listed again, may not be in the watch yet (a
-// copy that would run on, named nowhere). A member that does not answer
-// is sent nothing: what its watch last saw is all there is.
+// copy that would run on, named nowhere). Without answers (a move's
+// cluster that is not Ready) it is sent nothing: what its watch last saw
+// is all there is, and its caller never takes that for "nothing".
 func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UID, answers bool) ([]*mcv1alpha1.PodChaperon, error) {
 	chs, err := m.Chaperons(ctx, workload)
 	if err != nil || len(chs) > 0 || !answers {

@@ -1790,6 +1790,28 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// A flapping link: a not Ready (its probes failed), its watch
+			// behind, its API answering. The finalizer went, and the
+			// candidate ran on, named nowhere.
+			name:     "deletion: a cluster not Ready whose watch shows nothing is read live before the finalizer goes",
+			w:        web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(candidates(w, 1, reserved, allowed, running)...))}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantMembers: map[string][]string{"a": {}},
+			check: func(t *testing.T, e env) {
+				if e.w == nil || len(e.w.Finalizers) == 0 {
+					t.Fatal("the finalizer went while a candidate was there")
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates left in a, want it deleted", n)
+				}
+			},
+		},
+		{
 			// On 0ed6f67 a was let go ("nothing remains") and its copy ran
 			// on, named nowhere (the fault harness's flapping link).
 			name: "a left cluster whose candidate is not in its watch yet is not let go: StopBeforeStart deletes it first",
