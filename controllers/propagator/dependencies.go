@@ -120,10 +120,20 @@ func (r *Reconciler) recordFirst(ctx context.Context, s *scope, records []record
 	if len(records) == 0 {
 		return proceed, nil
 	}
+	return r.writeFirst(ctx, s, func(w *v1alpha1.Workload) {
+		for _, rc := range records {
+			rc.addTo(w)
+		}
+	})
+}
+
+// writeFirst writes what add sets in the status before the pass acts on
+// it in a member (recordFirst, recordCommit); the pass goes on from what
+// is written, and its own write carries the rest. A write that loses a
+// race stops the pass, which the newer copy brings back.
+func (r *Reconciler) writeFirst(ctx context.Context, s *scope, add func(*v1alpha1.Workload)) (next, error) {
 	rec := s.orig.DeepCopy()
-	for _, rc := range records {
-		rc.addTo(rec)
-	}
+	add(rec)
 	res, err := shared.PatchStatus(ctx, r.client, r.client, rec, s.orig, derived...)
 	propagatorWrites.WithLabelValues(string(res)).Inc()
 	if err != nil || res != shared.StatusWritten {
@@ -135,9 +145,7 @@ func (r *Reconciler) recordFirst(ctx context.Context, s *scope, records []record
 	r.written.Remember(rec)
 	s.orig.ResourceVersion, s.orig.Status = rec.ResourceVersion, *rec.Status.DeepCopy()
 	s.w.ResourceVersion = rec.ResourceVersion
-	for _, rc := range records {
-		rc.addTo(s.w)
-	}
+	add(s.w)
 	for _, d := range derived {
 		d(s.w)
 	}

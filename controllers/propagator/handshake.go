@@ -92,7 +92,7 @@ func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
 		// Runner-ups already proving themselves stay.
 		s.keep[u.Cluster] = true
 	}
-	if w.CountsChosen() && (w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0) || propagator.BindsUnheld(w, s.units[0]) {
+	if deliveredThere(w) || propagator.BindsUnheld(w, s.units[0]) {
 		// Delivered there, or a gang of one whose candidate there may
 		// bind within its member's window: never given up on this
 		// clock (design §4.9). The watch's first list brings it back;
@@ -360,11 +360,45 @@ func (r *Reconciler) commit(ctx context.Context, s *scope) (next, error) {
 	r.started.forget(s.w, s.target)
 	s.log.Info("every replica is reserved; committing", "replicas", p.unit.Count, "handshake", age)
 	handshakeDuration.WithLabelValues("committed").Observe(age.Seconds())
+	if n, err := r.recordCommit(ctx, s); n != proceed || err != nil {
+		return n, err
+	}
 	if err := r.allow(ctx, p.member, s.w, p.state.ToAllow); err != nil {
 		return stop, err
 	}
 	s.event(event.Normal(reasonCommitted, fmt.Sprintf("every replica is reserved in %s; committed", s.target)))
 	return proceed, nil
+}
+
+// deliveredThere reports whether the status says the Workload was
+// delivered to the chosen cluster: its counts are that cluster's, and
+// some replica was counted there. Such a cluster is never given up on
+// the handshake's clock (connectChosen).
+func deliveredThere(w *v1alpha1.Workload) bool {
+	return w.CountsChosen() && (w.Status.Replicas > 0 || w.Status.ScheduledReplicas > 0)
+}
+
+// recordCommit writes, before the commit's marks, that the chosen
+// cluster is delivered to (its count, and the replicas), unless the
+// status says so already: a commit whose own status write is lost (a
+// manager killed after the marks, a write beaten by another writer) must
+// still read as delivered, or a chosen cluster that stops answering
+// before the next pass would be rejected on the handshake's clock
+// (connectChosen) while its pods run, and the Workload placed again
+// elsewhere. A gang of one's first commit is not recorded first: its
+// candidate may bind unheld within its window, which connectChosen
+// waits for (BindsUnheld) and the member fences after. The pass's own
+// write carries the same numbers, and more.
+func (r *Reconciler) recordCommit(ctx context.Context, s *scope) (next, error) {
+	w := s.orig
+	if deliveredThere(w) || propagator.BindsUnheld(w, s.chosen.unit) {
+		return proceed, nil
+	}
+	n := int32(s.chosen.unit.Count)
+	return r.writeFirst(ctx, s, func(w *v1alpha1.Workload) {
+		w.Status.Replicas = max(w.Status.Replicas, n)
+		w.SetCounted(s.target, n, nil)
+	})
 }
 
 // createCandidates creates the unit's missing candidates as the

@@ -464,6 +464,35 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, nothing recorded the commit but the pass's own write:
+			// lost, a was rejected on the handshake's clock once its watch
+			// stopped, while its allowed pods ran (and the Workload was
+			// placed again elsewhere).
+			name:   "a commit whose status write is lost still reads as delivered: its cluster, unwatched after, is not rejected",
+			w:      web(scheduledAgo(2 * timeout)),
+			mgmt:   loseFirstPatch("0 of 2 replicas ready"),
+			passes: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			between: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Fatalf("%d allowed after the first pass, want 2 (committed)", n)
+				}
+				// Its link cut: the watch is gone, the pods run on.
+				e.members[0].NotSynced = true
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %v while its allowed pods may run there", e.w.Status.RejectedClusters)
+				}
+				if e.w.Status.Replicas != 2 || e.w.Counted(types.NamespacedName{Namespace: "default", Name: "a"}) == nil {
+					t.Errorf("the status does not say it was delivered to a: replicas %d, counts %v", e.w.Status.Replicas, e.w.Status.ClusterCounts)
+				}
+			},
+		},
+		{
 			name: "fan-out: the runner-up gets candidates while the chosen one is not committed",
 			w:    web(nominate("a", "b")),
 			members: func(*v1alpha1.Workload) clustertest.Members {
