@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,10 @@ type writeKind struct {
 	// write makes the i-th write of the kind in namespace ns; a kind that
 	// patches finds what an earlier kind of the round created.
 	write func(ctx context.Context, ns string, i int) error
+	// prepare, if set, runs before the kind's clock starts: what its
+	// writes need read first (an update's resourceVersion) is not
+	// counted.
+	prepare func(ctx context.Context, ns string) error
 }
 
 // writeCostSample is one round of one kind: CPU seconds of the API
@@ -262,6 +267,11 @@ func measureWriteCosts(ctx context.Context, o options, n, rounds int) error {
 			// before the clock starts, and what these leave before it
 			// stops; the control plane's own rate over the window is taken
 			// off.
+			if k.prepare != nil {
+				if err := k.prepare(ctx, ns); err != nil {
+					return fmt.Errorf("%s: %w", k.name, err)
+				}
+			}
 			before, err := settled()
 			if err != nil {
 				return err
@@ -313,6 +323,8 @@ func writeKinds(cl client.Client) []writeKind {
 		u.SetKind("Workload")
 		return u, nil
 	}
+	// The Workloads as stored, read by the PUT kind's prepare.
+	stored := &storedWorkloads{cl: cl}
 	return []writeKind{
 		{name: "Pod create", write: func(ctx context.Context, ns string, i int) error {
 			return cl.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}, Spec: podSpec})
@@ -336,6 +348,19 @@ func writeKinds(cl client.Client) []writeKind {
 		}},
 		{name: "Workload status patch (decision)", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
 			return cl.Status().Patch(ctx, workload(ns, i), merge(decision))
+		}},
+		{name: "Workload status update (decision, PUT)", against: "Workload status patch (decision)", prepare: stored.load, write: func(ctx context.Context, ns string, i int) error {
+			// The same decision, another cluster (an update that changes
+			// nothing writes nothing), sent whole with the resourceVersion
+			// read before the clock started, as a merge patch with an
+			// optimistic lock carries it.
+			w := stored.get(name(i))
+			if w == nil {
+				return fmt.Errorf("workload %s/%s not read before the update", ns, name(i))
+			}
+			w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "member-1", Namespace: "default"}
+			w.Status.NominatedClusters = []v1alpha1.ClusterReference{*w.Status.ClusterRef}
+			return cl.Status().Update(ctx, w)
 		}},
 		{name: "Workload finalizer patch", against: "Pod status patch", write: func(ctx context.Context, ns string, i int) error {
 			return cl.Patch(ctx, workload(ns, i), merge(finalizer))
@@ -368,4 +393,32 @@ func writeKinds(cl client.Client) []writeKind {
 				merge(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationIsReserved+`":"true"}}}`))
 		}},
 	}
+}
+
+// storedWorkloads holds a namespace's Workloads as read once, for writes
+// that must carry their resourceVersion.
+type storedWorkloads struct {
+	cl client.Client
+	mu sync.Mutex
+	by map[string]*v1alpha1.Workload
+}
+
+func (s *storedWorkloads) load(ctx context.Context, ns string) error {
+	l := &v1alpha1.WorkloadList{}
+	if err := s.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by = map[string]*v1alpha1.Workload{}
+	for i := range l.Items {
+		s.by[l.Items[i].Name] = &l.Items[i]
+	}
+	return nil
+}
+
+func (s *storedWorkloads) get(name string) *v1alpha1.Workload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.by[name]
 }
