@@ -7,6 +7,7 @@ package candidate
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,16 +176,34 @@ func heldChaperonOf(pod *corev1.Pod) (string, bool) {
 // before it, on this cluster's clock, and never once the management side
 // gave up on it or the agent fenced it (design §4.9): the manager counts
 // the cluster as given up only after that, so what it gave up on cannot run.
-func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+//
+// Such a candidate whose chaperon is gone (deleted: the manager let the
+// cluster go), being deleted, or made again under its name (the pod's
+// controller reference names another UID) does not bind: its pod is an
+// orphan the agent or the garbage collector deletes. The watch may be a
+// moment behind the pod's, so a chaperon it has not seen is read live
+// first; a read that fails retries the pod.
+func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
 	name, ok := chaperonOf(pod)
 	if !ok {
 		return nil, 0
 	}
-	annotations := p.chaperonAnnotations(pod.Namespace, name)
-	if annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
+	unheld := pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
+	ch, err := p.chaperon(ctx, pod.Namespace, name, unheld)
+	var annotations map[string]string
+	if ch != nil {
+		annotations = ch.GetAnnotations()
+	}
+	if annotations[mcv1alpha1.AnnotationIsAllowed] == "true" && ch.GetUID() == metav1.GetControllerOf(pod).UID {
 		return nil, 0
 	}
-	if pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" {
+	if unheld {
+		switch {
+		case err != nil:
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("cannot read the candidate's chaperon %s: %v", name, err)), 0
+		case ch == nil || ch.GetUID() != metav1.GetControllerOf(pod).UID || ch.GetDeletionTimestamp() != nil:
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonChaperonGone), 0
+		}
 		if deadline, ok := mcv1alpha1.PodBindDeadline(pod.Annotations); ok && !p.now().Before(deadline) {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonWindowPassed), 0
 		}
@@ -200,20 +219,29 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 const (
 	ErrReasonWindowPassed = "the candidate's window to bind without is-allowed has passed"
 	ErrReasonGivenUp      = "the management cluster gave up on the candidate"
+	ErrReasonChaperonGone = "the candidate's chaperon is gone or being deleted"
 )
 
-// chaperonAnnotations returns the annotations of a chaperon as the
-// plugin's watch last saw them (none when it is not seen).
-func (p *Plugin) chaperonAnnotations(ns, name string) map[string]string {
-	o, err := p.lister.ByNamespace(ns).Get(name)
+// chaperon returns a chaperon's metadata as the plugin's watch last saw
+// it; one the watch has not seen is read live when live is set (nil, nil
+// when the API server has none either).
+func (p *Plugin) chaperon(ctx context.Context, ns, name string, live bool) (metav1.Object, error) {
+	if o, err := p.lister.ByNamespace(ns).Get(name); err == nil {
+		if m, ok := o.(metav1.Object); ok {
+			return m, nil
+		}
+	}
+	if !live {
+		return nil, nil
+	}
+	m, err := p.client.Resource(chaperons).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil
-	}
-	return m.GetAnnotations()
+	return m, nil
 }
 
 // stripManagedFields drops the informer's copies' managedFields, which
@@ -228,7 +256,8 @@ func stripManagedFields(o any) (any, error) {
 	return o, nil
 }
 
-// release lets the waiting pod of an allowed chaperon bind.
+// release lets the waiting pod of an allowed chaperon bind (its own: a
+// pod of an earlier chaperon of that name is not).
 func (p *Plugin) release(o any) {
 	u, ok := o.(metav1.Object)
 	if !ok || u.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] != "true" {
@@ -237,7 +266,7 @@ func (p *Plugin) release(o any) {
 	// Candidate pods carry their chaperon's name; few pods wait at a time.
 	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
-		if name, ok := chaperonOf(pod); ok && pod.Namespace == u.GetNamespace() && name == u.GetName() {
+		if name, ok := chaperonOf(pod); ok && pod.Namespace == u.GetNamespace() && name == u.GetName() && metav1.GetControllerOf(pod).UID == u.GetUID() {
 			wp.Allow(Name)
 		}
 	})

@@ -1,0 +1,94 @@
+package candidate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+// TestPermit: what Permit lets bind, by the candidate's chaperon as the
+// plugin's watch holds it and, for one allowed in advance that the watch
+// has not seen, as the API server has it.
+func TestPermit(t *testing.T) {
+	const ns, name, uid = "apps", "web-1234-0", types.UID("chaperon-uid")
+	chaperon := func(uid types.UID, annotations map[string]string, change ...func(*metav1.PartialObjectMetadata)) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: mcv1alpha1.GroupVersion.String(), Kind: "PodChaperon"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid, Annotations: annotations},
+		}
+		for _, c := range change {
+			c(m)
+		}
+		return m
+	}
+	deleting := func(m *metav1.PartialObjectMetadata) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
+	pod := func(unheld bool, deadline time.Time) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: mcv1alpha1.GroupVersion.String(), Kind: "PodChaperon", Name: name, UID: uid, Controller: new(true)}}}}
+		if unheld {
+			p.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+		}
+		if !deadline.IsZero() {
+			p.Annotations[mcv1alpha1.AnnotationBindDeadline] = deadline.UTC().Format(time.RFC3339)
+		}
+		return p
+	}
+	later := time.Now().Add(time.Hour)
+	allowed := map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		// watched is the chaperon the plugin's watch holds; stored, the
+		// one the API server has.
+		watched, stored *metav1.PartialObjectMetadata
+		want            fwk.Code
+		reason          string
+	}{
+		{name: "allowed in advance, its chaperon watched: binds", pod: pod(true, later), watched: chaperon(uid, nil), want: fwk.Success},
+		{name: "allowed in advance, its chaperon not watched yet but stored: binds", pod: pod(true, later), stored: chaperon(uid, nil), want: fwk.Success},
+		{name: "allowed in advance, its chaperon gone: does not bind", pod: pod(true, later), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonChaperonGone},
+		{name: "allowed in advance, its chaperon being deleted: does not bind", pod: pod(true, later), watched: chaperon(uid, nil, deleting), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonChaperonGone},
+		{name: "allowed in advance, a chaperon of its name made again: does not bind", pod: pod(true, later), watched: chaperon("another", nil), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonChaperonGone},
+		{name: "allowed in advance, its window passed: does not bind", pod: pod(true, time.Now().Add(-time.Second)), watched: chaperon(uid, nil), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonWindowPassed},
+		{name: "allowed in advance, given up on: does not bind", pod: pod(true, later), watched: chaperon(uid, map[string]string{mcv1alpha1.AnnotationGiveUp: "true"}), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonGivenUp},
+		{name: "held, its chaperon allowed: binds", pod: pod(false, time.Time{}), watched: chaperon(uid, allowed), want: fwk.Success},
+		{name: "held, a chaperon of its name made again and allowed: waits", pod: pod(false, time.Time{}), watched: chaperon("another", allowed), want: fwk.Wait},
+		{name: "held, its chaperon not allowed: waits", pod: pod(false, time.Time{}), watched: chaperon(uid, nil), want: fwk.Wait},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			if tc.watched != nil {
+				if err := indexer.Add(tc.watched); err != nil {
+					t.Fatal(err)
+				}
+			}
+			scheme := runtime.NewScheme()
+			scheme.AddKnownTypeWithName(mcv1alpha1.GroupVersion.WithKind("PodChaperon"), &metav1.PartialObjectMetadata{})
+			var objs []runtime.Object
+			for _, o := range []*metav1.PartialObjectMetadata{tc.watched, tc.stored} {
+				if o != nil {
+					objs = append(objs, o.DeepCopy())
+				}
+			}
+			p := &Plugin{client: metadatafake.NewSimpleMetadataClient(scheme, objs...), lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now}
+			status, _ := p.Permit(context.Background(), nil, tc.pod, "node-0")
+			if got := status.Code(); got != tc.want {
+				t.Fatalf("Permit = %v (%s), want %v", got, status.Message(), tc.want)
+			}
+			if tc.reason != "" && status.Message() != tc.reason {
+				t.Errorf("Permit says %q, want %q", status.Message(), tc.reason)
+			}
+		})
+	}
+}
