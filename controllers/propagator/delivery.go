@@ -53,6 +53,9 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		s.requeueAfter(v1alpha1.RejectionBackoffBase)
 	}
 	if p.committed() {
+		if n, err := r.recordService(ctx, s, p); n != proceed || err != nil {
+			return n, err
+		}
 		err := r.ensureService(ctx, p.member, p.delivered)
 		if !errors.As(err, &problem) && err != nil {
 			return stop, err
@@ -147,6 +150,21 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, p *proof) error {
 	s.log.Info("rolling update step", "started", len(step.Create), "removed", len(step.Delete))
 	s.event(event.Normal(reasonReplacing, fmt.Sprintf("rolling update in %s: %d new pod(s) started, %d old pod(s) removed", s.target, len(step.Create), len(step.Delete))))
 	return nil
+}
+
+// recordService records the target namespace among those placer put
+// objects in, before the Workload's Service is made there, unless the
+// status names it already (recordFirst's reason, for the Service: a
+// write lost after it, then a change of the target namespace back, and
+// the Workload's deletion, would leave it named nowhere). It costs a
+// status write once per cluster and namespace, and none where the
+// dependencies' record named the namespace first.
+func (r *Reconciler) recordService(ctx context.Context, s *scope, p *proof) (next, error) {
+	ns := p.member.TargetNamespace(p.delivered)
+	if p.delivered.Spec.TargetService == nil || slices.Contains(s.orig.PlacedIn(s.target), ns) {
+		return proceed, nil
+	}
+	return r.writeFirst(ctx, s, func(w *v1alpha1.Workload) { w.SetPlaced(s.target, ns, true) })
 }
 
 // setCounts writes the replica counts, summed over the units placed

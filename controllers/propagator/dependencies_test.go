@@ -125,6 +125,9 @@ func wantSynced(t *testing.T, m *clustertest.Member, uid string) {
 // clusterA is member a's KubernetesCluster.
 var clusterA = v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
 
+// clusterKeyA is cluster a's key.
+var clusterKeyA = types.NamespacedName{Name: "a", Namespace: "default"}
+
 // wantCopy: the member holds an object of that kind and name.
 func wantCopy(t *testing.T, m *clustertest.Member, kind, name string) {
 	t.Helper()

@@ -394,10 +394,15 @@ func (r *Reconciler) recordCommit(ctx context.Context, s *scope) (next, error) {
 	if deliveredThere(w) || propagator.BindsUnheld(w, s.chosen.unit) {
 		return proceed, nil
 	}
-	n := int32(s.chosen.unit.Count)
+	n, p := int32(s.chosen.unit.Count), s.chosen
 	return r.writeFirst(ctx, s, func(w *v1alpha1.Workload) {
 		w.Status.Replicas = max(w.Status.Replicas, n)
 		w.SetCounted(s.target, n, nil)
+		if p.delivered != nil && p.delivered.Spec.TargetService != nil {
+			// The Service's namespace too, in the same write
+			// (recordService).
+			w.SetPlaced(s.target, p.member.TargetNamespace(p.delivered), true)
+		}
 	})
 }
 

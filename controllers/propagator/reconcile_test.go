@@ -257,6 +257,18 @@ func loseFirstPatch(text string) *interceptor.Funcs {
 	}}
 }
 
+// serviceNamed: the Workload's Service in member a's namespace ns is
+// named by status.placedNamespaces, if it is there.
+func serviceNamed(ns string) func(t *testing.T, e env) {
+	return func(t *testing.T, e env) {
+		t.Helper()
+		if e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "web"}, &corev1.Service{}) == nil &&
+			!slices.Contains(e.w.PlacedIn(clusterKeyA), ns) {
+			t.Errorf("%s holds Service web, and no status names %s: %+v", ns, ns, e.w.Status.PlacedNamespaces)
+		}
+	}
+}
+
 // renameRunnerAndDelete makes the template name ServiceAccount runner2,
 // then deletes the Workload.
 func renameRunnerAndDelete(t *testing.T, e env) {
@@ -1243,6 +1255,31 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// As the case before, with a Service and no dependency: before,
+			// the Service was made in apps before any status named apps,
+			// and a lost write left it there, named nowhere.
+			name: "a Service in a new target namespace is recorded before it is made there",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Spec.TargetService = &corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}
+				w.Spec.TargetDeployment.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := w.DeepCopy()
+				old.Spec.TargetNamespace = ""
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(old, 2, reserved, allowed, running)...))}
+			},
+			mgmt:    loseFirstPatch(`"apps"`),
+			passes:  2,
+			between: serviceNamed("apps"),
+			// The second pass makes the first candidate in apps (the
+			// Service comes once the pods are there); whatever it made,
+			// the status names.
+			check: serviceNamed("apps"),
+		},
+		{
 			// On 2f04a54 nothing visited default any more: its Service and
 			// copies stayed.
 			name:    "a namespace the pods left without its cleanup (no chaperon there any more) is cleaned, as status.placedNamespaces names it",
@@ -1327,7 +1364,12 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", CreationTimestamp: metav1.Now()}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
 				return runningIn(w, nil, theirs)
 			},
-			wantStatus:  counts(2, 2, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Service default/web exists in the cluster and was not created by placer for this Workload; it is left untouched", 1)),
+			// default is named before the Service is tried there
+			// (recordService): named for nothing, the safe way.
+			wantStatus: both(counts(2, 2, 2, 2, v1alpha1.NotReady(v1alpha1.ReasonNameConflict, "Service default/web exists in the cluster and was not created by placer for this Workload; it is left untouched", 1)),
+				func(s *v1alpha1.WorkloadStatus) {
+					s.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}
+				}),
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Reason != v1alpha1.ReasonNameConflict {
