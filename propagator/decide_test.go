@@ -23,6 +23,8 @@ func TestDecide(t *testing.T) {
 	w3 := st.Workload("web", st.Replicas(3))
 	share := st.Workload("web-a", st.Replicas(3), st.ShareOf("web"))
 	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
+	// kube-scheduler's message when a candidate's wait at Permit timed out.
+	waitedOut := unschedulable("0/3 nodes are available: 1 rejected due to timeout after waiting 2m0s at plugin " + mcv1alpha1.CandidatePluginName + ", 2 Insufficient cpu.")
 	refused := func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
 	}
@@ -64,6 +66,8 @@ func TestDecide(t *testing.T) {
 		{"fan-out runner-up proven: waits, never commits", w, chaperons(w, ops(reserved), ops(reserved)), false, time.Second, Decision{Action: Wait}},
 		{"fan-out runner-up unschedulable: reject", w, chaperons(w, ops(unfit), ops()), false, time.Second,
 			Decision{Action: Reject, Reason: v1alpha1.ReasonUnschedulable, Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+		{"fan-out runner-up whose wait at Permit timed out (the member reserves it again): no verdict, it waits", w, chaperons(w, ops(reserved), ops(waitedOut)), false, time.Hour, Decision{Action: Wait}},
+		{"a wait at Permit timed out in the chosen cluster: no verdict, the handshake's timeout decides", w, chaperons(w, ops(reserved), ops(waitedOut)), true, time.Second, Decision{Action: Wait, After: 29 * time.Second}},
 		{"fan-out runner-up slow: no timeout, it is not the chosen one", w, chaperons(w, ops(), ops()), false, time.Hour, Decision{Action: Wait}},
 		{"new generation before commit: the old candidates still prove the cluster", w2, chaperons(w, ops(reserved), ops(reserved)), true, time.Second, Decision{Action: Commit}},
 		{"gang of one, not bound past the timeout on this clock: the member's window decides, not this clock", solo, chaperons(solo, ops(windowed)), true, time.Hour, Decision{Action: Wait}},

@@ -183,7 +183,11 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
 		switch c.Reason {
 		case corev1.PodReasonUnschedulable:
-			st.Unschedulable, r.unschedulable = c.Message, true
+			// A wait at Permit that timed out says the cluster had
+			// room: no verdict (it reserves the candidate again).
+			if !mcv1alpha1.PermitTimedOut(c.Message) {
+				st.Unschedulable, r.unschedulable = c.Message, true
+			}
 		case mcv1alpha1.ReasonPodRefused:
 			st.Refused = c.Message
 		}

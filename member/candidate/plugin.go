@@ -27,7 +27,7 @@ import (
 )
 
 // Name of the plugin in the scheduler configuration.
-const Name = "PlacerCandidate"
+const Name = mcv1alpha1.CandidatePluginName
 
 // ProfileName is the schedulerName of candidate pods.
 const ProfileName = mcv1alpha1.CandidateSchedulerName

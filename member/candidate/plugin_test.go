@@ -177,5 +177,21 @@ func TestCandidateScheduler(t *testing.T) {
 		if pod.Spec.NodeName != "" {
 			t.Errorf("a candidate never allowed bound to %s", pod.Spec.NodeName)
 		}
+		// kube-scheduler says so in PodScheduled=False, Unschedulable, and
+		// the agent mirrors it: the manager must read that message as a
+		// wait that timed out, not as a verdict that it does not fit.
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			for _, cond := range ch.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+					return true
+				}
+			}
+			return false
+		})
+		for _, cond := range ch.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && (cond.Reason != corev1.PodReasonUnschedulable || !mcv1alpha1.PermitTimedOut(cond.Message)) {
+				t.Errorf("PodScheduled=False %s %q after the permit timeout: not read as a wait that timed out (PermitTimedOut)", cond.Reason, cond.Message)
+			}
+		}
 	})
 }

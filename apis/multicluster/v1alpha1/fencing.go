@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // BindWindow returns how long after its creation the chaperon's candidate
 // may bind without is-allowed, when it has such a window.
@@ -53,4 +56,17 @@ func IsAllowedPatch() []byte { return MarkPatch(AnnotationIsAllowed) }
 // marks (an annotation whose value is "true"), and nothing else.
 func MarkPatch(annotation string) []byte {
 	return []byte(`{"metadata":{"annotations":{"` + annotation + `":"true"}}}`)
+}
+
+// PermitTimedOut reports whether a PodScheduled=False message is
+// kube-scheduler's for a candidate whose wait for is-allowed at the
+// candidate plugin's Permit timed out: the cluster had room and reserved
+// it, then gave the reservation up (and reserves it again when it can).
+// That is no verdict that the candidate does not fit there. It reads
+// as kube-scheduler writes it, "0/1 nodes are available: 1 rejected due
+// to timeout after waiting 2m0s at plugin PlacerCandidate."
+// (member/candidate TestCandidateScheduler checks it against the real one).
+func PermitTimedOut(message string) bool {
+	i := strings.Index(message, "rejected due to timeout after waiting ")
+	return i >= 0 && strings.Contains(message[i:], " at plugin "+CandidatePluginName)
 }

@@ -84,6 +84,9 @@ const (
 	// CandidateSchedulerName is the scheduler profile of the candidate
 	// scheduler in every member: chaperons in Reserve mode name it.
 	CandidateSchedulerName = "placer-candidate"
+	// CandidatePluginName is the candidate scheduler's plugin (Reserve,
+	// Permit), as kube-scheduler names it in its messages.
+	CandidatePluginName = "PlacerCandidate"
 
 	// ReasonPodRefused is the reason of a chaperon's PodScheduled=False
 	// condition when the member's API server refused to create its Pod;
