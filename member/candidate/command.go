@@ -19,8 +19,9 @@ import (
 )
 
 // configTemplate is a KubeSchedulerConfiguration with one profile,
-// placer-candidate: every default plugin plus placer's at Reserve and
-// Permit, and placer's queue order instead of PrioritySort.
+// placer-candidate: every default plugin plus placer's at Reserve, Permit
+// and PostFilter (first, before preemption), and placer's queue order
+// instead of PrioritySort.
 const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
@@ -44,6 +45,9 @@ profiles:
       enabled: [{name: %s}]
     permit:
       enabled: [{name: %s}]
+    postFilter:
+      enabled: [{name: %s}, {name: DefaultPreemption}]
+      disabled: [{name: "*"}]
 `
 
 // Options of the candidate scheduler.
@@ -88,7 +92,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.LeaderNS == "" {
 		o.LeaderNS = "kube-system"
 	}
-	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name, Name)
+	conf := fmt.Sprintf(configTemplate, o.LeaderElect, o.LeaderNS, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod, o.Kubeconfig, o.QPS, o.Burst, ProfileName, Name, Name, Name, Name)
 	// kube-scheduler reads its configuration from a file: a pipe's read
 	// end, so nothing is written and it runs on a read-only root filesystem.
 	path, closeConf, err := inMemoryFile([]byte(conf))

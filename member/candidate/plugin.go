@@ -56,9 +56,10 @@ type Plugin struct {
 }
 
 var (
-	_ fwk.QueueSortPlugin = &Plugin{}
-	_ fwk.ReservePlugin   = &Plugin{}
-	_ fwk.PermitPlugin    = &Plugin{}
+	_ fwk.QueueSortPlugin  = &Plugin{}
+	_ fwk.ReservePlugin    = &Plugin{}
+	_ fwk.PermitPlugin     = &Plugin{}
+	_ fwk.PostFilterPlugin = &Plugin{}
 )
 
 // NewFactory returns the plugin factory with the given permit timeout.
@@ -165,6 +166,25 @@ func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod,
 func heldChaperonOf(pod *corev1.Pod) (string, bool) {
 	name, ok := chaperonOf(pod)
 	return name, ok && pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] != "true"
+}
+
+// PostFilter clears the is-reserved mark of a held candidate that fits
+// no node: this scheduler holds no reservation for it (a candidate it
+// reserved waits at Permit, not in a scheduling cycle), so a mark there
+// is one left by a scheduler that stopped while the candidate waited
+// (kube-scheduler runs no Unreserve then, and drops the plugin's queued
+// writes), or by a leader replaced since. Left, the manager would commit
+// on a reservation nobody holds, and the pod would stay Pending in a
+// committed cluster. It writes only when the watch shows the mark, and
+// leaves preemption to the plugins after it.
+func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if name, ok := heldChaperonOf(pod); ok {
+		ch, _ := p.chaperon(ctx, pod.Namespace, name, false)
+		if ch != nil && ch.GetAnnotations()[mcv1alpha1.AnnotationIsReserved] == "true" && ch.GetUID() == metav1.GetControllerOf(pod).UID {
+			p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
+		}
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
 // Permit lets an allowed candidate bind, and one allowed in advance (a

@@ -194,4 +194,22 @@ func TestCandidateScheduler(t *testing.T) {
 			}
 		}
 	})
+
+	// A mark that no running scheduler holds: one a scheduler wrote
+	// before it stopped while the candidate waited at Permit (kube-
+	// scheduler runs no Unreserve then; a second run in one process is
+	// not possible, so the mark is written as it would have left it).
+	// Before, nothing cleared it: the manager committed on a reservation
+	// no scheduler held, and the pod stayed Pending in a committed cluster.
+	t.Run("a reservation no scheduler holds is cleared once the candidate fits nowhere", func(t *testing.T) {
+		ch := chaperon("orphaned-mark", "64")
+		ch.Annotations = map[string]string{mcv1alpha1.AnnotationIsReserved: "true"}
+		if err := c.Create(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			_, reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved]
+			return !reserved
+		})
+	})
 }
