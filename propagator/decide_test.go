@@ -24,7 +24,7 @@ func TestDecide(t *testing.T) {
 	share := st.Workload("web-a", st.Replicas(3), st.ShareOf("web"))
 	unfit := unschedulable("0/3 nodes are available: 3 Insufficient cpu.")
 	// kube-scheduler's message when a candidate's wait at Permit timed out.
-	waitedOut := unschedulable("0/3 nodes are available: 1 rejected due to timeout after waiting 2m0s at plugin " + mcv1alpha1.CandidatePluginName + ", 2 Insufficient cpu.")
+	waitedOut := unschedulable("0/1 nodes are available: 1 rejected due to timeout after waiting 2m0s at plugin " + mcv1alpha1.CandidatePluginName + ".")
 	refused := func(ch *mcv1alpha1.PodChaperon) {
 		ch.Status.Conditions = append(ch.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: mcv1alpha1.ReasonPodRefused, Message: "violates PodSecurity"})
 	}

@@ -95,7 +95,8 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 // "0 of N ready" and no more than Scheduled does: no status is written
 // until the member answers (the first Ready write is then the answer's),
 // so a single-replica Workload costs two status writes, the decision and
-// Ready. Nothing here is needed to resume: the next pass reads the
+// Ready (three with a Service in a namespace the status does not name
+// yet: recordService). Nothing here is needed to resume: the next pass reads the
 // chaperons again.
 func unjudged(s *scope, p *proof) bool {
 	st, d := p.state, p.decision

@@ -112,7 +112,8 @@ func (rc record) addTo(w *v1alpha1.Workload) {
 // object or the cluster is dropped. The pass's own write would have
 // carried the same entries after the copies, and has nothing of them left
 // to write: a pass that writes nothing else (a gang of one's first) makes
-// no more writes than before, one that commits a held gang one more. A
+// no more writes than before, one that commits a held gang one more (and
+// the commit's own record, recordCommit, another). A
 // record that loses a race stops the pass, which the newer copy brings
 // back. A pass that fails the same way again finds its entries named
 // already, and records nothing.
@@ -136,8 +137,15 @@ func (r *Reconciler) writeFirst(ctx context.Context, s *scope, add func(*v1alpha
 	add(rec)
 	res, err := shared.PatchStatus(ctx, r.client, r.client, rec, s.orig, derived...)
 	propagatorWrites.WithLabelValues(string(res)).Inc()
-	if err != nil || res != shared.StatusWritten {
+	switch {
+	case err != nil:
 		return stop, err
+	case res == shared.StatusUnchanged:
+		// The status holds it already.
+		add(s.w)
+		return proceed, nil
+	case res != shared.StatusWritten:
+		return stop, nil
 	}
 	// The pass goes on from what is written (the fields derived in a
 	// write too): its own write carries the rest, on the new

@@ -391,7 +391,8 @@ func deliveredThere(w *v1alpha1.Workload) bool {
 // write carries the same numbers, and more.
 func (r *Reconciler) recordCommit(ctx context.Context, s *scope) (next, error) {
 	w := s.orig
-	if deliveredThere(w) || propagator.BindsUnheld(w, s.chosen.unit) {
+	if deliveredThere(w) || propagator.BindsUnheld(w, s.chosen.unit) || s.chosen.unit.Count == 0 {
+		// Said already, or nothing it could say: no replica to run.
 		return proceed, nil
 	}
 	n, p := int32(s.chosen.unit.Count), s.chosen

@@ -505,6 +505,32 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// A review found it: the commit's record, unchanged from the
+			// second pass on (no replica to count), stopped every pass
+			// before Ready, the Service and the clusters left.
+			name:   "a Workload of no replicas: every pass goes on past the commit",
+			w:      web(st.Replicas(0)),
+			passes: 2,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			between: func(t *testing.T, e env) {
+				if e.w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionUnknown {
+					t.Fatalf("no Ready after the first pass: %+v", e.w.Status)
+				}
+				// Taken away: the second pass must write it again.
+				e.w.Status.Conditions = slices.DeleteFunc(e.w.Status.Conditions, func(c xpv2.Condition) bool { return c.Type == xpv2.TypeReady })
+				if err := e.mgmt.Status().Update(context.Background(), e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, e env) {
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status == corev1.ConditionUnknown {
+					t.Errorf("the second pass wrote no Ready: %+v", e.w.Status)
+				}
+			},
+		},
+		{
 			name: "fan-out: the runner-up gets candidates while the chosen one is not committed",
 			w:    web(nominate("a", "b")),
 			members: func(*v1alpha1.Workload) clustertest.Members {
@@ -1274,9 +1300,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			mgmt:    loseFirstPatch(`"apps"`),
 			passes:  2,
 			between: serviceNamed("apps"),
-			// The second pass makes the first candidate in apps (the
-			// Service comes once the pods are there); whatever it made,
-			// the status names.
+			// The first pass's record (recordService's write) is the one
+			// lost: it stops before the Service. The second makes the
+			// first candidate in apps and stops there (deliver counts
+			// nothing yet); whatever it made, the status names.
 			check: serviceNamed("apps"),
 		},
 		{

@@ -20,8 +20,9 @@ import (
 
 // configTemplate is a KubeSchedulerConfiguration with one profile,
 // placer-candidate: every default plugin plus placer's at Reserve, Permit
-// and PostFilter (first, before preemption), and placer's queue order
-// instead of PrioritySort.
+// and PostFilter (after the default ones, DynamicResources and
+// DefaultPreemption, which it leaves as they are), and placer's queue
+// order instead of PrioritySort.
 const configTemplate = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
@@ -46,8 +47,7 @@ profiles:
     permit:
       enabled: [{name: %s}]
     postFilter:
-      enabled: [{name: %s}, {name: DefaultPreemption}]
-      disabled: [{name: "*"}]
+      enabled: [{name: %s}]
 `
 
 // Options of the candidate scheduler.

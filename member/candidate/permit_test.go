@@ -1,7 +1,9 @@
 package candidate
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -49,10 +52,12 @@ func TestPermit(t *testing.T) {
 		name string
 		pod  *corev1.Pod
 		// watched is the chaperon the plugin's watch holds; stored, the
-		// one the API server has.
+		// one the API server has (watched's when not set).
 		watched, stored *metav1.PartialObjectMetadata
-		want            fwk.Code
-		reason          string
+		// readFails: the API server does not answer.
+		readFails bool
+		want      fwk.Code
+		reason    string
 	}{
 		{name: "allowed in advance, its chaperon watched: binds", pod: pod(true, later), watched: chaperon(uid, nil), want: fwk.Success},
 		{name: "allowed in advance, its chaperon not watched yet but stored: binds", pod: pod(true, later), stored: chaperon(uid, nil), want: fwk.Success},
@@ -61,6 +66,10 @@ func TestPermit(t *testing.T) {
 		{name: "allowed in advance, a chaperon of its name made again: does not bind", pod: pod(true, later), watched: chaperon("another", nil), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonChaperonGone},
 		{name: "allowed in advance, its window passed: does not bind", pod: pod(true, time.Now().Add(-time.Second)), watched: chaperon(uid, nil), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonWindowPassed},
 		{name: "allowed in advance, given up on: does not bind", pod: pod(true, later), watched: chaperon(uid, map[string]string{mcv1alpha1.AnnotationGiveUp: "true"}), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonGivenUp},
+		{name: "allowed in advance, an older chaperon of its name still watched, its own stored: binds", pod: pod(true, later), watched: chaperon("another", nil), stored: chaperon(uid, nil), want: fwk.Success},
+		{name: "allowed in advance, its own chaperon stored being deleted, an older one watched: does not bind", pod: pod(true, later), watched: chaperon("another", nil), stored: chaperon(uid, nil, deleting), want: fwk.UnschedulableAndUnresolvable, reason: ErrReasonChaperonGone},
+		{name: "allowed in advance, not watched, the API server does not answer: an error (retried), no verdict", pod: pod(true, later), readFails: true, want: fwk.Error},
+		{name: "held, its chaperon allowed but being deleted: waits", pod: pod(false, time.Time{}), watched: chaperon(uid, allowed, deleting), want: fwk.Wait},
 		{name: "held, its chaperon allowed: binds", pod: pod(false, time.Time{}), watched: chaperon(uid, allowed), want: fwk.Success},
 		{name: "held, a chaperon of its name made again and allowed: waits", pod: pod(false, time.Time{}), watched: chaperon("another", allowed), want: fwk.Wait},
 		{name: "held, its chaperon not allowed: waits", pod: pod(false, time.Time{}), watched: chaperon(uid, nil), want: fwk.Wait},
@@ -76,12 +85,16 @@ func TestPermit(t *testing.T) {
 			scheme := runtime.NewScheme()
 			scheme.AddKnownTypeWithName(mcv1alpha1.GroupVersion.WithKind("PodChaperon"), &metav1.PartialObjectMetadata{})
 			var objs []runtime.Object
-			for _, o := range []*metav1.PartialObjectMetadata{tc.watched, tc.stored} {
-				if o != nil {
-					objs = append(objs, o.DeepCopy())
-				}
+			if stored := cmp.Or(tc.stored, tc.watched); stored != nil {
+				objs = append(objs, stored.DeepCopy())
 			}
-			p := &Plugin{client: metadatafake.NewSimpleMetadataClient(scheme, objs...), lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now}
+			mc := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+			if tc.readFails {
+				mc.PrependReactor("get", "podchaperons", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("connection refused")
+				})
+			}
+			p := &Plugin{client: mc, lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now}
 			status, _ := p.Permit(context.Background(), nil, tc.pod, "node-0")
 			if got := status.Code(); got != tc.want {
 				t.Fatalf("Permit = %v (%s), want %v", got, status.Message(), tc.want)

@@ -175,12 +175,13 @@ func heldChaperonOf(pod *corev1.Pod) (string, bool) {
 // (kube-scheduler runs no Unreserve then, and drops the plugin's queued
 // writes), or by a leader replaced since. Left, the manager would commit
 // on a reservation nobody holds, and the pod would stay Pending in a
-// committed cluster. It writes only when the watch shows the mark, and
-// leaves preemption to the plugins after it.
+// committed cluster. It writes only when the watch shows the mark. It
+// runs after the default PostFilter plugins: one that finds the pod room
+// (preemption) ends the cycle first, and the pod is reserved again.
 func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if name, ok := heldChaperonOf(pod); ok {
-		ch, _ := p.chaperon(ctx, pod.Namespace, name, false)
-		if ch != nil && ch.GetAnnotations()[mcv1alpha1.AnnotationIsReserved] == "true" && ch.GetUID() == metav1.GetControllerOf(pod).UID {
+		ch, _ := p.chaperon(ctx, pod, name, false)
+		if ch != nil && ch.GetAnnotations()[mcv1alpha1.AnnotationIsReserved] == "true" {
 			p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
 		}
 	}
@@ -209,25 +210,23 @@ func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 		return nil, 0
 	}
 	unheld := pod.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
-	ch, err := p.chaperon(ctx, pod.Namespace, name, unheld)
-	var annotations map[string]string
-	if ch != nil {
-		annotations = ch.GetAnnotations()
-	}
-	if annotations[mcv1alpha1.AnnotationIsAllowed] == "true" && ch.GetUID() == metav1.GetControllerOf(pod).UID {
+	ch, err := p.chaperon(ctx, pod, name, unheld)
+	if ch != nil && ch.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] == "true" {
 		return nil, 0
 	}
 	if unheld {
 		switch {
 		case err != nil:
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("cannot read the candidate's chaperon %s: %v", name, err)), 0
-		case ch == nil || ch.GetUID() != metav1.GetControllerOf(pod).UID || ch.GetDeletionTimestamp() != nil:
+			// Retried after a backoff (an error, not a verdict the
+			// manager would read as "does not fit").
+			return fwk.AsStatus(fmt.Errorf("cannot read the candidate's chaperon %s: %w", name, err)), 0
+		case ch == nil:
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonChaperonGone), 0
 		}
 		if deadline, ok := mcv1alpha1.PodBindDeadline(pod.Annotations); ok && !p.now().Before(deadline) {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonWindowPassed), 0
 		}
-		if annotations[mcv1alpha1.AnnotationGiveUp] == "true" || annotations[mcv1alpha1.AnnotationFenced] != "" {
+		if a := ch.GetAnnotations(); a[mcv1alpha1.AnnotationGiveUp] == "true" || a[mcv1alpha1.AnnotationFenced] != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonGivenUp), 0
 		}
 		return nil, 0
@@ -242,24 +241,37 @@ const (
 	ErrReasonChaperonGone = "the candidate's chaperon is gone or being deleted"
 )
 
-// chaperon returns a chaperon's metadata as the plugin's watch last saw
-// it; one the watch has not seen is read live when live is set (nil, nil
-// when the API server has none either).
-func (p *Plugin) chaperon(ctx context.Context, ns, name string, live bool) (metav1.Object, error) {
-	if o, err := p.lister.ByNamespace(ns).Get(name); err == nil {
-		if m, ok := o.(metav1.Object); ok {
+// liveReadTimeout bounds Permit's read of a chaperon its watch does not
+// show as the pod's: it runs in kube-scheduler's scheduling cycle.
+const liveReadTimeout = 5 * time.Second
+
+// chaperon returns the metadata of the pod's own chaperon (name, the
+// UID of the pod's controller reference, not being deleted), as the
+// plugin's watch last saw it; when the watch shows none such (not seen
+// yet, or an older chaperon of that name still there), as the API server
+// has it, if live is set. Nil, nil: there is none.
+func (p *Plugin) chaperon(ctx context.Context, pod *corev1.Pod, name string, live bool) (metav1.Object, error) {
+	own := func(m metav1.Object) bool {
+		return m.GetUID() == metav1.GetControllerOf(pod).UID && m.GetDeletionTimestamp() == nil
+	}
+	if o, err := p.lister.ByNamespace(pod.Namespace).Get(name); err == nil {
+		if m, ok := o.(metav1.Object); ok && own(m) {
 			return m, nil
 		}
 	}
 	if !live {
 		return nil, nil
 	}
-	m, err := p.client.Resource(chaperons).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if kerrors.IsNotFound(err) {
+	ctx, cancel := context.WithTimeout(ctx, liveReadTimeout)
+	defer cancel()
+	m, err := p.client.Resource(chaperons).Namespace(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case kerrors.IsNotFound(err):
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
+	case !own(m):
+		return nil, nil
 	}
 	return m, nil
 }
@@ -280,7 +292,7 @@ func stripManagedFields(o any) (any, error) {
 // pod of an earlier chaperon of that name is not).
 func (p *Plugin) release(o any) {
 	u, ok := o.(metav1.Object)
-	if !ok || u.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] != "true" {
+	if !ok || u.GetAnnotations()[mcv1alpha1.AnnotationIsAllowed] != "true" || u.GetDeletionTimestamp() != nil {
 		return
 	}
 	// Candidate pods carry their chaperon's name; few pods wait at a time.
