@@ -73,9 +73,16 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	conn := r.conns.Member(key)
 	// holds reports whether the Workload may still hold candidates here:
 	// a list that fails knows nothing, and nothing known is not nothing
-	// there (the cluster answers, so the next probe looks again).
+	// there (the cluster answers, so the next probe looks again). A watch
+	// that shows none is confirmed by a live list: a candidate made a
+	// moment ago may not be in it yet, and the cluster let go would be
+	// abandoned by the Workload's own cleanup.
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := conn.Chaperons(ctx, w.UID)
+		if err != nil || len(chs) > 0 {
+			return true
+		}
+		chs, err = conn.ChaperonsLive(ctx, w.UID)
 		return err != nil || len(chs) > 0
 	}
 	var placed, left []string

@@ -47,6 +47,8 @@ func TestDrain(t *testing.T) {
 		there bool
 		// unlisted: a's chaperons cannot be listed.
 		unlisted bool
+		// unwatched: the candidate there is not in a's watch yet.
+		unwatched bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -73,6 +75,10 @@ func TestDrain(t *testing.T) {
 			there: true, held: true, reason: string(reasonDraining)},
 		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			unlisted: true, held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted whose candidate the watch has not seen yet holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
+			there: true, unwatched: true, held: true, reason: string(reasonDraining)},
+		{name: "a runner-up whose candidates the watch has not seen yet holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
+			there: true, unwatched: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted whose candidates cannot be listed holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
 			unlisted: true, held: true, reason: string(reasonDraining)},
 	}
@@ -83,7 +89,12 @@ func TestDrain(t *testing.T) {
 			rec := &eventtest.Recorder{}
 			a := clustertest.NewMember("a")
 			if tc.there {
-				a = clustertest.NewMember("a", clustertest.WithObjects(propagator.NewChaperon(tc.w, tc.w.TargetNamespace(nil), 0, propagator.Held)))
+				ch := propagator.NewChaperon(tc.w, tc.w.TargetNamespace(nil), 0, propagator.Held)
+				if tc.unwatched {
+					a = clustertest.NewMember("a", clustertest.NotWatchedYet(ch))
+				} else {
+					a = clustertest.NewMember("a", clustertest.WithObjects(ch))
+				}
 			}
 			if tc.unlisted {
 				a = clustertest.NewMember("a", clustertest.WithInterceptor(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
