@@ -475,7 +475,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 			continue
 		}
 		s.shares[sh.Cluster] = cur
-		allReady = allReady && cur.Status.ReadyReplicas >= int32(sh.Replicas) && cur.Generation == cur.Status.ObservedGeneration
+		allReady = allReady && servesAll(cur, sh.Replicas)
 	}
 	for key, cur := range s.shares {
 		if _, ok := want[key]; ok || cur.Status.ReadyReplicas > 0 && !allReady {
@@ -505,6 +505,14 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 		return err
 	}
 	return nil
+}
+
+// servesAll reports whether a share serves every replica of its part:
+// each Ready, or run to its end (a batch replica that succeeded counts as
+// Ready, as divisionInput counts it; a share that ran to its end has no
+// Ready replica left, and must not hold the shares that leave).
+func servesAll(sh *v1alpha1.Workload, replicas int) bool {
+	return sh.Finished() || sh.Generation == sh.Status.ObservedGeneration && int(sh.Status.ReadyReplicas+sh.Status.Succeeded) >= replicas
 }
 
 // ensureShare creates or updates the share of one cluster.

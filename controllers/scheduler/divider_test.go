@@ -204,6 +204,42 @@ func TestDividedWorkload(t *testing.T) {
 		})
 	})
 
+	// Before, a share that had run to its end (Ready 0) held every other
+	// share that must leave: q's went on beside its replacement in r,
+	// the same work run twice, and q's place under the move bound held.
+	t.Run("batch: a share that must leave goes once its replacement is Ready, beside a share that ran to its end", func(t *testing.T) {
+		e := e.namespace(t, "batch-moves")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.seen("p", "q")
+		e.workload("job", st.Replicas(4), divided(2, 0))
+		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && s["p"] != nil && s["q"] != nil })
+		e.shareStatus(shares["p"].Name, func(w *v1alpha1.Workload) {
+			fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+			w.Status.SetConditions(fin, ready)
+			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
+		})
+		ready := func(name string) {
+			e.shareStatus(name, func(w *v1alpha1.Workload) {
+				w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
+			})
+		}
+		ready(shares["q"].Name)
+		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
+		e.seen("r")
+		q := &v1alpha1.KubernetesCluster{}
+		if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "q"}, q); err != nil {
+			t.Fatal(err)
+		}
+		q.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
+		if err := e.env.Client.Update(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		moved := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["r"] != nil })
+		ready(moved["r"].Name)
+		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil && s["r"] != nil && s["p"] != nil })
+	})
+
 	t.Run("a share whose cluster reserved some of its candidates before it rejected the others keeps those, and the rest go to the others", func(t *testing.T) {
 		e := e.namespace(t, "partial")
 		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
