@@ -179,13 +179,14 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster, kubelet KubeletEndpoint) *corev
 	}
 	maps.Copy(labels, map[string]string{
 		v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider,
-		v1alpha1.LabelClusterTargetName:      kc.Name,
-		v1alpha1.LabelClusterName:            kc.Name,
+		v1alpha1.LabelClusterTargetName:      v1alpha1.LabelValueOf(kc.Name),
+		v1alpha1.LabelClusterName:            v1alpha1.LabelValueOf(kc.Name),
 		v1alpha1.LabelClusterNamespace:       kc.Namespace,
 		"type":                               "virtual-kubelet",
 		"kubernetes.io/role":                 "cluster",
-		corev1.LabelHostname:                 name,
-		corev1.LabelOSStable:                 "linux",
+		// The node's name, unless it is longer than a label value.
+		corev1.LabelHostname: v1alpha1.LabelValueOf(name),
+		corev1.LabelOSStable: "linux",
 	})
 	alloc := kc.Status.Allocatable.DeepCopy()
 	if alloc == nil {

@@ -11,8 +11,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -320,5 +322,31 @@ func TestMergeNode(t *testing.T) {
 	}
 	if _, again := mergeNode(merged, VirtualNode(kc, KubeletEndpoint{})); again {
 		t.Error("a second merge changed the node again")
+	}
+}
+
+// TestVirtualNodeLongNames: a cluster whose namespace and name make a
+// node name longer than a label value still gets a Node the API server
+// takes. Before, its kubernetes.io/hostname label (the node's name) was
+// refused, so the Node was never made, its proxy pods were bound to a
+// node that did not exist, and the pod garbage collector deleted them
+// again and again.
+func TestVirtualNodeLongNames(t *testing.T) {
+	for _, kc := range []*v1alpha1.KubernetesCluster{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team-payments-production", Name: "aws-eu-west-1-production-primary"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: strings.Repeat("a", 100)}},
+	} {
+		n := VirtualNode(kc, KubeletEndpoint{})
+		if errs := metav1validation.ValidateLabels(n.Labels, field.NewPath("metadata", "labels")); len(errs) > 0 {
+			t.Errorf("%s/%s: the virtual node's labels are refused: %v", kc.Namespace, kc.Name, errs.ToAggregate())
+		}
+		if n.Name != v1alpha1.VirtualNodeName(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}) {
+			t.Errorf("node %s, want the cluster's virtual node name", n.Name)
+		}
+		// A short name keeps its labels as they are.
+		short := VirtualNode(&v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}, KubeletEndpoint{})
+		if short.Labels[corev1.LabelHostname] != "placer.default.a" || short.Labels[v1alpha1.LabelClusterName] != "a" {
+			t.Errorf("labels of a short name changed: %v", short.Labels)
+		}
 	}
 }

@@ -669,11 +669,7 @@ func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 // shareOfLabel is the value of a share's LabelShareOf: the Workload's
 // name, or a hash of it when the name is too long for a label value.
 func shareOfLabel(name string) string {
-	if len(validation.IsValidLabelValue(name)) == 0 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return "h-" + hex.EncodeToString(sum[:16])
+	return v1alpha1.LabelValueOf(name)
 }
 
 // finished reports whether every replica's share ran to its end.

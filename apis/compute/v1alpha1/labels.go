@@ -1,6 +1,12 @@
 package v1alpha1
 
-import "strings"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // Built-in cluster labels, published by the cluster controller and visible to
 // every predicate and to topologyKey.
@@ -126,3 +132,14 @@ func IsReservedKey(k string) bool {
 // members usually live, and so does the management network). Only whoever
 // may label namespaces (a cluster admin, not a tenant) sets it.
 const LabelPrivateClusters = "compute.placer.dev/private-clusters"
+
+// LabelValueOf is v as a label value: v itself when it is one, else a
+// hash of it ("h-" and 32 hex digits), the same for the same v (a name
+// longer than 63 characters: a share's Workload's, a virtual node's).
+func LabelValueOf(v string) string {
+	if len(validation.IsValidLabelValue(v)) == 0 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "h-" + hex.EncodeToString(sum[:16])
+}
