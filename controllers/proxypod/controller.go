@@ -217,14 +217,21 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		p.wrote.Delete(req.NamespacedName)
 		return reconcile.Result{}, p.deleteWorkload(ctx, w, "")
 	}
-	if !IsProxy(pod) || p.behind(pod) {
+	if pod.Spec.SchedulerName != v1alpha1.ProxySchedulerName || p.behind(pod) {
 		return reconcile.Result{}, nil
 	}
 	if pod.DeletionTimestamp != nil {
+		// A pod of placer's proxy scheduler (its schedulerName cannot
+		// change) goes with its Workload even when its manifest
+		// annotation was taken off after admission: no kubelet ever
+		// confirms its end otherwise.
 		if w != nil && controllerUID(w) != pod.UID {
 			w = nil // another pod's, or a user's: not this pod's to wait for
 		}
 		return reconcile.Result{}, p.letGo(ctx, pod, w)
+	}
+	if !IsProxy(pod) {
+		return reconcile.Result{}, nil
 	}
 	if w != nil && controllerUID(w) != pod.UID {
 		return p.otherWorkload(ctx, pod, w)

@@ -35,14 +35,21 @@ func TestPodGone(t *testing.T) {
 	// pod's reference off its Workload, whose label still names the pod.
 	orphaned := workloadOf("p1")
 	orphaned.OwnerReferences = nil
+	// Its manifest annotation taken off after admission (the webhook sees
+	// creates only): still a pod of placer's proxy scheduler, whose
+	// schedulerName no one can change. Before, the pass took it for no
+	// proxy pod: it stayed Terminating, its delegate running.
+	unannotated := deleting.DeepCopy()
+	delete(unannotated.Annotations, v1alpha1.AnnotationSourcePodManifest)
 	cases := map[string]struct {
 		objs     []client.Object
 		wantGone bool
 	}{
-		"the pod is gone":                                 {objs: []client.Object{workloadOf("p1")}, wantGone: true},
-		"the pod is being deleted":                        {objs: []client.Object{workloadOf("p1"), deleting}},
-		"the pod is being deleted, its Workload orphaned": {objs: []client.Object{orphaned, deleting}},
-		"the pod is gone, its Workload orphaned":          {objs: []client.Object{orphaned.DeepCopy()}, wantGone: true},
+		"the pod is gone":                                             {objs: []client.Object{workloadOf("p1")}, wantGone: true},
+		"the pod is being deleted":                                    {objs: []client.Object{workloadOf("p1"), deleting}},
+		"the pod is being deleted, its Workload orphaned":             {objs: []client.Object{orphaned, deleting}},
+		"the pod is gone, its Workload orphaned":                      {objs: []client.Object{orphaned.DeepCopy()}, wantGone: true},
+		"the pod is being deleted, its manifest annotation taken off": {objs: []client.Object{workloadOf("p1"), unannotated}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
