@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,7 +65,15 @@ func TestIsSource(t *testing.T) {
 }
 
 func TestMutate(t *testing.T) {
-	proxy, _, errs := Mutate(sourcePod(nil))
+	proxy, _, errs := Mutate(sourcePod(nil, func(p *corev1.Pod) {
+		// What the management cluster's admission computed: its
+		// priority class's value and its RuntimeClass's overhead. The
+		// member computes its own; a pod that arrives with another
+		// overhead is refused there.
+		p.Spec.PriorityClassName, p.Spec.Priority = "high", ptr.To(int32(1000))
+		p.Spec.RuntimeClassName = ptr.To("gvisor")
+		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+	}))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -82,6 +91,10 @@ func TestMutate(t *testing.T) {
 	}
 	if source.Spec.SchedulerName != "" {
 		t.Errorf("saved source carries schedulerName %q", source.Spec.SchedulerName)
+	}
+	if source.Spec.Priority != nil || source.Spec.Overhead != nil || source.Spec.PriorityClassName != "high" || ptr.Deref(source.Spec.RuntimeClassName, "") != "gvisor" {
+		t.Errorf("saved source: priority %v, overhead %v (want neither: the member's admission computes them), class %q, runtime class %v",
+			source.Spec.Priority, source.Spec.Overhead, source.Spec.PriorityClassName, source.Spec.RuntimeClassName)
 	}
 }
 

@@ -222,6 +222,10 @@ func savedSource(pod *corev1.Pod) *corev1.Pod {
 		}
 	}
 	s.Spec.Priority, s.Spec.PreemptionPolicy = nil, nil
+	// The management cluster's RuntimeClass admission set it from its own
+	// RuntimeClass; the member's sets it from the member's, and refuses a
+	// pod that comes with another.
+	s.Spec.Overhead = nil
 	// The namespace's default ServiceAccount is the member's own; another
 	// one goes with the pods, as a Workload's does.
 	if s.Spec.ServiceAccountName == "default" {
