@@ -67,10 +67,8 @@ const (
 // divideScope is one reconcile of a spread Workload.
 type divideScope struct {
 	w, orig *v1alpha1.Workload
-	// shares are its share Workloads, by cluster; stopping, the clusters
-	// of those being deleted (their pods not confirmed gone yet).
-	shares   map[types.NamespacedName]*v1alpha1.Workload
-	stopping []types.NamespacedName
+	// shares are its share Workloads, by cluster.
+	shares map[types.NamespacedName]*v1alpha1.Workload
 	// gone are the clusters whose share gives its replicas back, and why.
 	gone map[types.NamespacedName]string
 	// kept are the clusters whose share rejected some of its candidates
@@ -158,7 +156,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
 	var err error
-	if s.shares, s.stopping, err = r.sharesOf(ctx, w); err != nil {
+	if s.shares, err = r.sharesOf(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
 	s.holding = holding(w, s.shares)
@@ -218,49 +216,22 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 
 // sharesOf lists the Workload's shares, by cluster, but those being
 // deleted.
-func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, []types.NamespacedName, error) {
+func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
 	l := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: shareOfLabel(w.Name)}); err != nil {
-		return nil, nil, errors.Wrap(err, "cannot list the Workload's shares")
+		return nil, errors.Wrap(err, "cannot list the Workload's shares")
 	}
 	out := map[types.NamespacedName]*v1alpha1.Workload{}
-	var stopping []types.NamespacedName
 	for i := range l.Items {
 		sh := &l.Items[i]
-		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil {
-			continue
-		}
-		if sh.DeletionTimestamp != nil {
-			// On its way out: what it still runs counts for nothing
-			// here (its cluster's summary has its pods), but holds a
-			// StopBeforeStart Workload's growth (stopsFirst).
-			stopping = append(stopping, sh.ClusterKey(sh.Spec.TargetCluster))
+		// A share being deleted is on its way out: what it still runs
+		// counts for nothing here (its cluster's summary has its pods).
+		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil || sh.DeletionTimestamp != nil {
 			continue
 		}
 		out[sh.ClusterKey(sh.Spec.TargetCluster)] = sh
 	}
-	return out, stopping, nil
-}
-
-// stopsFirst says, for a Workload moving StopBeforeStart, which clusters
-// hold its growth: those whose share gives its replicas back (it must
-// leave, or was rejected) and those whose share is being deleted, until
-// the propagator confirms their pods are gone. Until then no share is
-// made or grows ("never two copies", as for a Workload placed whole),
-// and the shares that give their replicas back go at once. Empty for
-// StartBeforeStop, or when nothing leaves.
-func (s *divideScope) stopsFirst() []types.NamespacedName {
-	if s.w.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart {
-		return nil
-	}
-	held := slices.Clone(s.stopping)
-	for key := range s.gone {
-		if s.shares[key] != nil {
-			held = append(held, key)
-		}
-	}
-	slices.SortFunc(held, v1alpha1.CompareKeys)
-	return slices.Compact(held)
+	return out, nil
 }
 
 // giveBack finds the shares whose replicas go back to the division: one
@@ -499,8 +470,6 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	want := map[types.NamespacedName]scheduler.Share{}
 	allReady := true
 	var errs []error
-	held := s.stopsFirst()
-	var notYet []types.NamespacedName
 	for _, sh := range d.Shares {
 		if k, ok := s.kept[sh.Cluster]; ok && s.shares[sh.Cluster].ReplicaCount() != sh.Replicas {
 			sh.Why = fmt.Sprintf("%d of %d replicas: %s reserved %d of the %d candidates of its share, and rejected the others (%s); they were divided among the other clusters",
@@ -509,12 +478,6 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 				s.shares[sh.Cluster].Name, sh.Cluster, sh.Replicas, k.of, sh.Cluster.Name, k.of-sh.Replicas)))
 		}
 		want[sh.Cluster] = sh
-		if cur := s.shares[sh.Cluster]; len(held) > 0 && (cur == nil || sh.Replicas > cur.ReplicaCount()) {
-			// StopBeforeStart: made or grown once what leaves is gone.
-			allReady = false
-			notYet = append(notYet, sh.Cluster)
-			continue
-		}
 		cur, err := r.ensureShare(ctx, s.w, s.shares[sh.Cluster], sh, s.holding)
 		if err != nil {
 			// One share that cannot be written (its name taken by a
@@ -528,7 +491,7 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 		allReady = allReady && servesAll(cur, sh.Replicas)
 	}
 	for key, cur := range s.shares {
-		if _, ok := want[key]; ok || cur.Status.ReadyReplicas > 0 && !allReady && len(held) == 0 {
+		if _, ok := want[key]; ok || cur.Status.ReadyReplicas > 0 && !allReady {
 			continue
 		}
 		if err := r.writes.Delete(ctx, cur); resource.IgnoreNotFound(err) != nil {
@@ -549,12 +512,6 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	}
 	s.unplaced = d.Unplaced
 	r.statusOfShares(s, want)
-	if len(notYet) > 0 {
-		// Said where a Workload placed whole says it (the propagator's
-		// move: StopBeforeStart).
-		slices.SortFunc(notYet, v1alpha1.CompareKeys)
-		s.w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("move: StopBeforeStart: nothing is started in %v until %v confirm(s) that the pods there are gone", notYet, held), s.w.Generation))
-	}
 	if len(errs) > 0 {
 		err := utilerrors.NewAggregate(errs)
 		r.writer.record.Event(s.w, event.Warning(reasonCannotShare, err))

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -268,50 +267,6 @@ func TestDividedWorkload(t *testing.T) {
 		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool {
 			return s["p"] != nil && s["p"].ReplicaCount() == shares["p"].ReplicaCount() && s["q"] != nil && sum(s) == 4+shares["q"].ReplicaCount()
 		})
-	})
-
-	// Before, move: StopBeforeStart was not read for shares: the share
-	// in r was made at once, beside the one still running in q.
-	t.Run("StopBeforeStart: a share that must leave goes first, and its replacement is made once its pods are gone", func(t *testing.T) {
-		e := e.namespace(t, "stop-first")
-		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
-		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
-		e.seen("p", "q")
-		e.workload("web", st.Replicas(4), divided(0, 0, v1alpha1.StaticClusterWeight{Weight: 1}), func(w *v1alpha1.Workload) {
-			w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
-		})
-		shares := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool {
-			return len(s) == 2 && s["p"] != nil && s["q"] != nil && sum(s) == 4
-		})
-		for _, sh := range shares {
-			e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
-				w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
-			})
-		}
-		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
-		e.seen("r")
-		q := &v1alpha1.KubernetesCluster{}
-		if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "q"}, q); err != nil {
-			t.Fatal(err)
-		}
-		q.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
-		if err := e.env.Client.Update(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-		// q's share goes first (being deleted: its pods stop), and
-		// nothing starts elsewhere meanwhile.
-		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil })
-		time.Sleep(3 * time.Second)
-		if now := e.sharesOf("web", func(map[string]*v1alpha1.Workload) bool { return true }); len(now) != 1 || now["p"] == nil || now["p"].ReplicaCount() != shares["p"].ReplicaCount() {
-			t.Fatalf("shares %v while q's is being deleted, want p's alone, as it was", counts(now))
-		}
-		if msg := e.get("web").Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "StopBeforeStart: nothing is started in [stop-first/r] until [stop-first/q]") {
-			t.Errorf("Ready says %q, not what it waits for", msg)
-		}
-		// Its pods gone (the propagator lets the share go): the
-		// replicas start elsewhere.
-		e.released(shares["q"])
-		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil && sum(s) == 4 })
 	})
 
 	t.Run("a share whose cluster reserved some of its candidates before it rejected the others keeps those, and the rest go to the others", func(t *testing.T) {
