@@ -383,20 +383,7 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 			}
 		}
 	}
-	return DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), func(key types.NamespacedName) *scheduler.ClusterInfo {
-		if ci := r.cache.Cluster(key); ci != nil {
-			return ci
-		}
-		if sh := s.shares[key]; sh != nil && sh.Finished() {
-			// It ran to its end on a cluster deleted since (a drain lets
-			// a cluster go once nothing unfinished is placed there): it
-			// keeps its count, and the cluster, known by its name alone,
-			// takes nothing more. Only a share still running waits for
-			// its cluster to be known.
-			return scheduler.NewClusterInfo(&v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-		}
-		return nil
-	})
+	return DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
 }
 
 // DivisionInput is what the division of a spread Workload starts from:

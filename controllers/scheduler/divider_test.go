@@ -240,35 +240,6 @@ func TestDividedWorkload(t *testing.T) {
 		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil && s["r"] != nil && s["p"] != nil })
 	})
 
-	// Before, a share that ran to its end on a cluster since deleted (a
-	// drain lets such a cluster go) stopped every division of its
-	// Workload: the cluster was unknown, and the divider looked again
-	// each second, for ever.
-	t.Run("batch: a share that ran to its end on a deleted cluster keeps its count, and the others follow a scale", func(t *testing.T) {
-		e := e.namespace(t, "batch-deleted")
-		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
-		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
-		e.seen("p", "q")
-		// No spread constraint: the deleted cluster's labels are gone
-		// with it, so its share counts in no domain (a Workload with
-		// minGroups says so in Scheduled, and keeps its shares).
-		e.workload("job", st.Replicas(4), divided(0, 0, v1alpha1.StaticClusterWeight{Weight: 1}))
-		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && s["p"] != nil && s["q"] != nil })
-		e.shareStatus(shares["p"].Name, func(w *v1alpha1.Workload) {
-			fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
-			w.Status.SetConditions(fin, ready)
-			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
-		})
-		p := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "p"}}
-		if err := e.env.Client.Delete(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		e.scale("job", int32(4+shares["q"].ReplicaCount()))
-		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool {
-			return s["p"] != nil && s["p"].ReplicaCount() == shares["p"].ReplicaCount() && s["q"] != nil && sum(s) == 4+shares["q"].ReplicaCount()
-		})
-	})
-
 	t.Run("a share whose cluster reserved some of its candidates before it rejected the others keeps those, and the rest go to the others", func(t *testing.T) {
 		e := e.namespace(t, "partial")
 		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
