@@ -77,10 +77,14 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// that shows none is confirmed by a live list: a candidate made a
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
+	// Only a cluster that answers (Ready) is read live: one that does not
+	// is let go whatever it holds, and each read would wait out the
+	// request's deadline.
+	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := conn.Chaperons(ctx, w.UID)
-		if err != nil || len(chs) > 0 {
-			return true
+		if err != nil || len(chs) > 0 || !reachable {
+			return err != nil || len(chs) > 0
 		}
 		chs, err = conn.ChaperonsLive(ctx, w.UID)
 		return err != nil || len(chs) > 0
@@ -119,7 +123,6 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	}
 	sort.Strings(placed)
 	sort.Strings(left)
-	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 	if len(placed) > 0 || reachable && len(left) > 0 {
 		msg := fmt.Sprintf("deleting: waiting for %d Workload(s) to move away (%s) and for %d to be cleaned up here (%s)",
 			len(placed), short(placed), len(left), short(left))

@@ -221,13 +221,18 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, nil
 	}
 	if pod.DeletionTimestamp != nil {
-		// A pod of placer's proxy scheduler (its schedulerName cannot
-		// change) goes with its Workload even when its manifest
-		// annotation was taken off after admission: no kubelet ever
-		// confirms its end otherwise.
 		if w != nil && controllerUID(w) != pod.UID {
 			w = nil // another pod's, or a user's: not this pod's to wait for
 		}
+		if !IsProxy(pod) && w == nil {
+			// Never a proxy pod (let through untouched, and may be on a
+			// real node), or one with nothing of placer's left.
+			return reconcile.Result{}, nil
+		}
+		// A proxy pod goes with its Workload, even when its manifest
+		// annotation was taken off after admission (its schedulerName
+		// cannot change, and its Workload names it): no kubelet ever
+		// confirms its end otherwise.
 		return reconcile.Result{}, p.letGo(ctx, pod, w)
 	}
 	if !IsProxy(pod) {

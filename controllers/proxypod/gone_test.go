@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,4 +94,30 @@ func workloadAfterPass(t *testing.T, key types.NamespacedName, objs ...client.Ob
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestNotAProxyLeftAlone: a pod of placer's proxy scheduler that was never
+// a proxy pod (no manifest, no Workload: let through untouched, say, and
+// bound by hand to a real node) is not ended by placer when it is
+// deleted: its kubelet does that.
+func TestNotAProxyLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	pod := proxyPod(key, "p1")
+	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
+	pod.Spec.NodeName = "node-1"
+	pod.Status.Phase = corev1.PodRunning
+	pod.Finalizers, pod.DeletionTimestamp = []string{"test/keep"}, &metav1.Time{Time: metav1.Now().Time}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod).WithStatusSubresource(pod).Build()
+	p := &Proxies{Client: c}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s, want Running: placer ended a pod it never placed", got.Status.Phase)
+	}
 }

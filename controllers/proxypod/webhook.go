@@ -196,8 +196,9 @@ func reservedKeys(pod *corev1.Pod) field.ErrorList {
 // reference included, which picks its move policy: WorkloadFor): without
 // the service account token volume the management cluster's admission
 // mounted (the member mounts its own), the priority it computed (the
-// member computes its own from the class) and the default ServiceAccount
-// it named.
+// member computes its own from the class), the overhead its RuntimeClass
+// admission set (the member's sets its own) and the default
+// ServiceAccount it named.
 func savedSource(pod *corev1.Pod) *corev1.Pod {
 	s := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, GenerateName: pod.GenerateName, Namespace: pod.Namespace,

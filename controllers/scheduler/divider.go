@@ -507,12 +507,13 @@ func (r *Reconciler) applyShares(ctx context.Context, s *divideScope, d schedule
 	return nil
 }
 
-// servesAll reports whether a share serves every replica of its part:
-// each Ready, or run to its end (a batch replica that succeeded counts as
-// Ready, as divisionInput counts it; a share that ran to its end has no
-// Ready replica left, and must not hold the shares that leave).
+// servesAll reports whether a share, as its spec is now, serves every
+// replica of its part: each Ready, or run to its end (a batch replica
+// that succeeded counts as Ready, as divisionInput counts it; a share
+// that ran to its end has no Ready replica left, and must not hold the
+// shares that leave). A share just changed (grown) serves nothing yet.
 func servesAll(sh *v1alpha1.Workload, replicas int) bool {
-	return sh.Finished() || sh.Generation == sh.Status.ObservedGeneration && int(sh.Status.ReadyReplicas+sh.Status.Succeeded) >= replicas
+	return sh.Generation == sh.Status.ObservedGeneration && (sh.Finished() || int(sh.Status.ReadyReplicas+sh.Status.Succeeded) >= replicas)
 }
 
 // ensureShare creates or updates the share of one cluster.

@@ -386,6 +386,10 @@ func TestDividedWorkload(t *testing.T) {
 			"commit of a Single Workload": {func(w *v1alpha1.Workload) {
 				w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingSingle, Commit: v1alpha1.CommitTogether}
 			}, "spec.placement.replicaScheduling.commit"},
+			"StopBeforeStart of a Divided Workload": {func(w *v1alpha1.Workload) {
+				divided(0, 0)(w)
+				w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
+			}, "spec.placement.move: Invalid value"},
 			"commit of another word": {func(w *v1alpha1.Workload) {
 				divided(0, 0)(w)
 				w.Spec.Placement.ReplicaScheduling.Commit = "Eventually"

@@ -372,6 +372,7 @@ const (
 )
 
 // Placement tunes the handshake with target clusters.
+// +kubebuilder:validation:XValidation:rule="!has(self.move) || self.move != 'StopBeforeStart' || !has(self.replicaScheduling) || !has(self.replicaScheduling.type) || self.replicaScheduling.type == 'Single'",message="move: StopBeforeStart is for a Workload placed whole (replicaScheduling Single): placer does not stop a Divided or Duplicated Workload's shares before their replacements start",fieldPath=".move"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'NoReservation' || !has(self.fanOut) || self.fanOut == 1",message="fanOut must be 1 when mode is NoReservation: without a reservation the runner-up clusters' own schedulers would bind their pods at once, and copies would run until the commit",fieldPath=".fanOut"
 type Placement struct {
 	// FanOut is how many ranked clusters receive candidate pods at once.
