@@ -269,6 +269,18 @@ func serviceNamed(ns string) func(t *testing.T, e env) {
 	}
 }
 
+// keptUntilDeleted: the Workload keeps its finalizer, and its candidate
+// in member a is deleted (a deletion's first pass).
+func keptUntilDeleted(t *testing.T, e env) {
+	t.Helper()
+	if e.w == nil || len(e.w.Finalizers) == 0 {
+		t.Fatal("the finalizer went while a candidate was there")
+	}
+	if n := count(t, e.members[0], e.w, nil); n != 0 {
+		t.Errorf("%d candidates left in a, want it deleted", n)
+	}
+}
+
 // renameRunnerAndDelete makes the template name ServiceAccount runner2,
 // then deletes the Workload.
 func renameRunnerAndDelete(t *testing.T, e env) {
@@ -1878,14 +1890,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
 			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {}},
-			check: func(t *testing.T, e env) {
-				if e.w == nil || len(e.w.Finalizers) == 0 {
-					t.Fatal("the finalizer went while a candidate was there")
-				}
-				if n := count(t, e.members[0], e.w, nil); n != 0 {
-					t.Errorf("%d candidates left in a, want it deleted", n)
-				}
-			},
+			check:       keptUntilDeleted,
 		},
 		{
 			// A flapping link: a not Ready (its probes failed), its watch
@@ -1900,14 +1905,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			want:        reconcile.Result{RequeueAfter: cleanupRetry},
 			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {}},
-			check: func(t *testing.T, e env) {
-				if e.w == nil || len(e.w.Finalizers) == 0 {
-					t.Fatal("the finalizer went while a candidate was there")
-				}
-				if n := count(t, e.members[0], e.w, nil); n != 0 {
-					t.Errorf("%d candidates left in a, want it deleted", n)
-				}
-			},
+			check:       keptUntilDeleted,
 		},
 		{
 			// On 0ed6f67 a was let go ("nothing remains") and its copy ran

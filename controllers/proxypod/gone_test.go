@@ -83,17 +83,24 @@ func TestLabelledShareKept(t *testing.T) {
 // for key, and returns the Workload of that name as it leaves it.
 func workloadAfterPass(t *testing.T, key types.NamespacedName, objs ...client.Object) *v1alpha1.Workload {
 	t.Helper()
+	w := &v1alpha1.Workload{}
+	afterPass(t, key, w, objs...)
+	return w
+}
+
+// afterPass runs one pass of the proxy pods' controller on objs for key,
+// and reads into got the object of that name as it leaves it.
+func afterPass(t *testing.T, key types.NamespacedName, got client.Object, objs ...client.Object) {
+	t.Helper()
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
 	p := &Proxies{Client: c}
 	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
-	w := &v1alpha1.Workload{}
-	if err := c.Get(ctx, key, w); err != nil {
+	if err := c.Get(ctx, key, got); err != nil {
 		t.Fatal(err)
 	}
-	return w
 }
 
 // TestNotAProxyLeftAlone: a pod of placer's proxy scheduler that was never
@@ -101,22 +108,14 @@ func workloadAfterPass(t *testing.T, key types.NamespacedName, objs ...client.Ob
 // bound by hand to a real node) is not ended by placer when it is
 // deleted: its kubelet does that.
 func TestNotAProxyLeftAlone(t *testing.T) {
-	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	pod := proxyPod(key, "p1")
 	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
 	pod.Spec.NodeName = "node-1"
 	pod.Status.Phase = corev1.PodRunning
 	pod.Finalizers, pod.DeletionTimestamp = []string{"test/keep"}, &metav1.Time{Time: metav1.Now().Time}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod).WithStatusSubresource(pod).Build()
-	p := &Proxies{Client: c}
-	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
-		t.Fatal(err)
-	}
 	got := &corev1.Pod{}
-	if err := c.Get(ctx, key, got); err != nil {
-		t.Fatal(err)
-	}
+	afterPass(t, key, got, pod)
 	if got.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase %s, want Running: placer ended a pod it never placed", got.Status.Phase)
 	}

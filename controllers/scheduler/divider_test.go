@@ -219,24 +219,12 @@ func TestDividedWorkload(t *testing.T) {
 			w.Status.SetConditions(fin, ready)
 			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
 		})
-		ready := func(name string) {
-			e.shareStatus(name, func(w *v1alpha1.Workload) {
-				w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
-			})
-		}
-		ready(shares["q"].Name)
+		e.shareReady(shares["q"].Name)
 		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
 		e.seen("r")
-		q := &v1alpha1.KubernetesCluster{}
-		if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "q"}, q); err != nil {
-			t.Fatal(err)
-		}
-		q.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
-		if err := e.env.Client.Update(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+		e.maintenance("q")
 		moved := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["r"] != nil })
-		ready(moved["r"].Name)
+		e.shareReady(moved["r"].Name)
 		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil && s["r"] != nil && s["p"] != nil })
 	})
 
@@ -358,15 +346,7 @@ func TestDividedWorkload(t *testing.T) {
 		// not seen q Ready yet (a busy machine): either way p holds a
 		// share, which must move to q once the toleration ends.
 		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["p"] != nil && sum(s) == 4 })
-		p := &v1alpha1.KubernetesCluster{}
-		if err := e.env.Client.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "p"}, p); err != nil {
-			t.Fatal(err)
-		}
-		// timeAdded as the cluster controller stamps it (it does not run here).
-		p.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
-		if err := e.env.Client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		e.maintenance("p")
 		e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["q"] != nil && s["q"].ReplicaCount() == 4 })
 	})
 
@@ -464,6 +444,32 @@ func (e *schedulerEnv) shareStatus(name string, change func(*v1alpha1.Workload))
 		w := e.get(name)
 		change(w)
 		return e.env.Client.Status().Update(context.Background(), w)
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// shareReady: every replica of the share is scheduled and Ready, for its
+// spec as it is, as the propagator would count it.
+func (e *schedulerEnv) shareReady(name string) {
+	e.t.Helper()
+	e.shareStatus(name, func(w *v1alpha1.Workload) {
+		w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
+	})
+}
+
+// maintenance taints the cluster example.com/maintenance:NoExecute, its
+// timeAdded as the cluster controller (not run here) stamps it.
+func (e *schedulerEnv) maintenance(name string) {
+	e.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kc := &v1alpha1.KubernetesCluster{}
+		if err := e.env.Client.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, kc); err != nil {
+			return err
+		}
+		kc.Spec.Taints = []v1alpha1.ClusterTaint{{Key: "example.com/maintenance", Effect: v1alpha1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())}}
+		return e.env.Client.Update(context.Background(), kc)
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -187,11 +187,7 @@ func TestDividedRebalance(t *testing.T) {
 	// Their first division must see b and c both, or it is b alone.
 	e.seen("b", "c")
 	alike := divided(0, 0, v1alpha1.StaticClusterWeight{Weight: 1})
-	ready := func(sh *v1alpha1.Workload) {
-		e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
-			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
-		})
-	}
+	ready := func(sh *v1alpha1.Workload) { e.shareReady(sh.Name) }
 	fled := func(s map[string]*v1alpha1.Workload) bool {
 		return len(s) == 2 && s["b"] != nil && s["c"] != nil && s["b"].ReplicaCount() == 6 && s["c"].ReplicaCount() == 6
 	}

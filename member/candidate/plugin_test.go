@@ -22,6 +22,12 @@ import (
 
 const timeout = 90 * time.Second
 
+// unreserved: the chaperon carries no is-reserved mark.
+func unreserved(ch *mcv1alpha1.PodChaperon) bool {
+	_, reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved]
+	return !reserved
+}
+
 func chaperon(name, cpu string) *mcv1alpha1.PodChaperon {
 	return &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -166,10 +172,7 @@ func TestCandidateScheduler(t *testing.T) {
 		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
 			return ch.Annotations[mcv1alpha1.AnnotationIsReserved] == "true"
 		})
-		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			_, reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved]
-			return !reserved
-		})
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, unreserved)
 		pod, err := cs.CoreV1().Pods("default").Get(ctx, "slow", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -207,9 +210,6 @@ func TestCandidateScheduler(t *testing.T) {
 		if err := c.Create(ctx, ch); err != nil {
 			t.Fatal(err)
 		}
-		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			_, reserved := ch.Annotations[mcv1alpha1.AnnotationIsReserved]
-			return !reserved
-		})
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, unreserved)
 	})
 }
