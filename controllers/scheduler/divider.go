@@ -218,7 +218,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 // deleted.
 func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
 	l := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: shareOfLabel(w.Name)}); err != nil {
+	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValueOf(w.Name)}); err != nil {
 		return nil, errors.Wrap(err, "cannot list the Workload's shares")
 	}
 	out := map[types.NamespacedName]*v1alpha1.Workload{}
@@ -535,7 +535,7 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 	for k, v := range w.Labels {
 		cur.Labels[k] = v
 	}
-	cur.Labels[v1alpha1.LabelShareOf] = shareOfLabel(w.Name)
+	cur.Labels[v1alpha1.LabelShareOf] = v1alpha1.LabelValueOf(w.Name)
 	if cur.Annotations == nil {
 		cur.Annotations = map[string]string{}
 	}
@@ -665,12 +665,6 @@ func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 	}
 	sum := sha256.Sum256([]byte(cluster.String()))
 	return strings.TrimRight(w.Name[:min(len(w.Name), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
-}
-
-// shareOfLabel is the value of a share's LabelShareOf: the Workload's
-// name, or a hash of it when the name is too long for a label value.
-func shareOfLabel(name string) string {
-	return v1alpha1.LabelValueOf(name)
 }
 
 // finished reports whether every replica's share ran to its end.
