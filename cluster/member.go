@@ -546,3 +546,20 @@ func (c *Connection) Summary(ctx context.Context) Summary {
 	out.Status, out.Found = s.Status, true
 	return out
 }
+
+// ConfirmedChaperons returns the Workload's chaperons in a member, from
+// its watch and, when the member answers and the watch shows none, from
+// its API server: nothing there lets a cluster go (a move's end, a
+// deletion's, a deleted cluster's drain), and a chaperon made a moment
+// ago, or one a watch broken by a flapping link has not listed again, may
+// not be in the watch yet (a copy that would run on, named nowhere).
+// Without answers (a cluster that is not Ready, for a move or a drain) it
+// is sent nothing: what its watch last saw is all there is, and its
+// caller never takes that for "nothing".
+func ConfirmedChaperons(ctx context.Context, m Member, workload types.UID, answers bool) ([]*mcv1alpha1.PodChaperon, error) {
+	chs, err := m.Chaperons(ctx, workload)
+	if err != nil || len(chs) > 0 || !answers {
+		return chs, err
+	}
+	return m.ChaperonsLive(ctx, workload)
+}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/cluster"
 	"github.com/placer-dev/placer/controllers/shared"
 )
 
@@ -74,19 +75,13 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// holds reports whether the Workload may still hold candidates here:
 	// a list that fails knows nothing, and nothing known is not nothing
 	// there (the cluster answers, so the next probe looks again). A watch
-	// that shows none is confirmed by a live list: a candidate made a
+	// that shows none is confirmed live, only in a cluster that answers
+	// (one that does not is let go whatever it holds): a candidate made a
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
-	// Only a cluster that answers (Ready) is read live: one that does not
-	// is let go whatever it holds, and each read would wait out the
-	// request's deadline.
 	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 	holds := func(w *v1alpha1.Workload) bool {
-		chs, err := conn.Chaperons(ctx, w.UID)
-		if err != nil || len(chs) > 0 || !reachable {
-			return err != nil || len(chs) > 0
-		}
-		chs, err = conn.ChaperonsLive(ctx, w.UID)
+		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0
 	}
 	var placed, left []string

@@ -168,7 +168,7 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 		// whose probes fail may still answer (a flapping link) while its
 		// watch is behind, and deleteIn sends it requests anyway. A read
 		// that fails keeps the finalizer.
-		chs, err := chaperonsConfirmed(ctx, m, w.UID, true)
+		chs, err := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
 		if err != nil {
 			pending = append(pending, key+" ("+cluster.DescribeError(err)+")")
 			continue
@@ -201,22 +201,6 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 // stop after them.
 func stopsFirst(w *v1alpha1.Workload) bool {
 	return w.Labels[v1alpha1.LabelProxyPod] != "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true"
-}
-
-// chaperonsConfirmed returns the Workload's chaperons in a member, from
-// its watch and, when the member answers and the watch shows none, from
-// its API server: nothing there lets a cluster go (a move's end, a
-// deletion's), and a chaperon made a moment ago, or one a watch broken by
-// a flapping link has not listed again, may not be in the watch yet (a
-// copy that would run on, named nowhere). Without answers (a move's
-// cluster that is not Ready) it is sent nothing: what its watch last saw
-// is all there is, and its caller never takes that for "nothing".
-func chaperonsConfirmed(ctx context.Context, m cluster.Member, workload types.UID, answers bool) ([]*mcv1alpha1.PodChaperon, error) {
-	chs, err := m.Chaperons(ctx, workload)
-	if err != nil || len(chs) > 0 || !answers {
-		return chs, err
-	}
-	return m.ChaperonsLive(ctx, workload)
 }
 
 // deleteIn deletes the Workload's chaperons (chs, in whatever namespaces

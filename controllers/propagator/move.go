@@ -212,7 +212,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 	s.keep[key] = true
 	var chs []*mcv1alpha1.PodChaperon
 	if m != nil {
-		if chs, err = chaperonsConfirmed(ctx, m, w.UID, st == answering); err != nil {
+		if chs, err = cluster.ConfirmedChaperons(ctx, m, w.UID, st == answering); err != nil {
 			return 0, false, errors.Wrap(err, errListChaperons)
 		}
 		// Without a synced watch the count keeps what was last seen
@@ -361,7 +361,7 @@ func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 			setDependencies(w, key, nil)
 			w.SetPlaced(key, "", false)
 		case st == answering:
-			chs, err := chaperonsConfirmed(ctx, m, w.UID, true)
+			chs, err := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
 			if err != nil {
 				return errors.Wrap(err, errListChaperons)
 			}
