@@ -356,10 +356,10 @@ func TestVirtualNodeLongNames(t *testing.T) {
 		if n.Name != v1alpha1.VirtualNodeName(types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}) {
 			t.Errorf("node %s, want the cluster's virtual node name", n.Name)
 		}
-		// A short name keeps its labels as they are.
-		short := VirtualNode(&v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}, KubeletEndpoint{})
-		if short.Labels[corev1.LabelHostname] != "placer.default.a" || short.Labels[v1alpha1.LabelClusterName] != "a" {
-			t.Errorf("labels of a short name changed: %v", short.Labels)
-		}
+	}
+	// A short name keeps its labels as they are.
+	short := VirtualNode(&v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}, KubeletEndpoint{})
+	if short.Labels[corev1.LabelHostname] != "placer.default.a" || short.Labels[v1alpha1.LabelClusterName] != "a" {
+		t.Errorf("labels of a short name changed: %v", short.Labels)
 	}
 }

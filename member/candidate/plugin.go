@@ -247,15 +247,18 @@ const liveReadTimeout = 5 * time.Second
 
 // chaperon returns the metadata of the pod's own chaperon (name, the
 // UID of the pod's controller reference, not being deleted), as the
-// plugin's watch last saw it; when the watch shows none such (not seen
+// plugin's watch last saw it; when the watch does not hold it (not seen
 // yet, or an older chaperon of that name still there), as the API server
-// has it, if live is set. Nil, nil: there is none.
+// has it, if live is set. Nil, nil: there is none (one the watch shows
+// being deleted is not read again).
 func (p *Plugin) chaperon(ctx context.Context, pod *corev1.Pod, name string, live bool) (metav1.Object, error) {
-	own := func(m metav1.Object) bool {
-		return m.GetUID() == metav1.GetControllerOf(pod).UID && m.GetDeletionTimestamp() == nil
-	}
+	uid := metav1.GetControllerOf(pod).UID
+	own := func(m metav1.Object) bool { return m.GetUID() == uid && m.GetDeletionTimestamp() == nil }
 	if o, err := p.lister.ByNamespace(pod.Namespace).Get(name); err == nil {
-		if m, ok := o.(metav1.Object); ok && own(m) {
+		if m, ok := o.(metav1.Object); ok && m.GetUID() == uid {
+			if !own(m) {
+				return nil, nil
+			}
 			return m, nil
 		}
 	}
