@@ -113,6 +113,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=clusterbindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=kubernetesclusters,verbs=get;list;watch
 
 // Setup adds the scheduler controller to the manager.
 func Setup(mgr ctrl.Manager, o Options) error {

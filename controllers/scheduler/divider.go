@@ -69,6 +69,12 @@ type divideScope struct {
 	w, orig *v1alpha1.Workload
 	// shares are its share Workloads, by cluster.
 	shares map[types.NamespacedName]*v1alpha1.Workload
+	// done are the shares that ran to their end in a cluster since
+	// deleted (setAside): out of the division, their replicas done.
+	done map[types.NamespacedName]*v1alpha1.Workload
+	// deleted are the clusters of shares that did not end, deleted: the
+	// share gives its replicas back.
+	deleted map[types.NamespacedName]bool
 	// gone are the clusters whose share gives its replicas back, and why.
 	gone map[types.NamespacedName]string
 	// kept are the clusters whose share rejected some of its candidates
@@ -149,7 +155,8 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 // divide places a Divided or Duplicated Workload through its shares.
 func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
 	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, kept: map[types.NamespacedName]keptShare{},
-		leaving: map[types.NamespacedName]string{}, waiting: map[types.NamespacedName]string{}, now: time.Now()}
+		leaving: map[types.NamespacedName]string{}, waiting: map[types.NamespacedName]string{}, now: time.Now(),
+		done: map[types.NamespacedName]*v1alpha1.Workload{}, deleted: map[types.NamespacedName]bool{}}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
 		s.w.Status.Rebalancing = nil
@@ -159,8 +166,11 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 	if s.shares, err = r.sharesOf(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.setAside(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
 	s.holding = holding(w, s.shares)
-	if finished(s.shares, w.ReplicaCount()) {
+	if finished(s.all(), w.ReplicaCount()) {
 		// A batch Workload whose every replica ran to its end: nothing
 		// is divided again, or moved back.
 		s.w.Status.Rebalancing = nil
@@ -191,7 +201,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		s.w.Status.SetConditions(v1alpha1.Scheduled(divisionMessage(s, d), w.Generation))
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
-	if d.Reason != "" || len(d.Shares) == 0 && w.ReplicaCount() > 0 {
+	if d.Reason != "" || len(d.Shares) == 0 && in.Replicas > 0 {
 		why := d.Reason
 		if len(res.Ranked) == 0 {
 			why = res.Message()
@@ -234,6 +244,59 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 	return out, nil
 }
 
+// setAside takes out of the division each share whose cluster the
+// scheduler's cache does not hold and the API server confirms deleted (a
+// live read: the cache may not have seen a new cluster yet): one that ran
+// to its end is done work (done), its replicas not divided again; any
+// other gives its replicas back (giveBack). A drain lets a cluster go
+// without moving what ran to its end there.
+func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
+	for key, sh := range s.shares {
+		if r.cache.Cluster(key) != nil {
+			continue
+		}
+		err := r.writes.Get(ctx, key, &v1alpha1.KubernetesCluster{})
+		if !kerrors.IsNotFound(err) {
+			if err != nil {
+				return errors.Wrapf(err, "cannot read cluster %s, which holds share %s", key, sh.Name)
+			}
+			// Not in the cache yet: divisionInput waits for it.
+			continue
+		}
+		if sh.Finished() {
+			s.done[key] = sh
+			delete(s.shares, key)
+			continue
+		}
+		s.deleted[key] = true
+	}
+	return nil
+}
+
+// all is every share, those set aside as done too.
+func (s *divideScope) all() map[types.NamespacedName]*v1alpha1.Workload {
+	if len(s.done) == 0 {
+		return s.shares
+	}
+	out := maps.Clone(s.shares)
+	maps.Copy(out, s.done)
+	return out
+}
+
+// remaining is how many replicas the division divides: a Divided
+// Workload's but those its done shares ran (each Duplicated share holds
+// them all).
+func (s *divideScope) remaining() int {
+	n := s.w.ReplicaCount()
+	if s.w.Spec.Placement.ReplicaScheduling.Type != v1alpha1.ReplicaSchedulingDivided {
+		return n
+	}
+	for _, sh := range s.done {
+		n -= sh.ReplicaCount()
+	}
+	return max(0, n)
+}
+
 // giveBack finds the shares whose replicas go back to the division: one
 // its cluster rejected (the rejection, kept in the Workload's own status,
 // keeps the cluster out until it expires, as for any Workload), and one
@@ -263,6 +326,9 @@ func (r *Reconciler) giveBack(s *divideScope) {
 		}
 		ci := r.cache.Cluster(key)
 		if ci == nil {
+			if s.deleted[key] {
+				s.gone[key] = "its cluster was deleted"
+			}
 			continue
 		}
 		leave, after := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now)
@@ -370,7 +436,7 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 	for _, n := range current {
 		total += n
 	}
-	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided && total > s.w.ReplicaCount() {
+	if s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided && total > s.remaining() {
 		// More than it asks for (a move back ended part way, a scale
 		// down): a share short of Ready counts by its Ready replicas,
 		// as a ReplicaSet removes its not-Ready pods first, so that no
@@ -383,7 +449,9 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 			}
 		}
 	}
-	return DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
+	in, known = DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
+	in.Replicas = s.remaining()
+	return in, known
 }
 
 // DivisionInput is what the division of a spread Workload starts from:
@@ -684,10 +752,13 @@ func finished(shares map[types.NamespacedName]*v1alpha1.Workload, replicas int) 
 func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedName]scheduler.Share) {
 	st := &s.w.Status
 	st.Placements, st.Replicas, st.ScheduledReplicas, st.ReadyReplicas, st.Succeeded, st.Failed = nil, 0, 0, 0, 0, 0
-	for key, sh := range s.shares {
+	for key, sh := range s.all() {
 		p := v1alpha1.SharePlacement{Cluster: v1alpha1.ClusterReference{Name: key.Name, Namespace: key.Namespace}, Workload: sh.Name,
 			Replicas: int32(sh.ReplicaCount()), ReadyReplicas: sh.Status.ReadyReplicas}
 		switch _, ok := want[key]; {
+		case s.done[key] != nil:
+			p.Reason = fmt.Sprintf("%s in a cluster since deleted: its %d replica(s) count as done, and are not divided again",
+				sh.Status.GetCondition(v1alpha1.TypeComplete).Reason+sh.Status.GetCondition(v1alpha1.TypeFailed).Reason, sh.ReplicaCount())
 		case s.waiting[key] != "":
 			p.Reason = s.waiting[key]
 		case ok:
@@ -714,10 +785,10 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 	}
 	st.ReadyOfDesired = fmt.Sprintf("%d/%d", st.ReadyReplicas, desired)
 	st.ObservedGeneration = s.w.Generation
-	if want == nil && finished(s.shares, s.w.ReplicaCount()) {
-		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %d share(s)", st.Succeeded, len(s.shares))
+	if all := s.all(); want == nil && finished(all, s.w.ReplicaCount()) {
+		t, reason, msg := xpv2.ConditionType(v1alpha1.TypeComplete), v1alpha1.ReasonCompleted, fmt.Sprintf("all %d replicas succeeded in %d share(s)", st.Succeeded, len(all))
 		if st.Failed > 0 {
-			t, reason, msg = v1alpha1.TypeFailed, v1alpha1.ReasonReplicasFailed, fmt.Sprintf("%d of %d replicas failed in %d share(s)", st.Failed, st.Succeeded+st.Failed, len(s.shares))
+			t, reason, msg = v1alpha1.TypeFailed, v1alpha1.ReasonReplicasFailed, fmt.Sprintf("%d of %d replicas failed in %d share(s)", st.Failed, st.Succeeded+st.Failed, len(all))
 		}
 		fin, ready := v1alpha1.Finished(t, reason, msg, s.w.Generation)
 		st.SetConditions(fin, ready)
@@ -789,7 +860,15 @@ func divisionMessage(s *divideScope, d scheduler.Division) string {
 	}
 	byCluster := slices.Clone(d.Shares)
 	slices.SortFunc(byCluster, func(a, b scheduler.Share) int { return v1alpha1.CompareKeys(a.Cluster, b.Cluster) })
-	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.w.ReplicaCount(), len(d.Shares), SharesText(byCluster))
+	msg := fmt.Sprintf("divided %d replicas over %d cluster(s): %s", s.remaining(), len(d.Shares), SharesText(byCluster))
+	if len(s.done) > 0 {
+		var done []scheduler.Share
+		for key, sh := range s.done {
+			done = append(done, scheduler.Share{Cluster: key, Replicas: sh.ReplicaCount()})
+		}
+		slices.SortFunc(done, func(a, b scheduler.Share) int { return v1alpha1.CompareKeys(a.Cluster, b.Cluster) })
+		msg += fmt.Sprintf("; %d of its %d ran to their end in clusters since deleted (%s)", s.w.ReplicaCount()-s.remaining(), s.w.ReplicaCount(), SharesText(done))
+	}
 	if d.Unplaced > 0 {
 		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)
 	}

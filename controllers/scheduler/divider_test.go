@@ -228,6 +228,62 @@ func TestDividedWorkload(t *testing.T) {
 		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return s["q"] == nil && s["r"] != nil && s["p"] != nil })
 	})
 
+	// Before, a share in a cluster the scheduler's cache no longer held
+	// stopped the division: the Workload was looked at again every second,
+	// and never divided again (a scale-up never placed).
+	t.Run("batch: a share that ran to its end in a cluster since deleted counts as done; the rest divide over the living clusters", func(t *testing.T) {
+		e := e.namespace(t, "batch-deleted")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
+		e.seen("p", "q", "r")
+		e.workload("job", st.Replicas(6), divided(2, 0))
+		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 6 && s["p"] != nil })
+		done := shares["p"]
+		finish := func(name string) {
+			e.shareStatus(name, func(w *v1alpha1.Workload) {
+				fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+				w.Status.SetConditions(fin, ready)
+				w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
+			})
+		}
+		finish(done.Name)
+		e.deleteCluster("p")
+		e.scale("job", 8)
+		after := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool {
+			return s["p"] != nil && s["q"] != nil && s["r"] != nil && s["q"].ReplicaCount()+s["r"].ReplicaCount() == 8-done.ReplicaCount()
+		})
+		if p := after["p"]; p.UID != done.UID || p.ReplicaCount() != done.ReplicaCount() {
+			t.Errorf("p's share %s (%d replicas): want the finished share %s kept as it was (%d)", p.UID, p.ReplicaCount(), done.UID, done.ReplicaCount())
+		}
+		finish(after["q"].Name)
+		finish(after["r"].Name)
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "job"}}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(v1alpha1.TypeComplete).Status == corev1.ConditionTrue && w.Status.Succeeded == 8
+		})
+		if !slices.ContainsFunc(w.Status.Placements, func(pl v1alpha1.SharePlacement) bool {
+			return pl.Cluster.Name == "p" && strings.Contains(pl.Reason, "since deleted")
+		}) {
+			t.Errorf("placements %+v: want p's share listed, in a cluster since deleted", w.Status.Placements)
+		}
+	})
+
+	t.Run("a share that did not end, in a cluster deleted with no drain, gives its replicas back", func(t *testing.T) {
+		e := e.namespace(t, "deleted")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
+		e.seen("p", "q", "r")
+		e.workload("web", st.Replicas(6), divided(2, 0))
+		shares := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 6 && s["p"] != nil })
+		e.deleteCluster("p")
+		after := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return s["p"] == nil && sum(s) == 6 })
+		if len(after) != 2 {
+			t.Errorf("shares %v (p had %d): want p's replicas divided over q and r", counts(after), shares["p"].ReplicaCount())
+		}
+	})
+
 	t.Run("a share whose cluster reserved some of its candidates before it rejected the others keeps those, and the rest go to the others", func(t *testing.T) {
 		e := e.namespace(t, "partial")
 		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"), st.Capacity("10", "100Gi", "0", "0", "10", "100Gi"))
@@ -495,6 +551,17 @@ func (e *schedulerEnv) released(sh *v1alpha1.Workload) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// deleteCluster deletes a cluster and waits until it is gone (the cluster
+// controller, whose drain would hold it, is not run here).
+func (e *schedulerEnv) deleteCluster(name string) {
+	e.t.Helper()
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+	if err := e.env.Client.Delete(context.Background(), kc); err != nil {
+		e.t.Fatal(err)
+	}
+	testenv.WaitForDeletion(e.t, e.wc, kc, &v1alpha1.KubernetesClusterList{}, waitTimeout)
 }
 
 func (e *schedulerEnv) get(name string) *v1alpha1.Workload {
