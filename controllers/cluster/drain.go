@@ -67,8 +67,10 @@ func (d *drains) forget(key types.NamespacedName) {
 // requeue it; so does the next probe (next).
 func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, next reconcile.Result) (reconcile.Result, error) {
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
-	wls := &v1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{shared.IndexWorkloadClusters: key.String()}); err != nil {
+	// Those it names, and those that recorded a namespace there (a
+	// runner-up the scheduler dropped while the cluster did not answer).
+	wls, err := shared.WorkloadsIn(ctx, r.client, key)
+	if err != nil {
 		return reconcile.Result{}, errors.Wrap(err, errListWorkloads)
 	}
 	conn := r.conns.Member(key)
@@ -85,8 +87,8 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 		return err != nil || len(chs) > 0
 	}
 	var placed, left []string
-	for i := range wls.Items {
-		w := &wls.Items[i]
+	for i := range wls {
+		w := &wls[i]
 		name := w.Namespace + "/" + w.Name
 		synced := conn != nil && conn.Synced()
 		switch {
@@ -132,7 +134,7 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// Once the finalizer is gone, the object's deletion closes the
 	// connection (Reconcile's NotFound branch).
 	r.drains.forget(key)
-	err := shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
+	err = shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
 	return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
 }
 

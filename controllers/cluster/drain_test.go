@@ -73,6 +73,13 @@ func TestDrain(t *testing.T) {
 		{name: "a runner-up nomination with nothing there does not hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a"))},
 		{name: "a runner-up whose candidates are still there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			there: true, held: true, reason: string(reasonDraining)},
+		// Before, the drain looked only at the Workloads the status
+		// names: one the scheduler no longer nominated there was not
+		// looked at, and its candidates were left behind.
+		{name: "a runner-up the scheduler dropped, recorded there, whose candidates are still there holds it", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Namespace: "default"}}
+			}), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			unlisted: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted whose candidate the watch has not seen yet holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
@@ -85,7 +92,8 @@ func TestDrain(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.cluster, tc.w).
-				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).Build()
+				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
+				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
 			rec := &eventtest.Recorder{}
 			a := clustertest.NewMember("a")
 			if tc.there {

@@ -62,7 +62,17 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 	var records []record
 	for _, d := range todo {
 		key, ns := d.p.unit.Cluster, d.p.member.TargetNamespace(d.p.delivered)
-		if ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had, slices.Contains(s.orig.PlacedIn(key), ns)); ok {
+		placed := slices.Contains(s.orig.PlacedIn(key), ns)
+		ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had, placed)
+		// A runner-up's first candidates are named first too, with
+		// nothing to copy: only nominatedClusters names it otherwise,
+		// and the scheduler drops it from there whether or not its
+		// member answers. Dropped while it does not, with the manager
+		// restarted before it answers again, a deletion would not look
+		// there, and its held candidates would stay. The record goes
+		// once its candidates are confirmed gone (pruneDependencies).
+		ok = ok || !placed && d.p.unit.RunnerUp && len(d.p.state.Missing) > 0
+		if ok {
 			records = append(records, record{key: key, deps: ds, namespace: ns})
 		}
 	}

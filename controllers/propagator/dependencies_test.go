@@ -137,15 +137,17 @@ func wantCopy(t *testing.T, m *clustertest.Member, kind, name string) {
 }
 
 // TestDependencyClusters: a Workload is indexed once under each cluster
-// its status.dependencies name, in the Workload's namespace when the
-// entry names none.
+// its status.dependencies and status.placedNamespaces name, in the
+// Workload's namespace when the entry names none.
 func TestDependencyClusters(t *testing.T) {
 	w := st.Workload("w")
 	for _, c := range []v1alpha1.ClusterReference{{Name: "a"}, {Name: "a"}, {Name: "b", Namespace: "fleet"}} {
 		w.Status.Dependencies = append(w.Status.Dependencies, v1alpha1.Dependency{Cluster: c, Kind: "Secret", Name: "db"})
 	}
+	w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "fleet"}, Namespace: "apps"},
+		{Cluster: v1alpha1.ClusterReference{Name: "c"}, Namespace: "apps"}}
 	got := shared.DependencyClusters(w)
-	want := []string{"default/a", "fleet/b"}
+	want := []string{"default/a", "fleet/b", "default/c"}
 	if !slices.Equal(got, want) {
 		t.Errorf("shared.DependencyClusters = %v, want %v", got, want)
 	}

@@ -286,30 +286,14 @@ func (r *Reconciler) workloadsOf(ctx context.Context, o client.Object) []reconci
 // copies go when it answers, or are forgotten when it is deleted), each
 // once.
 func (r *Reconciler) workloadsIn(ctx context.Context, key types.NamespacedName) []reconcile.Request {
-	out := r.workloadsBy(ctx, shared.IndexWorkloadClusters, key)
-	seen := make(map[reconcile.Request]bool, len(out))
-	for _, req := range out {
-		seen[req] = true
-	}
-	for _, req := range r.workloadsBy(ctx, shared.IndexWorkloadDependencyClusters, key) {
-		if !seen[req] {
-			out = append(out, req)
-		}
-	}
-	return out
-}
-
-// workloadsBy returns the Workloads an index (indexWorkloadClusters,
-// indexWorkloadDependencyClusters) files under a cluster.
-func (r *Reconciler) workloadsBy(ctx context.Context, index string, cluster types.NamespacedName) []reconcile.Request {
-	wls := &v1alpha1.WorkloadList{}
 	// Read-only: only their names are taken.
-	if err := r.client.List(ctx, wls, client.MatchingFields{index: cluster.String()}, client.UnsafeDisableDeepCopy); err != nil {
+	wls, err := shared.WorkloadsIn(ctx, r.client, key, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		// The indexes are added before any controller (IndexWorkloads).
-		r.log.Info("cannot list the Workloads of a cluster", "cluster", cluster.String(), "error", err)
+		r.log.Info("cannot list the Workloads of a cluster", "cluster", key.String(), "error", err)
 		return nil
 	}
-	return shared.RequestsFor(wls.Items)
+	return shared.RequestsFor(wls)
 }
 
 // readyChanged passes a cluster's creation, deletion, a change of its
@@ -334,17 +318,24 @@ func (r *Reconciler) sameHost(a, b types.NamespacedName) bool {
 	return ma != nil && mb != nil && ma.Host() == mb.Host()
 }
 
-// pruneDependencies lets go of the copies status.dependencies names in a
-// cluster the Workload no longer uses (neither chosen, nor left, nor
-// keeping candidates in this pass: one that rejected it, a runner-up let go
-// at commit or dropped by the scheduler, say), once nothing of it remains
-// there; a cluster deleted meanwhile is forgotten. A runner-up kept with no
-// candidate yet (its member holds as many as allowed) keeps its copy.
+// pruneDependencies lets go of the copies status.dependencies names, and
+// the namespaces status.placedNamespaces names, in a cluster the Workload
+// no longer uses (neither chosen, nor left, nor keeping candidates in this
+// pass: one that rejected it, a runner-up let go at commit or dropped by
+// the scheduler, say), once nothing of it remains there; a cluster deleted
+// meanwhile is forgotten. A runner-up kept with no candidate yet (its
+// member holds as many as allowed) keeps its copy.
 func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 	w := s.w
-	seen := map[types.NamespacedName]bool{}
+	var used []types.NamespacedName
 	for _, d := range w.Status.Dependencies {
-		key := w.ClusterKey(&d.Cluster)
+		used = append(used, w.ClusterKey(&d.Cluster))
+	}
+	for _, p := range w.Status.PlacedNamespaces {
+		used = append(used, w.ClusterKey(&p.Cluster))
+	}
+	seen := map[types.NamespacedName]bool{}
+	for _, key := range used {
 		if seen[key] {
 			continue
 		}

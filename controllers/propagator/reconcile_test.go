@@ -173,6 +173,16 @@ type propagatorCase struct {
 	wantMembers map[string][]string
 }
 
+// runnerUpRecorded: the runner-up cluster's target namespace recorded
+// before its first candidates were made, with Ready's count of desired
+// replicas that the record's write derives.
+func runnerUpRecorded(desired int, cluster string) func(*v1alpha1.WorkloadStatus) {
+	return func(s *v1alpha1.WorkloadStatus) {
+		s.PlacedNamespaces = append(s.PlacedNamespaces, v1alpha1.PlacedNamespace{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}, Namespace: "default"})
+		s.ReadyOfDesired = fmt.Sprintf("0/%d", desired)
+	}
+}
+
 // rejected: the cluster's first rejection of generation 1, of a Workload
 // of desired replicas with nothing ready.
 func rejected(desired int, cluster, reason, msg string) func(*v1alpha1.WorkloadStatus) {
@@ -549,7 +559,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantStatus:  runnerUpRecorded(2, "b"),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
@@ -617,7 +627,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantStatus:  runnerUpRecorded(2, "b"),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); b != 2 {
@@ -635,7 +645,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(append(mine, candidates(other, 1, runnerUp)...)...))}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantStatus:  runnerUpRecorded(2, "b"),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, nil); b != 2 {
@@ -650,7 +660,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantStatus:  runnerUpRecorded(1, "b"),
 			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 runner-up"}},
 			check: func(t *testing.T, e env) {
 				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
@@ -785,6 +795,29 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 				if n := count(t, e.members[1], e.w, nil); n != 0 {
 					t.Errorf("%d candidates left in b", n)
+				}
+			},
+		},
+		{
+			// The record made before the runner-up's first candidates
+			// (dependencies) goes with them: kept, a deletion would wait
+			// for b to answer, for nothing.
+			name: "fan-out: the runner-up's record goes once its candidates are gone after the commit",
+			w: web(nominate("a", "b"), func(w *v1alpha1.Workload) {
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Namespace: "default"}}
+			}),
+			passes: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved)...)),
+					clustertest.NewMember("b", clustertest.WithObjects(candidates(w, 2, reserved)...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {}},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, isAllowed); n != 2 {
+					t.Errorf("%d allowed in a, want 2", n)
+				}
+				if ns := e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "b"}); len(ns) != 0 {
+					t.Errorf("b's record %v stays after its candidates went", ns)
 				}
 			},
 		},
@@ -1499,6 +1532,48 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, nothing but nominatedClusters named a runner-up:
+			// dropped by the scheduler while its member did not answer,
+			// then the manager restarted (its watch not listed yet), the
+			// Workload's deletion looked only at a, and its held
+			// candidates in b stayed, named nowhere, taking b's room for
+			// runner-ups for ever.
+			name:   "deletion after a restart: a runner-up the scheduler dropped while its member did not answer keeps the finalizer",
+			w:      web(nominate("a", "b")),
+			passes: 3,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
+			},
+			between: func(t *testing.T, e env) {
+				if e.w.DeletionTimestamp != nil {
+					return
+				}
+				if n := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); n != 2 {
+					t.Fatalf("%d runner-up candidates in b after the first pass, want 2", n)
+				}
+				if !slices.Contains(e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "b"}), "default") {
+					t.Errorf("placed namespaces %v: want b recorded before its candidates were made", e.w.Status.PlacedNamespaces)
+				}
+				// The scheduler decided again without b, which did not
+				// answer; then the manager restarted: b's watch has not
+				// listed.
+				e.w.Status.NominatedClusters = e.w.Status.NominatedClusters[:1]
+				if err := e.mgmt.Status().Update(context.Background(), e.w); err != nil {
+					t.Fatal(err)
+				}
+				e.members[1].NotSynced = true
+				if err := e.mgmt.Delete(context.Background(), e.w); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: reconcile.Result{RequeueAfter: cleanupRetry},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Finalizers) == 0 {
+					t.Errorf("the finalizer went while b holds %d candidates no status named", count(t, e.members[1], e.w, nil))
+				}
+			},
+		},
+		{
 			name: "deletion with an unreachable member that may hold candidates: the finalizer stays",
 			w:    web(func(w *v1alpha1.Workload) { w.DeletionTimestamp = ptr.To(metav1.Now()) }),
 			members: func(*v1alpha1.Workload) clustertest.Members {
@@ -1958,7 +2033,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
+			wantStatus:  runnerUpRecorded(2, "b"),
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				images := func(m *clustertest.Member) (out []string) {

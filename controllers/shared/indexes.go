@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +19,8 @@ const (
 	// propagator look them up.
 	IndexWorkloadClusters = "placer.workloadClusters"
 	// IndexWorkloadDependencyClusters indexes Workloads by the clusters
-	// their status.dependencies name (copies placer made there).
+	// their status.dependencies and status.placedNamespaces name (copies
+	// placer made there, namespaces it used).
 	IndexWorkloadDependencyClusters = "placer.workloadDependencyClusters"
 )
 
@@ -47,17 +49,46 @@ func WorkloadClusters(o client.Object) []string {
 }
 
 // DependencyClusters is the index function of
-// IndexWorkloadDependencyClusters.
+// IndexWorkloadDependencyClusters: the clusters status.dependencies name,
+// and those status.placedNamespaces name (a runner-up's, recorded before
+// its first candidates), each once.
 func DependencyClusters(o client.Object) []string {
 	w, ok := o.(*v1alpha1.Workload)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for i := range w.Status.Dependencies {
-		if k := w.ClusterKey(&w.Status.Dependencies[i].Cluster).String(); !slices.Contains(out, k) {
+	add := func(ref *v1alpha1.ClusterReference) {
+		if k := w.ClusterKey(ref).String(); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
+	for i := range w.Status.Dependencies {
+		add(&w.Status.Dependencies[i].Cluster)
+	}
+	for i := range w.Status.PlacedNamespaces {
+		add(&w.Status.PlacedNamespaces[i].Cluster)
+	}
 	return out
+}
+
+// WorkloadsIn lists, from c's indexes (IndexWorkloads), the Workloads whose
+// status names a cluster, or copies and namespaces placed there (a
+// runner-up dropped while the cluster did not answer), each once.
+func WorkloadsIn(ctx context.Context, c client.Reader, cluster types.NamespacedName, opts ...client.ListOption) ([]v1alpha1.Workload, error) {
+	var out []v1alpha1.Workload
+	seen := map[types.UID]bool{}
+	for _, index := range []string{IndexWorkloadClusters, IndexWorkloadDependencyClusters} {
+		l := &v1alpha1.WorkloadList{}
+		if err := c.List(ctx, l, append(slices.Clone(opts), client.MatchingFields{index: cluster.String()})...); err != nil {
+			return nil, errors.Wrapf(err, "cannot list the Workloads of cluster %s", cluster)
+		}
+		for _, w := range l.Items {
+			if !seen[w.UID] {
+				seen[w.UID] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out, nil
 }
