@@ -11,8 +11,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,7 +79,9 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// (one that does not is let go whatever it holds): a candidate made a
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
-	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	// Not Ready, it may still answer (its agent or candidate scheduler
+	// stopped): what is there is cleaned up all the same.
+	reachable := kc.Answers()
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0

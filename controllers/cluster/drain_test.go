@@ -56,6 +56,12 @@ func TestDrain(t *testing.T) {
 		{name: "a Workload placed there holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a")), held: true, reason: string(reasonDraining)},
 		{name: "a Workload still leaving a cluster that answers holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
 		{name: "one that does not answer is let go, naming what may remain", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)), w: st.Workload("w", st.PlacedOn("b"), leftA), reason: string(reasonLetGo)},
+		// Before, any cluster not Ready was taken for one that does not
+		// answer: let go, its old copies ran on beside the new ones.
+		{name: "a Workload still leaving a cluster that answers but is not Ready (its candidate scheduler stopped) holds it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonCandidateSchedulerNotRunning)),
+			w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted holds a cluster that answers but is not Ready (its agent stopped) while it cleans up there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
+			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a batch Workload that ended there is not waited for to move", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
 			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
 			w.Status.SetConditions(complete, ready)

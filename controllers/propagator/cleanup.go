@@ -55,7 +55,7 @@ func (r *Reconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[t
 		if err != nil {
 			return err
 		}
-		if st != answering {
+		if !st.answers() {
 			// What its watch last saw is there: it goes once the
 			// cluster answers again (its Ready condition or its watch
 			// coming back requeues).

@@ -30,14 +30,26 @@ type reach int
 const (
 	// gone: its KubernetesCluster does not exist.
 	gone reach = iota
-	// silent: it is not Ready; what its watch last saw may be stale, and
-	// no request is sent to it.
+	// silent: it does not answer (its probe failed, or nothing is known
+	// of it), or its chaperon watch has not listed; what its watch last
+	// saw may be stale, and no request is sent to it.
 	silent
+	// unready: it answers but is not Ready (placer's agent or candidate
+	// scheduler stopped there, KubernetesCluster.Answers), and is watched:
+	// what is there goes as in a cluster that answers (its own garbage
+	// collector removes a deleted chaperon's pod), but the statuses its
+	// agent mirrors may be stale, so nothing Ready is counted there.
+	unready
 	// syncing: Ready, and its chaperon watch has not listed yet.
 	syncing
 	// answering: Ready and watched: what its watch says is true now.
 	answering
 )
+
+// answers reports whether the cluster is sent what cleans up there.
+func (st reach) answers() bool {
+	return st == unready || st == answering
+}
 
 // reachOf says how far the cluster answers, with its member when its
 // chaperons are watched.
@@ -51,6 +63,8 @@ func (r *Reconciler) reachOf(ctx context.Context, s *scope, key types.Namespaced
 	}
 	m := r.member(key)
 	switch {
+	case kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && m != nil && kc.Answers():
+		return unready, m, nil
 	case kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue:
 		return silent, m, nil
 	case m == nil:
@@ -77,7 +91,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	if st, _, err := r.reachOf(ctx, s, s.target); err != nil {
 		return stop, err
-	} else if st == silent && s.chosen.committed() {
+	} else if (st == silent || st == unready) && s.chosen.committed() {
 		w.Status.ReadyReplicas = 0
 		w.Status.SetConditions(v1alpha1.ReadyUnknownOn(s.target.String(), w.Generation))
 	}
@@ -132,7 +146,7 @@ func (r *Reconciler) countsAfterMove(ctx context.Context, s *scope) {
 	}
 	for i := range w.Status.LeftClusters {
 		key := w.ClusterKey(&w.Status.LeftClusters[i].Cluster)
-		if st, _, err := r.reachOf(ctx, s, key); err == nil && st == silent {
+		if st, _, err := r.reachOf(ctx, s, key); err == nil && (st == silent || st == unready) {
 			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(key.String(), w.Generation))
 			return
 		}
@@ -212,7 +226,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 	s.keep[key] = true
 	var chs []*mcv1alpha1.PodChaperon
 	if m != nil {
-		if chs, err = cluster.ConfirmedChaperons(ctx, m, w.UID, st == answering); err != nil {
+		if chs, err = cluster.ConfirmedChaperons(ctx, m, w.UID, st.answers()); err != nil {
 			return 0, false, errors.Wrap(err, errListChaperons)
 		}
 		// Without a synced watch the count keeps what was last seen
@@ -221,7 +235,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 		remaining = int32(len(chs))
 	}
 	switch {
-	case st != answering:
+	case !st.answers():
 		// What its watch last saw, but never "nothing": only a cluster
 		// that answers confirms that, and 0 lets it go (a watch that
 		// stopped may show none while the pods run on).
@@ -246,6 +260,9 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 	}
 	recount(w, key, remaining, lc)
 	switch {
+	case !replaced && st == unready:
+		// What serves there is not known: its agent mirrors nothing.
+		return 0, true, nil
 	case !replaced:
 		// Make before break: the old pods serve until the new ones do.
 		ready = propagator.Observe(w, chs).Ready
@@ -351,7 +368,7 @@ func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 		case st == gone:
 			setDependencies(w, key, nil)
 			w.SetPlaced(key, "", false)
-		case st == answering:
+		case st.answers():
 			chs, err := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
 			if err != nil {
 				return errors.Wrap(err, errListChaperons)

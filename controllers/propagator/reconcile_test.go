@@ -1680,6 +1680,38 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, any cluster not Ready was taken for one that does not
+			// answer: the old copy ran on there, beside the new one, and a
+			// drain of the cluster let it go with the copy in it.
+			name:        "a left cluster that answers but is not Ready (its agent stopped) loses its copy once the new one runs, and then its entry",
+			w:           web(left),
+			clusters:    map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonAgentNotRunning)}},
+			passes:      2,
+			members:     bothRunning,
+			wantStatus:  both(counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in b", 1)), countedLeft(0)),
+			wantMembers: map[string][]string{"a": {}, "b": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				wantLeft(t, e.w, -1)
+				wantReason(t, e.rec, reasonLeft)
+			},
+		},
+		{
+			name:     "a left cluster that answers but is not Ready: what runs there is not counted while the new one is not Ready",
+			w:        web(left),
+			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonCandidateSchedulerNotRunning)}},
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...)), clustertest.NewMember("b")}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "b": {"0", "1"}},
+			check: func(t *testing.T, e env) {
+				wantLeft(t, e.w, 2)
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionUnknown {
+					t.Errorf("Ready %s %q, want Unknown: what its agent mirrored may be stale", c.Status, c.Message)
+				}
+			},
+		},
+		{
 			name:     "a chosen cluster that does not answer: Ready is Unknown, written once and not again on every pass",
 			w:        web(),
 			clusters: map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonUnreachable)}},

@@ -231,6 +231,29 @@ type KubernetesClusterList struct {
 	Items           []KubernetesCluster `json:"items"`
 }
 
+// Answers reports whether the cluster's API server answered its last
+// probe: Ready, or not Ready for what only an answering cluster can say
+// (placer's agent or candidate scheduler not running there, a version
+// placer does not support, a ClusterProfile that says it is unhealthy).
+// Such a cluster takes no new placement, but is sent what cleans up
+// there: a delete, a live list (its own garbage collector removes a
+// deleted chaperon's pod, with no agent). An answer older than a probe's
+// interval may be stale, as Ready may.
+func (kc *KubernetesCluster) Answers() bool {
+	c := kc.Status.GetCondition(xpv2.TypeReady)
+	switch {
+	case c.Status == corev1.ConditionTrue:
+		return true
+	case c.Status != corev1.ConditionFalse:
+		return false
+	}
+	switch c.Reason {
+	case ReasonAgentNotRunning, ReasonCandidateSchedulerNotRunning, ReasonUnsupportedVersion, ReasonClusterProfileUnhealthy:
+		return true
+	}
+	return false
+}
+
 // Tenants parses spec.namespaceSelector: the management namespaces, besides
 // its own, whose Workloads the cluster serves. Nil when unset (its own
 // only); a selector that does not parse selects nothing.

@@ -73,3 +73,34 @@ func TestRejectionAndChoice(t *testing.T) {
 		t.Error("a choice of b read as a choice of c")
 	}
 }
+
+// TestAnswers: a cluster answers when Ready, or not Ready for what only a
+// cluster that answered its probe can say; not when its probe failed, its
+// kubeconfig is refused, or nothing is known yet.
+func TestAnswers(t *testing.T) {
+	cases := map[string]struct {
+		status corev1.ConditionStatus
+		reason xpv2.ConditionReason
+		want   bool
+	}{
+		"Ready":                        {status: corev1.ConditionTrue, reason: ReasonReady, want: true},
+		"AgentNotRunning":              {status: corev1.ConditionFalse, reason: ReasonAgentNotRunning, want: true},
+		"CandidateSchedulerNotRunning": {status: corev1.ConditionFalse, reason: ReasonCandidateSchedulerNotRunning, want: true},
+		"UnsupportedVersion":           {status: corev1.ConditionFalse, reason: ReasonUnsupportedVersion, want: true},
+		"ClusterProfileUnhealthy":      {status: corev1.ConditionFalse, reason: ReasonClusterProfileUnhealthy, want: true},
+		"Unreachable":                  {status: corev1.ConditionFalse, reason: ReasonUnreachable},
+		"Unauthorized":                 {status: corev1.ConditionFalse, reason: ReasonUnauthorized},
+		"SecretNotFound":               {status: corev1.ConditionFalse, reason: ReasonSecretNotFound},
+		"KubeconfigRefused":            {status: corev1.ConditionFalse, reason: ReasonKubeconfigRefused},
+		"no condition yet":             {},
+	}
+	for name, tc := range cases {
+		kc := &KubernetesCluster{}
+		if tc.status != "" {
+			kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: tc.status, Reason: tc.reason})
+		}
+		if got := kc.Answers(); got != tc.want {
+			t.Errorf("%s: Answers() = %v, want %v", name, got, tc.want)
+		}
+	}
+}
