@@ -192,7 +192,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// manager just started): nothing is decided on half a fleet.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	d, wait := r.moveBack(s, p, res, in, scheduler.Divide(in, PolicyOf(w)))
+	d, wait := r.moveBack(s, p, res, in, scheduler.Divide(in, s.policy()))
 	if wait > 0 {
 		s.lookAgain(wait)
 	}
@@ -263,14 +263,34 @@ func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
 			// Not in the cache yet: divisionInput waits for it.
 			continue
 		}
-		if sh.Finished() {
+		if sh.Finished() && sh.Annotations[v1alpha1.AnnotationShareLeaving] == "" && !r.cache.IsShareLeaving(sh.UID) {
 			s.done[key] = sh
 			delete(s.shares, key)
 			continue
 		}
+		// A share that had begun to leave (a drain) goes as it would
+		// have: its replacement is under way, and its place under
+		// --max-concurrent-moves ends with its deletion.
 		s.deleted[key] = true
 	}
 	return nil
+}
+
+// policy is the division the Workload asks for, of what remains to
+// divide: a spread constraint's minGroups counts each done share (in a
+// cluster since deleted, whose domain is not known any more) as a group
+// met, and asks no more groups than replicas remain.
+func (s *divideScope) policy() scheduler.DivisionPolicy {
+	p := PolicyOf(s.w)
+	if len(s.done) == 0 {
+		return p
+	}
+	for i := range p.Spread {
+		if n := p.Spread[i].MinGroups; n > 0 {
+			p.Spread[i].MinGroups = max(0, min(n-len(s.done), s.remaining()))
+		}
+	}
+	return p
 }
 
 // all is every share, those set aside as done too.
@@ -308,6 +328,11 @@ func (r *Reconciler) giveBack(s *divideScope) {
 	s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool { return rc.Generation != s.w.Generation })
 	divided := s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided
 	for key, sh := range s.shares {
+		if s.deleted[key] {
+			// What it reserved there, or its rejection, says nothing now.
+			s.gone[key] = "its cluster was deleted"
+			continue
+		}
 		if rc := sh.Rejection(key); rc != nil && rc.Generation == sh.Generation {
 			s.keepRejection(key, rc)
 			if n := int(rc.Reserved); divided && n > 0 && n < sh.ReplicaCount() {
@@ -326,9 +351,6 @@ func (r *Reconciler) giveBack(s *divideScope) {
 		}
 		ci := r.cache.Cluster(key)
 		if ci == nil {
-			if s.deleted[key] {
-				s.gone[key] = "its cluster was deleted"
-			}
 			continue
 		}
 		leave, after := scheduler.MustLeave(sh, ci, scheduler.ExecutionTolerations(sh, r.defaultTolerations), s.now)
@@ -867,7 +889,7 @@ func divisionMessage(s *divideScope, d scheduler.Division) string {
 			done = append(done, scheduler.Share{Cluster: key, Replicas: sh.ReplicaCount()})
 		}
 		slices.SortFunc(done, func(a, b scheduler.Share) int { return v1alpha1.CompareKeys(a.Cluster, b.Cluster) })
-		msg += fmt.Sprintf("; %d of its %d ran to their end in clusters since deleted (%s)", s.w.ReplicaCount()-s.remaining(), s.w.ReplicaCount(), SharesText(done))
+		msg += fmt.Sprintf("; shares that ran to their end in clusters since deleted: %s", SharesText(done))
 	}
 	if d.Unplaced > 0 {
 		msg += fmt.Sprintf("; %d replica(s) found no room and wait for a cluster to open up", d.Unplaced)

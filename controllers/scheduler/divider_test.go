@@ -269,6 +269,33 @@ func TestDividedWorkload(t *testing.T) {
 		}
 	})
 
+	t.Run("batch: a spread constraint's minGroups counts the domain of a share that ran to its end in a cluster since deleted", func(t *testing.T) {
+		e := e.namespace(t, "batch-groups")
+		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
+		e.seen("p", "q", "r")
+		e.workload("job", st.Replicas(3), divided(3, 0))
+		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 3 && sum(s) == 3 })
+		e.shareStatus(shares["p"].Name, func(w *v1alpha1.Workload) {
+			fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+			w.Status.SetConditions(fin, ready)
+			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
+		})
+		e.deleteCluster("p")
+		// 3 replicas remain to divide over q and r: 3 groups are met
+		// with p's, which the division does not see.
+		e.scale("job", 4)
+		e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool {
+			return s["p"] != nil && s["q"] != nil && s["r"] != nil && s["q"].ReplicaCount()+s["r"].ReplicaCount() == 3
+		})
+		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "job"}}
+		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
+			c := w.Status.GetCondition(v1alpha1.TypeScheduled)
+			return c.Status == corev1.ConditionTrue && c.ObservedGeneration == w.Generation
+		})
+	})
+
 	t.Run("a share that did not end, in a cluster deleted with no drain, gives its replicas back", func(t *testing.T) {
 		e := e.namespace(t, "deleted")
 		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))

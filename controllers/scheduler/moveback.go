@@ -288,6 +288,11 @@ func (s *divideScope) moveBackEnds(mb *v1alpha1.Rebalancing, target []scheduler.
 	if len(target) == 0 {
 		return "it records no division"
 	}
+	for _, sh := range target {
+		if s.done[sh.Cluster] != nil {
+			return fmt.Sprintf("%s, which it moves to, was deleted", sh.Cluster)
+		}
+	}
 	if !made(s.shares, target) && s.now.Sub(mb.Time.Time) >= moveBackDeadline {
 		return fmt.Sprintf("the shares it grows are not Ready after %s", moveBackDeadline)
 	}
