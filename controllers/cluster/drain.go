@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -146,15 +147,24 @@ func short(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// deletingClustersOf maps a Workload to the clusters its status names
-// that are being deleted: their drain looks again.
+// deletingClustersOf maps a Workload to the clusters its status names, or
+// where it recorded something, that are being deleted: their drain looks
+// again.
 func (r *Reconciler) deletingClustersOf(ctx context.Context, o client.Object) []reconcile.Request {
 	w, ok := o.(*v1alpha1.Workload)
 	if !ok {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, k := range w.NamedClusters() {
+	// And those where it recorded copies or a namespace (a runner-up
+	// the scheduler dropped), as the drain finds it (WorkloadsIn).
+	keys := w.NamedClusters()
+	for _, k := range shared.RecordedClusters(w) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
 		kc := &v1alpha1.KubernetesCluster{}
 		if err := r.client.Get(ctx, k, kc); err == nil && kc.DeletionTimestamp != nil {
 			out = append(out, reconcile.Request{NamespacedName: k})

@@ -86,11 +86,8 @@ func (r *Reconciler) membersFor(ctx context.Context, w *v1alpha1.Workload) (memb
 	for i := range w.Status.RejectedClusters {
 		touched[w.ClusterKey(&w.Status.RejectedClusters[i].Cluster)] = true
 	}
-	for i := range w.Status.Dependencies {
-		touched[w.ClusterKey(&w.Status.Dependencies[i].Cluster)] = true
-	}
-	for i := range w.Status.PlacedNamespaces {
-		touched[w.ClusterKey(&w.Status.PlacedNamespaces[i].Cluster)] = true
+	for _, k := range shared.RecordedClusters(w) {
+		touched[k] = true
 	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, types.NamespacedName{Name: w.Namespace}, ns); resource.IgnoreNotFound(err) != nil {

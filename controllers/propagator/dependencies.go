@@ -121,8 +121,8 @@ func (rc record) addTo(w *v1alpha1.Workload) {
 // leaves no copy that no status names once the template names another
 // object or the cluster is dropped. The pass's own write would have
 // carried the same entries after the copies, and has nothing of them left
-// to write: a pass that writes nothing else (a gang of one's first) makes
-// no more writes than before, one that commits a held gang one more (and
+// to write: a pass that writes nothing else (a gang of one's first, with
+// no runner-up) makes no more writes than before, one that commits a held gang one more (and
 // the commit's own record, recordCommit, another). A
 // record that loses a race stops the pass, which the newer copy brings
 // back. A pass that fails the same way again finds its entries named

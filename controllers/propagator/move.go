@@ -344,19 +344,7 @@ func (r *Reconciler) sameHost(a, b types.NamespacedName) bool {
 // member holds as many as allowed) keeps its copy.
 func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 	w := s.w
-	var used []types.NamespacedName
-	for _, d := range w.Status.Dependencies {
-		used = append(used, w.ClusterKey(&d.Cluster))
-	}
-	for _, p := range w.Status.PlacedNamespaces {
-		used = append(used, w.ClusterKey(&p.Cluster))
-	}
-	seen := map[types.NamespacedName]bool{}
-	for _, key := range used {
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
+	for _, key := range shared.RecordedClusters(w) {
 		if key == s.target || s.keep[key] || r.sameHost(key, s.target) || w.Left(key) != nil {
 			continue
 		}

@@ -49,17 +49,28 @@ func WorkloadClusters(o client.Object) []string {
 }
 
 // DependencyClusters is the index function of
-// IndexWorkloadDependencyClusters: the clusters status.dependencies name,
-// and those status.placedNamespaces name (a runner-up's, recorded before
-// its first candidates), each once.
+// IndexWorkloadDependencyClusters (RecordedClusters).
 func DependencyClusters(o client.Object) []string {
 	w, ok := o.(*v1alpha1.Workload)
 	if !ok {
 		return nil
 	}
-	var out []string
+	keys := RecordedClusters(w)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
+}
+
+// RecordedClusters are the clusters where the Workload's status records
+// something placer put there: copies (status.dependencies), namespaces
+// (status.placedNamespaces; a runner-up's, before its first candidates),
+// each once.
+func RecordedClusters(w *v1alpha1.Workload) []types.NamespacedName {
+	var out []types.NamespacedName
 	add := func(ref *v1alpha1.ClusterReference) {
-		if k := w.ClusterKey(ref).String(); !slices.Contains(out, k) {
+		if k := w.ClusterKey(ref); !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
