@@ -23,8 +23,15 @@ import (
 type chaperonOption = chaperontest.Mark
 
 var (
-	reserved, allowed, noHold, running = chaperontest.Reserved, chaperontest.Allowed, chaperontest.NoHold, chaperontest.Running
-	ended                              = chaperontest.Ended
+	reserved, allowed, running = chaperontest.Reserved, chaperontest.Allowed, chaperontest.Running
+	ended                      = chaperontest.Ended
+	// noHold: a gang of one's candidate, allowed in advance within the
+	// bind window its member enforces.
+	noHold = chaperontest.Windowed(time.Minute)
+	// unheld: allowed in advance with no window (a rolling update's, a
+	// replica added to a committed cluster): made only where the
+	// Workload is committed.
+	unheld = chaperontest.NoHold
 )
 
 func unschedulable(msg string) chaperonOption {
@@ -99,6 +106,12 @@ func TestObserve(t *testing.T) {
 			summary{Proven: true, Committed: true, Ready: 1}},
 		{"gang of one allowed in advance but unschedulable: rejected", w1, chaperons(w1, ops(noHold, unschedulable("0/2 nodes are available: 2 Insufficient cpu."))),
 			summary{Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}},
+		// Before, its replacement's first status (after an eviction)
+		// counted nothing allowed: the committed cluster was rejected.
+		{"allowed in advance with no window (a rolling update's): committed, also while a pod that replaces a lost one is pending", w1, chaperons(w1, ops(unheld)),
+			summary{Proven: true, Committed: true}},
+		{"allowed in advance with no window, and bound: committed", w1, chaperons(w1, ops(unheld, running)),
+			summary{Proven: true, Committed: true, Ready: 1}},
 		{"batch: one succeeded, one still running", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, running), ops(allowed, running)),
 			summary{Proven: true, Committed: true, Ready: 2, Succeeded: 1}},
 		{"batch: every replica ended, one failed", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, ended(corev1.PodFailed, "exit 1")), ops(allowed, ended(corev1.PodSucceeded, ""))),

@@ -171,8 +171,13 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	// its window, it is committed with no write: its member's agent marks
 	// it is-allowed itself before it replaces a pod it loses later (whose
 	// status no longer says it bound), so that it is never fenced.
+	// One allowed in advance with no window at all (a rolling update's, a
+	// replica added to a committed cluster) is made only where the
+	// Workload is committed, and binds whenever it can: committed, also
+	// while a pod that replaces a lost one has not bound yet.
+	_, windowed := ch.BindWindow()
 	allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
-		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled)
+		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled || !windowed)
 	if noReservation {
 		// The member's own scheduler binds at once: a bound candidate is committed.
 		allowed = scheduled

@@ -799,6 +799,32 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// A rolling update's chaperons, and replicas added to a
+			// committed cluster, bind with no hold and no window: no
+			// is-reserved, no is-allowed. Before, once such a pod was
+			// replaced (evicted, its node drained), its first status
+			// (Pending) left nothing counted allowed, and the committed
+			// cluster was rejected on the handshake's clock.
+			name: "a committed cluster whose only chaperon (made unheld, with no window) has its pod replaced is not rejected",
+			w: web(st.Replicas(1), scheduledAgo(10*time.Minute), func(w *v1alpha1.Workload) {
+				w.Status.Replicas, w.Status.ReadyReplicas = 1, 1
+				countedIn(&w.Status, w.Status.ClusterRef, 1)
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.NoHold)
+				ch.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Minute))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}
+			},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v: a committed cluster whose pod is being replaced", e.w.Status.RejectedClusters)
+				}
+				if n := count(t, e.members[0], e.w, nil); n != 1 {
+					t.Errorf("%d chaperons in a, want its 1 kept", n)
+				}
+			},
+		},
+		{
 			// The record made before the runner-up's first candidates
 			// (dependencies) goes with them: kept, a deletion would wait
 			// for b to answer, for nothing.
