@@ -3,6 +3,7 @@ package propagator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -506,6 +507,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	return s.result, nil
 }
 
+// nowhere follows a Workload with no cluster: its candidates go from every
+// member but those still serving it, and what was copied for them goes
+// too, where nothing of it remains (pruneDependencies; the status says so
+// in this pass's write). Otherwise its copies stayed for as long as it
+// found no cluster, and for good once their cluster was deleted.
+func (r *Reconciler) nowhere(ctx context.Context, s *scope) error {
+	keep := stillServing(s.w)
+	if err := r.removeElsewhereOf(ctx, s, keep); err != nil {
+		return err
+	}
+	maps.Copy(s.keep, keep)
+	return r.pruneDependencies(ctx, s)
+}
+
 // stillServing are the clusters whose copy stays while the Workload has
 // no cluster: those it is leaving StartBeforeStop (a move whose new
 // cluster rejected it, with nothing else free yet), so that a drain
@@ -573,7 +588,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (next, error
 			// Candidates come only after the finalizer: there are none.
 			return stop, nil
 		}
-		return stop, r.removeElsewhereOf(ctx, s, stillServing(w))
+		return stop, r.nowhere(ctx, s)
 	}
 	if !meta.FinalizerExists(w, finalizer) {
 		if err := r.patchFinalizers(ctx, w, meta.AddFinalizer); err != nil {
@@ -592,7 +607,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (next, error
 		s.orig = w.DeepCopy()
 		r.written.Remember(w)
 		if w.Status.ClusterRef == nil {
-			return stop, r.removeElsewhereOf(ctx, s, stillServing(w))
+			return stop, r.nowhere(ctx, s)
 		}
 		s.place()
 	}

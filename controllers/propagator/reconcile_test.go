@@ -2935,6 +2935,33 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, a Workload with no cluster (rejected where it was
+			// proving itself, and nothing else fits) stopped before
+			// anything let its copies go: they stayed in a for as long as
+			// it found no cluster, and for good once a was deleted (its
+			// drain waits for chaperons, not copies).
+			name: "dependencies: a Workload with no cluster lets go of its copies where nothing of it remains",
+			w: web(needs, withFinalizer, func(w *v1alpha1.Workload) {
+				w.Status.ClusterRef, w.Status.NominatedClusters = nil, nil
+				w.Status.Dependencies = []v1alpha1.Dependency{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Kind: "Secret", Name: "old", Copied: true}}
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("old")}, string(w.UID))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(old))}
+			},
+			wantMembers: map[string][]string{"a": {}},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[0], propagator.KindSecret, "old"); o != nil {
+					t.Errorf("Secret old stays in a, where nothing of the Workload remains, used by %v", propagator.Users(o))
+				}
+				if len(e.w.Status.Dependencies)+len(e.w.Status.PlacedNamespaces) != 0 {
+					t.Errorf("status still names a: %+v, %+v", e.w.Status.Dependencies, e.w.Status.PlacedNamespaces)
+				}
+			},
+		},
+		{
 			name:    "dependencies: a runner-up that refuses the candidates loses the ServiceAccount copied for them",
 			w:       web(needs, nominate("a", "b")),
 			sources: theSources(),
