@@ -437,9 +437,16 @@ func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) e
 		if err := cl.Create(ctx, ch); resource.Ignore(kerrors.IsAlreadyExists, err) != nil {
 			if len(chs) == 0 && n == 0 {
 				// Nothing of it is there to bring it back: what was
-				// copied for it goes now.
-				if rerr := releaseLeft(ctx, s, m); rerr != nil {
-					return rerr
+				// copied for it goes now, once a live list confirms it
+				// (a create that failed may have landed, and one made
+				// a pass ago may not be in the watch yet: its pod
+				// binds unheld, and needs what was copied).
+				there, lerr := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
+				if lerr == nil && len(there) == 0 {
+					lerr = releaseLeft(ctx, s, m)
+				}
+				if lerr != nil {
+					return errors.Join(errors.Wrap(err, errCreateChaperon), lerr)
 				}
 			}
 			return errors.Wrap(err, errCreateChaperon)

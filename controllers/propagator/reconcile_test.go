@@ -3173,6 +3173,32 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, a first candidate's create that failed released what
+			// the pass had copied for it when the watch showed none: a
+			// candidate made a pass ago, not in the watch yet, whose pod
+			// binds unheld, lost its Secret and ConfigMap.
+			name:    "dependencies: a gang of one whose candidate's create fails keeps its copies while a live list shows its candidate there",
+			w:       web(st.Replicas(1), needs),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.NoHold)
+				timeout := clustertest.WithInterceptor(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, ok := o.(*mcv1alpha1.PodChaperon); ok {
+						return kerrors.NewServerTimeout(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, "create", 1)
+					}
+					return c.Create(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotWatchedYet(ch), timeout)}
+			},
+			wantErr:     true,
+			wantMembers: map[string][]string{"a": {"0 no-hold"}},
+			check: func(t *testing.T, e env) {
+				for _, k := range []string{propagator.KindSecret, propagator.KindConfigMap, propagator.KindServiceAccount} {
+					wantCopy(t, e.members[0], k, map[string]string{propagator.KindSecret: "db", propagator.KindConfigMap: "settings", propagator.KindServiceAccount: "runner"}[k])
+				}
+			},
+		},
+		{
 			name: "dependencies: a claim of spec.resources sends the connection Secret it names",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Spec.Resources = []v1alpha1.ResourceReference{{APIVersion: "database.example.org/v1alpha1", Kind: "PostgreSQLInstance", Name: "pg"}}
