@@ -231,13 +231,21 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if kc.Spec.ClusterProfileRef != nil {
 		kubeconfig, profile, notReady = r.profileKubeconfig(ctx, kc)
 	} else {
-		kubeconfig, secret, notReady = r.kubeconfig(ctx, kc)
+		var err error
+		if kubeconfig, secret, notReady, err = r.kubeconfig(ctx, kc); err != nil {
+			// Not an answer about the Secret (a timeout, an API server
+			// under load): the cluster keeps its condition, its taints
+			// and its connection, and the read is tried again.
+			return reconcile.Result{}, err
+		}
 	}
 	if notReady != nil {
-		if profile == nil && kc.Spec.ClusterProfileRef != nil && kc.DeletionTimestamp != nil && r.conns.Member(key) != nil {
-			// Its ClusterProfile went first (the garbage collector deletes
-			// the cluster after it): it is drained through the connection
-			// it had, as long as this manager has it.
+		if kc.DeletionTimestamp != nil && r.conns.Member(key) != nil && (kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil) {
+			// Its ClusterProfile or its Secret went first (the garbage
+			// collector deletes the cluster after a ClusterProfile; a
+			// manifest or a namespace deleted whole takes the Secret
+			// first): it is drained through the connection it had, as
+			// long as this manager has it, with the condition it had.
 			return reconcile.Result{RequeueAfter: r.health.Interval}, nil
 		}
 		// Nothing to retry: the Secret's (or ClusterProfile's) watch
@@ -293,8 +301,12 @@ func lastOf(kc *v1alpha1.KubernetesCluster) cluster.Last {
 	return last
 }
 
-// kubeconfig reads the cluster's kubeconfig, or returns why it cannot.
-func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *corev1.Secret, *xpv2.Condition) {
+// kubeconfig reads the cluster's kubeconfig, or returns why it cannot: a
+// condition when the API server answers that the Secret is not there or
+// not readable (or holds no kubeconfig), an error when it gives no such
+// answer (a read that timed out, or failed on a busy server), which says
+// nothing of the Secret.
+func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *corev1.Secret, *xpv2.Condition, error) {
 	ref := kc.Spec.ConnectionSecretRef
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: ref.Name}
 	// The watch of this one Secret is its cache (objectWatches: the
@@ -302,19 +314,23 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 	// it has synced, the Secret is read directly.
 	s := &corev1.Secret{}
 	if err := r.getWatched(ctx, kc, shared.CoreKey("Secret", key.Namespace, key.Name), corev1.Resource("secrets"), s); err != nil {
-		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
-		if kerrors.IsNotFound(err) {
-			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
+		switch {
+		case kerrors.IsNotFound(err):
+			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found", secretRef(kc)))
+			return nil, nil, &c, nil
+		case kerrors.IsForbidden(err), kerrors.IsUnauthorized(err), kerrors.IsBadRequest(err), kerrors.IsInvalid(err):
+			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
+			return nil, nil, &c, nil
 		}
-		return nil, nil, &c
+		return nil, nil, nil, errors.Wrapf(err, "%s: Secret %s", errGetSecret, secretRef(kc))
 	}
 	dataKey := dataKeyOf(kc)
 	b, ok := s.Data[dataKey]
 	if !ok || len(b) == 0 {
 		c := notReadyCondition(v1alpha1.ReasonBadKubeconfig, fmt.Sprintf("Secret %s has no key %q", secretRef(kc), dataKey))
-		return nil, nil, &c
+		return nil, s, &c, nil
 	}
-	return b, s, nil
+	return b, s, nil, nil
 }
 
 // getWatched reads the one object the cluster's connection comes from

@@ -12,15 +12,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster"
+	"github.com/placer-dev/placer/cluster/clustertest"
+	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/controllers/shared/sharedtest"
+	"github.com/placer-dev/placer/propagator"
 	"github.com/placer-dev/placer/internal/eventtest"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
@@ -158,4 +164,70 @@ func unix(t *metav1.Time) int64 {
 		return 0
 	}
 	return t.Unix()
+}
+
+// TestSecretGoneOrUnread: a cluster being deleted whose Secret went first
+// (a manifest or a namespace deleted whole) is drained through the
+// connection it had, its condition kept; a Secret read that fails with no
+// answer about the Secret (a server timeout) changes nothing and is tried
+// again. Before, both published SecretNotFound and closed the connection:
+// the first let the drain go with a Workload's old copy running in a
+// member that answered; the second tainted a Ready cluster not-ready on a
+// busy API server, and Workloads moved.
+func TestSecretGoneOrUnread(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	withSecret := func(kc *v1alpha1.KubernetesCluster) {
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
+	}
+	leftA := func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted}}
+		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 2}}
+	}
+	cases := []struct {
+		name    string
+		kc      *v1alpha1.KubernetesCluster
+		readErr error
+		wantErr bool
+	}{
+		{name: "deleted after its Secret: drained through its connection", kc: st.Cluster("a", withSecret, st.Deleting(time.Now(), clusterFinalizer))},
+		{name: "a Secret read that times out: nothing changes, tried again", kc: st.Cluster("a", withSecret),
+			readErr: kerrors.NewServerTimeout(corev1.Resource("secrets"), "get", 1), wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := st.Workload("w", st.PlacedOn("b"), leftA)
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}).
+				WithStatusSubresource(tc.kc, w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
+				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+			secrets := client.Reader(c)
+			if tc.readErr != nil {
+				secrets = interceptor.NewClient(c, interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					return tc.readErr
+				}})
+			}
+			src := sharedtest.NewSources()
+			src.Unsynced[shared.CoreKey("Secret", "default", "a-kubeconfig")] = true
+			ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.Held)
+			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}}
+			rec := &eventtest.Recorder{}
+			r := &Reconciler{client: c, secrets: secrets, watches: src, conns: conns, record: rec, log: logging.NewNopLogger(), health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}}
+			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Reconcile: %v, want an error %v", err, tc.wantErr)
+			}
+			got := &v1alpha1.KubernetesCluster{}
+			if err := c.Get(context.Background(), key, got); err != nil {
+				t.Fatalf("the cluster is gone (%v): let go while a Workload's copy is in its member", err)
+			}
+			if !meta.FinalizerExists(got, clusterFinalizer) {
+				t.Error("the drain's finalizer went while a Workload's copy is in its member")
+			}
+			if rc := got.Status.GetCondition(xpv2.TypeReady); rc.Status != corev1.ConditionTrue {
+				t.Errorf("Ready %s (%s: %s), want the condition it had (True)", rc.Status, rc.Reason, rc.Message)
+			}
+			if len(conns.removed) != 0 {
+				t.Errorf("connections removed %v, want the connection kept", conns.removed)
+			}
+		})
+	}
 }
