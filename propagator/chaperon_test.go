@@ -112,6 +112,8 @@ func TestObserve(t *testing.T) {
 			summary{Proven: true, Committed: true}},
 		{"allowed in advance with no window, and bound: committed", w1, chaperons(w1, ops(unheld, running)),
 			summary{Proven: true, Committed: true, Ready: 1}},
+		{"allowed in advance with no window, its pod unschedulable: committed, and the pod's verdict told", w1, chaperons(w1, ops(unheld, unschedulable("0/2 nodes are available: 2 Insufficient cpu."))),
+			summary{Proven: true, Committed: true, Unschedulable: "0/2 nodes are available: 2 Insufficient cpu."}},
 		{"batch: one succeeded, one still running", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, running), ops(allowed, running)),
 			summary{Proven: true, Committed: true, Ready: 2, Succeeded: 1}},
 		{"batch: every replica ended, one failed", w3, chaperons(w3, ops(allowed, ended(corev1.PodSucceeded, "")), ops(allowed, ended(corev1.PodFailed, "exit 1")), ops(allowed, ended(corev1.PodSucceeded, ""))),

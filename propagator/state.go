@@ -175,17 +175,20 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	// replica added to a committed cluster) is made only where the
 	// Workload is committed, and binds whenever it can: committed, also
 	// while a pod that replaces a lost one has not bound yet.
+	// Its pod's own verdict (unschedulable) is still told (Ready's
+	// Pending message), though it rejects nothing there.
 	_, windowed := ch.BindWindow()
-	allowed := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" ||
-		ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" && (reserved || scheduled || !windowed)
+	inAdvance := ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
+	proven := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || inAdvance && (reserved || scheduled)
+	allowed := proven || inAdvance && !windowed
 	if noReservation {
 		// The member's own scheduler binds at once: a bound candidate is committed.
-		allowed = scheduled
+		allowed, proven = scheduled, scheduled
 	}
 	if reserved && !allowed {
 		st.ToAllow = append(st.ToAllow, ch)
 	}
-	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !allowed && !reserved {
+	if c := podCondition(ch, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && !proven && !reserved {
 		switch c.Reason {
 		case corev1.PodReasonUnschedulable:
 			// A wait at Permit that timed out says the cluster had

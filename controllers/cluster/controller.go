@@ -239,15 +239,15 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 			return reconcile.Result{}, err
 		}
 	}
-	if notReady != nil {
-		if kc.DeletionTimestamp != nil && r.conns.Member(key) != nil && (kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil) {
-			// Its ClusterProfile or its Secret went first (the garbage
-			// collector deletes the cluster after a ClusterProfile; a
-			// manifest or a namespace deleted whole takes the Secret
-			// first): it is drained through the connection it had, as
-			// long as this manager has it, with the condition it had.
-			return reconcile.Result{RequeueAfter: r.health.Interval}, nil
-		}
+	// Its ClusterProfile or its Secret went first (the garbage collector
+	// deletes the cluster after a ClusterProfile; a manifest or a
+	// namespace deleted whole takes the Secret first): it is drained
+	// through the connection it had, as long as this manager has it,
+	// probed through it as before, so that its condition says whether it
+	// still answers.
+	sourceGone := kc.DeletionTimestamp != nil && r.conns.Member(key) != nil &&
+		(kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil)
+	if notReady != nil && !sourceGone {
 		// Nothing to retry: the Secret's (or ClusterProfile's) watch
 		// brings the cluster back when it changes.
 		r.conns.Remove(key)
@@ -257,10 +257,12 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if profile != nil {
+	if profile != nil || sourceGone && kc.Spec.ClusterProfileRef != nil {
 		access = append(access, cluster.AllowExec)
 	}
-	if err := r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...); err != nil {
+	// With its source gone there is no kubeconfig to connect with: the
+	// connection stays as it is.
+	if err := r.connectWith(key, kubeconfig, kc, sourceGone, access); err != nil {
 		reason := v1alpha1.ReasonBadKubeconfig
 		if cluster.IsKubeconfigRefused(err) {
 			reason = v1alpha1.ReasonKubeconfigRefused
@@ -289,6 +291,15 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		next = h.Next
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// connectWith keeps the cluster's connection to the kubeconfig, or, when
+// the cluster's source is gone (keep), as it is.
+func (r *Reconciler) connectWith(key types.NamespacedName, kubeconfig []byte, kc *v1alpha1.KubernetesCluster, keep bool, access []cluster.EnsureOption) error {
+	if keep {
+		return nil
+	}
+	return r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...)
 }
 
 // lastOf is what the cluster's status says of its last check.

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"sort"
 	"strings"
@@ -81,8 +83,11 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
 	// Not Ready, it may still answer (its agent or candidate scheduler
-	// stopped): what is there is cleaned up all the same.
-	reachable := kc.Answers()
+	// stopped): what is there is cleaned up all the same, while its
+	// chaperons are watched (a member whose placer CRDs, or placer's
+	// grant, went first never lists them: nothing could be cleaned up
+	// there, and waiting would hold the cluster for ever).
+	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue || kc.Answers() && conn != nil && conn.Synced()
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0

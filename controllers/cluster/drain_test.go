@@ -49,6 +49,8 @@ func TestDrain(t *testing.T) {
 		unlisted bool
 		// unwatched: the candidate there is not in a's watch yet.
 		unwatched bool
+		// unsynced: a's chaperons are not watched (its CRDs went first).
+		unsynced bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -60,6 +62,8 @@ func TestDrain(t *testing.T) {
 		// answer: let go, its old copies ran on beside the new ones.
 		{name: "a Workload still leaving a cluster that answers but is not Ready (its candidate scheduler stopped) holds it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonCandidateSchedulerNotRunning)),
 			w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
+		{name: "a cluster that answers but is not Ready, whose chaperons are not watched (placer's CRDs went first), is let go: nothing could be cleaned up there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
+			w: st.Workload("w", st.PlacedOn("b"), leftA), unsynced: true, reason: string(reasonLetGo)},
 		{name: "a Workload being deleted holds a cluster that answers but is not Ready (its agent stopped) while it cleans up there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a batch Workload that ended there is not waited for to move", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
@@ -109,6 +113,9 @@ func TestDrain(t *testing.T) {
 				} else {
 					a = clustertest.NewMember("a", clustertest.WithObjects(ch))
 				}
+			}
+			if tc.unsynced {
+				a = clustertest.NewMember("a", clustertest.NotSynced())
 			}
 			if tc.unlisted {
 				a = clustertest.NewMember("a", clustertest.WithInterceptor(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {

@@ -183,13 +183,20 @@ func TestSecretGoneOrUnread(t *testing.T) {
 		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted}}
 		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 2}}
 	}
+	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers", Next: 20 * time.Second}
 	cases := []struct {
 		name    string
 		kc      *v1alpha1.KubernetesCluster
+		health  cluster.Health
 		readErr error
 		wantErr bool
+		// gone: the member stopped answering, and the drain lets the
+		// cluster go (LetGoUnreachable).
+		gone bool
 	}{
-		{name: "deleted after its Secret: drained through its connection", kc: st.Cluster("a", withSecret, st.Deleting(time.Now(), clusterFinalizer))},
+		{name: "deleted after its Secret: drained through its connection, probed through it", kc: st.Cluster("a", withSecret, st.Deleting(time.Now(), clusterFinalizer)), health: ready},
+		{name: "deleted after its Secret, its member gone silent: the probe through the connection says so, and the drain lets it go", kc: st.Cluster("a", withSecret, st.Deleting(time.Now(), clusterFinalizer)),
+			health: cluster.Health{Version: "v1.35.4", Reason: v1alpha1.ReasonUnreachable, Message: "the cluster does not answer: timeout", Next: 30 * time.Second}, gone: true},
 		{name: "a Secret read that times out: nothing changes, tried again", kc: st.Cluster("a", withSecret),
 			readErr: kerrors.NewServerTimeout(corev1.Resource("secrets"), "get", 1), wantErr: true},
 	}
@@ -208,7 +215,7 @@ func TestSecretGoneOrUnread(t *testing.T) {
 			src := sharedtest.NewSources()
 			src.Unsynced[shared.CoreKey("Secret", "default", "a-kubeconfig")] = true
 			ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.Held)
-			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}}
+			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}, health: map[types.NamespacedName]cluster.Health{key: tc.health}}
 			rec := &eventtest.Recorder{}
 			r := &Reconciler{client: c, secrets: secrets, watches: src, conns: conns, record: rec, log: logging.NewNopLogger(), health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}}
 			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
@@ -216,7 +223,17 @@ func TestSecretGoneOrUnread(t *testing.T) {
 				t.Fatalf("Reconcile: %v, want an error %v", err, tc.wantErr)
 			}
 			got := &v1alpha1.KubernetesCluster{}
-			if err := c.Get(context.Background(), key, got); err != nil {
+			err = c.Get(context.Background(), key, got)
+			if tc.gone {
+				if err == nil && meta.FinalizerExists(got, clusterFinalizer) {
+					t.Errorf("held while its member does not answer: Ready %+v", got.Status.GetCondition(xpv2.TypeReady))
+				}
+				if rs := rec.Reasons(); len(rs) == 0 || rs[len(rs)-1] != string(reasonLetGo) {
+					t.Errorf("Events %v, want %s last", rs, reasonLetGo)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatalf("the cluster is gone (%v): let go while a Workload's copy is in its member", err)
 			}
 			if !meta.FinalizerExists(got, clusterFinalizer) {
