@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,11 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 		return reconcile.Result{}, nil
 	case pod.DeletionTimestamp != nil:
 		// Replaced once it is gone: its deletion event brings us back.
-		return reconcile.Result{}, nil
+		// Meanwhile it is not Ready, as a ReplicaSet counts a pod being
+		// deleted: no rollout or move counts on it (only Ready changes;
+		// whatever phase it ends in says nothing of the chaperon's
+		// replica, which gets a new pod).
+		return reconcile.Result{}, r.terminating(ctx, ch)
 	case pod.Status.Phase == corev1.PodFailed && !EndedOnItsOwn(pod):
 		// Evicted, preempted, refused by its kubelet or lost: delete it;
 		// its deletion brings a new one.
@@ -458,6 +463,23 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 	ch.Status = status
 	return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
 }
+
+// terminating marks the chaperon not Ready while its pod is being
+// deleted, unless it says so already.
+func (r *ChaperonReconciler) terminating(ctx context.Context, ch *mcv1alpha1.PodChaperon) error {
+	i := slices.IndexFunc(ch.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+	if i < 0 || ch.Status.Conditions[i].Status == corev1.ConditionFalse {
+		return nil
+	}
+	orig := ch.DeepCopy()
+	ch.Status.Conditions[i] = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: ReasonPodTerminating,
+		Message: "the pod is being deleted; a new one replaces it once it is gone", LastTransitionTime: metav1.Now()}
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+}
+
+// ReasonPodTerminating is the reason of a chaperon's Ready condition while
+// its pod is being deleted.
+const ReasonPodTerminating = "PodTerminating"
 
 // hold says how much longer the status next of a pod waits before it is
 // mirrored onto a chaperon that carries cur: only that of a pod just

@@ -115,6 +115,41 @@ func TestChaperonController(t *testing.T) {
 		}
 	})
 
+	// Before, a pod being deleted was not looked at: its chaperon said
+	// Ready for the whole grace period, and a rollout or a move counted
+	// on a pod on its way out.
+	t.Run("a pod being deleted is not Ready on its chaperon, and is replaced once gone", func(t *testing.T) {
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return podReady(ch.Status) == corev1.ConditionTrue
+		})
+		old, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Its containers take 3 s to stop (kwok's stage for it).
+		old.Annotations["kwok.placer.dev/stop-delay"] = "3s"
+		if old, err = cs.CoreV1().Pods("default").Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "web-0", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return podReady(ch.Status) == corev1.ConditionFalse
+		})
+		if c := readyCondition(ch.Status); c.Reason != agent.ReasonPodTerminating {
+			t.Errorf("Ready %+v, want reason %s", c, agent.ReasonPodTerminating)
+		}
+		if _, err := local.WaitForPod(ctx, cs, "default", "web-0", func(p *corev1.Pod) bool {
+			return p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+		}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
+			return podReady(ch.Status) == corev1.ConditionTrue
+		})
+	})
+
 	t.Run("a failed (evicted) pod is replaced", func(t *testing.T) {
 		// kwok finishes the previous case's deletion by the pod's name: the
 		// replacement it met may be replaced once more meanwhile (a kubelet
@@ -494,3 +529,16 @@ func TestEndedOnItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// readyCondition is a pod status's Ready condition, empty when none.
+func readyCondition(s corev1.PodStatus) corev1.PodCondition {
+	for _, c := range s.Conditions {
+		if c.Type == corev1.PodReady {
+			return c
+		}
+	}
+	return corev1.PodCondition{}
+}
+
+// podReady is the status of a pod status's Ready condition.
+func podReady(s corev1.PodStatus) corev1.ConditionStatus { return readyCondition(s).Status }
