@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -484,6 +485,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		// leave did not run: the counts still say what they must.
 		r.countsAfterMove(ctx, s)
 	}
+	if err := r.recordSilent(ctx, s); err != nil && perr == nil {
+		perr = err
+	}
 	written, err := r.writeStatus(ctx, s)
 	if err == nil && written && s.fenced != nil {
 		// The rejection they explain is written: the fenced candidates
@@ -505,6 +509,50 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return s.result, nil
+}
+
+// recordSilent records in status.placedNamespaces (with the pass's own
+// write) the namespaces of a cluster whose watch shows the Workload's
+// candidates while it does not answer, unless the chosen cluster or one
+// left names it: a runner-up, which only nominatedClusters names, and
+// which the scheduler may drop from there while it stays silent. After a
+// restart (its watch not listed yet) nothing would then say it holds
+// candidates, and a deletion would leave them there. A write only when a
+// member holding candidates goes silent; none in the common fan-out, whose
+// runner-ups answer (recording each before its candidates cost two writes
+// per fan-out Workload: the record and its release). The record goes once
+// they are confirmed gone (pruneDependencies).
+func (r *Reconciler) recordSilent(ctx context.Context, s *scope) error {
+	w := s.w
+	for _, m := range r.members.Members() {
+		key := m.ClusterKey()
+		if key == s.target || w.Left(key) != nil || !m.Synced() {
+			continue
+		}
+		chs, err := chaperonsOf(ctx, m, w)
+		if err != nil {
+			return err
+		}
+		var todo []string
+		for _, ch := range chs {
+			if !slices.Contains(w.PlacedIn(key), ch.Namespace) && !slices.Contains(todo, ch.Namespace) {
+				todo = append(todo, ch.Namespace)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		if st, _, err := r.reachOf(ctx, s, key); err != nil || st != silent {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		for _, ns := range todo {
+			w.SetPlaced(key, ns, true)
+		}
+	}
+	return nil
 }
 
 // nowhere follows a Workload with no cluster: its candidates go from every

@@ -96,8 +96,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 // until the member answers (the first Ready write is then the answer's),
 // so a single-replica Workload costs two status writes, the decision and
 // Ready (three with a Service in a namespace the status does not name
-// yet: recordService; three with fan-out, whose runner-ups' namespaces
-// are recorded before their candidates: dependencies). Nothing here is needed to resume: the next pass reads the
+// yet: recordService). Nothing here is needed to resume: the next pass reads the
 // chaperons again.
 func unjudged(s *scope, p *proof) bool {
 	st, d := p.state, p.decision

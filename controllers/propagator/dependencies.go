@@ -62,17 +62,7 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 	var records []record
 	for _, d := range todo {
 		key, ns := d.p.unit.Cluster, d.p.member.TargetNamespace(d.p.delivered)
-		placed := slices.Contains(s.orig.PlacedIn(key), ns)
-		ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had, placed)
-		// A runner-up's first candidates are named first too, with
-		// nothing to copy: only nominatedClusters names it otherwise,
-		// and the scheduler drops it from there whether or not its
-		// member answers. Dropped while it does not, with the manager
-		// restarted before it answers again, a deletion would not look
-		// there, and its held candidates would stay. The record goes
-		// once its candidates are confirmed gone (pruneDependencies).
-		ok = ok || !placed && d.p.unit.RunnerUp && len(d.p.state.Missing) > 0
-		if ok {
+		if ds, ok := s.deps.Recorded(d.p.member, d.p.delivered, d.all, d.had, slices.Contains(s.orig.PlacedIn(key), ns)); ok {
 			records = append(records, record{key: key, deps: ds, namespace: ns})
 		}
 	}
@@ -121,8 +111,8 @@ func (rc record) addTo(w *v1alpha1.Workload) {
 // leaves no copy that no status names once the template names another
 // object or the cluster is dropped. The pass's own write would have
 // carried the same entries after the copies, and has nothing of them left
-// to write: a pass that writes nothing else (a gang of one's first, with
-// no runner-up) makes no more writes than before, one that commits a held gang one more (and
+// to write: a pass that writes nothing else (a gang of one's first) makes
+// no more writes than before, one that commits a held gang one more (and
 // the commit's own record, recordCommit, another). A
 // record that loses a race stops the pass, which the newer copy brings
 // back. A pass that fails the same way again finds its entries named

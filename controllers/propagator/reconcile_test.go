@@ -173,16 +173,6 @@ type propagatorCase struct {
 	wantMembers map[string][]string
 }
 
-// runnerUpRecorded: the runner-up cluster's target namespace recorded
-// before its first candidates were made, with Ready's count of desired
-// replicas that the record's write derives.
-func runnerUpRecorded(desired int, cluster string) func(*v1alpha1.WorkloadStatus) {
-	return func(s *v1alpha1.WorkloadStatus) {
-		s.PlacedNamespaces = append(s.PlacedNamespaces, v1alpha1.PlacedNamespace{Cluster: v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}, Namespace: "default"})
-		s.ReadyOfDesired = fmt.Sprintf("0/%d", desired)
-	}
-}
-
 // rejected: the cluster's first rejection of generation 1, of a Workload
 // of desired replicas with nothing ready.
 func rejected(desired int, cluster, reason, msg string) func(*v1alpha1.WorkloadStatus) {
@@ -398,6 +388,8 @@ func propagatorCases(t *testing.T) []propagatorCase {
 	// watches for the call), and the status a conflicting patch carried.
 	var updated bool
 	var statusPatches, workloadGets int
+	// betweens counts a case's looks between its passes.
+	var betweens int
 	lostStatus := &v1alpha1.WorkloadStatus{}
 	// left: the scheduler moved the Workload from a to b.
 	leftAt := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
@@ -559,7 +551,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  runnerUpRecorded(2, "b"),
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				for _, m := range e.members {
@@ -627,7 +619,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(candidates(other, 2, runnerUp)...))}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  runnerUpRecorded(2, "b"),
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); b != 2 {
@@ -645,7 +637,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b", clustertest.WithObjects(append(mine, candidates(other, 1, runnerUp)...)...))}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  runnerUpRecorded(2, "b"),
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				if b := count(t, e.members[1], e.w, nil); b != 2 {
@@ -660,7 +652,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  runnerUpRecorded(1, "b"),
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0 no-hold"}, "b": {"0 runner-up"}},
 			check: func(t *testing.T, e env) {
 				noHold := func(ch *mcv1alpha1.PodChaperon) bool {
@@ -1558,42 +1550,59 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
-			// Before, nothing but nominatedClusters named a runner-up:
-			// dropped by the scheduler while its member did not answer,
-			// then the manager restarted (its watch not listed yet), the
-			// Workload's deletion looked only at a, and its held
+			// Before, nothing but nominatedClusters named a runner-up: it
+			// went silent, the scheduler dropped it while it did not
+			// answer, the manager restarted (its watch not listed yet),
+			// and the Workload's deletion looked only at a: its held
 			// candidates in b stayed, named nowhere, taking b's room for
 			// runner-ups for ever.
-			name:   "deletion after a restart: a runner-up the scheduler dropped while its member did not answer keeps the finalizer",
+			name:   "deletion after a restart: a runner-up that went silent holding candidates, then dropped by the scheduler, keeps the finalizer",
 			w:      web(nominate("a", "b")),
-			passes: 3,
+			passes: 4,
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			between: func(t *testing.T, e env) {
-				if e.w.DeletionTimestamp != nil {
-					return
-				}
-				if n := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); n != 2 {
-					t.Fatalf("%d runner-up candidates in b after the first pass, want 2", n)
-				}
-				if !slices.Contains(e.w.PlacedIn(types.NamespacedName{Namespace: "default", Name: "b"}), "default") {
-					t.Errorf("placed namespaces %v: want b recorded before its candidates were made", e.w.Status.PlacedNamespaces)
-				}
-				// The scheduler decided again without b, which did not
-				// answer; then the manager restarted: b's watch has not
-				// listed.
-				e.w.Status.NominatedClusters = e.w.Status.NominatedClusters[:1]
-				if err := e.mgmt.Status().Update(context.Background(), e.w); err != nil {
-					t.Fatal(err)
-				}
-				e.members[1].NotSynced = true
-				if err := e.mgmt.Delete(context.Background(), e.w); err != nil {
-					t.Fatal(err)
+				ctx := context.Background()
+				b := types.NamespacedName{Namespace: "default", Name: "b"}
+				switch betweens++; betweens {
+				case 1:
+					if n := count(t, e.members[1], e.w, (*mcv1alpha1.PodChaperon).HeldRunnerUp); n != 2 {
+						t.Fatalf("%d runner-up candidates in b after the first pass, want 2", n)
+					}
+					if ns := e.w.PlacedIn(b); len(ns) != 0 {
+						t.Errorf("b recorded %v while it answers: a write for nothing", ns)
+					}
+					// b stops answering.
+					kc := &v1alpha1.KubernetesCluster{}
+					if err := e.mgmt.Get(ctx, b, kc); err != nil {
+						t.Fatal(err)
+					}
+					st.NotReady(v1alpha1.ReasonUnreachable)(kc)
+					if err := e.mgmt.Update(ctx, kc); err != nil {
+						t.Fatal(err)
+					}
+				case 2:
+					if !slices.Contains(e.w.PlacedIn(b), "default") {
+						t.Errorf("placed namespaces %v: want b recorded once it does not answer with candidates there", e.w.Status.PlacedNamespaces)
+					}
+					// The scheduler decided again without b; then the
+					// manager restarted: b's watch has not listed.
+					e.w.Status.NominatedClusters = e.w.Status.NominatedClusters[:1]
+					if err := e.mgmt.Status().Update(ctx, e.w); err != nil {
+						t.Fatal(err)
+					}
+					e.members[1].NotSynced = true
+					if err := e.mgmt.Delete(ctx, e.w); err != nil {
+						t.Fatal(err)
+					}
 				}
 			},
 			want: reconcile.Result{RequeueAfter: cleanupRetry},
 			check: func(t *testing.T, e env) {
+				if betweens != 3 {
+					t.Errorf("%d looks between passes, want 3", betweens)
+				}
 				if len(e.w.Finalizers) == 0 {
 					t.Errorf("the finalizer went while b holds %d candidates no status named", count(t, e.members[1], e.w, nil))
 				}
@@ -2091,7 +2100,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a"), clustertest.NewMember("b")}
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
-			wantStatus:  runnerUpRecorded(2, "b"),
+			wantStatus:  func(*v1alpha1.WorkloadStatus) {},
 			wantMembers: map[string][]string{"a": {"0", "1"}, "b": {"0 runner-up", "1 runner-up"}},
 			check: func(t *testing.T, e env) {
 				images := func(m *clustertest.Member) (out []string) {
