@@ -65,7 +65,10 @@ type Health struct {
 // that answers again after an outage, or whose summary's watch fell
 // behind), and judges placer's components there from the summary its
 // agent publishes. It returns an error only for what the registry itself
-// cannot do; everything the member says is in the Health.
+// cannot do; everything the member says is in the Health. With no
+// kubeconfig (a cluster drained after its Secret or ClusterProfile went
+// first) the connection is never replaced, only probed: its watches catch
+// up on their own.
 func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconfig []byte, last Last, o HealthOptions, opts ...EnsureOption) (Health, error) {
 	conn := r.Get(key)
 	if conn == nil {
@@ -82,7 +85,7 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		}
 		now := metav1.Now()
 		h.Version, h.ProbeTime = info.GitVersion, &now
-		if !last.Unreachable.IsZero() && stale(conn.WatchStarted(), last.Unreachable) {
+		if len(kubeconfig) > 0 && !last.Unreachable.IsZero() && stale(conn.WatchStarted(), last.Unreachable) {
 			// It answers again: fresh watches list it now, rather than
 			// after their reflectors' backoff (up to a minute), and until
 			// they have, nothing is read from the stale ones.
@@ -106,7 +109,7 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 	if sum.Found && sum.Silent >= o.Grace {
 		// Silent past the grace: a stopped agent, or a watch waiting out
 		// its reflector's backoff after a blip. The member says.
-		if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) {
+		if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) && len(kubeconfig) > 0 {
 			if _, err := r.Reconnect(key, kubeconfig, opts...); err != nil {
 				return Health{}, errors.Wrap(err, errReconnect)
 			}

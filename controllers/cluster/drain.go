@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +12,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -87,7 +89,17 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// chaperons are watched (a member whose placer CRDs, or placer's
 	// grant, went first never lists them: nothing could be cleaned up
 	// there, and waiting would hold the cluster for ever).
-	reachable := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue || kc.Answers() && conn != nil && conn.Synced()
+	ready := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+	reachable := ready || kc.Answers() && conn != nil && conn.Synced()
+	if reachable && !ready {
+		// Its watch listed once, but placer may have been taken out of
+		// it since (its CRDs or its grant gone, with the agent): a
+		// member that no longer serves placer's chaperons, or no longer
+		// lets placer read them, holds nothing placer could clean up,
+		// and is let go as one that does not answer. One live list says.
+		_, err := conn.ChaperonsLive(ctx, kc.UID)
+		reachable = !kerrors.IsNotFound(err) && !kerrors.IsForbidden(err) && !apimeta.IsNoMatchError(err)
+	}
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
 	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/eventtest"
@@ -51,6 +54,9 @@ func TestDrain(t *testing.T) {
 		unwatched bool
 		// unsynced: a's chaperons are not watched (its CRDs went first).
 		unsynced bool
+		// crdGone: a's chaperons are watched (a watch listed before), but
+		// its API server no longer serves them (placer's CRDs went).
+		crdGone bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -64,6 +70,8 @@ func TestDrain(t *testing.T) {
 			w: st.Workload("w", st.PlacedOn("b"), leftA), held: true, reason: string(reasonDraining)},
 		{name: "a cluster that answers but is not Ready, whose chaperons are not watched (placer's CRDs went first), is let go: nothing could be cleaned up there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
 			w: st.Workload("w", st.PlacedOn("b"), leftA), unsynced: true, reason: string(reasonLetGo)},
+		{name: "a cluster that answers but is not Ready, whose watch listed before placer's CRDs went, is let go: a live read finds no chaperon kind", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
+			w: st.Workload("w", st.PlacedOn("b"), leftA), there: true, crdGone: true, reason: string(reasonLetGo)},
 		{name: "a Workload being deleted holds a cluster that answers but is not Ready (its agent stopped) while it cleans up there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonAgentNotRunning)),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted), there: true, held: true, reason: string(reasonDraining)},
 		{name: "a batch Workload that ended there is not waited for to move", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
@@ -113,6 +121,11 @@ func TestDrain(t *testing.T) {
 				} else {
 					a = clustertest.NewMember("a", clustertest.WithObjects(ch))
 				}
+			}
+			if tc.crdGone {
+				a = clustertest.NewMember("a", clustertest.WithInterceptor(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					return kerrors.NewNotFound(schema.GroupResource{Group: mcv1alpha1.Group, Resource: "podchaperons"}, "")
+				}}))
 			}
 			if tc.unsynced {
 				a = clustertest.NewMember("a", clustertest.NotSynced())

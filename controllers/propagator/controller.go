@@ -526,7 +526,9 @@ func (r *Reconciler) recordSilent(ctx context.Context, s *scope) error {
 	w := s.w
 	for _, m := range r.members.Members() {
 		key := m.ClusterKey()
-		if key == s.target || w.Left(key) != nil || !m.Synced() {
+		if key == s.target || w.Left(key) != nil || !m.Synced() || r.sameHost(key, s.target) {
+			// The chosen cluster, under any of its names, and the
+			// clusters left are named already.
 			continue
 		}
 		chs, err := chaperonsOf(ctx, m, w)

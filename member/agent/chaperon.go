@@ -474,7 +474,9 @@ func (r *ChaperonReconciler) terminating(ctx context.Context, ch *mcv1alpha1.Pod
 	orig := ch.DeepCopy()
 	ch.Status.Conditions[i] = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: ReasonPodTerminating,
 		Message: "the pod is being deleted; a new one replaces it once it is gone", LastTransitionTime: metav1.Now()}
-	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFrom(orig))), errMirrorStatus)
+	// Optimistically locked: a copy behind a newer mirror must not write
+	// its conditions back over it.
+	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))), errMirrorStatus)
 }
 
 // ReasonPodTerminating is the reason of a chaperon's Ready condition while
