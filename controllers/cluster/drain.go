@@ -84,22 +84,7 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// (one that does not is let go whatever it holds): a candidate made a
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
-	// Not Ready, it may still answer (its agent or candidate scheduler
-	// stopped): what is there is cleaned up all the same, while its
-	// chaperons are watched (a member whose placer CRDs, or placer's
-	// grant, went first never lists them: nothing could be cleaned up
-	// there, and waiting would hold the cluster for ever).
-	ready := kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-	reachable := ready || kc.Answers() && conn != nil && conn.Synced()
-	if reachable && !ready {
-		// Its watch listed once, but placer may have been taken out of
-		// it since (its CRDs or its grant gone, with the agent): a
-		// member that no longer serves placer's chaperons, or no longer
-		// lets placer read them, holds nothing placer could clean up,
-		// and is let go as one that does not answer. One live list says.
-		_, err := conn.ChaperonsLive(ctx, kc.UID)
-		reachable = !kerrors.IsNotFound(err) && !kerrors.IsForbidden(err) && !apimeta.IsNoMatchError(err)
-	}
+	reachable := answers(ctx, kc, conn)
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0
@@ -154,6 +139,25 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	r.drains.forget(key)
 	err = shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
 	return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+}
+
+// answers reports whether a cluster being deleted is sent what cleans up
+// there. Not Ready, it may still answer (its agent or candidate scheduler
+// stopped, KubernetesCluster.Answers): what is there is cleaned up all
+// the same, while its chaperons are watched and served. A member whose
+// placer CRDs, or placer's grant, went first never lists them, or no
+// longer serves them (its watch listed once, before): nothing could be
+// cleaned up there, and waiting would hold the cluster for ever. One live
+// list says.
+func answers(ctx context.Context, kc *v1alpha1.KubernetesCluster, conn cluster.Member) bool {
+	if kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+		return true
+	}
+	if !kc.Answers() || conn == nil || !conn.Synced() {
+		return false
+	}
+	_, err := conn.ChaperonsLive(ctx, kc.UID)
+	return !kerrors.IsNotFound(err) && !kerrors.IsForbidden(err) && !apimeta.IsNoMatchError(err)
 }
 
 // short lists at most ten names.

@@ -213,10 +213,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 		remaining = c.Replicas
 	}
 	if st == gone {
-		setDependencies(w, key, nil)
-		w.SetPlaced(key, "", false)
-		w.SetCounted(key, 0, lc.Time)
-		s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %s of this Workload may remain there", key, countOf(remaining))))
+		forgetLeft(s, key, lc, remaining)
 		return 0, false, nil
 	}
 	// syncing: its watch's first list brings the Workload back (OnSynced).
@@ -272,6 +269,16 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 		}
 	}
 	return ready, false, nil
+}
+
+// forgetLeft lets go of a cluster left that was deleted while it did not
+// answer: what may remain there (remaining candidates, unknown when
+// negative) is abandoned, with an Event.
+func forgetLeft(s *scope, key types.NamespacedName, lc *v1alpha1.LeftCluster, remaining int32) {
+	setDependencies(s.w, key, nil)
+	s.w.SetPlaced(key, "", false)
+	s.w.SetCounted(key, 0, lc.Time)
+	s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %s of this Workload may remain there", key, countOf(remaining))))
 }
 
 // countOf says how many candidates a count is; unknown when negative.
