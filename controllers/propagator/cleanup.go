@@ -259,6 +259,14 @@ func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *
 	if err := dependencies.Release(ctx, cl, m, w, ns); err != nil {
 		return err
 	}
+	return dropService(ctx, cl, w, ns)
+}
+
+// dropService deletes the Service placer made for the Workload in the
+// namespace, if there is one: a Service of its name that is not placer's
+// for this Workload (its UID label), or one the tenant may not read, is
+// left alone.
+func dropService(ctx context.Context, cl client.Client, w *v1alpha1.Workload, ns string) error {
 	svc := &corev1.Service{}
 	err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.ServiceName()}, svc)
 	if kerrors.IsForbidden(err) || err == nil && svc.Labels[mcv1alpha1.LabelWorkloadUID] != string(w.UID) {
@@ -267,7 +275,7 @@ func leaveNamespace(ctx context.Context, cl client.Client, m cluster.Member, w *
 	if err != nil {
 		return errors.Wrap(resource.IgnoreNotFound(err), errGetService)
 	}
-	return errors.Wrap(resource.IgnoreNotFound(cl.Delete(ctx, svc)), errDeleteService)
+	return errors.Wrap(resource.IgnoreNotFound(cl.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})), errDeleteService)
 }
 
 // emptied returns the namespaces other than ns that hold chaperons (of

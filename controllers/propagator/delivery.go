@@ -227,14 +227,21 @@ func (r *Reconciler) leavePlaced(ctx context.Context, s *scope, p *proof) error 
 }
 
 // ensureService delivers spec.targetService to the committed cluster as a
-// Service named after the Workload, selecting its pods unless it says otherwise.
+// Service named after the Workload, selecting its pods unless it says
+// otherwise. Without one, the Service placer made for an earlier spec
+// goes: looked for once per spec change (the counts' observed generation
+// says the pass that wrote them looked), never for a Workload whose spec
+// never changed.
 func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) error {
-	if w.Spec.TargetService == nil {
+	if w.Spec.TargetService == nil && (w.Generation <= 1 || w.Status.ObservedGeneration == w.Generation) {
 		return nil
 	}
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
+	}
+	if w.Spec.TargetService == nil {
+		return dropService(ctx, cl, w, m.TargetNamespace(w))
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.ServiceName()}}
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {

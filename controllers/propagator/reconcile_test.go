@@ -1253,6 +1253,43 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, ensureService returned at once without a
+			// targetService: the Service made for an earlier spec stayed
+			// in the member until the Workload left or was deleted.
+			name: "spec.targetService removed: the Service placer made for it goes",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Generation = 2
+				w.Status.ObservedGeneration = 1
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				ours := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), ours)...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, &corev1.Service{}); !kerrors.IsNotFound(err) {
+					t.Errorf("the Service placer made for the Workload's old spec: %v, want it gone", err)
+				}
+			},
+		},
+		{
+			name: "spec.targetService removed: a Service of that name placer did not make is left alone",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Generation = 2
+				w.Status.ObservedGeneration = 1
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), theirs)...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, &corev1.Service{}); err != nil {
+					t.Errorf("a Service of the name placer did not make: %v, want it left alone", err)
+				}
+			},
+		},
+		{
 			name:    "a targetNamespace change: once the new pods are Ready, the old namespace loses the chaperons, the Service and the copies",
 			sources: theSources(),
 			w: web(needs, func(w *v1alpha1.Workload) {
