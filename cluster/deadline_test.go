@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // TestRequestClient: against a member that accepts requests and never
@@ -297,4 +298,25 @@ func TestClosedConnectionWakes(t *testing.T) {
 	}
 	close(stopped)
 	<-c.Done()
+}
+
+// syncedInformer is a chaperon watch that has listed.
+type syncedInformer struct{ crcache.Informer }
+
+func (syncedInformer) HasSynced() bool { return true }
+
+// TestClosedConnectionNotSynced: a connection closed (replaced, or its
+// cluster gone) says its watch is not synced, whoever still holds it: its
+// cache stopped with the watch, and what it shows is frozen. Before, it
+// went on saying synced.
+func TestClosedConnectionNotSynced(t *testing.T) {
+	c := &Connection{requests: requestClient(&http.Client{}, time.Minute, 1), HTTPClient: &http.Client{}, done: make(chan struct{}), chaperons: syncedInformer{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if !c.Synced() {
+		t.Fatal("a connection whose watch listed is not synced")
+	}
+	c.close()
+	if c.Synced() {
+		t.Error("a closed connection says its watch is synced")
+	}
 }

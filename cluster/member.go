@@ -340,11 +340,13 @@ func (c *Connection) ClusterKey() types.NamespacedName { return c.Key }
 // Host is the member's API server.
 func (c *Connection) Host() string { return c.Config.Host }
 
-// Synced reports whether the chaperon watch holds a full list.
+// Synced reports whether the chaperon watch holds a full list: never
+// once the connection is closed, whose watch stopped (a caller holding it
+// across a replacement reads a frozen cache).
 func (c *Connection) Synced() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.chaperons != nil && c.chaperons.HasSynced()
+	return !c.closed && c.chaperons != nil && c.chaperons.HasSynced()
 }
 
 // indexWorkloadUID indexes the watched chaperons by their Workload's UID.
