@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -135,8 +136,23 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 	if err := mgr.Add(shared.Closer(func() { watches.Close(); reg.Close() })); err != nil {
 		return nil, err
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	return reg, r.register(mgr, t)
+}
+
+// workers is how many clusters the controller looks at at once: a member
+// that accepts connections and never answers holds one for its probe's
+// timeout (and its watch's, its heartbeat's), never every other
+// cluster's condition, as one worker would (design §4.9: at most its share
+// of the workers).
+const workers = 8
+
+// register adds the controller, this Reconciler its reconciler, to the
+// manager; t's events bring a cluster back (the registry's, the Secret
+// watches').
+func (r *Reconciler) register(mgr ctrl.Manager, t *shared.Trigger) error {
+	return ctrl.NewControllerManagedBy(mgr).
 		Named("cluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&v1alpha1.KubernetesCluster{}).
 		Watches(&v1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(r.deletingClustersOf)).
 		// Labelling a namespace for private clusters (or not) changes what
@@ -144,7 +160,6 @@ func Setup(mgr ctrl.Manager, o Options) (*cluster.Registry, error) {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.clustersIn), builder.WithPredicates(privateLabelChanged())).
 		WatchesRawSource(t.Source()).
 		Complete(r)
-	return reg, err
 }
 
 // Reconcile connects to a member cluster, judges its health and
