@@ -56,6 +56,7 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		if n, err := r.recordService(ctx, s, p); n != proceed || err != nil {
 			return n, err
 		}
+		r.dropStaleService(ctx, s, p.member, p.delivered)
 		err := r.ensureService(ctx, p.member, p.delivered)
 		if !errors.As(err, &problem) && err != nil {
 			return stop, err
@@ -226,22 +227,38 @@ func (r *Reconciler) leavePlaced(ctx context.Context, s *scope, p *proof) error 
 	return nil
 }
 
+// dropStaleService deletes, without a spec.targetService, the Service
+// placer made for an earlier spec: looked for once per spec change (the
+// counts' observed generation says the pass that wrote them looked),
+// never for a Workload whose spec never changed. A deletion that fails is
+// said (an Event) and not tried again: it holds neither the counts nor
+// Ready.
+func (r *Reconciler) dropStaleService(ctx context.Context, s *scope, m cluster.Member, w *v1alpha1.Workload) {
+	if w.Spec.TargetService != nil || w.Generation <= 1 || w.Status.ObservedGeneration == w.Generation {
+		return
+	}
+	cl, err := m.Tenant(w.Namespace)
+	if err == nil {
+		err = dropService(ctx, cl, w, m.TargetNamespace(w))
+	}
+	if err != nil {
+		s.statusEvent(event.Warning(reasonServiceLeft, errors.Wrapf(err, "spec.targetService was removed, but the Service made for it in %s stays", m.ClusterKey())))
+	}
+}
+
+// reasonServiceLeft: a Service made for an earlier spec could not be
+// deleted.
+const reasonServiceLeft event.Reason = "ServiceLeft"
+
 // ensureService delivers spec.targetService to the committed cluster as a
-// Service named after the Workload, selecting its pods unless it says
-// otherwise. Without one, the Service placer made for an earlier spec
-// goes: looked for once per spec change (the counts' observed generation
-// says the pass that wrote them looked), never for a Workload whose spec
-// never changed.
+// Service named after the Workload, selecting its pods unless it says otherwise.
 func (r *Reconciler) ensureService(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) error {
-	if w.Spec.TargetService == nil && (w.Generation <= 1 || w.Status.ObservedGeneration == w.Generation) {
+	if w.Spec.TargetService == nil {
 		return nil
 	}
 	cl, err := m.Tenant(w.Namespace)
 	if err != nil {
 		return err
-	}
-	if w.Spec.TargetService == nil {
-		return dropService(ctx, cl, w, m.TargetNamespace(w))
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: m.TargetNamespace(w), Name: w.ServiceName()}}
 	_, err = controllerutil.CreateOrUpdate(ctx, cl, svc, func() error {

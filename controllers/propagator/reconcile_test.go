@@ -1273,6 +1273,30 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			name: "spec.targetService removed: a Service the member will not let go is said, and holds neither the counts nor Ready",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Generation = 2
+				w.Status.ObservedGeneration = 1
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				ours := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}
+				refuse := clustertest.WithInterceptor(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+					if _, ok := o.(*corev1.Service); ok {
+						return kerrors.NewForbidden(schema.GroupResource{Resource: "services"}, o.GetName(), errFromMember)
+					}
+					return c.Delete(ctx, o, opts...)
+				}})
+				return clustertest.Members{clustertest.NewMember("a", refuse, clustertest.WithObjects(append(candidates(w, 2, reserved, allowed, running), ours)...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if e.w.Status.ObservedGeneration != 2 || e.w.Status.ReadyReplicas != 2 {
+					t.Errorf("observed generation %d, ready %d: want the counts of generation 2 written", e.w.Status.ObservedGeneration, e.w.Status.ReadyReplicas)
+				}
+				wantReason(t, e.rec, reasonServiceLeft)
+			},
+		},
+		{
 			name: "spec.targetService removed: a Service of that name placer did not make is left alone",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Generation = 2
