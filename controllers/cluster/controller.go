@@ -260,12 +260,20 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	// through the connection it had, as long as this manager has it,
 	// probed through it as before, so that its condition says whether it
 	// still answers.
-	sourceGone := kc.DeletionTimestamp != nil && r.conns.Member(key) != nil &&
+	// A cluster a ClusterProfile made (and controls) goes with it: until
+	// the garbage collector deletes it, its connection is kept too, not
+	// probed, and it says why it is not Ready.
+	owner := metav1.GetControllerOf(kc)
+	profileGone := owner != nil && owner.Kind == "ClusterProfile" && notReady != nil && notReady.Reason == v1alpha1.ReasonClusterProfileNotFound
+	sourceGone := (kc.DeletionTimestamp != nil || profileGone) && r.conns.Member(key) != nil &&
 		(kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil)
-	if notReady != nil && !sourceGone {
+	switch {
+	case notReady != nil && !sourceGone:
 		// Nothing to retry: the Secret's (or ClusterProfile's) watch
 		// brings the cluster back when it changes.
 		r.conns.Remove(key)
+		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
+	case notReady != nil && kc.DeletionTimestamp == nil:
 		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
 	}
 	access, err := r.access(ctx, kc)

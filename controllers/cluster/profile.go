@@ -47,6 +47,14 @@ func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.Kuberne
 		}
 		return nil, nil, &c
 	}
+	if owner := metav1.GetControllerOf(kc); owner != nil && owner.Kind == "ClusterProfile" && owner.UID != cp.UID {
+		// Deleted and made again under the name (another cluster,
+		// maybe): this cluster was the one deleted's, and goes with it
+		// (the garbage collector deletes it). It is never reached through
+		// the new one.
+		c := notReadyCondition(v1alpha1.ReasonClusterProfileNotFound, fmt.Sprintf("ClusterProfile %s was deleted and made again (UID %s; this cluster's was %s): this cluster goes with the one deleted", ref, cp.UID, owner.UID))
+		return nil, nil, &c
+	}
 	b, err := kubeconfigFromProfile(r.profiles.Access, cp)
 	if err != nil {
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %v", ref, err))

@@ -14,6 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/utils/ptr"
+	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -244,6 +249,63 @@ func TestSecretGoneOrUnread(t *testing.T) {
 			}
 			if len(conns.removed) != 0 {
 				t.Errorf("connections removed %v, want the connection kept", conns.removed)
+			}
+		})
+	}
+}
+
+// TestProfileMadeAgain: a ClusterProfile deleted and made again under the
+// same name (another cluster, maybe) never becomes the connection of the
+// KubernetesCluster the deleted one made: that cluster keeps the
+// connection it had, drained through it once the garbage collector
+// deletes it, and says why it is not Ready meanwhile. Before, it was
+// connected to the new ClusterProfile's cluster: its drain, and the
+// propagator's moves, asked the wrong member, found nothing, and let the
+// old copies go on running, named nowhere.
+func TestProfileMadeAgain(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "east"}
+	ac := access.New([]access.Provider{{Name: "eks", ExecConfig: &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "aws-token", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}})
+	again := &inventoryv1alpha1.ClusterProfile{TypeMeta: metav1.TypeMeta{APIVersion: inventoryv1alpha1.GroupVersion.String(), Kind: "ClusterProfile"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "east", UID: "made-again"}}
+	again.Status.AccessProviders = []inventoryv1alpha1.AccessProvider{{Name: "eks", Cluster: clientcmdv1.Cluster{Server: "https://another.example.com"}}}
+	ownedByFirst := func(kc *v1alpha1.KubernetesCluster) {
+		kc.Spec.ClusterProfileRef = &v1alpha1.ClusterProfileReference{Name: "east"}
+		kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: inventoryv1alpha1.GroupVersion.String(), Kind: "ClusterProfile", Name: "east", UID: "first", Controller: ptr.To(true)}}
+	}
+	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers", Next: 20 * time.Second}
+	cases := []struct {
+		name string
+		kc   *v1alpha1.KubernetesCluster
+		// wantReady is the Ready status it publishes.
+		wantReady corev1.ConditionStatus
+	}{
+		{name: "being deleted: drained through the connection it had", kc: st.Cluster("east", ownedByFirst, st.Deleting(time.Now(), clusterFinalizer)), wantReady: corev1.ConditionTrue},
+		{name: "not deleted yet: not Ready, its connection kept for its drain", kc: st.Cluster("east", ownedByFirst), wantReady: corev1.ConditionFalse},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := st.Workload("w", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
+				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "east"}, Reason: v1alpha1.ReasonClusterDeleted}}
+			})
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}).
+				WithStatusSubresource(tc.kc, w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
+				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+			ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.Held)
+			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("east", clustertest.WithObjects(ch))}, health: map[types.NamespacedName]cluster.Health{key: ready}}
+			r := &Reconciler{client: c, secrets: c, watches: sharedtest.NewSources(again), conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),
+				health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}, profiles: cluster.Profiles{Access: ac, Namespaces: []string{"default"}}}
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			if len(conns.connected)+len(conns.removed) != 0 {
+				t.Errorf("connected %v, removed %v: want the connection it had kept, never one to the ClusterProfile made again", conns.connected, conns.removed)
+			}
+			got := &v1alpha1.KubernetesCluster{}
+			if err := c.Get(context.Background(), key, got); err != nil {
+				t.Fatalf("the cluster is gone (%v): let go while a Workload's copy is in its member", err)
+			}
+			if rc := got.Status.GetCondition(xpv2.TypeReady); rc.Status != tc.wantReady {
+				t.Errorf("Ready %s (%s: %s), want %s", rc.Status, rc.Reason, rc.Message, tc.wantReady)
 			}
 		})
 	}
