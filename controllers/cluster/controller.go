@@ -460,7 +460,7 @@ func (r *Reconciler) publish(ctx context.Context, kc *v1alpha1.KubernetesCluster
 // otherwise.
 func desiredLabels(kc *v1alpha1.KubernetesCluster, version string, topology map[string]string) map[string]string {
 	want := map[string]string{
-		v1alpha1.LabelClusterName:      kc.Name,
+		v1alpha1.LabelClusterName:      v1alpha1.LabelValueOf(kc.Name),
 		v1alpha1.LabelClusterNamespace: kc.Namespace,
 	}
 	if kc.Spec.Provider != "" {

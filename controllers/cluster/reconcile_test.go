@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
@@ -308,5 +310,22 @@ func TestProfileMadeAgain(t *testing.T) {
 				t.Errorf("Ready %s (%s: %s), want %s", rc.Status, rc.Reason, rc.Message, tc.wantReady)
 			}
 		})
+	}
+}
+
+// TestDesiredLabelsOfALongName: a cluster whose name is longer than a
+// label value (a ClusterProfile's name may be 253 characters) gets a
+// cluster-name label the API server takes, the name's hash. Before, the
+// name itself: the label patch was refused, the cluster never got a
+// condition, and its deletion never ended.
+func TestDesiredLabelsOfALongName(t *testing.T) {
+	kc := st.Cluster(strings.Repeat("a", 70))
+	for k, v := range desiredLabels(kc, "v1.35.4", nil) {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Errorf("label %s=%q: %v", k, v, errs)
+		}
+	}
+	if got := desiredLabels(st.Cluster("east"), "", nil)[v1alpha1.LabelClusterName]; got != "east" {
+		t.Errorf("cluster-name of east: %q, want the name itself", got)
 	}
 }
