@@ -16,6 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -55,7 +56,7 @@ func Setup(mgr ctrl.Manager, p cluster.Profiles) error {
 			return errors.Wrapf(err, "the cluster inventory's %s (%s) is not served by the management cluster, which --clusterprofile-provider-file needs: kubectl apply --server-side -k config/crd/inventory", kind, inventoryv1alpha1.GroupVersion)
 		}
 	}
-	i := &importer{client: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-inventory"))} //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
+	i := &importer{client: mgr.GetClient(), live: mgr.GetAPIReader(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-inventory"))} //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 	inNamespaces := predicate.NewPredicateFuncs(func(o client.Object) bool { return slices.Contains(p.Namespaces, o.GetNamespace()) })
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterprofile").
@@ -80,6 +81,8 @@ func Setup(mgr ctrl.Manager, p cluster.Profiles) error {
 // admin's, never overwritten: the importer applies only its own fields.
 type importer struct {
 	client client.Client
+	// live reads what the cache does not show yet.
+	live   client.Reader
 	record event.Recorder
 }
 
@@ -95,6 +98,12 @@ func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	kc := &v1alpha1.KubernetesCluster{}
 	err := i.client.Get(ctx, req.NamespacedName, kc)
+	if kerrors.IsNotFound(err) {
+		// An admin's cluster of the name made a moment ago may not be in
+		// the cache yet, and the apply (forced) would take it over: a
+		// live read says, once per import.
+		err = i.live.Get(ctx, req.NamespacedName, kc)
+	}
 	if err == nil && !metav1.IsControlledBy(kc, cp) {
 		i.record.Event(cp, event.Warning("KubernetesClusterExists", errors.Errorf("KubernetesCluster %s exists and is not this ClusterProfile's: it is left as it is, and this ClusterProfile is not imported", req)))
 		return reconcile.Result{}, nil
