@@ -243,16 +243,18 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		profile    *inventoryv1alpha1.ClusterProfile
 		notReady   *xpv2.Condition
 	)
+	var err error
 	if kc.Spec.ClusterProfileRef != nil {
-		kubeconfig, profile, notReady = r.profileKubeconfig(ctx, kc)
+		kubeconfig, profile, notReady, err = r.profileKubeconfig(ctx, kc)
 	} else {
-		var err error
-		if kubeconfig, secret, notReady, err = r.kubeconfig(ctx, kc); err != nil {
-			// Not an answer about the Secret (a timeout, an API server
-			// under load): the cluster keeps its condition, its taints
-			// and its connection, and the read is tried again.
-			return reconcile.Result{}, err
-		}
+		kubeconfig, secret, notReady, err = r.kubeconfig(ctx, kc)
+	}
+	if err != nil {
+		// Not an answer about the Secret or the ClusterProfile (a
+		// timeout, an API server under load): the cluster keeps its
+		// condition, its taints and its connection, and the read is
+		// tried again.
+		return reconcile.Result{}, err
 	}
 	// Its ClusterProfile or its Secret went first (the garbage collector
 	// deletes the cluster after a ClusterProfile; a manifest or a
@@ -263,8 +265,7 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	// A cluster a ClusterProfile made (and controls) goes with it: until
 	// the garbage collector deletes it, its connection is kept too, not
 	// probed, and it says why it is not Ready.
-	owner := metav1.GetControllerOf(kc)
-	profileGone := owner != nil && owner.Kind == "ClusterProfile" && notReady != nil && notReady.Reason == v1alpha1.ReasonClusterProfileNotFound
+	profileGone := ownedByProfile(metav1.GetControllerOf(kc)) && notReady != nil && notReady.Reason == v1alpha1.ReasonClusterProfileNotFound
 	sourceGone := (kc.DeletionTimestamp != nil || profileGone) && r.conns.Member(key) != nil &&
 		(kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil)
 	switch {
@@ -352,7 +353,7 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 		case kerrors.IsNotFound(err):
 			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found", secretRef(kc)))
 			return nil, nil, &c, nil
-		case kerrors.IsForbidden(err), kerrors.IsUnauthorized(err), kerrors.IsBadRequest(err), kerrors.IsInvalid(err):
+		case answered(err):
 			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
 			return nil, nil, &c, nil
 		}
@@ -365,6 +366,13 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 		return nil, s, &c, nil
 	}
 	return b, s, nil, nil
+}
+
+// answered reports whether a read's error is the API server's answer
+// about the object (it is not there, not readable by the manager, or the
+// request is wrong), rather than no answer (a timeout, a busy server).
+func answered(err error) bool {
+	return kerrors.IsNotFound(err) || kerrors.IsForbidden(err) || kerrors.IsUnauthorized(err) || kerrors.IsBadRequest(err) || kerrors.IsInvalid(err)
 }
 
 // getWatched reads the one object the cluster's connection comes from

@@ -29,7 +29,7 @@ func profileKey(kc *v1alpha1.KubernetesCluster) shared.ObjectKey {
 // profileKubeconfig builds the kubeconfig of a cluster from its
 // ClusterProfile and the admin's access providers, or returns why it
 // cannot. The kubeconfig runs the provider's exec plugin (AllowExec).
-func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *inventoryv1alpha1.ClusterProfile, *xpv2.Condition) {
+func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.KubernetesCluster) ([]byte, *inventoryv1alpha1.ClusterProfile, *xpv2.Condition, error) {
 	ref := kc.Namespace + "/" + kc.Spec.ClusterProfileRef.Name
 	if !r.profiles.Allows(kc.Namespace) {
 		why := "the manager has no access providers (--clusterprofile-provider-file)"
@@ -37,30 +37,35 @@ func (r *Reconciler) profileKubeconfig(ctx context.Context, kc *v1alpha1.Kuberne
 			why = fmt.Sprintf("the manager reads ClusterProfiles only in %s (--clusterprofile-namespace), with the admin's credentials", strings.Join(r.profiles.Namespaces, ", "))
 		}
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %s", ref, why))
-		return nil, nil, &c
+		return nil, nil, &c, nil
 	}
 	cp := &inventoryv1alpha1.ClusterProfile{}
 	if err := r.getWatched(ctx, kc, profileKey(kc), inventoryv1alpha1.GroupVersion.WithResource("clusterprofiles").GroupResource(), cp); err != nil {
+		if !answered(err) {
+			// No answer about the ClusterProfile (a timeout, a busy
+			// server): nothing changes, and the read is tried again.
+			return nil, nil, nil, errors.Wrapf(err, "cannot get ClusterProfile %s", ref)
+		}
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileNotFound, fmt.Sprintf("ClusterProfile %s: %v", ref, errors.Wrap(err, "cannot get the ClusterProfile")))
 		if kerrors.IsNotFound(err) {
 			c.Message = fmt.Sprintf("ClusterProfile %s not found", ref)
 		}
-		return nil, nil, &c
+		return nil, nil, &c, nil
 	}
-	if owner := metav1.GetControllerOf(kc); owner != nil && owner.Kind == "ClusterProfile" && owner.UID != cp.UID {
+	if owner := metav1.GetControllerOf(kc); ownedByProfile(owner) && owner.UID != cp.UID {
 		// Deleted and made again under the name (another cluster,
 		// maybe): this cluster was the one deleted's, and goes with it
 		// (the garbage collector deletes it). It is never reached through
 		// the new one.
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileNotFound, fmt.Sprintf("ClusterProfile %s was deleted and made again (UID %s; this cluster's was %s): this cluster goes with the one deleted", ref, cp.UID, owner.UID))
-		return nil, nil, &c
+		return nil, nil, &c, nil
 	}
 	b, err := kubeconfigFromProfile(r.profiles.Access, cp)
 	if err != nil {
 		c := notReadyCondition(v1alpha1.ReasonClusterProfileRefused, fmt.Sprintf("ClusterProfile %s: %v", ref, err))
-		return nil, nil, &c
+		return nil, nil, &c, nil
 	}
-	return b, cp, nil
+	return b, cp, nil, nil
 }
 
 // kubeconfigFromProfile is the kubeconfig the standard's access library
@@ -117,4 +122,10 @@ func profileHealth(cp *inventoryv1alpha1.ClusterProfile, h *cluster.Health) {
 			h.Message = fmt.Sprintf("%s; its ClusterProfile says %s is %s (%s: %s)", h.Message, c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
+}
+
+// ownedByProfile reports whether a controller reference is a
+// ClusterProfile's (the importer's clusters).
+func ownedByProfile(owner *metav1.OwnerReference) bool {
+	return owner != nil && owner.Kind == "ClusterProfile" && owner.APIVersion == inventoryv1alpha1.GroupVersion.String()
 }

@@ -280,7 +280,12 @@ func TestProfileMadeAgain(t *testing.T) {
 		kc   *v1alpha1.KubernetesCluster
 		// wantReady is the Ready status it publishes.
 		wantReady corev1.ConditionStatus
+		// unread: the ClusterProfile's read times out (its watch has
+		// not listed); the cluster keeps its condition, and the read is
+		// tried again.
+		unread bool
 	}{
+		{name: "a read of the ClusterProfile that times out: nothing changes, tried again", kc: st.Cluster("east", ownedByFirst), wantReady: corev1.ConditionTrue, unread: true},
 		{name: "being deleted: drained through the connection it had", kc: st.Cluster("east", ownedByFirst, st.Deleting(time.Now(), clusterFinalizer)), wantReady: corev1.ConditionTrue},
 		{name: "not deleted yet: not Ready, its connection kept for its drain", kc: st.Cluster("east", ownedByFirst), wantReady: corev1.ConditionFalse},
 	}
@@ -296,8 +301,16 @@ func TestProfileMadeAgain(t *testing.T) {
 			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("east", clustertest.WithObjects(ch))}, health: map[types.NamespacedName]cluster.Health{key: ready}}
 			r := &Reconciler{client: c, secrets: c, watches: sharedtest.NewSources(again), conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),
 				health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}, profiles: cluster.Profiles{Access: ac, Namespaces: []string{"default"}}}
-			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
-				t.Fatal(err)
+			if tc.unread {
+				src := sharedtest.NewSources()
+				src.Unsynced[profileKey(tc.kc)] = true
+				r.watches = src
+				r.secrets = interceptor.NewClient(c, interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+					return kerrors.NewServerTimeout(inventoryv1alpha1.GroupVersion.WithResource("clusterprofiles").GroupResource(), "get", 1)
+				}})
+			}
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); (err != nil) != tc.unread {
+				t.Fatalf("Reconcile: %v, want an error %v", err, tc.unread)
 			}
 			if len(conns.connected)+len(conns.removed) != 0 {
 				t.Errorf("connected %v, removed %v: want the connection it had kept, never one to the ClusterProfile made again", conns.connected, conns.removed)
