@@ -242,18 +242,16 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		secret     *corev1.Secret
 		profile    *inventoryv1alpha1.ClusterProfile
 		notReady   *xpv2.Condition
+		err        error
 	)
-	var err error
 	if kc.Spec.ClusterProfileRef != nil {
 		kubeconfig, profile, notReady, err = r.profileKubeconfig(ctx, kc)
 	} else {
 		kubeconfig, secret, notReady, err = r.kubeconfig(ctx, kc)
 	}
 	if err != nil {
-		// Not an answer about the Secret or the ClusterProfile (a
-		// timeout, an API server under load): the cluster keeps its
-		// condition, its taints and its connection, and the read is
-		// tried again.
+		// No answer about the Secret or the ClusterProfile (a timeout):
+		// the cluster keeps its condition, taints and connection.
 		return reconcile.Result{}, err
 	}
 	// Its ClusterProfile or its Secret went first (the garbage collector
