@@ -13,15 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 	"github.com/placer-dev/placer/cluster/clustertest"
-	"github.com/placer-dev/placer/controllers/shared"
 	"github.com/placer-dev/placer/internal/eventtest"
 	"github.com/placer-dev/placer/propagator"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
@@ -33,10 +30,7 @@ import (
 // runner-up, with nothing left there) does not hold it.
 func TestDrain(t *testing.T) {
 	deleting := st.Deleting(time.Now(), clusterFinalizer)
-	leftA := func(w *v1alpha1.Workload) {
-		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted}}
-		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 2}}
-	}
+	leftA := leftFrom("a")
 	// beingDeleted: the Workload was deleted; its finalizer waits for its cleanup.
 	beingDeleted := func(w *v1alpha1.Workload) {
 		w.DeletionTimestamp, w.Finalizers = ptr.To(metav1.Now()), []string{v1alpha1.FinalizerPropagator}
@@ -109,9 +103,7 @@ func TestDrain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.cluster, tc.w).
-				WithStatusSubresource(tc.w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
-				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+			c := indexedClient([]client.Object{tc.cluster, tc.w}, tc.w)
 			rec := &eventtest.Recorder{}
 			a := clustertest.NewMember("a")
 			if tc.there {

@@ -186,11 +186,7 @@ func TestSecretGoneOrUnread(t *testing.T) {
 	withSecret := func(kc *v1alpha1.KubernetesCluster) {
 		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
 	}
-	leftA := func(w *v1alpha1.Workload) {
-		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Reason: v1alpha1.ReasonClusterDeleted}}
-		w.Status.ClusterCounts = []v1alpha1.ClusterCount{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Replicas: 2}}
-	}
-	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers", Next: 20 * time.Second}
+	ready := answering()
 	cases := []struct {
 		name    string
 		kc      *v1alpha1.KubernetesCluster
@@ -209,10 +205,8 @@ func TestSecretGoneOrUnread(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := st.Workload("w", st.PlacedOn("b"), leftA)
-			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}).
-				WithStatusSubresource(tc.kc, w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
-				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+			w := st.Workload("w", st.PlacedOn("b"), leftFrom("a"))
+			c := indexedClient([]client.Object{tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, tc.kc, w)
 			secrets := client.Reader(c)
 			if tc.readErr != nil {
 				secrets = interceptor.NewClient(c, interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -274,7 +268,7 @@ func TestProfileMadeAgain(t *testing.T) {
 		kc.Spec.ClusterProfileRef = &v1alpha1.ClusterProfileReference{Name: "east"}
 		kc.OwnerReferences = []metav1.OwnerReference{{APIVersion: inventoryv1alpha1.GroupVersion.String(), Kind: "ClusterProfile", Name: "east", UID: "first", Controller: ptr.To(true)}}
 	}
-	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers", Next: 20 * time.Second}
+	ready := answering()
 	cases := []struct {
 		name string
 		kc   *v1alpha1.KubernetesCluster
@@ -291,12 +285,8 @@ func TestProfileMadeAgain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := st.Workload("w", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
-				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "east"}, Reason: v1alpha1.ReasonClusterDeleted}}
-			})
-			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}).
-				WithStatusSubresource(tc.kc, w).WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadClusters, shared.WorkloadClusters).
-				WithIndex(&v1alpha1.Workload{}, shared.IndexWorkloadDependencyClusters, shared.DependencyClusters).Build()
+			w := st.Workload("w", st.PlacedOn("b"), leftFrom("east"))
+			c := indexedClient([]client.Object{tc.kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, tc.kc, w)
 			ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.Held)
 			conns := &fakeConns{members: clustertest.Members{clustertest.NewMember("east", clustertest.WithObjects(ch))}, health: map[types.NamespacedName]cluster.Health{key: ready}}
 			r := &Reconciler{client: c, secrets: c, watches: sharedtest.NewSources(again), conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),

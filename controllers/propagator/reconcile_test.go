@@ -808,12 +808,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}
 			},
 			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %+v: a committed cluster whose pod is being replaced", e.w.Status.RejectedClusters)
-				}
-				if n := count(t, e.members[0], e.w, nil); n != 1 {
-					t.Errorf("%d chaperons in a, want its 1 kept", n)
-				}
+				notRejected(t, e, 1, "a committed cluster whose pod is being replaced")
 			},
 		},
 		{
@@ -959,12 +954,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantStatus:  notCounted,
 			wantMembers: map[string][]string{"a": {"0", "1"}},
 			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %+v as soon as its new candidates were there", e.w.Status.RejectedClusters)
-				}
-				if n := count(t, e.members[0], e.w, nil); n != 2 {
-					t.Errorf("%d candidates in a, want 2", n)
-				}
+				notRejected(t, e, 2, "as soon as its new candidates were there")
 			},
 		},
 		{
@@ -3384,6 +3374,18 @@ var errFromMember = errorString("denied by the member")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// notRejected: no cluster is rejected (why says what a rejection would
+// have missed), and the first member keeps the Workload's n candidates.
+func notRejected(t *testing.T, e env, n int, why string) {
+	t.Helper()
+	if len(e.w.Status.RejectedClusters) != 0 {
+		t.Errorf("rejected %+v: %s", e.w.Status.RejectedClusters, why)
+	}
+	if got := count(t, e.members[0], e.w, nil); got != n {
+		t.Errorf("%d candidates in %s, want its %d kept", got, e.members[0].Key.Name, n)
+	}
+}
 
 func wantRejected(t *testing.T, w *v1alpha1.Workload, cluster, reason, msg string) {
 	t.Helper()

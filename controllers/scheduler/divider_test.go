@@ -214,11 +214,7 @@ func TestDividedWorkload(t *testing.T) {
 		e.seen("p", "q")
 		e.workload("job", st.Replicas(4), divided(2, 0))
 		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && s["p"] != nil && s["q"] != nil })
-		e.shareStatus(shares["p"].Name, func(w *v1alpha1.Workload) {
-			fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
-			w.Status.SetConditions(fin, ready)
-			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
-		})
+		e.shareFinished(shares["p"].Name)
 		e.shareReady(shares["q"].Name)
 		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
 		e.seen("r")
@@ -233,21 +229,11 @@ func TestDividedWorkload(t *testing.T) {
 	// and never divided again (a scale-up never placed).
 	t.Run("batch: a share that ran to its end in a cluster since deleted counts as done; the rest divide over the living clusters", func(t *testing.T) {
 		e := e.namespace(t, "batch-deleted")
-		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
-		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
-		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
-		e.seen("p", "q", "r")
+		e.regions()
 		e.workload("job", st.Replicas(6), divided(2, 0))
 		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 6 && s["p"] != nil })
 		done := shares["p"]
-		finish := func(name string) {
-			e.shareStatus(name, func(w *v1alpha1.Workload) {
-				fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
-				w.Status.SetConditions(fin, ready)
-				w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
-			})
-		}
-		finish(done.Name)
+		e.shareFinished(done.Name)
 		e.deleteCluster("p")
 		e.scale("job", 8)
 		after := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool {
@@ -256,8 +242,8 @@ func TestDividedWorkload(t *testing.T) {
 		if p := after["p"]; p.UID != done.UID || p.ReplicaCount() != done.ReplicaCount() {
 			t.Errorf("p's share %s (%d replicas): want the finished share %s kept as it was (%d)", p.UID, p.ReplicaCount(), done.UID, done.ReplicaCount())
 		}
-		finish(after["q"].Name)
-		finish(after["r"].Name)
+		e.shareFinished(after["q"].Name)
+		e.shareFinished(after["r"].Name)
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "job"}}
 		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {
 			return w.Status.GetCondition(v1alpha1.TypeComplete).Status == corev1.ConditionTrue && w.Status.Succeeded == 8
@@ -271,17 +257,10 @@ func TestDividedWorkload(t *testing.T) {
 
 	t.Run("batch: a spread constraint's minGroups counts the domain of a share that ran to its end in a cluster since deleted", func(t *testing.T) {
 		e := e.namespace(t, "batch-groups")
-		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
-		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
-		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
-		e.seen("p", "q", "r")
+		e.regions()
 		e.workload("job", st.Replicas(3), divided(3, 0))
 		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return len(s) == 3 && sum(s) == 3 })
-		e.shareStatus(shares["p"].Name, func(w *v1alpha1.Workload) {
-			fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
-			w.Status.SetConditions(fin, ready)
-			w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
-		})
+		e.shareFinished(shares["p"].Name)
 		e.deleteCluster("p")
 		// 3 replicas remain to divide over q and r: 3 groups are met
 		// with p's, which the division does not see.
@@ -298,10 +277,7 @@ func TestDividedWorkload(t *testing.T) {
 
 	t.Run("a share that did not end, in a cluster deleted with no drain, gives its replicas back", func(t *testing.T) {
 		e := e.namespace(t, "deleted")
-		e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
-		e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
-		e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
-		e.seen("p", "q", "r")
+		e.regions()
 		e.workload("web", st.Replicas(6), divided(2, 0))
 		shares := e.sharesOf("web", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 6 && s["p"] != nil })
 		e.deleteCluster("p")
@@ -540,6 +516,27 @@ func (e *schedulerEnv) shareReady(name string) {
 	e.shareStatus(name, func(w *v1alpha1.Workload) {
 		w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = int32(w.ReplicaCount()), int32(w.ReplicaCount()), w.Generation
 	})
+}
+
+// shareFinished: every replica of the share ran to its end and
+// succeeded, for its spec as it is, as the propagator would say it.
+func (e *schedulerEnv) shareFinished(name string) {
+	e.t.Helper()
+	e.shareStatus(name, func(w *v1alpha1.Workload) {
+		fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+		w.Status.SetConditions(fin, ready)
+		w.Status.Succeeded, w.Status.ObservedGeneration = int32(w.ReplicaCount()), w.Generation
+	})
+}
+
+// regions makes the clusters p, q and r, in regions eu, us and ap, and
+// waits until the scheduler's cache holds them.
+func (e *schedulerEnv) regions() {
+	e.t.Helper()
+	e.cluster("p", st.Labels(v1alpha1.LabelRegion, "eu"))
+	e.cluster("q", st.Labels(v1alpha1.LabelRegion, "us"))
+	e.cluster("r", st.Labels(v1alpha1.LabelRegion, "ap"))
+	e.seen("p", "q", "r")
 }
 
 // maintenance taints the cluster example.com/maintenance:NoExecute, its
