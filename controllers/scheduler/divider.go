@@ -72,9 +72,6 @@ type divideScope struct {
 	// done are the shares that ran to their end in a cluster since
 	// deleted (setAside): out of the division, their replicas done.
 	done map[types.NamespacedName]*v1alpha1.Workload
-	// deleted are the clusters of shares that did not end, deleted: the
-	// share gives its replicas back.
-	deleted map[types.NamespacedName]bool
 	// gone are the clusters whose share gives its replicas back, and why.
 	gone map[types.NamespacedName]string
 	// kept are the clusters whose share rejected some of its candidates
@@ -156,7 +153,7 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcile.Result, error) {
 	s := &divideScope{w: w.DeepCopy(), orig: w, gone: map[types.NamespacedName]string{}, kept: map[types.NamespacedName]keptShare{},
 		leaving: map[types.NamespacedName]string{}, waiting: map[types.NamespacedName]string{}, now: time.Now(),
-		done: map[types.NamespacedName]*v1alpha1.Workload{}, deleted: map[types.NamespacedName]bool{}}
+		done: map[types.NamespacedName]*v1alpha1.Workload{}}
 	if errs := r.verdicts.For(w).Errors(); len(errs) > 0 {
 		s.w.Status.SetConditions(v1alpha1.NotScheduled(v1alpha1.ReasonInvalidTemplate, "invalid pod template: "+errs.ToAggregate().Error(), w.Generation))
 		s.w.Status.Rebalancing = nil
@@ -248,7 +245,7 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 // scheduler's cache does not hold and the API server confirms deleted (a
 // live read: the cache may not have seen a new cluster yet): one that ran
 // to its end is done work (done), its replicas not divided again; any
-// other gives its replicas back (giveBack). A drain lets a cluster go
+// other gives its replicas back, as one that must leave (gone). A drain lets a cluster go
 // without moving what ran to its end there.
 func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
 	for key, sh := range s.shares {
@@ -271,7 +268,7 @@ func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
 		// A share that had begun to leave (a drain) goes as it would
 		// have: its replacement is under way, and its place under
 		// --max-concurrent-moves ends with its deletion.
-		s.deleted[key] = true
+		s.gone[key] = "its cluster was deleted"
 	}
 	return nil
 }
@@ -328,9 +325,9 @@ func (r *Reconciler) giveBack(s *divideScope) {
 	s.w.Status.RejectedClusters = slices.DeleteFunc(s.w.Status.RejectedClusters, func(rc v1alpha1.RejectedCluster) bool { return rc.Generation != s.w.Generation })
 	divided := s.w.Spec.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivided
 	for key, sh := range s.shares {
-		if s.deleted[key] {
-			// What it reserved there, or its rejection, says nothing now.
-			s.gone[key] = "its cluster was deleted"
+		if _, gone := s.gone[key]; gone {
+			// Its cluster was deleted (setAside): what it reserved
+			// there, or its rejection, says nothing now.
 			continue
 		}
 		if rc := sh.Rejection(key); rc != nil && rc.Generation == sh.Generation {
