@@ -106,10 +106,10 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		return h, nil
 	}
 	sum := conn.Summary(ctx)
-	if sum.Found && sum.Silent >= o.Grace {
+	if sum.Found && sum.Silent >= o.Grace && len(kubeconfig) > 0 {
 		// Silent past the grace: a stopped agent, or a watch waiting out
 		// its reflector's backoff after a blip. The member says.
-		if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) && len(kubeconfig) > 0 {
+		if live, err := conn.LiveHeartbeat(ctx); err == nil && !live.Equal(&sum.Beat) {
 			if _, err := r.Reconnect(key, kubeconfig, opts...); err != nil {
 				return Health{}, errors.Wrap(err, errReconnect)
 			}

@@ -254,15 +254,10 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		// the cluster keeps its condition, taints and connection.
 		return reconcile.Result{}, err
 	}
-	// Its ClusterProfile or its Secret went first (the garbage collector
-	// deletes the cluster after a ClusterProfile; a manifest or a
-	// namespace deleted whole takes the Secret first): it is drained
-	// through the connection it had, as long as this manager has it,
-	// probed through it as before, so that its condition says whether it
-	// still answers.
-	// A cluster a ClusterProfile made (and controls) goes with it: until
-	// the garbage collector deletes it, its connection is kept too, not
-	// probed, and it says why it is not Ready.
+	// Its ClusterProfile or Secret went first (a namespace deleted
+	// whole, say): it is drained through the connection it had, probed
+	// through it. One a ClusterProfile made goes with it: until then its
+	// connection is kept too, and it says why it is not Ready.
 	profileGone := ownedByProfile(metav1.GetControllerOf(kc)) && notReady != nil && notReady.Reason == v1alpha1.ReasonClusterProfileNotFound
 	sourceGone := (kc.DeletionTimestamp != nil || profileGone) && r.conns.Member(key) != nil &&
 		(kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil)
@@ -275,21 +270,23 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	case notReady != nil && kc.DeletionTimestamp == nil:
 		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
 	}
-	access, err := r.access(ctx, kc)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if profile != nil || sourceGone && kc.Spec.ClusterProfileRef != nil {
-		access = append(access, cluster.AllowExec)
-	}
 	// With its source gone there is no kubeconfig to connect with: the
-	// connection stays as it is.
-	if err := r.connectWith(key, kubeconfig, kc, sourceGone, access); err != nil {
-		reason := v1alpha1.ReasonBadKubeconfig
-		if cluster.IsKubeconfigRefused(err) {
-			reason = v1alpha1.ReasonKubeconfigRefused
+	// connection stays as it is, and is only probed.
+	var access []cluster.EnsureOption
+	if !sourceGone {
+		if access, err = r.access(ctx, kc); err != nil {
+			return reconcile.Result{}, err
 		}
-		return shared.IgnoreConflict(r.publish(ctx, kc, notReadyCondition(reason, fmt.Sprintf("%s: %v", connectionOf(kc), err)), nil))
+		if profile != nil {
+			access = append(access, cluster.AllowExec)
+		}
+		if err := r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...); err != nil {
+			reason := v1alpha1.ReasonBadKubeconfig
+			if cluster.IsKubeconfigRefused(err) {
+				reason = v1alpha1.ReasonKubeconfigRefused
+			}
+			return shared.IgnoreConflict(r.publish(ctx, kc, notReadyCondition(reason, fmt.Sprintf("%s: %v", connectionOf(kc), err)), nil))
+		}
 	}
 	h, err := r.conns.Check(ctx, key, kubeconfig, lastOf(kc), r.health, access...)
 	if err != nil {
@@ -315,15 +312,6 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	return reconcile.Result{RequeueAfter: next}, nil
 }
 
-// connectWith keeps the cluster's connection to the kubeconfig, or, when
-// the cluster's source is gone (keep), as it is.
-func (r *Reconciler) connectWith(key types.NamespacedName, kubeconfig []byte, kc *v1alpha1.KubernetesCluster, keep bool, access []cluster.EnsureOption) error {
-	if keep {
-		return nil
-	}
-	return r.conns.Connect(key, kubeconfig, kc.Spec.TargetNamespaces, access...)
-}
-
 // lastOf is what the cluster's status says of its last check.
 func lastOf(kc *v1alpha1.KubernetesCluster) cluster.Last {
 	ready := kc.Status.GetCondition(xpv2.TypeReady)
@@ -347,15 +335,14 @@ func (r *Reconciler) kubeconfig(ctx context.Context, kc *v1alpha1.KubernetesClus
 	// it has synced, the Secret is read directly.
 	s := &corev1.Secret{}
 	if err := r.getWatched(ctx, kc, shared.CoreKey("Secret", key.Namespace, key.Name), corev1.Resource("secrets"), s); err != nil {
-		switch {
-		case kerrors.IsNotFound(err):
-			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found", secretRef(kc)))
-			return nil, nil, &c, nil
-		case answered(err):
-			c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
-			return nil, nil, &c, nil
+		if !answered(err) {
+			return nil, nil, nil, errors.Wrapf(err, "%s: Secret %s", errGetSecret, secretRef(kc))
 		}
-		return nil, nil, nil, errors.Wrapf(err, "%s: Secret %s", errGetSecret, secretRef(kc))
+		c := notReadyCondition(v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s: %v", secretRef(kc), errors.Wrap(err, errGetSecret)))
+		if kerrors.IsNotFound(err) {
+			c.Message = fmt.Sprintf("Secret %s not found", secretRef(kc))
+		}
+		return nil, nil, &c, nil
 	}
 	dataKey := dataKeyOf(kc)
 	b, ok := s.Data[dataKey]

@@ -84,7 +84,8 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	// (one that does not is let go whatever it holds): a candidate made a
 	// moment ago may not be in it yet, and the cluster let go would be
 	// abandoned by the Workload's own cleanup.
-	reachable := answers(ctx, kc, conn)
+	// Asked only when a Workload may be held here.
+	reachable := len(wls) > 0 && answers(ctx, kc, conn)
 	holds := func(w *v1alpha1.Workload) bool {
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0

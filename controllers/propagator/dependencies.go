@@ -259,7 +259,14 @@ func releaseLeft(ctx context.Context, s *scope, m cluster.Member) error {
 			return err
 		}
 	}
-	s.w.SetPlaced(m.ClusterKey(), "", false)
-	setDependencies(s.w, m.ClusterKey(), nil)
+	forgetRecords(s.w, m.ClusterKey())
 	return nil
+}
+
+// forgetRecords takes out of the status what it records placer put in the
+// cluster (status.dependencies, status.placedNamespaces): let go there, or
+// the cluster deleted.
+func forgetRecords(w *v1alpha1.Workload, key types.NamespacedName) {
+	w.SetPlaced(key, "", false)
+	setDependencies(w, key, nil)
 }

@@ -275,8 +275,7 @@ func (r *Reconciler) leaveCluster(ctx context.Context, s *scope, lc *v1alpha1.Le
 // answer: what may remain there (remaining candidates, unknown when
 // negative) is abandoned, with an Event.
 func forgetLeft(s *scope, key types.NamespacedName, lc *v1alpha1.LeftCluster, remaining int32) {
-	setDependencies(s.w, key, nil)
-	s.w.SetPlaced(key, "", false)
+	forgetRecords(s.w, key)
 	s.w.SetCounted(key, 0, lc.Time)
 	s.statusEvent(event.Warning(reasonLeft, errors.Errorf("cluster %s was deleted while it did not answer: %s of this Workload may remain there", key, countOf(remaining))))
 }
@@ -361,8 +360,7 @@ func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 		}
 		switch {
 		case st == gone:
-			setDependencies(w, key, nil)
-			w.SetPlaced(key, "", false)
+			forgetRecords(w, key)
 		case st.answers():
 			chs, err := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
 			if err != nil {
