@@ -242,8 +242,9 @@ func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[ty
 }
 
 // setAside takes out of the division each share whose cluster the
-// scheduler's cache does not hold and the API server confirms deleted (a
-// live read: the cache may not have seen a new cluster yet): one that ran
+// scheduler's cache does not hold and the manager's informer, synced
+// before any pass, does not either (deleted; the scheduler's cache may
+// not have taken in a new cluster yet): one that ran
 // to its end is done work (done), its replicas not divided again; any
 // other gives its replicas back, as one that must leave (gone). A drain lets a cluster go
 // without moving what ran to its end there.
@@ -252,7 +253,7 @@ func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
 		if r.cache.Cluster(key) != nil {
 			continue
 		}
-		err := r.writes.Get(ctx, key, &v1alpha1.KubernetesCluster{})
+		err := r.client.Get(ctx, key, &v1alpha1.KubernetesCluster{})
 		if !kerrors.IsNotFound(err) {
 			if err != nil {
 				return errors.Wrapf(err, "cannot read cluster %s, which holds share %s", key, sh.Name)
@@ -777,13 +778,13 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 		switch _, ok := want[key]; {
 		case s.done[key] != nil:
 			p.Reason = fmt.Sprintf("%s in a cluster since deleted: its %d replica(s) count as done, and are not divided again",
-				sh.Status.GetCondition(v1alpha1.TypeComplete).Reason+sh.Status.GetCondition(v1alpha1.TypeFailed).Reason, sh.ReplicaCount())
+				endReason(sh), sh.ReplicaCount())
 		case s.waiting[key] != "":
 			p.Reason = s.waiting[key]
 		case ok:
 			p.Reason = sh.Annotations[annotationShareReason]
 		case sh.Finished():
-			p.Reason = string(sh.Status.GetCondition(v1alpha1.TypeComplete).Reason + sh.Status.GetCondition(v1alpha1.TypeFailed).Reason)
+			p.Reason = endReason(sh)
 		case want == nil:
 			p.Reason = "kept while no division meets the Workload's policy"
 		default:
@@ -832,6 +833,12 @@ func (r *Reconciler) statusOfShares(s *divideScope, want map[types.NamespacedNam
 	} else {
 		st.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, fmt.Sprintf("%d of %d replicas Ready in %d share(s)", st.ReadyReplicas, desired, len(st.Placements)), s.w.Generation))
 	}
+}
+
+// endReason is how a share that ran to its end ended (its Complete or
+// Failed condition's reason).
+func endReason(sh *v1alpha1.Workload) string {
+	return string(sh.Status.GetCondition(v1alpha1.TypeComplete).Reason + sh.Status.GetCondition(v1alpha1.TypeFailed).Reason)
 }
 
 // sharesSummary is status.shares: "east=6,west=6", by cluster name.

@@ -192,11 +192,7 @@ func TestDividedWorkload(t *testing.T) {
 		e.workload("job", st.Replicas(4), divided(2, 0))
 		shares := e.sharesOf("job", func(s map[string]*v1alpha1.Workload) bool { return sum(s) == 4 && len(s) == 2 })
 		for _, sh := range shares {
-			e.shareStatus(sh.Name, func(w *v1alpha1.Workload) {
-				fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
-				w.Status.SetConditions(fin, ready)
-				w.Status.Succeeded = int32(w.ReplicaCount())
-			})
+			e.shareFinished(sh.Name)
 		}
 		w := &v1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "job"}}
 		testenv.WaitFor(t, e.wc, w, &v1alpha1.WorkloadList{}, waitTimeout, func(w *v1alpha1.Workload) bool {

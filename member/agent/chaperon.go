@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -467,8 +466,8 @@ func (r *ChaperonReconciler) mirror(ctx context.Context, ch *mcv1alpha1.PodChape
 // terminating marks the chaperon not Ready while its pod is being
 // deleted, unless it says so already.
 func (r *ChaperonReconciler) terminating(ctx context.Context, ch *mcv1alpha1.PodChaperon) error {
-	i := slices.IndexFunc(ch.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
-	if i < 0 || ch.Status.Conditions[i].Status == corev1.ConditionFalse {
+	i, c := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodReady)
+	if c == nil || c.Status == corev1.ConditionFalse {
 		return nil
 	}
 	orig := ch.DeepCopy()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,7 +121,7 @@ func TestChaperonController(t *testing.T) {
 	// on a pod on its way out.
 	t.Run("a pod being deleted is not Ready on its chaperon, and is replaced once gone", func(t *testing.T) {
 		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			return podReady(ch.Status) == corev1.ConditionTrue
+			return podutil.IsPodReadyConditionTrue(ch.Status)
 		})
 		old, err := cs.CoreV1().Pods("default").Get(ctx, "web-0", metav1.GetOptions{})
 		if err != nil {
@@ -135,9 +136,10 @@ func TestChaperonController(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			return podReady(ch.Status) == corev1.ConditionFalse
+			c := podutil.GetPodReadyCondition(ch.Status)
+			return c != nil && c.Status == corev1.ConditionFalse
 		})
-		if c := readyCondition(ch.Status); c.Reason != agent.ReasonPodTerminating {
+		if c := podutil.GetPodReadyCondition(ch.Status); c.Reason != agent.ReasonPodTerminating {
 			t.Errorf("Ready %+v, want reason %s", c, agent.ReasonPodTerminating)
 		}
 		if _, err := local.WaitForPod(ctx, cs, "default", "web-0", func(p *corev1.Pod) bool {
@@ -146,7 +148,7 @@ func TestChaperonController(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, func(ch *mcv1alpha1.PodChaperon) bool {
-			return podReady(ch.Status) == corev1.ConditionTrue
+			return podutil.IsPodReadyConditionTrue(ch.Status)
 		})
 	})
 
@@ -529,16 +531,3 @@ func TestEndedOnItsOwn(t *testing.T) {
 		})
 	}
 }
-
-// readyCondition is a pod status's Ready condition, empty when none.
-func readyCondition(s corev1.PodStatus) corev1.PodCondition {
-	for _, c := range s.Conditions {
-		if c.Type == corev1.PodReady {
-			return c
-		}
-	}
-	return corev1.PodCondition{}
-}
-
-// podReady is the status of a pod status's Ready condition.
-func podReady(s corev1.PodStatus) corev1.ConditionStatus { return readyCondition(s).Status }
