@@ -81,6 +81,14 @@ type Members interface {
 
 var _ Member = &Connection{}
 
+// SameHost reports whether two registrations are one member cluster (the
+// same API server registered twice): what is copied into one is there for
+// the other too.
+func SameHost(ms Members, a, b types.NamespacedName) bool {
+	ma, mb := ms.Member(a), ms.Member(b)
+	return ma != nil && mb != nil && ma.Host() == mb.Host()
+}
+
 // Connection is one member cluster: its transport and clients, and every
 // watch placer keeps of it (the ClusterSummary its agent publishes, the
 // chaperons placer made there), started and stopped as one.

@@ -97,14 +97,18 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 		annotations[mcv1alpha1.AnnotationMirrorStatus] = mcv1alpha1.MirrorStatusFull
 	}
 	spec := *tmpl.Spec.DeepCopy()
-	if w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation {
+	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+	if !noReservation {
 		spec.SchedulerName = mcv1alpha1.CandidateSchedulerName
-		switch role {
-		case NoHold:
-			annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
-		case RunnerUp:
-			annotations[mcv1alpha1.AnnotationRunnerUp] = "true"
-		}
+	}
+	switch {
+	case role == NoHold:
+		// NoReservation: the member's own scheduler binds it, with no
+		// hold; the mark says so, as for a gang of one, so that a bind
+		// window can be set (SetBindWindow).
+		annotations[mcv1alpha1.AnnotationAllowWhenReserved] = "true"
+	case role == RunnerUp && !noReservation:
+		annotations[mcv1alpha1.AnnotationRunnerUp] = "true"
 	}
 	return &mcv1alpha1.PodChaperon{
 		ObjectMeta: metav1.ObjectMeta{Name: chaperonName(w, hash, replica), Namespace: namespace, Labels: labels, Annotations: annotations},
@@ -112,13 +116,14 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 	}
 }
 
-// BindsUnheld reports whether the unit's candidate binds without a hold
-// before its cluster is committed: a gang of one (a unit of a single
-// replica) in the chosen cluster, in Reserve mode. Such a candidate
+// BindsUnheld reports whether the unit's candidates bind without a hold
+// before its cluster is committed: in the chosen cluster, a gang of one (a
+// unit of a single replica), or any candidate in NoReservation mode (the
+// member's own scheduler binds it whenever it can). Such a candidate
 // carries a bind window (SetBindWindow), and only its member can tell
-// that it did not bind.
+// that it did not bind (design §4.9).
 func BindsUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
-	return u.Count == 1 && !u.RunnerUp && w.Spec.Placement.Mode != v1alpha1.PlacementModeNoReservation && !w.CommitHeld()
+	return !u.RunnerUp && !w.CommitHeld() && (u.Count == 1 || w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation)
 }
 
 // SetBindWindow gives a candidate allowed in advance, made for the

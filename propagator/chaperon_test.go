@@ -95,6 +95,13 @@ func TestObserve(t *testing.T) {
 			summary{Ready: 1}},
 		{"NoReservation: all bound", wNoRes, chaperons(wNoRes, ops(running), ops(running)),
 			summary{Proven: true, Committed: true, Ready: 2}},
+		{"NoReservation within its bind window, none bound: not committed; both allowed once one binds", wNoRes, chaperons(wNoRes, ops(noHold), ops(noHold)), summary{ToAllow: 2}},
+		{"NoReservation within its bind window, one bound: the other is allowed, so that its member never fences it", wNoRes, chaperons(wNoRes, ops(noHold, running), ops(noHold)),
+			summary{ToAllow: 1, Ready: 1}},
+		{"NoReservation fenced by its member: nothing to allow", wNoRes, chaperons(wNoRes, ops(noHold, running), ops(noHold, chaperontest.Fenced(mcv1alpha1.FencedWindow))),
+			summary{Ready: 1}},
+		{"NoReservation made in a committed cluster (allowed in advance, no window): committed while its pod is pending", wNoRes, chaperons(wNoRes, ops(running), ops(unheld)),
+			summary{Proven: true, Committed: true, Ready: 1}},
 		{"gang of one allowed in advance: not committed before it is reserved", w1, chaperons(w1, ops(noHold)), summary{}},
 		// Committed with no write: its member's agent marks it is-allowed
 		// itself before it replaces a pod it loses later.
@@ -182,6 +189,12 @@ func TestNewChaperon(t *testing.T) {
 	w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation
 	if ch := NewChaperon(w, w.TargetNamespace(nil), 0, RunnerUp); ch.Spec.SchedulerName != "" || ch.Annotations[mcv1alpha1.AnnotationRunnerUp] != "" {
 		t.Errorf("NoReservation candidates must go to the member's own scheduler, unannotated: schedulerName %q, runner-up %q", ch.Spec.SchedulerName, ch.Annotations[mcv1alpha1.AnnotationRunnerUp])
+	}
+	// Marked allowed in advance, so that it can get a bind window.
+	unheld := NewChaperon(w, w.TargetNamespace(nil), 0, NoHold)
+	SetBindWindow(unheld, w, types.NamespacedName{Namespace: "default", Name: "a"}, time.Minute)
+	if _, ok := unheld.BindWindow(); unheld.Spec.SchedulerName != "" || !ok {
+		t.Errorf("a NoReservation candidate that binds unheld: schedulerName %q, bind window %v; want the member's own scheduler, within a window", unheld.Spec.SchedulerName, ok)
 	}
 }
 

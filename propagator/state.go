@@ -37,7 +37,9 @@ type State struct {
 	Succeeded, Failed int
 	// FailedMessage is what the agent said of a failed replica's pod.
 	FailedMessage string
-	// ToAllow are reserved candidates not yet allowed.
+	// ToAllow are reserved candidates not yet allowed (and NoReservation
+	// candidates within their bind window, not bound yet): allowed at the
+	// commit, or as the committed cluster reserves them.
 	ToAllow []*mcv1alpha1.PodChaperon
 	// Outdated chaperons were made from an older pod template.
 	Outdated []*mcv1alpha1.PodChaperon
@@ -182,8 +184,14 @@ func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string
 	proven := ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || inAdvance && (reserved || scheduled)
 	allowed := proven || inAdvance && !windowed
 	if noReservation {
-		// The member's own scheduler binds at once: a bound candidate is committed.
-		allowed, proven = scheduled, scheduled
+		// The member's own scheduler binds at once: a bound candidate is
+		// committed. One made before the cluster was (a bind window, its
+		// member's fence after) is allowed once it is, so that it binds
+		// whenever it can and is never fenced.
+		allowed, proven = allowed || scheduled, proven || scheduled
+		if windowed && !allowed && ch.DeletionTimestamp == nil && ch.Annotations[mcv1alpha1.AnnotationFenced] == "" {
+			st.ToAllow = append(st.ToAllow, ch)
+		}
 	}
 	if reserved && !allowed {
 		st.ToAllow = append(st.ToAllow, ch)

@@ -116,8 +116,10 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 			left = append(left, name)
 		case synced:
 			// Only nominated (a runner-up), or a batch Workload that ended
-			// there and is not moved: what it may still hold there goes.
-			if holds(w) {
+			// there and is not moved: what it may still hold there goes,
+			// its copies too (its own pass lets them go once its
+			// candidates are gone).
+			if holds(w) || reachable && r.copiesIn(w, key) {
 				left = append(left, name)
 			}
 		}
@@ -140,6 +142,21 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	r.drains.forget(key)
 	err = shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
 	return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+}
+
+// copiesIn reports whether the Workload recorded copies or a namespace in
+// the cluster that its own pass has still to let go (pruneDependencies):
+// not those of a Workload whose chosen cluster is the same member
+// registered again, which it keeps.
+func (r *Reconciler) copiesIn(w *v1alpha1.Workload, key types.NamespacedName) bool {
+	if !slices.Contains(shared.RecordedClusters(w), key) {
+		return false
+	}
+	if w.Status.ClusterRef == nil {
+		return true
+	}
+	target := w.ClusterKey(w.Status.ClusterRef)
+	return target == key || !cluster.SameHost(r.conns, key, target)
 }
 
 // answers reports whether a cluster being deleted is sent what cleans up

@@ -51,6 +51,8 @@ func TestDrain(t *testing.T) {
 		// crdGone: a's chaperons are watched (a watch listed before), but
 		// its API server no longer serves them (placer's CRDs went).
 		crdGone bool
+		// twinB: b is registered, the same member as a.
+		twinB bool
 		// held: the finalizer stays, the probe's requeue is kept.
 		held   bool
 		reason string
@@ -92,6 +94,18 @@ func TestDrain(t *testing.T) {
 			w: st.Workload("w", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
 				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a"}, Namespace: "default"}}
 			}), there: true, held: true, reason: string(reasonDraining)},
+		// Before, only chaperons held the drain: the copies went with the
+		// cluster's let-go, left in the member for ever.
+		{name: "a Workload placed elsewhere whose copies are still recorded there holds a cluster that answers: its own pass lets them go", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a")), held: true, reason: string(reasonDraining)},
+		{name: "a batch Workload that ended there, its copies recorded there, holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), copiedTo("a"), func(w *v1alpha1.Workload) {
+			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
+			w.Status.SetConditions(complete, ready)
+		}), held: true, reason: string(reasonDraining)},
+		{name: "copies recorded in a cluster that does not answer do not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
+			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"))},
+		{name: "copies recorded there by a Workload whose chosen cluster is the same member registered again do not hold it: they stay for that one", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a")), twinB: true},
 		{name: "a runner-up whose candidates cannot be listed holds it: not known is not nothing", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			unlisted: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted whose candidate the watch has not seen yet holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
@@ -127,7 +141,11 @@ func TestDrain(t *testing.T) {
 					return errors.New("the watch's cache is gone")
 				}}))
 			}
-			r := &Reconciler{client: c, conns: &fakeConns{members: clustertest.Members{a}}, record: rec}
+			members := clustertest.Members{a}
+			if tc.twinB {
+				members = append(members, clustertest.NewMember("b", clustertest.Host(a.HostName)))
+			}
+			r := &Reconciler{client: c, conns: &fakeConns{members: members}, record: rec}
 			kc := &v1alpha1.KubernetesCluster{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.cluster), kc); err != nil {
 				t.Fatal(err)
@@ -161,5 +179,12 @@ func TestDrain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// copiedTo: the Workload's status records a copy it made in the cluster.
+func copiedTo(cluster string) st.WorkloadOption {
+	return func(w *v1alpha1.Workload) {
+		w.Status.Dependencies = append(w.Status.Dependencies, v1alpha1.Dependency{Cluster: v1alpha1.ClusterReference{Name: cluster}, Kind: "ServiceAccount", Name: "runner", Copied: true})
 	}
 }

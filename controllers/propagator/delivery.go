@@ -43,6 +43,12 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		if err := r.allow(ctx, p.member, s.w, st.ToAllow); err != nil {
 			return stop, err
 		}
+		// A NoReservation candidate its member fenced when its window
+		// ended, before the commit allowed it, goes: its replica is made
+		// anew, allowed (the cluster is committed).
+		if err := deleteChaperons(ctx, p.member, s.w, st.Fenced); err != nil {
+			return stop, err
+		}
 		if err := r.rollout(ctx, s, p); err != nil {
 			return stop, err
 		}

@@ -278,6 +278,12 @@ func (r *Reconciler) candidates(ctx context.Context, s *scope) (next, error) {
 		if len(p.state.Missing) == 0 || p.problem != nil || p.needs.Holds() {
 			continue
 		}
+		if p.delivered.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation && !p.bindsUnheld() {
+			// Nothing holds a NoReservation candidate: none is made while
+			// a cluster left may still bind one (settleLeftWindows, whose
+			// fence mark or look brings the Workload back).
+			continue
+		}
 		if err := r.createCandidates(ctx, s, p); err != nil {
 			if n, err := r.refused(s, p, err); n == stop {
 				return n, err

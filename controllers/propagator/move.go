@@ -337,21 +337,22 @@ func readyChanged() predicate.Predicate {
 
 // sameHost reports whether two registrations are one member cluster.
 func (r *Reconciler) sameHost(a, b types.NamespacedName) bool {
-	ma, mb := r.members.Member(a), r.members.Member(b)
-	return ma != nil && mb != nil && ma.Host() == mb.Host()
+	return cluster.SameHost(r.members, a, b)
 }
 
 // pruneDependencies lets go of the copies status.dependencies names, and
 // the namespaces status.placedNamespaces names, in a cluster the Workload
 // no longer uses (neither chosen, nor left, nor keeping candidates in this
 // pass: one that rejected it, a runner-up let go at commit or dropped by
-// the scheduler, say), once nothing of it remains there; a cluster deleted
-// meanwhile is forgotten. A runner-up kept with no candidate yet (its
-// member holds as many as allowed) keeps its copy.
+// the scheduler, say; the chosen cluster of a batch Workload that ran to
+// its end there, once that cluster is being deleted: gate), once nothing
+// of it remains there; a cluster deleted meanwhile is forgotten. A
+// runner-up kept with no candidate yet (its member holds as many as
+// allowed) keeps its copy.
 func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 	w := s.w
 	for _, key := range shared.RecordedClusters(w) {
-		if key == s.target || s.keep[key] || r.sameHost(key, s.target) || w.Left(key) != nil {
+		if s.keep[key] || key != s.target && r.sameHost(key, s.target) || w.Left(key) != nil {
 			continue
 		}
 		st, m, err := r.reachOf(ctx, s, key)

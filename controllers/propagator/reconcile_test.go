@@ -68,6 +68,16 @@ func noHold(ch *mcv1alpha1.PodChaperon) bool {
 	return ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true"
 }
 
+// noReservation: the member's own scheduler places the pods.
+func noReservation(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation }
+
+// windowed: the candidate may bind unheld only within a window its member
+// enforces.
+func windowed(ch *mcv1alpha1.PodChaperon) bool {
+	_, ok := ch.BindWindow()
+	return ok
+}
+
 // runnerUp marks a candidate made in a runner-up cluster.
 func runnerUp(ch *mcv1alpha1.PodChaperon) {
 	metav1.SetMetaDataAnnotation(&ch.ObjectMeta, mcv1alpha1.AnnotationRunnerUp, "true")
@@ -1047,6 +1057,86 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// NoReservation: the member's own scheduler binds a candidate
+		// whenever it can, with no hold. Before, the manager rejected the
+		// cluster on a verdict of unschedulable, or on its own clock,
+		// while the candidate there could still bind (a node added by an
+		// autoscaler), and the Workload was placed again elsewhere: two
+		// copies.
+		{
+			name:   "NoReservation: the candidates carry a bind window their member enforces, and an unschedulable verdict asks the member to fence them before the cluster is rejected",
+			w:      web(noReservation),
+			passes: 2,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			between: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, windowed); n != 2 {
+					t.Fatalf("%d of the candidates carry a bind window, want 2", n)
+				}
+				chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range chs {
+					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")(ch)
+					if err := e.members[0].Client.Status().Update(context.Background(), ch); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up", "1 no-hold give-up"}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v before the member fenced the candidates (a node may come, and they bind)", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "NoReservation past the timeout on this clock is not rejected: its member's window decides",
+			w:    web(noReservation, scheduledAgo(2*timeout)),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, chaperontest.Windowed(timeout), createdAgo(2*timeout))...))}
+			},
+			wantStatus:  notCounted,
+			wantMembers: map[string][]string{"a": {"0 no-hold", "1 no-hold"}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v while its candidates may still bind", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "NoReservation, one of two bound (committed): the other is allowed, so that its member never fences it",
+			w:    web(noReservation),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				chs := candidates(w, 2, chaperontest.Windowed(timeout))
+				running(chs[0].(*mcv1alpha1.PodChaperon))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 no-hold", "1 no-hold allowed"}},
+		},
+		{
+			name:   "NoReservation, committed, a candidate its member fenced (its window ended before it was allowed): made again, allowed",
+			w:      web(noReservation),
+			passes: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				chs := candidates(w, 2, chaperontest.Windowed(timeout))
+				running(chs[0].(*mcv1alpha1.PodChaperon))
+				chaperontest.Fenced(mcv1alpha1.FencedWindow)(chs[1].(*mcv1alpha1.PodChaperon))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(chs...))}
+			},
+			wantMembers: map[string][]string{"a": {"0 no-hold", "1 no-hold"}},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, windowed); n != 1 {
+					t.Errorf("%d candidates with a bind window, want only the bound one: the new one is made in a committed cluster", n)
+				}
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v: the cluster is committed", e.w.Status.RejectedClusters)
+				}
+			},
+		},
 		{
 			name: "the member refused a candidate Pod: rejected at once, in its words",
 			w:    web(),
@@ -1908,6 +1998,15 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			name: "NoReservation moved off a cluster that answers, where its candidates may still bind: that cluster is asked to fence them, and none is made in the new cluster meanwhile (nothing would hold it)",
+			w:    web(noReservation, left),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, chaperontest.Windowed(timeout))...)), clustertest.NewMember("b")}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantMembers: map[string][]string{"a": {"0 no-hold give-up", "1 no-hold give-up"}, "b": {}},
+		},
+		{
 			name: "a gang of one rejected by a cluster that refused it at admission, its candidate there still in its window: that one is asked to fence",
 			w: web(st.Replicas(1), st.PlacedOn("b"), st.Rejected("a", 1, "refused"), func(w *v1alpha1.Workload) {
 				w.Status.RejectedClusters[0].Reason = v1alpha1.ReasonForbidden
@@ -2264,6 +2363,30 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				// new count, and nothing is left to clean up elsewhere.
 				if e.w.Status.Succeeded != 2 || len(e.w.Status.LeftClusters) != 0 || e.w.Status.GetCondition(xpv2.TypeReady).Reason != v1alpha1.ReasonCompleted {
 					t.Errorf("succeeded %d, leftClusters %v, Ready %+v: the status of a finished Workload changed", e.w.Status.Succeeded, e.w.Status.LeftClusters, e.w.Status.GetCondition(xpv2.TypeReady))
+				}
+			},
+		},
+		// Before, the chosen cluster's copies were never let go, even once
+		// it was deleted: the drain, which now waits for them, let the
+		// cluster go with them in it.
+		{
+			name:     "batch: a finished Workload whose cluster is deleted, its candidates gone there: its copies there go too",
+			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), v1alpha1.FinalizerDrain)}},
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Status.Succeeded = 2
+				complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 2 replicas succeeded in a", w.Generation)
+				w.Status.SetConditions(complete, ready)
+				w.Status.Dependencies = copies("a", "ServiceAccount/runner")
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(usedCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, string(w.UID))))}
+			},
+			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.Dependencies, s.ReadyOfDesired = nil, "0/2" },
+			wantMembers: map[string][]string{"a": {}},
+			check: func(t *testing.T, e env) {
+				if copyIn(t, e.members[0], propagator.KindServiceAccount, "runner") != nil {
+					t.Error("the copy of ServiceAccount runner is left in the deleted cluster")
 				}
 			},
 		},
@@ -2743,7 +2866,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
 				s.PlacedNamespaces, s.Dependencies, s.ReadyOfDesired = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner"), "0/2"
 			},
-			wantMembers: map[string][]string{"a": {"0", "1"}},
+			wantMembers: map[string][]string{"a": {"0 no-hold", "1 no-hold"}},
 			check: func(t *testing.T, e env) {
 				if n := count(t, e.members[0], e.w, nil); n != 2 {
 					t.Errorf("%d candidates, want 2", n)
