@@ -52,7 +52,7 @@ type Plugin struct {
 	timeout time.Duration
 	now     func() time.Time
 	// marks queues the is-reserved writes of Reserve and Unreserve.
-	marks *latest.Queue[types.NamespacedName, bool]
+	marks *latest.Queue[types.NamespacedName, reservedMark]
 }
 
 var (
@@ -148,7 +148,7 @@ func isRunnerUp(pod *corev1.Pod) bool {
 // saved per candidate.
 func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if name, ok := heldChaperonOf(pod); ok {
-		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, true)
+		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, markOf(pod, true))
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _
 // Reserve is; the latest of the two for a chaperon is what is written.
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	if name, ok := heldChaperonOf(pod); ok {
-		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
+		p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, markOf(pod, false))
 	}
 }
 
@@ -182,7 +182,7 @@ func (p *Plugin) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.P
 	if name, ok := heldChaperonOf(pod); ok {
 		ch, _ := p.chaperon(ctx, pod, name, false)
 		if ch != nil && ch.GetAnnotations()[mcv1alpha1.AnnotationIsReserved] == "true" {
-			p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, false)
+			p.marks.Set(types.NamespacedName{Namespace: pod.Namespace, Name: name}, markOf(pod, false))
 		}
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -307,21 +307,45 @@ func (p *Plugin) release(o any) {
 	})
 }
 
+// reservedMark is an is-reserved mark for the chaperon of a UID: the
+// pod's controller.
+type reservedMark struct {
+	uid      types.UID
+	reserved bool
+}
+
+func markOf(pod *corev1.Pod, reserved bool) reservedMark {
+	m := reservedMark{reserved: reserved}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		m.uid = ref.UID
+	}
+	return m
+}
+
 // markReserved writes is-reserved onto a chaperon (or removes it); the
 // plugin's latest.Queue calls it off the scheduling cycle, with the latest
-// mark per chaperon, and retries a failed write with a backoff.
-func (p *Plugin) markReserved(ctx context.Context, key types.NamespacedName, reserved bool) (retry bool) {
+// mark per chaperon, and retries a failed write with a backoff. The patch
+// names the chaperon's UID, which the API server never lets change: a
+// chaperon of that name made since (the one marked was deleted while the
+// write waited or was retried) refuses it, as one gone does, and the write
+// is dropped. Before, the mark went onto the new chaperon, and the
+// manager counted a reservation nobody held.
+func (p *Plugin) markReserved(ctx context.Context, key types.NamespacedName, m reservedMark) (retry bool) {
 	value := "null"
-	if reserved {
+	if m.reserved {
 		value = `"true"`
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
+	uid := ""
+	if m.uid != "" {
+		uid = `"uid":"` + string(m.uid) + `",`
+	}
+	patch := []byte(`{"metadata":{` + uid + `"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
 	_, err := p.client.Resource(chaperons).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err == nil || kerrors.IsNotFound(err) {
+	if err == nil || kerrors.IsNotFound(err) || m.uid != "" && kerrors.IsInvalid(err) {
 		return false
 	}
 	if ctx.Err() == nil {
-		klog.FromContext(ctx).Error(err, "cannot write is-reserved", "chaperon", klog.KRef(key.Namespace, key.Name), "reserved", reserved)
+		klog.FromContext(ctx).Error(err, "cannot write is-reserved", "chaperon", klog.KRef(key.Namespace, key.Name), "reserved", m.reserved)
 	}
 	return true
 }

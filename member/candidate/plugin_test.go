@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
@@ -211,5 +212,52 @@ func TestCandidateScheduler(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitFor(t, c, ch, &mcv1alpha1.PodChaperonList{}, timeout, unreserved)
+	})
+	// Before, the mark was written by name: a write that waited (rate
+	// limit, retries) while its chaperon was deleted and made again landed
+	// on the new one, and the manager counted a reservation nobody held.
+	t.Run("a reservation mark meant for a chaperon deleted since never lands on one of its name made again", func(t *testing.T) {
+		mc := metadata.NewForConfigOrDie(cfg)
+		// No scheduler takes these pods: only the marks written here
+		// touch the chaperons.
+		made := func() *mcv1alpha1.PodChaperon {
+			t.Helper()
+			ch := chaperon("again", "1")
+			ch.Spec.SchedulerName = "nobody"
+			if err := c.Create(ctx, ch); err != nil {
+				t.Fatal(err)
+			}
+			return ch
+		}
+		podOf := func(ch *mcv1alpha1.PodChaperon) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ch.Namespace, Name: ch.Name, OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: mcv1alpha1.GroupVersion.String(), Kind: "PodChaperon", Name: ch.Name, UID: ch.UID, Controller: new(true)}}}}
+		}
+		old := made()
+		if err := c.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitForDeletion(t, c, old, &mcv1alpha1.PodChaperonList{}, timeout)
+		fresh := made()
+		t.Cleanup(func() { _ = c.Delete(context.Background(), fresh) })
+		if retry := candidate.MarkReserved(ctx, mc, podOf(old), true); retry {
+			t.Error("the mark for a chaperon made again is retried, want it dropped")
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fresh), fresh); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := fresh.Annotations[mcv1alpha1.AnnotationIsReserved]; ok {
+			t.Errorf("is-reserved=%q on the chaperon made again, from a mark meant for the one deleted", v)
+		}
+		// Its own pod's mark lands.
+		if retry := candidate.MarkReserved(ctx, mc, podOf(fresh), true); retry {
+			t.Error("its own mark is to be retried")
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fresh), fresh); err != nil {
+			t.Fatal(err)
+		}
+		if fresh.Annotations[mcv1alpha1.AnnotationIsReserved] != "true" {
+			t.Errorf("annotations %v: its own mark did not land", fresh.Annotations)
+		}
 	})
 }
