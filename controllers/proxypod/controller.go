@@ -9,6 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,6 +47,7 @@ const (
 	reasonStatusRefused     = "StatusRefused"
 	reasonWorkloadForbidden = "WorkloadForbidden"
 	reasonUnsignedSourcePod = "UnsignedSourcePod"
+	reasonDelegateNotBound  = "DelegateNotBound"
 )
 
 // Chaperons finds a Workload's chaperons in a member (cluster.Registry).
@@ -401,8 +403,12 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 	if delegate == nil {
 		if pod.Spec.NodeName != "" {
 			// Bound, its delegate gone or moving: the status stays
-			// until the next delegate answers.
-			return nil
+			// until the next delegate answers, but not Ready (a
+			// Deployment, a PodDisruptionBudget, a Service's endpoints
+			// would count a replica that does not run).
+			status := *pod.Status.DeepCopy()
+			notReady(&status, reasonDelegateNotBound, "no delegate of the pod is bound in its cluster now (one replaced, moving, or its cluster not watched)")
+			return p.writeStatus(ctx, pod, status, nil)
 		}
 		c := w.Status.GetCondition(v1alpha1.TypeScheduled)
 		if c.Status == corev1.ConditionFalse && c.ObservedGeneration == w.Generation {
@@ -423,12 +429,37 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 		// binding changed the pod's resourceVersion. It sets the whole
 		// status the delegate has (its conditions replace the binding's
 		// PodScheduled), as every later pass does.
-		return p.writeStatus(ctx, pod, delegate, client.MergeFrom(pod.DeepCopy()))
+		return p.writeStatus(ctx, pod, statusOf(delegate, pod, w), client.MergeFrom(pod.DeepCopy()))
 	}
 	if moved, err := p.movedTo(ctx, pod, key); err != nil || moved {
 		return err
 	}
-	return p.writeStatus(ctx, pod, delegate, nil)
+	return p.writeStatus(ctx, pod, statusOf(delegate, pod, w), nil)
+}
+
+// statusOf is the status the proxy pod shows of its delegate: the
+// delegate's, but not Ready while its cluster does not answer (the
+// Workload's Ready is Unknown), as the node lifecycle controller marks a
+// lost node's pods: the member's last word, in placer's watch, may be
+// long out of date.
+func statusOf(delegate *mcv1alpha1.PodChaperon, pod *corev1.Pod, w *v1alpha1.Workload) corev1.PodStatus {
+	status := followed(delegate.Status, pod.Status)
+	if c := w.Status.GetCondition(xpv2.TypeReady); c.Status == corev1.ConditionUnknown && c.Reason == v1alpha1.ReasonClusterUnreachable {
+		notReady(&status, string(c.Reason), c.Message)
+	}
+	return status
+}
+
+// notReady sets a pod status's Ready and ContainersReady False, each
+// changed only if it says otherwise.
+func notReady(s *corev1.PodStatus, reason, msg string) {
+	now := metav1.Now()
+	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+		if _, c := podutil.GetPodCondition(s, t); c != nil && c.Status == corev1.ConditionFalse {
+			continue
+		}
+		podutil.UpdatePodCondition(s, &corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: now})
+	}
 }
 
 // bind binds the pod to the cluster's virtual node; the binding also
@@ -448,10 +479,10 @@ func bind(ctx context.Context, c client.Client, pod *corev1.Pod, key types.Names
 	return err == nil, errors.Wrap(err, "cannot bind the proxy pod to its virtual node")
 }
 
-// writeStatus makes the proxy pod's status its delegate's, when it is not
-// already: by patch when one is given, else by an update.
-func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, delegate *mcv1alpha1.PodChaperon, patch client.Patch) error {
-	status := followed(delegate.Status, pod.Status)
+// writeStatus makes the proxy pod's status the one given (its delegate's,
+// statusOf), when it is not already: by patch when one is given, else by
+// an update.
+func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus, patch client.Patch) error {
 	if equality.Semantic.DeepEqual(status, pod.Status) {
 		return nil
 	}
