@@ -207,8 +207,8 @@ func CopiedFrom(obj client.Object, source string) bool {
 	return IsCopy(obj) && obj.GetAnnotations()[AnnotationSource] == source
 }
 
-// Sync makes a copy's data that of want (a NewCopy); it reports whether
-// anything changed.
+// Sync makes a copy's data (and a Secret's type) that of want (a
+// NewCopy); it reports whether anything changed.
 func Sync(cur, want client.Object) bool {
 	switch c := cur.(type) {
 	case *corev1.ConfigMap:
@@ -219,10 +219,10 @@ func Sync(cur, want client.Object) bool {
 		c.Data, c.BinaryData = w.Data, w.BinaryData
 	case *corev1.Secret:
 		w := want.(*corev1.Secret)
-		if apiequality.Semantic.DeepEqual(c.Data, w.Data) {
+		if apiequality.Semantic.DeepEqual(c.Data, w.Data) && c.Type == w.Type {
 			return false
 		}
-		c.Data = w.Data
+		c.Data, c.Type = w.Data, w.Type
 	case *corev1.ServiceAccount:
 		w := want.(*corev1.ServiceAccount)
 		if apiequality.Semantic.DeepEqual(c.ImagePullSecrets, w.ImagePullSecrets) && apiequality.Semantic.DeepEqual(c.AutomountServiceAccountToken, w.AutomountServiceAccountToken) {
@@ -274,6 +274,17 @@ func Immutable(obj client.Object) bool {
 		return o.Immutable != nil && *o.Immutable
 	}
 	return false
+}
+
+// Replaces reports whether the copy cur cannot become want in place: it
+// is immutable, or it is a Secret of another type (which the API server
+// never lets change). Such a copy is deleted and made again.
+func Replaces(cur, want client.Object) bool {
+	if Immutable(cur) {
+		return true
+	}
+	c, ok := cur.(*corev1.Secret)
+	return ok && c.Type != want.(*corev1.Secret).Type
 }
 
 // NewObject returns an empty object of a dependency kind.

@@ -262,13 +262,15 @@ func copyInto(ctx context.Context, cl client.Client, m cluster.Member, w *v1alph
 }
 
 // syncCopy brings placer's copy cur in line with want and names uid among
-// its users. An immutable copy whose data changed is replaced (deleted
+// its users. A copy that cannot change in place (immutable, or a Secret of
+// another type: propagator.Replaces) is replaced when it changed (deleted
 // with a precondition, and created again with its users).
 func syncCopy(ctx context.Context, cl client.Client, cur, want client.Object, uid string) error {
+	replace := propagator.Replaces(cur, want)
 	changed := propagator.Sync(cur, want)
 	used := propagator.SetUser(cur, uid, true)
 	switch {
-	case changed && propagator.Immutable(cur):
+	case changed && replace:
 		for _, u := range propagator.Users(cur) {
 			propagator.SetUser(want, u, true)
 		}

@@ -3213,6 +3213,41 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check:       func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
+		// A Secret's type never changes in place: before, the copy kept
+		// its old type (a pull secret made again as one the kubelet uses
+		// was not one in the member), or its update was refused on every
+		// pass when the old type's keys went.
+		{
+			name: "dependencies: a Secret made again with another type: its copy is replaced, with its users",
+			w:    web(needs),
+			sources: sources(&corev1.Secret{ObjectMeta: objectMeta("db"), Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"password": []byte("s3cret")}},
+				&corev1.ConfigMap{ObjectMeta: objectMeta("settings"), Data: map[string]string{"mode": "fast"}}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("old")}}, "other")
+				// As the API server does: a Secret's type stays.
+				typed := clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+					if s, ok := o.(*corev1.Secret); ok {
+						cur := &corev1.Secret{}
+						if err := c.Get(ctx, client.ObjectKeyFromObject(s), cur); err == nil && cur.Type != s.Type {
+							return kerrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, s.Name, nil)
+						}
+					}
+					return c.Update(ctx, o, opts...)
+				}})
+				return runningIn(w, []clustertest.Option{typed}, old)
+			},
+			wantStatus: func(s *v1alpha1.WorkloadStatus) {
+				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				wantSynced(t, e.members[0], string(e.w.UID))
+				if s := copyIn(t, e.members[0], propagator.KindSecret, "db").(*corev1.Secret); s.Type != corev1.SecretTypeBasicAuth {
+					t.Errorf("the copy's type %q, want the source's %q", s.Type, corev1.SecretTypeBasicAuth)
+				}
+			},
+		},
 		{
 			name: "dependencies: a source deleted while the pods still reference it: the copy stays, and what runs keeps running",
 			w: web(needs, func(w *v1alpha1.Workload) {
