@@ -209,7 +209,13 @@ func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, 
 // Events.
 func (r *Reconciler) applyDependencies(ctx context.Context, s *scope, p *proof, all bool, had []v1alpha1.Dependency) error {
 	key := p.unit.Cluster
-	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, len(p.state.Outdated) > 0, had)
+	// What the pods no longer reference stays recorded while an old pod
+	// may still read it, and while the Workload is still placed in
+	// another namespace there (its pods left it without their cleanup):
+	// that namespace's cleanup lets go of what the status names there.
+	ns := p.member.TargetNamespace(p.delivered)
+	outdated := len(p.state.Outdated) > 0 || slices.ContainsFunc(s.orig.PlacedIn(key), func(n string) bool { return n != ns })
+	applied, err := s.deps.Apply(ctx, p.member, p.delivered, all, outdated, had)
 	if applied.CopiedInto != "" {
 		s.w.SetPlaced(key, applied.CopiedInto, true)
 	}

@@ -1535,6 +1535,33 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// Before, the copy of old was let go only in apps (where there is
+		// none), dropped from the status, and the namespace's cleanup
+		// (which lets go of what the status names) never looked for it:
+		// left in default for ever.
+		{
+			name:    "a namespace left without its cleanup, the template changed with it: a copy the pods no longer use goes from the namespace left",
+			sources: theSources(&corev1.ConfigMap{ObjectMeta: objectMeta("old")}),
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetNamespace = "apps"
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: clusterA, Namespace: "default"}}
+				w.Status.Dependencies = copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner", "ConfigMap/old")
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				objs := append(leftBehind(w), usedCopy(&corev1.ConfigMap{ObjectMeta: objectMeta("old")}, string(w.UID)))
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(objs...))}
+			},
+			passes: 2,
+			check: func(t *testing.T, e env) {
+				wantLeftBehindGone(t, e.members[0])
+				if copyIn(t, e.members[0], propagator.KindConfigMap, "old") != nil {
+					t.Error("the copy of ConfigMap old, which the pods no longer use, is left in default")
+				}
+				if slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Name == "old" }) {
+					t.Errorf("status.dependencies %+v still name old", e.w.Status.Dependencies)
+				}
+			},
+		},
 		{
 			name:    "deletion cleans every namespace status.placedNamespaces names, also with no chaperon there",
 			sources: theSources(),
