@@ -334,10 +334,12 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 // passGrace annotates the Workload of a pod being deleted with the pod's
 // deletion grace period, when it is not the one the delegate would take
 // from its own spec (kubectl delete --grace-period): the propagator and
-// the agent pass it on to the delegate's deletion.
+// the agent pass it on to the delegate's deletion. Not an unbound pod's:
+// the API server deletes one with 0 whatever was asked, and its delegate
+// may have bound meanwhile.
 func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	g := pod.DeletionGracePeriodSeconds
-	if g == nil || w.DeletionTimestamp != nil || controllerUID(w) != pod.UID ||
+	if g == nil || pod.Spec.NodeName == "" || w.DeletionTimestamp != nil || controllerUID(w) != pod.UID ||
 		(pod.Spec.TerminationGracePeriodSeconds != nil && *g == *pod.Spec.TerminationGracePeriodSeconds) {
 		return nil
 	}

@@ -7,12 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
 )
 
 // TestPodGone: the Workload of a proxy pod that is gone already (force-
@@ -118,5 +120,37 @@ func TestNotAProxyLeftAlone(t *testing.T) {
 	afterPass(t, key, got, pod)
 	if got.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase %s, want Running: placer ended a pod it never placed", got.Status.Phase)
+	}
+}
+
+// TestGraceOfAnUnboundPod: the API server deletes an unbound pod with a
+// grace period of 0 whatever was asked, so that 0 says nothing of the
+// user's wish: the delegate (which may have bound meanwhile) is deleted
+// with its own. Before, that 0 was passed on, and the delegate killed at
+// once. A bound proxy pod's 0 is a force delete, passed on as ever.
+func TestGraceOfAnUnboundPod(t *testing.T) {
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	for name, tc := range map[string]struct {
+		node      string
+		wantGrace bool
+	}{
+		"unbound: the delegate's own grace period": {},
+		"bound, force-deleted: passed on":          {node: "placer.default.a", wantGrace: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := proxyPod(key, "p1")
+			pod.Spec.NodeName, pod.Spec.TerminationGracePeriodSeconds = tc.node, ptr.To[int64](30)
+			// A Job's tracking finalizer keeps it, being deleted.
+			pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{"batch.kubernetes.io/job-tracking"}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
+			w := workloadOfPod(key, "p1")
+			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+			got := workloadAfterPass(t, key, w, pod)
+			if got.DeletionTimestamp == nil {
+				t.Error("the Workload is not being deleted")
+			}
+			if _, ok := mcv1alpha1.DeletionGrace(got); ok != tc.wantGrace {
+				t.Errorf("deletion grace passed to the Workload: %t, want %t (annotations %v)", ok, tc.wantGrace, got.Annotations)
+			}
+		})
 	}
 }
