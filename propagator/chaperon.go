@@ -96,6 +96,9 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 		// A proxy pod shows the delegate's whole status.
 		annotations[mcv1alpha1.AnnotationMirrorStatus] = mcv1alpha1.MirrorStatusFull
 	}
+	if w.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart {
+		annotations[mcv1alpha1.AnnotationReplaceLost] = "true"
+	}
 	spec := *tmpl.Spec.DeepCopy()
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	if !noReservation {

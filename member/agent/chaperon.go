@@ -19,6 +19,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	nodeutil "k8s.io/component-helpers/node/util"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +42,7 @@ const (
 	errMirrorMetadata = "cannot mirror the Pod's annotations onto the PodChaperon"
 	errFence          = "cannot fence the candidate"
 	errMarkAllowed    = "cannot mark the committed candidate is-allowed before its pod is replaced"
+	errGetNode        = "cannot get the candidate Pod's node"
 
 	reasonReplacedPod event.Reason = "ReplacedPod"
 	reasonRefusedPod  event.Reason = "RefusedPod"
@@ -168,7 +170,10 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 		// deleted: no rollout or move counts on it (only Ready changes;
 		// whatever phase it ends in says nothing of the chaperon's
 		// replica, which gets a new pod).
-		return reconcile.Result{}, r.terminating(ctx, ch)
+		if err := r.terminating(ctx, ch); err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.replaceLost(ctx, ch, pod)
 	case pod.Status.Phase == corev1.PodFailed && !EndedOnItsOwn(pod):
 		// Evicted, preempted, refused by its kubelet or lost: delete it;
 		// its deletion brings a new one.
@@ -477,6 +482,41 @@ func (r *ChaperonReconciler) terminating(ctx context.Context, ch *mcv1alpha1.Pod
 	// its conditions back over it.
 	return errors.Wrap(resource.IgnoreNotFound(r.client.Status().Patch(ctx, ch, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))), errMirrorStatus)
 }
+
+// replaceLost deletes, with no grace, a pod being deleted past its grace
+// period on a node that is gone or not Ready, when its chaperon allows it
+// (AnnotationReplaceLost): no kubelet is there to end it, and its name,
+// the chaperon's, would keep the replica from a new pod for as long as
+// the node is lost. Otherwise it is looked at again once its grace period
+// has passed, and while its node is Ready (its kubelet ends it) a while
+// later.
+func (r *ChaperonReconciler) replaceLost(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) (reconcile.Result, error) {
+	if ch.Annotations[mcv1alpha1.AnnotationReplaceLost] != "true" || pod.Spec.NodeName == "" {
+		return reconcile.Result{}, nil
+	}
+	if wait := pod.DeletionTimestamp.Sub(r.now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait + settle}, nil
+	}
+	node := &corev1.Node{}
+	err := r.client.Get(ctx, types.NamespacedName{Name: pod.Spec.NodeName}, node)
+	if resource.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, errors.Wrap(err, errGetNode)
+	}
+	if err == nil {
+		if _, c := nodeutil.GetNodeCondition(&node.Status, corev1.NodeReady); c != nil && c.Status == corev1.ConditionTrue {
+			return reconcile.Result{RequeueAfter: lostRecheck}, nil
+		}
+	}
+	if err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); resource.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, errors.Wrap(err, errDeletePod)
+	}
+	r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod stuck being deleted on node "+pod.Spec.NodeName+", which is gone or not Ready: deleted with no grace, to be replaced"))
+	return reconcile.Result{}, nil
+}
+
+// lostRecheck is how long a pod past its grace period, on a node still
+// Ready, is left to its kubelet before it is looked at again.
+const lostRecheck = 30 * time.Second
 
 // ReasonPodTerminating is the reason of a chaperon's Ready condition while
 // its pod is being deleted.

@@ -7,11 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/utils/ptr"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -468,6 +470,54 @@ func TestChaperonController(t *testing.T) {
 			case <-wctx.Done():
 				t.Fatalf("the pod is still being deleted with a grace period of %d s, want the chaperon's 3", last)
 			}
+		}
+	})
+
+	// Before, such a pod (its node lost, its eviction never confirmed by
+	// a kubelet) kept its name, the chaperon's, and the replica went
+	// without a pod for as long as the node was lost.
+	t.Run("a pod stuck being deleted on a node that is not Ready is replaced, unless its Workload never runs two", func(t *testing.T) {
+		// A node no kubelet (nor kwok) serves: never Ready.
+		lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "lost-0", Labels: map[string]string{"placer.test/lost": "true"}}}
+		if err := c.Create(ctx, lost); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), lost) })
+		lost.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+		lost.Status.Allocatable = lost.Status.Capacity
+		if err := c.Status().Update(ctx, lost); err != nil {
+			t.Fatal(err)
+		}
+		onLost := func(name string, replace bool) (*mcv1alpha1.PodChaperon, *corev1.Pod) {
+			t.Helper()
+			ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{}},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{"placer.test/lost": "true"}, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{{Name: "app", Image: "pause"}}}}
+			if replace {
+				ch.Annotations[mcv1alpha1.AnnotationReplaceLost] = "true"
+			}
+			if err := c.Create(ctx, ch); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), ch) })
+			pod, err := local.WaitForPod(ctx, cs, "default", name, func(p *corev1.Pod) bool { return p.Spec.NodeName == "lost-0" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			// As the taint eviction of a lost node deletes it.
+			if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return ch, pod
+		}
+		_, kept := onLost("singleton-0", false)
+		_, old := onLost("replica-0", true)
+		if _, err := local.WaitForPod(ctx, cs, "default", "replica-0", func(p *corev1.Pod) bool { return p.UID != old.UID }); err != nil {
+			t.Fatalf("no new pod for the replica whose pod is stuck being deleted on a lost node: %v", err)
+		}
+		still, err := cs.CoreV1().Pods("default").Get(ctx, "singleton-0", metav1.GetOptions{})
+		if err != nil || still.UID != kept.UID || still.DeletionTimestamp == nil {
+			t.Errorf("the singleton's pod: %v (uid %s, was %s); want it still being deleted, waited for", err, still.UID, kept.UID)
 		}
 	})
 

@@ -51,6 +51,16 @@ const (
 	// before it deletes that, and the agent deletes the Pod with it.
 	AnnotationDeletionGracePeriod = AnnotationPrefix + "deletion-grace-period-seconds"
 
+	// AnnotationReplaceLost ("true", set by the propagator unless the
+	// Workload moves StopBeforeStart) lets the agent replace a pod stuck
+	// being deleted on a node that is gone or not Ready (no kubelet is
+	// there to end it) once its grace period has passed: it deletes it
+	// with no grace, as a ReplicaSet would count it gone and make another.
+	// A copy still running behind that node's partition is ended by its
+	// kubelet when it comes back. Without it (a singleton that must never
+	// run twice), the pod is waited for, as a StatefulSet waits.
+	AnnotationReplaceLost = AnnotationPrefix + "replace-lost"
+
 	// AnnotationBindWindow (a Go duration, set by the propagator when it
 	// creates an allow-when-reserved chaperon for a cluster not yet
 	// committed) bounds, on the member's own clock, how long the candidate
