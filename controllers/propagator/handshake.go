@@ -278,7 +278,7 @@ func (r *Reconciler) candidates(ctx context.Context, s *scope) (next, error) {
 		if len(p.state.Missing) == 0 || p.problem != nil || p.needs.Holds() {
 			continue
 		}
-		if p.delivered.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation && !p.bindsUnheld() {
+		if p.delivered.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation && len(p.openElsewhere) > 0 && p.state.Allowed == 0 {
 			// Nothing holds a NoReservation candidate: none is made while
 			// a cluster left may still bind one (settleLeftWindows, whose
 			// fence mark or look brings the Workload back).

@@ -2024,6 +2024,18 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// A review found it: the first version made no candidate for a
+		// share whose commit is held (it binds unheld only once
+		// committed), and the division waited for ever.
+		{
+			name: "NoReservation, a share whose commit is held: its candidates are made (its member's own scheduler places them)",
+			w:    web(noReservation, heldShare),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantMembers: map[string][]string{"a": {"0", "1"}},
+		},
 		{
 			name: "NoReservation moved off a cluster that answers, where its candidates may still bind: that cluster is asked to fence them, and none is made in the new cluster meanwhile (nothing would hold it)",
 			w:    web(noReservation, left),

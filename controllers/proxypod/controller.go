@@ -50,8 +50,10 @@ const (
 	reasonDelegateNotBound  = "DelegateNotBound"
 )
 
-// Chaperons finds a Workload's chaperons in a member (cluster.Registry).
+// Chaperons finds a Workload's chaperons in a member, and the member's
+// connection (cluster.Registry).
 type Chaperons interface {
+	cluster.Members
 	Get(key types.NamespacedName) *cluster.Connection
 }
 
@@ -63,7 +65,7 @@ type Chaperons interface {
 // lets the pod go.
 type Proxies struct {
 	Client  client.Client
-	Members Chaperons
+	Members cluster.Members
 	Record  event.Recorder
 	// Verifier checks that the webhook wrote a pod's source manifest
 	// (Certs); every manifest is taken when nil.
@@ -409,7 +411,14 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 			// Deployment, a PodDisruptionBudget, a Service's endpoints
 			// would count a replica that does not run).
 			status := *pod.Status.DeepCopy()
-			notReady(&status, reasonDelegateNotBound, "no delegate of the pod is bound in its cluster now (one replaced, moving, or its cluster not watched)")
+			switch {
+			case clusterSilent(w):
+				notReady(&status, pod.Status, v1alpha1.ReasonClusterUnreachable, w.Status.GetCondition(xpv2.TypeReady).Message)
+			case watched(p.Members, w):
+				notReady(&status, pod.Status, reasonDelegateNotBound, "no delegate of the pod is bound in its cluster now (one replaced, or moving)")
+			}
+			// Otherwise its cluster's chaperons are not listed yet (the
+			// manager started): nothing is known, the status stays.
 			return p.writeStatus(ctx, pod, status, nil)
 		}
 		c := w.Status.GetCondition(v1alpha1.TypeScheduled)
@@ -446,21 +455,44 @@ func (p *Proxies) follow(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workl
 // long out of date.
 func statusOf(delegate *mcv1alpha1.PodChaperon, pod *corev1.Pod, w *v1alpha1.Workload) corev1.PodStatus {
 	status := followed(delegate.Status, pod.Status)
-	if c := w.Status.GetCondition(xpv2.TypeReady); c.Status == corev1.ConditionUnknown && c.Reason == v1alpha1.ReasonClusterUnreachable {
-		notReady(&status, string(c.Reason), c.Message)
+	if clusterSilent(w) {
+		notReady(&status, pod.Status, v1alpha1.ReasonClusterUnreachable, w.Status.GetCondition(xpv2.TypeReady).Message)
 	}
 	return status
 }
 
-// notReady sets a pod status's Ready and ContainersReady False, each
-// changed only if it says otherwise.
-func notReady(s *corev1.PodStatus, reason, msg string) {
-	now := metav1.Now()
+// clusterSilent reports whether the Workload's cluster does not answer:
+// its Ready is Unknown, as the propagator says it then.
+func clusterSilent(w *v1alpha1.Workload) bool {
+	c := w.Status.GetCondition(xpv2.TypeReady)
+	return c.Status == corev1.ConditionUnknown && c.Reason == v1alpha1.ReasonClusterUnreachable
+}
+
+// watched reports whether the chaperons of the Workload's cluster are
+// listed: a delegate not found there is not bound there.
+func watched(members cluster.Members, w *v1alpha1.Workload) bool {
+	if w.Status.ClusterRef == nil {
+		return false
+	}
+	m := members.Member(w.ClusterKey(w.Status.ClusterRef))
+	return m != nil && m.Synced()
+}
+
+// notReady sets a pod status's Ready and ContainersReady False. A
+// condition the pod's status (was) says False already is kept as it is
+// there, its transition time too, so that passes that find the same
+// write nothing.
+func notReady(s *corev1.PodStatus, was corev1.PodStatus, reason, msg string) {
 	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
-		if _, c := podutil.GetPodCondition(s, t); c != nil && c.Status == corev1.ConditionFalse {
-			continue
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+		if _, old := podutil.GetPodCondition(&was, t); old != nil && old.Status == corev1.ConditionFalse {
+			c = *old.DeepCopy()
 		}
-		podutil.UpdatePodCondition(s, &corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, LastTransitionTime: now})
+		if i, _ := podutil.GetPodCondition(s, t); i >= 0 {
+			s.Conditions[i] = c
+		} else {
+			s.Conditions = append(s.Conditions, c)
+		}
 	}
 }
 
@@ -554,15 +586,11 @@ func (p *Proxies) movedTo(ctx context.Context, pod *corev1.Pod, key types.Namesp
 
 // delegate is the Workload's chaperon bound in its cluster (the delegate
 // pod's), or nil.
-func delegate(ctx context.Context, members Chaperons, w *v1alpha1.Workload) (*mcv1alpha1.PodChaperon, error) {
-	if w.Status.ClusterRef == nil {
+func delegate(ctx context.Context, members cluster.Members, w *v1alpha1.Workload) (*mcv1alpha1.PodChaperon, error) {
+	if !watched(members, w) {
 		return nil, nil
 	}
-	conn := members.Get(w.ClusterKey(w.Status.ClusterRef))
-	if conn == nil || !conn.Synced() {
-		return nil, nil
-	}
-	chs, err := conn.Chaperons(ctx, w.UID)
+	chs, err := members.Member(w.ClusterKey(w.Status.ClusterRef)).Chaperons(ctx, w.UID)
 	if err != nil {
 		return nil, nil //nolint:nilerr // the member's watch brings the pod back when it syncs.
 	}

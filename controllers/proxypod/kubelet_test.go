@@ -24,6 +24,10 @@ type noMembers struct{}
 
 func (noMembers) Get(types.NamespacedName) *cluster.Connection { return nil }
 
+func (noMembers) Member(types.NamespacedName) cluster.Member { return nil }
+
+func (noMembers) Members() []cluster.Member { return nil }
+
 // TestKubeletTarget: the kubelet API reaches only the delegate of the
 // proxy pod asked for, through the Workload that pod controls: never an
 // ordinary pod, never through a Workload that only shares the pod's name
