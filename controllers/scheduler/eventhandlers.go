@@ -138,9 +138,10 @@ func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
 		// loop passed the Workload over while it was assumed.
 		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	}
-	if r.maxMoves > 0 && (drainEnded(before, w) || before.Status.Rebalancing != nil && w.Status.Rebalancing == nil) {
-		// A drain, or a move back, ended: one waiting for
-		// --max-concurrent-moves may go.
+	if r.maxMoves > 0 && (drainEnded(before, w) || countsAsMove(before) && !countsAsMove(w) || before.Status.Rebalancing != nil && w.Status.Rebalancing == nil) {
+		// A drain, or a move back, ended, or a drain no longer counts (its
+		// new cluster rejected it and it waits for another, or it is
+		// being deleted): one waiting for --max-concurrent-moves may go.
 		r.wakeWaiters()
 	}
 	switch {
@@ -196,6 +197,14 @@ func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 
 // drainEnded reports whether the update took a drain (IsDrain) out of
 // the Workload's leftClusters.
+// countsAsMove reports whether the cache counts the Workload among the
+// drains in flight (scheduler.Cache.Draining): placed, not being deleted,
+// still leaving a cluster for a taint or a deletion.
+func countsAsMove(w *v1alpha1.Workload) bool {
+	return w.Status.ClusterRef != nil && w.DeletionTimestamp == nil &&
+		slices.ContainsFunc(w.Status.LeftClusters, func(lc v1alpha1.LeftCluster) bool { return v1alpha1.IsDrain(lc.Reason) })
+}
+
 func drainEnded(before, w *v1alpha1.Workload) bool {
 	for _, lc := range before.Status.LeftClusters {
 		if v1alpha1.IsDrain(lc.Reason) && w.Left(before.ClusterKey(&lc.Cluster)) == nil {

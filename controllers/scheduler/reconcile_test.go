@@ -730,3 +730,90 @@ func TestProxyPodWorkloadEvents(t *testing.T) {
 		t.Error("a proxy pod's Workload gets no Moved Event, want one")
 	}
 }
+
+// TestDrainNoLongerCountedWakes: a draining Workload whose new cluster
+// rejects it, with nowhere else to go, becomes pending: the cache stops
+// counting its move, and the Workload waiting in line for that place
+// under --max-concurrent-moves goes. Before, nothing woke it (only a
+// drain's end did), and it stayed on its tainted cluster, a `placer drain
+// --wait` with it. (A helper's hunt found it, with this test.)
+func TestDrainNoLongerCountedWakes(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second)))
+	b := st.Cluster("b")
+	var objs []client.Object
+	for _, n := range []string{"w1", "w2"} {
+		w := st.Workload(n, st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.UID = types.UID(w.Name) })
+		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
+		objs = append(objs, w)
+	}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).Build()
+	cache := scheduler.NewCache()
+	cache.UpsertCluster(a)
+	cache.UpsertCluster(b)
+	seen := map[types.NamespacedName]*v1alpha1.Workload{}
+	for _, o := range objs {
+		got := &v1alpha1.Workload{}
+		_ = c.Get(context.Background(), client.ObjectKeyFromObject(o), got)
+		cache.UpsertWorkload(got)
+		seen[client.ObjectKeyFromObject(o)] = got
+	}
+	r := newTestScheduler(c, cache, profiles)
+	r.maxMoves = 1
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	useQueue(t, r.trigger, q)
+	observe := func(key types.NamespacedName) *v1alpha1.Workload {
+		got := &v1alpha1.Workload{}
+		if err := c.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		r.updateWorkload(seen[key], got)
+		seen[key] = got
+		return got
+	}
+	run := func() {
+		for q.Len() > 0 {
+			req, _ := q.Get()
+			if _, err := r.Reconcile(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			for r.writer.Len() > 0 {
+				r.writer.ApplyNext(context.Background())
+			}
+			q.Forget(req)
+			q.Done(req)
+			observe(req.NamespacedName)
+		}
+	}
+	k1 := types.NamespacedName{Namespace: "default", Name: "w1"}
+	k2 := types.NamespacedName{Namespace: "default", Name: "w2"}
+	q.Add(reconcile.Request{NamespacedName: k1})
+	run()
+	q.Add(reconcile.Request{NamespacedName: k2})
+	run()
+	if !seen[k1].PlacedOn(types.NamespacedName{Namespace: "default", Name: "b"}) {
+		t.Fatalf("w1 not moved to b: %+v", seen[k1].Status.ClusterRef)
+	}
+	// b rejects w1 (the propagator's write).
+	w1 := seen[k1].DeepCopy()
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	retry := metav1.NewTime(time.Now().Add(time.Minute))
+	w1.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Reason: "HandshakeTimeout", Generation: w1.Generation, Time: &now, RetryAfter: &retry, Attempts: 1}}
+	if err := c.Status().Update(context.Background(), w1); err != nil {
+		t.Fatal(err)
+	}
+	observe(k1)
+	q.Add(reconcile.Request{NamespacedName: k1}) // the informer's event of the rejection
+	run()
+	if seen[k1].Status.ClusterRef != nil {
+		t.Fatalf("w1 placed on %v after b rejected it, want pending (nothing else fits)", seen[k1].Status.ClusterRef)
+	}
+	if seen[k2].PlacedOn(types.NamespacedName{Namespace: "default", Name: "a"}) && cache.Draining() < r.maxMoves {
+		t.Errorf("w2 still waits on a (%s) though %d of %d places are taken, and nothing is queued to wake it",
+			seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason, cache.Draining(), r.maxMoves)
+	}
+}
