@@ -483,9 +483,15 @@ func TestChaperonController(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Delete(context.Background(), lost) })
-		lost.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
-		lost.Status.Allocatable = lost.Status.Capacity
-		if err := c.Status().Update(ctx, lost); err != nil {
+		// The node lifecycle controller writes it too (its taints).
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(lost), lost); err != nil {
+				return err
+			}
+			lost.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10"), corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+			lost.Status.Allocatable = lost.Status.Capacity
+			return c.Status().Update(ctx, lost)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		onLost := func(name string, replace bool) (*mcv1alpha1.PodChaperon, *corev1.Pod) {
