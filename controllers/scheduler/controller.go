@@ -148,7 +148,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	for name := range o.Profiles {
 		r.served[name] = true
 	}
-	if err := r.feedCache(context.Background(), mgr); err != nil {
+	fed, err := r.feedCache(context.Background(), mgr)
+	if err != nil {
 		return err
 	}
 	if err := mgr.Add(r.writer); err != nil {
@@ -163,7 +164,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 			w, ok := o.(*v1alpha1.Workload)
 			return ok && w.Spreads()
 		}), predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesRawSource(r.divisions.Source()).
+		WatchesRawSource(r.divisions.SourceAfter(fed...)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: dividers}).
 		Complete(reconcile.Func(r.reconcileDivision))
 	if err != nil {
@@ -177,7 +178,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 			w, ok := o.(*v1alpha1.Workload)
 			return !ok || !w.Spreads()
 		}))).
-		WatchesRawSource(r.trigger.Source()).
+		WatchesRawSource(r.trigger.SourceAfter(fed...)).
 		Complete(r)
 }
 

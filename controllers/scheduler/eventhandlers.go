@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,17 +25,33 @@ import (
 // feedCache keeps the scheduler's cache in step with the manager's
 // informers, and requeues pending Workloads on every change that could make
 // them fit (as kube-scheduler's eventhandlers.go does for pods).
-func (r *Reconciler) feedCache(ctx context.Context, mgr ctrl.Manager) error {
-	if err := watch(ctx, mgr, &v1alpha1.KubernetesCluster{}, r.addCluster, r.updateCluster, r.deleteCluster); err != nil {
-		return err
+// It returns each handler's HasSynced: the decision loop and the divider
+// start once all say true (shared.Trigger.SourceAfter), never on a cache
+// that holds part of the fleet (a required anti-affinity's peer not in it
+// yet, the moves in flight under --max-concurrent-moves miscounted).
+func (r *Reconciler) feedCache(ctx context.Context, mgr ctrl.Manager) ([]toolscache.InformerSynced, error) {
+	var synced []toolscache.InformerSynced
+	for _, feed := range []func() (toolscache.ResourceEventHandlerRegistration, error){
+		func() (toolscache.ResourceEventHandlerRegistration, error) {
+			return watch(ctx, mgr, &v1alpha1.KubernetesCluster{}, r.addCluster, r.updateCluster, r.deleteCluster)
+		},
+		func() (toolscache.ResourceEventHandlerRegistration, error) {
+			return watch(ctx, mgr, &v1alpha1.Workload{}, r.addWorkload, r.updateWorkload, r.deleteWorkload)
+		},
+		func() (toolscache.ResourceEventHandlerRegistration, error) {
+			return watch(ctx, mgr, &corev1.Namespace{}, r.addNamespace, r.updateNamespace, r.deleteNamespace)
+		},
+		func() (toolscache.ResourceEventHandlerRegistration, error) {
+			return watch(ctx, mgr, &v1alpha1.ClusterBinding{}, r.addBinding, func(_, cb *v1alpha1.ClusterBinding) { r.addBinding(cb) }, r.deleteBinding)
+		},
+	} {
+		reg, err := feed()
+		if err != nil {
+			return nil, err
+		}
+		synced = append(synced, reg.HasSynced)
 	}
-	if err := watch(ctx, mgr, &v1alpha1.Workload{}, r.addWorkload, r.updateWorkload, r.deleteWorkload); err != nil {
-		return err
-	}
-	if err := watch(ctx, mgr, &corev1.Namespace{}, r.addNamespace, r.updateNamespace, r.deleteNamespace); err != nil {
-		return err
-	}
-	return watch(ctx, mgr, &v1alpha1.ClusterBinding{}, r.addBinding, func(_, cb *v1alpha1.ClusterBinding) { r.addBinding(cb) }, r.deleteBinding)
+	return synced, nil
 }
 
 // addBinding records a ClusterBinding; a new one may let pending Workloads
@@ -50,13 +67,13 @@ func (r *Reconciler) deleteBinding(cb *v1alpha1.ClusterBinding) {
 }
 
 // watch calls typed functions on the events of the manager's informer of a kind.
-func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add func(T), update func(old, new T), del func(T)) error {
+func watch[T client.Object](ctx context.Context, mgr ctrl.Manager, obj T, add func(T), update func(old, new T), del func(T)) (toolscache.ResourceEventHandlerRegistration, error) {
 	inf, err := mgr.GetCache().GetInformer(ctx, obj)
 	if err != nil {
-		return errors.Wrap(err, errInformer)
+		return nil, errors.Wrap(err, errInformer)
 	}
-	_, err = inf.AddEventHandler(informers.Handler(add, update, del))
-	return errors.Wrap(err, errInformer)
+	reg, err := inf.AddEventHandler(informers.Handler(add, update, del))
+	return reg, errors.Wrap(err, errInformer)
 }
 
 func (r *Reconciler) addCluster(kc *v1alpha1.KubernetesCluster) {

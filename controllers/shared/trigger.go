@@ -2,10 +2,12 @@ package shared
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -28,6 +30,29 @@ func (t *Trigger) Source() source.Source {
 		t.q = q
 		return nil
 	})
+}
+
+// SourceAfter is Source, a source the controller waits for before its
+// workers start until every synced says true: handlers that feed a cache
+// of the controller's own (informer registrations' HasSynced) have taken
+// in their informers' first lists. controller-runtime waits only for its
+// own handlers; a decision made before would read a partial cache.
+func (t *Trigger) SourceAfter(synced ...toolscache.InformerSynced) source.Source {
+	return syncedSource{Source: t.Source(), synced: synced}
+}
+
+type syncedSource struct {
+	source.Source
+	synced []toolscache.InformerSynced
+}
+
+// WaitForSync returns once every synced says true, or fails when ctx ends
+// first (the controller's cache sync timeout).
+func (s syncedSource) WaitForSync(ctx context.Context) error {
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return errors.New("the handlers feeding the controller's own cache did not take in their informers' lists")
+	}
+	return nil
 }
 
 // Enqueue asks for a reconcile of the named object.
