@@ -94,7 +94,7 @@ func (o Observation) Holds() bool { return len(o.Problems) > 0 || o.Waiting }
 func (rd *Reading) Observe(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (Observation, error) {
 	d := rd.resolve(w)
 	problems, err := rd.problemsIn(ctx, m, w)
-	return Observation{Problems: problems, Waiting: d.waiting, Recheck: d.retry || len(d.missing) > 0}, err
+	return Observation{Problems: problems, Waiting: d.waiting, Recheck: d.retry || len(d.missing)+len(d.optional) > 0}, err
 }
 
 // resolved is what one delivered Workload's pods need, read from the
@@ -102,8 +102,10 @@ func (rd *Reading) Observe(ctx context.Context, m cluster.Member, w *v1alpha1.Wo
 type resolved struct {
 	objects []client.Object
 	// missing are required objects the Workload's namespace does not
-	// hold: the cluster's own may stand in (problemsIn).
-	missing []propagator.Ref
+	// hold: the cluster's own may stand in (problemsIn). optional are
+	// the optional ones it does not hold: the pods go without them, but
+	// never read placer's copy of another source in their place.
+	missing, optional []propagator.Ref
 	// problems name what cannot be read or cannot go; waiting: a watch
 	// has not listed yet (its first list enqueues the Workload); retry: a
 	// watch could not start (a kind not served), so no event will come.
@@ -254,6 +256,7 @@ func (rd *Reading) resolve(w *v1alpha1.Workload) *resolved {
 		case !found && !ref.Optional:
 			d.missing = append(d.missing, ref)
 		case !found:
+			d.optional = append(d.optional, ref)
 		case isTokenSecret(obj):
 			d.problems = append(d.problems, fmt.Sprintf("%s is a ServiceAccount token of the management cluster: placer does not copy it", k))
 		default:
@@ -280,7 +283,7 @@ func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1
 		return p, nil
 	}
 	problems := slices.Clone(d.problems)
-	if len(d.missing) == 0 {
+	if len(d.missing)+len(d.optional) == 0 {
 		return problems, nil
 	}
 	cl, err := m.Tenant(w.Namespace)
@@ -288,7 +291,7 @@ func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1
 		return nil, err
 	}
 	ns := m.TargetNamespace(w)
-	for _, ref := range d.missing {
+	for _, ref := range append(slices.Clone(d.missing), d.optional...) {
 		obj := propagator.NewObject(ref.Kind)
 		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
 		switch {
@@ -298,6 +301,8 @@ func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1
 			problems = append(problems, fmt.Sprintf("%s does not exist, and %s/%s in %s is placer's copy of %s, which the pods may not read",
 				shared.CoreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey(), obj.GetAnnotations()[propagator.AnnotationSource]))
 		case err == nil, kerrors.IsForbidden(err):
+		case kerrors.IsNotFound(err) && ref.Optional:
+			// The pods go without it.
 		case kerrors.IsNotFound(err):
 			problems = append(problems, fmt.Sprintf("%s does not exist (nor does %s/%s in %s)", shared.CoreKey(ref.Kind, w.Namespace, ref.Name), ns, ref.Name, m.ClusterKey()))
 		default:

@@ -3094,6 +3094,39 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// A helper's hunt found it: an optional reference was dropped when
+		// its source was missing, never looked for in the member, and the
+		// kubelet mounted the other tenant's copy.
+		{
+			name: "dependencies: an optional Secret missing from the Workload's namespace that the cluster has only as placer's copy of another tenant's holds the pods too",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+			}),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(other))}
+			},
+			want:        reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
+			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist, and default/db in default/a is placer's copy of team-b/db, which the pods may not read"),
+			wantMembers: map[string][]string{"a": {}},
+		},
+		{
+			name: "dependencies: an optional Secret missing everywhere holds nothing",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+			}),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates, want 2: an optional reference that is nowhere holds nothing", n)
+				}
+			},
+		},
 		{
 			// And the member is asked once per reconcile, though both the
 			// hold and the candidates' creation want to know.
