@@ -110,6 +110,10 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;update;delete
+// The marks only the manager sets (a share's commit-held and leaving, a
+// proxy pod's Workload's label): the admission policy placer-share-marks
+// lets through whoever holds this verb, which no built-in role grants.
+// +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=mark
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=clusterbindings,verbs=get;list;watch
