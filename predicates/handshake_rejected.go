@@ -103,14 +103,30 @@ func LeaveOver(c *scheduler.ClusterInfo) bool {
 // an opening counts when it comes after the rejection was seen, or, with
 // nothing seen, in a later second than the rejection's.
 func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now, seen time.Time) bool {
+	opened := c.OpenedAt
+	if forRoom(r.Reason) && c.RoomAt.After(opened) {
+		opened = c.RoomAt
+	}
 	switch {
 	case r.Expired(now):
 		return true
-	case c.OpenedAt.IsZero():
+	case opened.IsZero():
 		return false
 	case !seen.IsZero():
-		return c.OpenedAt.After(seen)
+		return opened.After(seen)
 	default:
-		return r.Time != nil && r.Time.Time.Before(c.OpenedAt.Truncate(time.Second))
+		return r.Time != nil && r.Time.Time.Before(opened.Truncate(time.Second))
 	}
 }
+
+// forRoom reports whether a rejection's reason may be for want of room,
+// which a cluster that gains room may undo: its candidates were
+// unschedulable, or not every one was reserved in time. Not a refusal by
+// the member's admission, a name conflict, a forbidden or missing
+// dependency.
+func forRoom(reason string) bool {
+	return reason == v1alpha1.ReasonUnschedulable || reason == reasonHandshakeTimeout
+}
+
+// reasonHandshakeTimeout is propagator.ReasonHandshakeTimeout.
+const reasonHandshakeTimeout = "HandshakeTimeout"

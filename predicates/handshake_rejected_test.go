@@ -97,6 +97,54 @@ func TestHandshakeRejectedExpires(t *testing.T) {
 	}
 }
 
+// TestRoomEndsOnlyRejectionsForRoom: a busy cluster whose largest node
+// gains room (a pod ended there) ends a rejection for want of room at once,
+// not one its admission made (Forbidden, a refused pod), which room never
+// undoes: that one waits out its backoff, or a change of the cluster's
+// labels, taints or Ready. Before, any room ended every rejection by that
+// cluster, whatever its reason, so a backlog the member forbade was sent
+// handshake after handshake as the member's pods came and went. (A
+// helper's hunt found it, with this test's first shape.)
+func TestRoomEndsOnlyRejectionsForRoom(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	for _, tc := range []struct {
+		reason string
+		ends   bool
+	}{
+		{v1alpha1.ReasonUnschedulable, true},
+		{reasonHandshakeTimeout, true},
+		{v1alpha1.ReasonForbidden, false},
+		{"PodRefused", false},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			c := scheduler.NewCache()
+			c.UpsertCluster(st.Cluster("a", st.Capacity("64", "256Gi", "60", "240Gi", "1900m", "8Gi")))
+			at := metav1.NewTime(time.Now().Add(-time.Second).Truncate(time.Second))
+			retry := metav1.NewTime(time.Now().Add(10 * time.Minute))
+			w := st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+				w.UID = "w"
+				w.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"},
+					Reason: tc.reason, Generation: w.Generation, Time: &at, RetryAfter: &retry, Attempts: 6}}
+			})
+			c.UpsertWorkload(w)
+			time.Sleep(5 * time.Millisecond)
+			if !c.UpsertCluster(st.Cluster("a", st.Capacity("64", "256Gi", "59900m", "240Gi", "2", "8Gi"))) {
+				t.Fatal("room on the largest node did not open the cluster up")
+			}
+			seen, _ := c.RejectionSeen("w", key, 6)
+			if got := RejectionExpired(w.Rejection(key), c.Cluster(key), time.Now(), seen); got != tc.ends {
+				t.Errorf("a %s rejection with 10 min of backoff left, after room on the largest node: expired %t, want %t", tc.reason, got, tc.ends)
+			}
+			// Other labels end any.
+			time.Sleep(5 * time.Millisecond)
+			c.UpsertCluster(st.Cluster("a", st.Capacity("64", "256Gi", "59900m", "240Gi", "2", "8Gi"), func(kc *v1alpha1.KubernetesCluster) { kc.Labels["tier"] = "gold" }))
+			if !RejectionExpired(w.Rejection(key), c.Cluster(key), time.Now(), seen) {
+				t.Errorf("a %s rejection did not end when the cluster's labels changed", tc.reason)
+			}
+		})
+	}
+}
+
 // TestCacheRejectionSeen: the cache keeps when it first saw each
 // rejection, at its attempt count, and forgets it with the rejection.
 func TestCacheRejectionSeen(t *testing.T) {

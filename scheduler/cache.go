@@ -134,13 +134,16 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 		c.labels = nil
 	}
 	if ok {
-		ci.OpenedAt = prev.OpenedAt
-		if opened = OpensUp(prev.Cluster, kc); opened {
-			// Rejections are stamped to the whole second (metav1.Time):
-			// one written in the same second as this counts as older and
-			// is tried once more, rather than waiting out its backoff
-			// (up to 10 min) with the room it lacked now there.
-			ci.OpenedAt = time.Now()
+		ci.OpenedAt, ci.RoomAt = prev.OpenedAt, prev.RoomAt
+		// Rejections are stamped to the whole second (metav1.Time): one
+		// written in the same second as this counts as older and is
+		// tried once more, rather than waiting out its backoff (up to 10
+		// min) with the room it lacked now there.
+		if opensOtherwise(prev.Cluster, kc) {
+			ci.OpenedAt, opened = time.Now(), true
+		}
+		if gainsRoom(prev.Cluster, kc) {
+			ci.RoomAt, opened = time.Now(), true
 		}
 	}
 	c.clusters[ci.Key] = ci
@@ -154,6 +157,12 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 // as pods end do not count: on a busy cluster they would end every
 // rejection's backoff at once.
 func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
+	return gainsRoom(before, after) || opensOtherwise(before, after)
+}
+
+// gainsRoom reports whether a cluster gained room: more allocatable,
+// ready nodes, or room on its largest node (ClusterInfo.RoomAt).
+func gainsRoom(before, after *v1alpha1.KubernetesCluster) bool {
 	b, a := &before.Status, &after.Status
 	grew := func(x, y corev1.ResourceList) bool {
 		for name, q := range y {
@@ -163,11 +172,16 @@ func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
 		}
 		return false
 	}
-	return grew(b.Allocatable, a.Allocatable) || grew(b.LargestFreeNode, a.LargestFreeNode) ||
-		a.ReadyNodeCount > b.ReadyNodeCount ||
-		!equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
+	return grew(b.Allocatable, a.Allocatable) || grew(b.LargestFreeNode, a.LargestFreeNode) || a.ReadyNodeCount > b.ReadyNodeCount
+}
+
+// opensOtherwise reports whether a cluster changed in a way that can undo
+// any rejection: other labels or taints, or Ready again
+// (ClusterInfo.OpenedAt).
+func opensOtherwise(before, after *v1alpha1.KubernetesCluster) bool {
+	return !equality.Semantic.DeepEqual(before.Labels, after.Labels) ||
 		!equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) ||
-		b.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && a.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+		before.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue && after.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 }
 
 // Leaving returns the placed workloads whose cluster has a NoExecute

@@ -38,11 +38,16 @@ type ClusterInfo struct {
 	// Tenants selects the management namespaces, besides the cluster's own,
 	// whose Workloads the cluster serves; nil serves its own only.
 	Tenants labels.Selector
-	// OpenedAt is when the cluster last changed in a way that can undo a
-	// handshake rejection (capacity grew, labels or taints changed, it
-	// became Ready): rejections older than that have expired. The
-	// scheduler's cache keeps it; zero when unknown.
-	OpenedAt time.Time
+	// OpenedAt is when the cluster last changed in a way that can undo
+	// any handshake rejection (labels or taints changed, it became
+	// Ready): rejections older than that have expired. RoomAt is when it
+	// last gained room (allocatable, ready nodes, room on its largest
+	// node): that ends only a rejection for want of room (an
+	// unschedulable candidate, a handshake that timed out), not one its
+	// admission or a name conflict made, which room never undoes (on a
+	// busy cluster, room comes and goes as pods end). The scheduler's
+	// cache keeps both; zero when unknown.
+	OpenedAt, RoomAt time.Time
 }
 
 // NewClusterInfo derives the scheduler's view of a cluster.

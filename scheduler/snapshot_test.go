@@ -172,9 +172,12 @@ func TestCacheAssume(t *testing.T) {
 	})
 }
 
-// TestCacheOpensUpAndMoving: a cluster opens up (OpenedAt moves) when it
-// can take what it rejected, not when its requests merely fall; the count
-// of drains in flight follows the placed workloads.
+// TestCacheOpensUpAndMoving: a cluster opens up when it can take what it
+// rejected, not when its requests merely fall: room gained (a node added,
+// room on its largest node) moves RoomAt, which ends only rejections for
+// want of room; other labels or taints, or Ready again, move OpenedAt,
+// which ends any. The count of drains in flight follows the placed
+// workloads.
 func TestCacheOpensUpAndMoving(t *testing.T) {
 	c := scheduler.NewCache()
 	key := types.NamespacedName{Namespace: "default", Name: "east"}
@@ -185,15 +188,18 @@ func TestCacheOpensUpAndMoving(t *testing.T) {
 	if c.UpsertCluster(st.Cluster("east", st.Capacity("8", "32Gi", "6", "30Gi", "0", "0"))) || !c.Cluster(key).OpenedAt.IsZero() {
 		t.Error("requests falling opened the cluster up")
 	}
-	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))) || c.Cluster(key).OpenedAt.IsZero() {
-		t.Error("a node added did not open the cluster up")
+	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))) || c.Cluster(key).RoomAt.IsZero() || !c.Cluster(key).OpenedAt.IsZero() {
+		t.Error("a node added did not open the cluster up for want of room alone")
 	}
-	opened := c.Cluster(key).OpenedAt
-	if c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))) || c.Cluster(key).OpenedAt != opened {
-		t.Error("the same state opened the cluster up, or moved OpenedAt")
+	room := c.Cluster(key).RoomAt
+	if c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"))) || c.Cluster(key).RoomAt != room {
+		t.Error("the same state opened the cluster up, or moved RoomAt")
 	}
-	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "6", "30Gi", "8", "32Gi"), st.Taint("k", "", v1alpha1.TaintEffectNoExecute))) {
-		t.Error("a taint added did not count as a change that can undo a rejection")
+	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "4", "28Gi", "10", "34Gi"))) || !c.Cluster(key).OpenedAt.IsZero() || !c.Cluster(key).RoomAt.After(room) {
+		t.Error("room on the largest node (a pod ended there) did not open the cluster up for want of room alone")
+	}
+	if !c.UpsertCluster(st.Cluster("east", st.Capacity("16", "64Gi", "4", "28Gi", "10", "34Gi"), st.Taint("k", "", v1alpha1.TaintEffectNoExecute))) || c.Cluster(key).OpenedAt.IsZero() {
+		t.Error("a taint added did not count as a change that can undo any rejection")
 	}
 
 	drain := func(w *v1alpha1.Workload) {
