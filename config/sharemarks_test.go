@@ -37,7 +37,7 @@ func TestShareMarksPolicy(t *testing.T) {
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "workloads"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{v1alpha1.Group}, Resources: []string{"workloads"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "workloads"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "workloads"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "workloads"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}, {Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "placer-manager"}}}
 	for _, o := range []client.Object{role, rb} {
 		if err := env.Client.Create(ctx, o); err != nil {
