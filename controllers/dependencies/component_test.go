@@ -69,7 +69,7 @@ func TestComponent(t *testing.T) {
 	w := needing()
 	m := clustertest.NewMember("a")
 	rd := New(sharedtest.NewSources(db, settings, runner)).Read(w)
-	o, err := rd.Observe(ctx, m, w)
+	o, err := rd.Observe(ctx, m, w, true)
 	if err != nil || len(o.Problems) > 0 || o.Waiting {
 		t.Fatalf("Observe = %+v (%v), want nothing missing", o, err)
 	}
@@ -108,13 +108,13 @@ func TestObserve(t *testing.T) {
 	ctx := context.Background()
 	w := needing()
 	missing := New(sharedtest.NewSources(settings, runner)).Read(w)
-	o, err := missing.Observe(ctx, clustertest.NewMember("a"), w)
+	o, err := missing.Observe(ctx, clustertest.NewMember("a"), w, true)
 	if err != nil || len(o.Problems) != 1 || !strings.Contains(o.Problems[0], "Secret default/db does not exist") || !o.Recheck {
 		t.Errorf("Secret db missing: %+v (%v), want it named, and a later look", o, err)
 	}
 	src := sharedtest.NewSources(db, settings, runner)
 	src.Unsynced[shared.CoreKey(propagator.KindSecret, "default", "db")] = true
-	if o, err := New(src).Read(w).Observe(ctx, clustertest.NewMember("a"), w); err != nil || !o.Waiting {
+	if o, err := New(src).Read(w).Observe(ctx, clustertest.NewMember("a"), w, true); err != nil || !o.Waiting {
 		t.Errorf("a watch not listed: %+v (%v), want Waiting", o, err)
 	}
 	other := propagator.NewCopy(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db"}}, "default")

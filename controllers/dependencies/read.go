@@ -90,11 +90,15 @@ type Observation struct {
 func (o Observation) Holds() bool { return len(o.Problems) > 0 || o.Waiting }
 
 // Observe says what the pods of w (a delivered Workload) need in m and
-// cannot have yet.
-func (rd *Reading) Observe(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) (Observation, error) {
+// cannot have yet. newPods says whether the pass may start pods there
+// (candidates to make, or to allow): only then are the optional objects
+// the Workload's namespace does not hold looked for in m (a read of the
+// member each), since only a new pod would read placer's copy of another
+// source in their place.
+func (rd *Reading) Observe(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, newPods bool) (Observation, error) {
 	d := rd.resolve(w)
-	problems, err := rd.problemsIn(ctx, m, w)
-	return Observation{Problems: problems, Waiting: d.waiting, Recheck: d.retry || len(d.missing)+len(d.optional) > 0}, err
+	problems, err := rd.problemsIn(ctx, m, w, newPods)
+	return Observation{Problems: problems, Waiting: d.waiting, Recheck: d.retry || len(d.missing) > 0 || newPods && len(d.optional) > 0}, err
 }
 
 // resolved is what one delivered Workload's pods need, read from the
@@ -112,8 +116,14 @@ type resolved struct {
 	problems []string
 	waiting  bool
 	retry    bool
-	// in memoizes problemsIn per cluster, for this reconcile.
-	in map[types.NamespacedName][]string
+	// in memoizes problemsIn per cluster (and whether the optional ones
+	// were looked for), for this reconcile.
+	in map[inKey][]string
+}
+
+type inKey struct {
+	cluster types.NamespacedName
+	newPods bool
 }
 
 func claimKey(namespace string, r v1alpha1.ResourceReference) shared.ObjectKey {
@@ -277,13 +287,18 @@ func isTokenSecret(o client.Object) bool {
 // the tenant). A member that does not let the tenant read it there keeps
 // what it has: placer copies nothing there, and holds nothing for it,
 // as before it copied anything (the opt-in is the member's).
-func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload) ([]string, error) {
+func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, newPods bool) ([]string, error) {
 	d := rd.resolve(w)
-	if p, ok := d.in[m.ClusterKey()]; ok {
+	key := inKey{cluster: m.ClusterKey(), newPods: newPods}
+	if p, ok := d.in[key]; ok {
 		return p, nil
 	}
 	problems := slices.Clone(d.problems)
-	if len(d.missing)+len(d.optional) == 0 {
+	refs := slices.Clone(d.missing)
+	if newPods {
+		refs = append(refs, d.optional...)
+	}
+	if len(refs) == 0 {
 		return problems, nil
 	}
 	cl, err := m.Tenant(w.Namespace)
@@ -291,7 +306,7 @@ func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1
 		return nil, err
 	}
 	ns := m.TargetNamespace(w)
-	for _, ref := range append(slices.Clone(d.missing), d.optional...) {
+	for _, ref := range refs {
 		obj := propagator.NewObject(ref.Kind)
 		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
 		switch {
@@ -310,8 +325,8 @@ func (rd *Reading) problemsIn(ctx context.Context, m cluster.Member, w *v1alpha1
 		}
 	}
 	if d.in == nil {
-		d.in = map[types.NamespacedName][]string{}
+		d.in = map[inKey][]string{}
 	}
-	d.in[m.ClusterKey()] = problems
+	d.in[key] = problems
 	return problems, nil
 }

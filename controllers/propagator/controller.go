@@ -53,6 +53,7 @@ const (
 	errCreateChaperon = "cannot create PodChaperon"
 	errAllowChaperon  = "cannot allow PodChaperon"
 	errGiveUp         = "cannot ask the member to fence PodChaperon"
+	errKeepOneCopy    = "cannot take the replace-lost mark off PodChaperon"
 	errListBindings   = "cannot list ClusterBindings"
 	errDeleteChaperon = "cannot delete PodChaperon"
 	errFinalizer      = "cannot patch the Workload's finalizers"

@@ -49,6 +49,9 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		if err := deleteChaperons(ctx, p.member, s.w, st.Fenced); err != nil {
 			return stop, err
 		}
+		if err := keepOneCopy(ctx, p.member, s.w, p.chaperons); err != nil {
+			return stop, err
+		}
 		if err := r.rollout(ctx, s, p); err != nil {
 			return stop, err
 		}

@@ -49,7 +49,7 @@ func (r *Reconciler) dependencies(ctx context.Context, s *scope) (next, error) {
 			continue
 		}
 		if p.unit.RunnerUp {
-			o, err := s.deps.Observe(ctx, p.member, p.delivered)
+			o, err := s.deps.Observe(ctx, p.member, p.delivered, len(p.state.Missing) > 0)
 			if err != nil {
 				return stop, err
 			}
@@ -167,7 +167,8 @@ func (r *Reconciler) writeFirst(ctx context.Context, s *scope, add func(*v1alpha
 // releases it. It stops while a
 // watch has not listed yet: its first list enqueues the Workload.
 func (r *Reconciler) holdChosen(ctx context.Context, s *scope, p *proof) (next, error) {
-	o, err := s.deps.Observe(ctx, p.member, p.delivered)
+	// Pods start there in this pass if candidates are made, or allowed.
+	o, err := s.deps.Observe(ctx, p.member, p.delivered, len(p.state.Missing)+len(p.state.ToAllow) > 0)
 	if err != nil {
 		return stop, err
 	}

@@ -575,6 +575,24 @@ func (r *Reconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.W
 	return patchChaperons(ctx, m, w, asked, giveUpPatch, errGiveUp)
 }
 
+// keepOneCopy takes the replace-lost mark off the chaperons of a Workload
+// that moves StopBeforeStart (its move policy changed since they were
+// made): their agent then never replaces a pod stuck on a lost node,
+// which may still run. The mark is never added to chaperons made before
+// it existed (the safe side), so nothing is written for them.
+func keepOneCopy(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
+	if w.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart {
+		return nil
+	}
+	marked := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool {
+		return ch.Annotations[mcv1alpha1.AnnotationReplaceLost] != "true" || ch.DeletionTimestamp != nil
+	})
+	return patchChaperons(ctx, m, w, marked, noReplaceLostPatch, errKeepOneCopy)
+}
+
+// noReplaceLostPatch takes the replace-lost mark off a chaperon.
+var noReplaceLostPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationReplaceLost+`":null}}}`))
+
 // patchChaperons patches chaperons in a member, as the Workload's tenant;
 // one gone meanwhile is no error.
 func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, patch client.Patch, errPatch string) error {

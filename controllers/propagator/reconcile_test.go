@@ -1137,6 +1137,24 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// A review found it: the mark was set only when a chaperon was
+		// made, and a Workload switched to StopBeforeStart kept it: its
+		// agent would replace a pod stuck on a lost node, which may run.
+		{
+			name: "a Workload switched to StopBeforeStart: the replace-lost mark goes from its chaperons",
+			w:    web(func(w *v1alpha1.Workload) { w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart }),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				before := w.DeepCopy()
+				before.Spec.Placement.Move = ""
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(before, 2, reserved, allowed, running)...))}
+			},
+			check: func(t *testing.T, e env) {
+				marked := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationReplaceLost] == "true" }
+				if n, all := count(t, e.members[0], e.w, marked), count(t, e.members[0], e.w, nil); n != 0 || all != 2 {
+					t.Errorf("%d of %d chaperons still marked replace-lost, want none", n, all)
+				}
+			},
+		},
 		{
 			name: "the member refused a candidate Pod: rejected at once, in its words",
 			w:    web(),
@@ -3110,6 +3128,28 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			want:        reconcile.Result{RequeueAfter: v1alpha1.RejectionBackoffBase},
 			wantStatus:  refused(v1alpha1.ReasonMissingDependency, "the pods wait for their dependencies: Secret default/db does not exist, and default/db in default/a is placer's copy of team-b/db, which the pods may not read"),
 			wantMembers: map[string][]string{"a": {}},
+		},
+		{
+			name: "dependencies: an optional Secret missing from the Workload's namespace is not looked for where no pod starts (a committed cluster, all running)",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.Spec.TargetDeployment.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Optional = ptr.To(true)
+			}),
+			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				dbGets = 0
+				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
+						dbGets++
+					}
+					return c.Get(ctx, key, o, opts...)
+				}})
+				return runningIn(w, []clustertest.Option{countGets})
+			},
+			check: func(t *testing.T, e env) {
+				if dbGets != 0 {
+					t.Errorf("%d reads of Secret db in the member by a pass that starts no pod, want none", dbGets)
+				}
+			},
 		},
 		{
 			name: "dependencies: an optional Secret missing everywhere holds nothing",

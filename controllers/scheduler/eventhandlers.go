@@ -212,8 +212,6 @@ func schedulingRelevant(before, after *v1alpha1.KubernetesCluster) bool {
 		!equality.Semantic.DeepEqual(b.LargestFreeNode, a.LargestFreeNode)
 }
 
-// drainEnded reports whether the update took a drain (IsDrain) out of
-// the Workload's leftClusters.
 // countsAsMove reports whether the cache counts the Workload among the
 // drains in flight (scheduler.Cache.Draining): placed, not being deleted,
 // still leaving a cluster for a taint or a deletion.
@@ -222,6 +220,8 @@ func countsAsMove(w *v1alpha1.Workload) bool {
 		slices.ContainsFunc(w.Status.LeftClusters, func(lc v1alpha1.LeftCluster) bool { return v1alpha1.IsDrain(lc.Reason) })
 }
 
+// drainEnded reports whether the update took a drain (IsDrain) out of
+// the Workload's leftClusters.
 func drainEnded(before, w *v1alpha1.Workload) bool {
 	for _, lc := range before.Status.LeftClusters {
 		if v1alpha1.IsDrain(lc.Reason) && w.Left(before.ClusterKey(&lc.Cluster)) == nil {

@@ -507,11 +507,11 @@ func (r *ChaperonReconciler) replaceLost(ctx context.Context, ch *mcv1alpha1.Pod
 			return reconcile.Result{RequeueAfter: lostRecheck}, nil
 		}
 	}
-	if err := r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); resource.IgnoreNotFound(err) != nil {
-		return reconcile.Result{}, errors.Wrap(err, errDeletePod)
+	err = r.client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
+	if err == nil {
+		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod stuck being deleted on node "+pod.Spec.NodeName+", which is gone or not Ready: deleted with no grace, to be replaced"))
 	}
-	r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod stuck being deleted on node "+pod.Spec.NodeName+", which is gone or not Ready: deleted with no grace, to be replaced"))
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errDeletePod)
 }
 
 // lostRecheck is how long a pod past its grace period, on a node still
