@@ -1149,7 +1149,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(before, 2, reserved, allowed, running)...))}
 			},
 			check: func(t *testing.T, e env) {
-				marked := func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationReplaceLost] == "true" }
+				marked := func(ch *mcv1alpha1.PodChaperon) bool {
+					return ch.Annotations[mcv1alpha1.AnnotationReplaceLost] == "true"
+				}
 				if n, all := count(t, e.members[0], e.w, marked), count(t, e.members[0], e.w, nil); n != 0 || all != 2 {
 					t.Errorf("%d of %d chaperons still marked replace-lost, want none", n, all)
 				}
