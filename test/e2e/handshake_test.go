@@ -2345,31 +2345,20 @@ func stopAPIServer(t *testing.T, m *member) (restart func()) {
 				t.Error(err)
 				return
 			}
-			healthy := func(n *corev1.Node) bool {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionTrue || c.LastHeartbeatTime.Time.Before(started.Truncate(time.Second))) {
-						return false
+			for i := range nodes.Items {
+				testenv.WaitFor(t, m.client, &nodes.Items[i], &corev1.NodeList{}, timeout, func(n *corev1.Node) bool {
+					for _, c := range n.Status.Conditions {
+						if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionTrue || c.LastHeartbeatTime.Time.Before(started.Truncate(time.Second))) {
+							return false
+						}
 					}
-				}
-				for _, taint := range n.Spec.Taints {
-					if strings.HasPrefix(taint.Key, "node.kubernetes.io/") {
-						return false
+					for _, taint := range n.Spec.Taints {
+						if strings.HasPrefix(taint.Key, "node.kubernetes.io/") {
+							return false
+						}
 					}
-				}
-				return true
-			}
-			// Twice, a node monitor period (5 s) and more apart: the
-			// controller manager, blind during the outage, may mark a
-			// node Unknown (and taint it) just after the restart, from
-			// its cache, after the node's first fresh heartbeat (a run
-			// placed on b a Workload the next subtest wanted on a).
-			for pass := range 2 {
-				if pass > 0 {
-					time.Sleep(6 * time.Second)
-				}
-				for i := range nodes.Items {
-					testenv.WaitFor(t, m.client, &nodes.Items[i], &corev1.NodeList{}, timeout, healthy)
-				}
+					return true
+				})
 			}
 		})
 	}
