@@ -1697,6 +1697,15 @@ func TestHandshake(t *testing.T) {
 			waitNoPods(t, a, w)
 		}
 		checkOneBoundPerReplica(t, members...)
+		// What follows places on a: it is Ready again. What was left
+		// there goes as soon as it answers, Ready or not, and its
+		// candidate scheduler, which lost its Lease in the outage, may
+		// run again only later (runs placed the next subtest's Workloads
+		// elsewhere, a CandidateSchedulerNotRunning).
+		testenv.WaitFor(t, wc, &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}, &v1alpha1.KubernetesClusterList{}, 2*timeout,
+			func(kc *v1alpha1.KubernetesCluster) bool {
+				return kc.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && len(kc.Spec.Taints) == 0
+			})
 	})
 
 	t.Run("a NoExecute taint on a member that answers drains it without downtime", func(t *testing.T) {
