@@ -466,68 +466,22 @@ func TestDrainEnded(t *testing.T) {
 // 154 and 1,180).
 func TestDrainWakesOnlyWhatCanMove(t *testing.T) {
 	const n, slots = 40, 3
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second)))
-	b := st.Cluster("b")
-	var objs []client.Object
-	var ws []*v1alpha1.Workload
+	names := make([]string, n)
 	for i := range n {
-		w := st.Workload(fmt.Sprintf("w%03d", i), st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.UID = types.UID(w.Name) })
-		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
-		ws, objs = append(ws, w), append(objs, w)
+		names[i] = fmt.Sprintf("w%03d", i)
 	}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).Build()
-	cache := scheduler.NewCache()
-	cache.UpsertCluster(a)
-	cache.UpsertCluster(b)
-	seen := map[types.NamespacedName]*v1alpha1.Workload{}
-	for _, w := range ws {
-		got := &v1alpha1.Workload{}
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
-			t.Fatal(err)
-		}
-		cache.UpsertWorkload(got)
-		seen[client.ObjectKeyFromObject(w)] = got
-	}
-	r := newTestScheduler(c, cache, profiles)
-	r.maxMoves = slots
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	useQueue(t, r.trigger, q)
-	// observe plays the informer for one Workload.
-	observe := func(key types.NamespacedName) *v1alpha1.Workload {
-		got := &v1alpha1.Workload{}
-		if err := c.Get(context.Background(), key, got); err != nil {
-			t.Fatal(err)
-		}
-		r.updateWorkload(seen[key], got)
-		seen[key] = got
-		return got
-	}
-	for _, w := range ws {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	f := newDrainFleet(t, names, slots)
+	for _, name := range names {
+		f.q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}})
 	}
 	var moving []types.NamespacedName
 	reconciles, ended := 0, 0
 	for ended < n {
-		for q.Len() > 0 {
-			req, _ := q.Get()
-			reconciles++
-			if _, err := r.Reconcile(context.Background(), req); err != nil {
-				t.Fatal(err)
+		reconciles += f.run(t, func(got *v1alpha1.Workload) {
+			if key := client.ObjectKeyFromObject(got); got.Left(types.NamespacedName{Namespace: "default", Name: "a"}) != nil && !slices.Contains(moving, key) {
+				moving = append(moving, key)
 			}
-			for r.writer.Len() > 0 {
-				r.writer.ApplyNext(context.Background())
-			}
-			q.Forget(req)
-			q.Done(req)
-			if got := observe(req.NamespacedName); got.Left(types.NamespacedName{Namespace: "default", Name: "a"}) != nil && !slices.Contains(moving, req.NamespacedName) {
-				moving = append(moving, req.NamespacedName)
-			}
-		}
+		})
 		if len(moving) == 0 {
 			t.Fatalf("%d of %d moves ended and none is under way: the drain stalled", ended, n)
 		}
@@ -537,15 +491,15 @@ func TestDrainWakesOnlyWhatCanMove(t *testing.T) {
 		// The propagator ends the oldest move: the old copy is gone.
 		key := moving[0]
 		moving = moving[1:]
-		w := seen[key].DeepCopy()
+		w := f.seen[key].DeepCopy()
 		w.Status.LeftClusters = nil
-		if err := c.Status().Update(context.Background(), w); err != nil {
+		if err := f.c.Status().Update(context.Background(), w); err != nil {
 			t.Fatal(err)
 		}
-		observe(key)
+		f.observe(t, key)
 		ended++
 	}
-	for key, w := range seen {
+	for key, w := range f.seen {
 		if w.Status.ClusterRef == nil || w.Status.ClusterRef.Name != "b" {
 			t.Errorf("%s is on %v, want b", key, w.Status.ClusterRef)
 		}
@@ -738,63 +692,14 @@ func TestProxyPodWorkloadEvents(t *testing.T) {
 // drain's end did), and it stayed on its tainted cluster, a `placer drain
 // --wait` with it. (A helper's hunt found it, with this test.)
 func TestDrainNoLongerCountedWakes(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second)))
-	b := st.Cluster("b")
-	var objs []client.Object
-	for _, n := range []string{"w1", "w2"} {
-		w := st.Workload(n, st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.UID = types.UID(w.Name) })
-		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
-		objs = append(objs, w)
-	}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).Build()
-	cache := scheduler.NewCache()
-	cache.UpsertCluster(a)
-	cache.UpsertCluster(b)
-	seen := map[types.NamespacedName]*v1alpha1.Workload{}
-	for _, o := range objs {
-		got := &v1alpha1.Workload{}
-		_ = c.Get(context.Background(), client.ObjectKeyFromObject(o), got)
-		cache.UpsertWorkload(got)
-		seen[client.ObjectKeyFromObject(o)] = got
-	}
-	r := newTestScheduler(c, cache, profiles)
-	r.maxMoves = 1
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	useQueue(t, r.trigger, q)
-	observe := func(key types.NamespacedName) *v1alpha1.Workload {
-		got := &v1alpha1.Workload{}
-		if err := c.Get(context.Background(), key, got); err != nil {
-			t.Fatal(err)
-		}
-		r.updateWorkload(seen[key], got)
-		seen[key] = got
-		return got
-	}
-	run := func() {
-		for q.Len() > 0 {
-			req, _ := q.Get()
-			if _, err := r.Reconcile(context.Background(), req); err != nil {
-				t.Fatal(err)
-			}
-			for r.writer.Len() > 0 {
-				r.writer.ApplyNext(context.Background())
-			}
-			q.Forget(req)
-			q.Done(req)
-			observe(req.NamespacedName)
-		}
-	}
+	f := newDrainFleet(t, []string{"w1", "w2"}, 1)
+	seen, q := f.seen, f.q
 	k1 := types.NamespacedName{Namespace: "default", Name: "w1"}
 	k2 := types.NamespacedName{Namespace: "default", Name: "w2"}
 	q.Add(reconcile.Request{NamespacedName: k1})
-	run()
+	f.run(t, nil)
 	q.Add(reconcile.Request{NamespacedName: k2})
-	run()
+	f.run(t, nil)
 	if !seen[k1].PlacedOn(types.NamespacedName{Namespace: "default", Name: "b"}) {
 		t.Fatalf("w1 not moved to b: %+v", seen[k1].Status.ClusterRef)
 	}
@@ -803,17 +708,100 @@ func TestDrainNoLongerCountedWakes(t *testing.T) {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	retry := metav1.NewTime(time.Now().Add(time.Minute))
 	w1.Status.RejectedClusters = []v1alpha1.RejectedCluster{{Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Reason: "HandshakeTimeout", Generation: w1.Generation, Time: &now, RetryAfter: &retry, Attempts: 1}}
-	if err := c.Status().Update(context.Background(), w1); err != nil {
+	if err := f.c.Status().Update(context.Background(), w1); err != nil {
 		t.Fatal(err)
 	}
-	observe(k1)
+	f.observe(t, k1)
 	q.Add(reconcile.Request{NamespacedName: k1}) // the informer's event of the rejection
-	run()
+	f.run(t, nil)
 	if seen[k1].Status.ClusterRef != nil {
 		t.Fatalf("w1 placed on %v after b rejected it, want pending (nothing else fits)", seen[k1].Status.ClusterRef)
 	}
-	if seen[k2].PlacedOn(types.NamespacedName{Namespace: "default", Name: "a"}) && cache.Draining() < r.maxMoves {
+	if seen[k2].PlacedOn(types.NamespacedName{Namespace: "default", Name: "a"}) && f.cache.Draining() < f.r.maxMoves {
 		t.Errorf("w2 still waits on a (%s) though %d of %d places are taken, and nothing is queued to wake it",
-			seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason, cache.Draining(), r.maxMoves)
+			seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason, f.cache.Draining(), f.r.maxMoves)
 	}
+}
+
+// drainFleet is a scheduler over a fake API server, clusters a (tainted
+// NoExecute: its Workloads must leave) and b, and Workloads of the names
+// given placed on a, with slots places under --max-concurrent-moves; the
+// test plays the informer (observe) and the queue's workers (run).
+type drainFleet struct {
+	c     client.Client
+	cache *scheduler.Cache
+	r     *Reconciler
+	q     workqueue.TypedRateLimitingInterface[reconcile.Request]
+	seen  map[types.NamespacedName]*v1alpha1.Workload
+}
+
+func newDrainFleet(t *testing.T, names []string, slots int) *drainFleet {
+	t.Helper()
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, n := range names {
+		w := st.Workload(n, st.PlacedOn("a"), func(w *v1alpha1.Workload) { w.UID = types.UID(w.Name) })
+		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
+		objs = append(objs, w)
+	}
+	f := &drainFleet{
+		c:     fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).Build(),
+		cache: scheduler.NewCache(),
+		seen:  map[types.NamespacedName]*v1alpha1.Workload{},
+	}
+	f.cache.UpsertCluster(st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))))
+	f.cache.UpsertCluster(st.Cluster("b"))
+	for _, o := range objs {
+		got := &v1alpha1.Workload{}
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatal(err)
+		}
+		f.cache.UpsertWorkload(got)
+		f.seen[client.ObjectKeyFromObject(o)] = got
+	}
+	f.r = newTestScheduler(f.c, f.cache, profiles)
+	f.r.maxMoves = slots
+	f.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(f.q.ShutDown)
+	useQueue(t, f.r.trigger, f.q)
+	return f
+}
+
+// observe plays the informer for one Workload.
+func (f *drainFleet) observe(t *testing.T, key types.NamespacedName) *v1alpha1.Workload {
+	t.Helper()
+	got := &v1alpha1.Workload{}
+	if err := f.c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	f.r.updateWorkload(f.seen[key], got)
+	f.seen[key] = got
+	return got
+}
+
+// run reconciles what is queued until nothing is, each pass's writes
+// applied and observed; it returns how many passes ran, calling each
+// with the Workload as the pass left it.
+func (f *drainFleet) run(t *testing.T, each func(*v1alpha1.Workload)) int {
+	t.Helper()
+	n := 0
+	for f.q.Len() > 0 {
+		req, _ := f.q.Get()
+		n++
+		if _, err := f.r.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		for f.r.writer.Len() > 0 {
+			f.r.writer.ApplyNext(context.Background())
+		}
+		f.q.Forget(req)
+		f.q.Done(req)
+		if got := f.observe(t, req.NamespacedName); each != nil {
+			each(got)
+		}
+	}
+	return n
 }
