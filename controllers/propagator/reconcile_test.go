@@ -2817,10 +2817,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}}, "other")
 				return runningIn(w, nil, old)
 			},
-			wantStatus: func(s *v1alpha1.WorkloadStatus) {
-				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
-				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
-			},
+			wantStatus:  runningWithCopies,
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check:       func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
@@ -2984,12 +2981,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				dbGets = 0
-				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
-						dbGets++
-					}
-					return c.Get(ctx, key, o, opts...)
-				}})
+				countGets := countingGets("db", &dbGets)
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...), countGets)}
 			},
 			wantStatus: func(s *v1alpha1.WorkloadStatus) {
@@ -3139,12 +3131,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				dbGets = 0
-				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
-						dbGets++
-					}
-					return c.Get(ctx, key, o, opts...)
-				}})
+				countGets := countingGets("db", &dbGets)
 				return runningIn(w, []clustertest.Option{countGets})
 			},
 			check: func(t *testing.T, e env) {
@@ -3177,12 +3164,7 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: sources(&corev1.ConfigMap{ObjectMeta: objectMeta("settings")}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				dbGets = 0
-				countGets := clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-					if _, ok := o.(*corev1.Secret); ok && key.Name == "db" {
-						dbGets++
-					}
-					return c.Get(ctx, key, o, opts...)
-				}})
+				countGets := countingGets("db", &dbGets)
 				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(theirs(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}})), countGets)}
 			},
 			want: reconcile.Result{RequeueAfter: timeout},
@@ -3311,19 +3293,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			sources: theSources(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Data: map[string][]byte{"password": []byte("old")}, Immutable: ptr.To(true)}, "other")
-				// As the API server does: an immutable Secret's data stays.
-				immutable := clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-					if s, ok := o.(*corev1.Secret); ok && s.Immutable != nil && *s.Immutable {
-						return kerrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, s.Name, nil)
-					}
-					return c.Update(ctx, o, opts...)
-				}})
-				return runningIn(w, []clustertest.Option{immutable}, old)
+				return runningIn(w, []clustertest.Option{secretsAsTheAPIServer}, old)
 			},
-			wantStatus: func(s *v1alpha1.WorkloadStatus) {
-				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
-				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
-			},
+			wantStatus:  runningWithCopies,
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check:       func(t *testing.T, e env) { wantSynced(t, e.members[0], string(e.w.UID)) },
 		},
@@ -3338,22 +3310,9 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				&corev1.ConfigMap{ObjectMeta: objectMeta("settings"), Data: map[string]string{"mode": "fast"}}, &corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
 				old := usedCopy(&corev1.Secret{ObjectMeta: objectMeta("db"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("old")}}, "other")
-				// As the API server does: a Secret's type stays.
-				typed := clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-					if s, ok := o.(*corev1.Secret); ok {
-						cur := &corev1.Secret{}
-						if err := c.Get(ctx, client.ObjectKeyFromObject(s), cur); err == nil && cur.Type != s.Type {
-							return kerrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, s.Name, nil)
-						}
-					}
-					return c.Update(ctx, o, opts...)
-				}})
-				return runningIn(w, []clustertest.Option{typed}, old)
+				return runningIn(w, []clustertest.Option{secretsAsTheAPIServer}, old)
 			},
-			wantStatus: func(s *v1alpha1.WorkloadStatus) {
-				counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
-				s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
-			},
+			wantStatus:  runningWithCopies,
 			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
 			check: func(t *testing.T, e env) {
 				wantSynced(t, e.members[0], string(e.w.UID))
@@ -3769,4 +3728,33 @@ func runningInForeground(w *v1alpha1.Workload) clustertest.Members {
 		return c.DeleteAllOf(ctx, o, opts...)
 	}})
 	return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 1, reserved, allowed, running)...), stopping)}
+}
+
+// secretsAsTheAPIServer refuses, as the member's API server does, an
+// update of an immutable Secret or of a Secret's type.
+var secretsAsTheAPIServer = clustertest.WithInterceptor(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+	if s, ok := o.(*corev1.Secret); ok {
+		cur := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), cur); err == nil && (cur.Type != s.Type || cur.Immutable != nil && *cur.Immutable) {
+			return kerrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, s.Name, nil)
+		}
+	}
+	return c.Update(ctx, o, opts...)
+}})
+
+// countingGets counts the member's reads of Secret name into n.
+func countingGets(name string, n *int) clustertest.Option {
+	return clustertest.WithInterceptor(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		if _, ok := o.(*corev1.Secret); ok && key.Name == name {
+			*n++
+		}
+		return c.Get(ctx, key, o, opts...)
+	}})
+}
+
+// runningWithCopies: both replicas run Ready in a, with the copies of
+// needs' three objects in namespace default.
+func runningWithCopies(s *v1alpha1.WorkloadStatus) {
+	counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1))(s)
+	s.PlacedNamespaces, s.Dependencies = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}, copies("a", "ConfigMap/settings", "Secret/db", "ServiceAccount/runner")
 }
