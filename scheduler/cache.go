@@ -123,8 +123,10 @@ func NewCache() *Cache {
 }
 
 // UpsertCluster records a cluster's latest state. When the change can undo
-// a handshake rejection (OpensUp), the cluster's OpenedAt moves to now,
-// and opened says so.
+// a handshake rejection, the cluster's OpenedAt (labels, taints, Ready
+// again: opensOtherwise) or RoomAt (room gained: gainsRoom) moves to now,
+// and opened says so. Requests falling as pods end do not count: on a
+// busy cluster they would end every rejection's backoff at once.
 func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 	ci := NewClusterInfo(kc)
 	c.mu.Lock()
@@ -149,15 +151,6 @@ func (c *Cache) UpsertCluster(kc *v1alpha1.KubernetesCluster) (opened bool) {
 	c.clusters[ci.Key] = ci
 	c.refreshView(ci.Key)
 	return opened
-}
-
-// OpensUp reports whether a cluster changed in a way that can make it
-// accept what it rejected: more allocatable, ready nodes or room on its
-// largest node, other labels or taints, or Ready again. Requests falling
-// as pods end do not count: on a busy cluster they would end every
-// rejection's backoff at once.
-func OpensUp(before, after *v1alpha1.KubernetesCluster) bool {
-	return gainsRoom(before, after) || opensOtherwise(before, after)
 }
 
 // gainsRoom reports whether a cluster gained room: more allocatable,
