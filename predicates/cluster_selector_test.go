@@ -35,3 +35,22 @@ func TestClusterSelector(t *testing.T) {
 			want: map[string]string{"aws-prod": r, "gcp-prod": r, "aws-dev": r, "bare": r}},
 	})
 }
+
+// TestClusterSelectorLongName: a cluster whose name is longer than a label
+// value is matched by the value its labels and its virtual node carry
+// (v1alpha1.LabelValueOf), the only one a selector can hold, under
+// cluster-name and crossplane.io/kubernetes alike.
+func TestClusterSelectorLongName(t *testing.T) {
+	long := "a-cluster-whose-name-is-longer-than-any-label-value-may-be.example.com"
+	clusters := []*v1alpha1.KubernetesCluster{st.Cluster(long), st.Cluster("short")}
+	r := ErrReasonSelector
+	runFilterCases(t, NewClusterSelector, []filterCase{
+		{name: "cluster-name", clusters: clusters, w: st.Workload("w", st.Selector("clusterName", v1alpha1.LabelValueOf(long))),
+			want: map[string]string{long: "", "short": r}},
+		{name: "crossplane.io/kubernetes", clusters: clusters,
+			w:    st.Workload("w", st.Selector(v1alpha1.LabelCrossplaneKubernetes, v1alpha1.LabelValueOf("default."+long))),
+			want: map[string]string{long: "", "short": r}},
+		{name: "a short name as it is", clusters: clusters, w: st.Workload("w", st.Selector(v1alpha1.LabelCrossplaneKubernetes, "default.short")),
+			want: map[string]string{long: r, "short": ""}},
+	})
+}

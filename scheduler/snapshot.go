@@ -56,7 +56,10 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 	for k, v := range kc.Labels {
 		l[k] = v
 	}
-	l[v1alpha1.LabelClusterName] = kc.Name
+	// A name longer than a label value is known by the value the
+	// cluster's own labels and its virtual node carry: no selector can
+	// hold more.
+	l[v1alpha1.LabelClusterName] = v1alpha1.LabelValueOf(kc.Name)
 	l[v1alpha1.LabelClusterNamespace] = kc.Namespace
 	if kc.Spec.Provider != "" {
 		l[v1alpha1.LabelCloudProvider] = kc.Spec.Provider
@@ -65,7 +68,7 @@ func NewClusterInfo(kc *v1alpha1.KubernetesCluster) *ClusterInfo {
 	if p, ok := l[v1alpha1.LabelCloudProvider]; ok {
 		l[v1alpha1.LabelCrossplaneProvider] = p
 	}
-	l[v1alpha1.LabelCrossplaneKubernetes] = kc.Namespace + "." + kc.Name
+	l[v1alpha1.LabelCrossplaneKubernetes] = v1alpha1.LabelValueOf(kc.Namespace + "." + kc.Name)
 	return &ClusterInfo{
 		Cluster:    kc,
 		Key:        types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name},
