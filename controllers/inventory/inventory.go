@@ -20,10 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -61,17 +63,26 @@ func Setup(mgr ctrl.Manager, p cluster.Profiles) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("clusterprofile").
 		For(&inventoryv1alpha1.ClusterProfile{}, builder.WithPredicates(inNamespaces)).
-		// Not its status, which changes at every probe.
-		Owns(&v1alpha1.KubernetesCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// Every KubernetesCluster of its name, not only its own: an
+		// admin's that goes frees the name for it. Not its status, which
+		// changes at every probe.
+		Watches(&v1alpha1.KubernetesCluster{}, handler.EnqueueRequestsFromMapFunc(sameName),
+			builder.WithPredicates(inNamespaces, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Complete(i); err != nil {
 		return err
 	}
-	d := &decisions{client: mgr.GetClient()}
+	d := &decisions{client: mgr.GetClient(), record: i.record}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("placementdecision").
 		For(&v1alpha1.Workload{}).
 		Owns(&inventoryv1alpha1.PlacementDecision{}).
 		Complete(d)
+}
+
+// sameName is the ClusterProfile a KubernetesCluster's name stands for
+// (the importer names its cluster after it).
+func sameName(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 }
 
 // importer keeps one KubernetesCluster per ClusterProfile, of the same
@@ -96,26 +107,22 @@ func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if cp.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	kc := &v1alpha1.KubernetesCluster{}
-	err := i.client.Get(ctx, req.NamespacedName, kc)
-	if kerrors.IsNotFound(err) {
-		// An admin's cluster of the name made a moment ago may not be in
-		// the cache yet, and the apply (forced) would take it over: a
-		// live read says, once per import.
-		err = i.live.Get(ctx, req.NamespacedName, kc)
+	kc, err := i.claim(ctx, cp)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	if err == nil && !metav1.IsControlledBy(kc, cp) {
-		i.record.Event(cp, event.Warning("KubernetesClusterExists", errors.Errorf("KubernetesCluster %s exists and is not this ClusterProfile's: it is left as it is, and this ClusterProfile is not imported", req)))
+	if !metav1.IsControlledBy(kc, cp) {
+		i.record.Event(cp, event.Warning("KubernetesClusterExists", errors.Errorf("KubernetesCluster %s exists and is not this ClusterProfile's: it is left as it is, and this ClusterProfile is not imported while it is there", req)))
 		return reconcile.Result{}, nil
-	}
-	if err := client.IgnoreNotFound(err); err != nil {
-		return reconcile.Result{}, errors.Wrap(err, "cannot get the KubernetesCluster")
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "KubernetesCluster",
 		"metadata": map[string]any{
-			"name": cp.Name, "namespace": cp.Namespace, "labels": labelsOf(cp),
+			// Its uid: the apply fails (a uid is immutable) on a cluster
+			// of the name deleted and made again, someone's, since it was
+			// read, where it would take that one over.
+			"name": cp.Name, "namespace": cp.Namespace, "uid": string(kc.UID), "labels": labelsOf(cp),
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": inventoryv1alpha1.GroupVersion.String(), "kind": "ClusterProfile",
 				"name": cp.Name, "uid": string(cp.UID), "controller": true,
@@ -125,6 +132,34 @@ func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}}
 	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns, and nothing else.
 	return reconcile.Result{}, errors.Wrap(i.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the ClusterProfile's KubernetesCluster")
+}
+
+// claim returns the KubernetesCluster of the ClusterProfile's name,
+// creating it when the name is free: a create, not the forced apply, so
+// that an admin's cluster of the name made a moment ago (not in the cache
+// yet) is never taken over. Its own, not cached yet, is read live.
+func (i *importer) claim(ctx context.Context, cp *inventoryv1alpha1.ClusterProfile) (*v1alpha1.KubernetesCluster, error) {
+	key := client.ObjectKeyFromObject(cp)
+	kc := &v1alpha1.KubernetesCluster{}
+	err := i.client.Get(ctx, key, kc)
+	if !kerrors.IsNotFound(err) {
+		return kc, errors.Wrap(err, "cannot get the KubernetesCluster")
+	}
+	kc = &v1alpha1.KubernetesCluster{
+		// The owner reference as the apply writes it (no
+		// blockOwnerDeletion, which would need the ClusterProfile's
+		// finalizers where that admission plugin runs).
+		ObjectMeta: metav1.ObjectMeta{Namespace: cp.Namespace, Name: cp.Name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: inventoryv1alpha1.GroupVersion.String(), Kind: "ClusterProfile", Name: cp.Name, UID: cp.UID, Controller: ptr.To(true),
+		}}},
+		Spec: v1alpha1.KubernetesClusterSpec{ClusterProfileRef: &v1alpha1.ClusterProfileReference{Name: cp.Name}},
+	}
+	err = i.client.Create(ctx, kc, client.FieldOwner(FieldOwner))
+	if kerrors.IsAlreadyExists(err) {
+		kc = &v1alpha1.KubernetesCluster{}
+		err = errors.Wrap(i.live.Get(ctx, key, kc), "cannot get the KubernetesCluster")
+	}
+	return kc, errors.Wrap(err, "cannot create the ClusterProfile's KubernetesCluster")
 }
 
 // labelsOf are the labels a ClusterProfile gives its KubernetesCluster:
@@ -164,6 +199,7 @@ func reserved(key string) bool {
 // its own: its Workload's decision lists it.
 type decisions struct {
 	client client.Client
+	record event.Recorder
 }
 
 func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -211,7 +247,9 @@ func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (recon
 				idx = n
 			}
 		}
-		if idx < n {
+		// A slice under another name (one of before: NAME-i) goes once
+		// its own is published.
+		if idx < n && mine[i].Name == sliceName(w, idx) {
 			continue
 		}
 		if err := d.client.Delete(ctx, &mine[i]); client.IgnoreNotFound(err) != nil {
@@ -235,17 +273,23 @@ func placementKey(w *v1alpha1.Workload) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(w.UID)))[:40]
 }
 
-// apply publishes slice i of n of the Workload's decision: the first named
-// as the Workload, the others NAME-i, all labelled with its placement key,
+// apply publishes slice i of n of the Workload's decision (sliceName),
+// all labelled with its placement key,
 // and with the decision's key and their index when there are several.
 func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, part []inventoryv1alpha1.ClusterDecision) error {
 	list := make([]any, 0, len(part))
 	for _, c := range part {
 		list = append(list, map[string]any{"clusterProfileRef": map[string]any{"name": c.ClusterProfileRef.Name, "namespace": c.ClusterProfileRef.Namespace}, "reason": c.Reason})
 	}
-	name := w.Name
-	if i > 0 {
-		name = fmt.Sprintf("%s-%d", w.Name, i)
+	name := sliceName(w, i)
+	pd := &inventoryv1alpha1.PlacementDecision{}
+	err := d.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: name}, pd)
+	if err := client.IgnoreNotFound(err); err != nil {
+		return errors.Wrap(err, "cannot get the PlacementDecision")
+	}
+	if err == nil && !metav1.IsControlledBy(pd, w) {
+		d.record.Event(w, event.Warning("PlacementDecisionExists", errors.Errorf("PlacementDecision %s/%s exists and is not this Workload's: it is left as it is, and this slice of the Workload's decision is not published while it is there", w.Namespace, name)))
+		return nil
 	}
 	labels := map[string]any{inventoryv1alpha1.PlacementKeyLabel: placementKey(w)}
 	if n > 1 {
@@ -265,8 +309,26 @@ func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, p
 		"decisions":     list,
 		"schedulerName": "placer",
 	}}
+	if pd.UID != "" {
+		// The apply fails on one of the name made again since it was read.
+		u.SetUID(pd.UID)
+	}
 	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns.
 	return errors.Wrap(d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the PlacementDecision")
+}
+
+// sliceName is the name of slice i of the Workload's decision: the first
+// is named as the Workload, the others NAME-HASH-i, HASH from its UID, so
+// that no slice of one Workload is named as another Workload (`a`'s
+// second slice was `a-1`, Workload a-1's first); a Workload given such a
+// name on purpose finds PlacementDecisionExists.
+func sliceName(w *v1alpha1.Workload, i int) string {
+	if i == 0 {
+		return w.Name
+	}
+	sum := sha256.Sum256([]byte(w.UID))
+	suffix := fmt.Sprintf("-%x-%d", sum[:4], i)
+	return strings.TrimRight(w.Name[:min(len(w.Name), validation.DNS1123SubdomainMaxLength-len(suffix))], ".-") + suffix
 }
 
 // chosen are the inventory's clusters the Workload is placed on, with why.
