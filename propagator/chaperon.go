@@ -129,13 +129,22 @@ func BindsUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
 	return !u.RunnerUp && !w.CommitHeld() && (u.Count == 1 || w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation)
 }
 
-// SetBindWindow gives a candidate allowed in advance, made for the
+// MayBindUnheld reports whether the unit's candidates may bind without
+// placer's word before its cluster is committed: those BindsUnheld says,
+// and a NoReservation share's whose commit is held (its member's own
+// scheduler binds them; nothing holds them). Each carries a bind window.
+func MayBindUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
+	return BindsUnheld(w, u) || !u.RunnerUp && w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
+}
+
+// SetBindWindow gives a candidate allowed in advance (or any of a
+// NoReservation Workload, MayBindUnheld), made for the
 // Workload w in the cluster key, a bind window: its member lets it bind
 // without is-allowed only within window of the chaperon's creation, as
 // the member's clock counts, and fences it after. It also records the
 // rejections by that cluster the status holds now (FencedBefore).
 func SetBindWindow(ch *mcv1alpha1.PodChaperon, w *v1alpha1.Workload, key types.NamespacedName, window time.Duration) {
-	if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" {
+	if ch.Annotations[mcv1alpha1.AnnotationAllowWhenReserved] == "true" || w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation {
 		ch.Annotations[mcv1alpha1.AnnotationBindWindow] = window.String()
 		ch.Annotations[mcv1alpha1.AnnotationRejectionsSeen] = rejectionsSeen(w, key)
 	}

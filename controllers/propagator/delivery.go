@@ -61,11 +61,13 @@ func (r *Reconciler) deliver(ctx context.Context, s *scope) (next, error) {
 		// Only the member can end it, and placer does not watch there.
 		s.requeueAfter(v1alpha1.RejectionBackoffBase)
 	}
+	// Looked for by every pass that writes the counts (setCounts: their
+	// observed generation says it looked), committed or not.
+	r.dropStaleService(ctx, s, p.member, p.delivered)
 	if p.committed() {
 		if n, err := r.recordService(ctx, s, p); n != proceed || err != nil {
 			return n, err
 		}
-		r.dropStaleService(ctx, s, p.member, p.delivered)
 		err := r.ensureService(ctx, p.member, p.delivered)
 		if !errors.As(err, &problem) && err != nil {
 			return stop, err

@@ -92,7 +92,7 @@ func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
 		// Runner-ups already proving themselves stay.
 		s.keep[u.Cluster] = true
 	}
-	if deliveredThere(w) || propagator.BindsUnheld(w, s.units[0]) {
+	if deliveredThere(w) || propagator.MayBindUnheld(w, s.units[0]) {
 		// Delivered there, or a gang of one whose candidate there may
 		// bind within its member's window: never given up on this
 		// clock (design §4.9). The watch's first list brings it back;
@@ -391,13 +391,14 @@ func deliveredThere(w *v1alpha1.Workload) bool {
 // still read as delivered, or a chosen cluster that stops answering
 // before the next pass would be rejected on the handshake's clock
 // (connectChosen) while its pods run, and the Workload placed again
-// elsewhere. A gang of one's first commit is not recorded first: its
-// candidate may bind unheld within its window, which connectChosen
-// waits for (BindsUnheld) and the member fences after. The pass's own
+// elsewhere. A gang of one's first commit (and a NoReservation
+// unit's) is not recorded first: its candidates may bind unheld within
+// their window, which connectChosen waits for (MayBindUnheld) and the
+// member fences after. The pass's own
 // write carries the same numbers, and more.
 func (r *Reconciler) recordCommit(ctx context.Context, s *scope) (next, error) {
 	w := s.orig
-	if deliveredThere(w) || propagator.BindsUnheld(w, s.chosen.unit) || s.chosen.unit.Count == 0 {
+	if deliveredThere(w) || propagator.MayBindUnheld(w, s.chosen.unit) || s.chosen.unit.Count == 0 {
 		// Said already, or nothing it could say: no replica to run.
 		return proceed, nil
 	}
@@ -435,7 +436,7 @@ func (r *Reconciler) createCandidates(ctx context.Context, s *scope, p *proof) e
 			r.started.start(w, m.ClusterKey())
 		}
 		ch := propagator.NewChaperon(w, ns, i, role)
-		if role == propagator.NoHold && st.Allowed == 0 {
+		if st.Allowed == 0 && propagator.MayBindUnheld(w, p.unit) {
 			// Not committed yet: it may bind without is-allowed only
 			// within the window its member enforces (design §4.9).
 			propagator.SetBindWindow(ch, w, m.ClusterKey(), r.timeout)
@@ -633,7 +634,7 @@ func asTenant(m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChape
 // fails to answer here is waited for, and looked at again.
 func (r *Reconciler) settleLeftWindows(ctx context.Context, s *scope, chosen cluster.Member) []types.NamespacedName {
 	w := s.w
-	if !propagator.BindsUnheld(w, s.units[0]) {
+	if !propagator.MayBindUnheld(w, s.units[0]) {
 		return nil
 	}
 	// A chosen cluster that stops being chosen is left or rejected

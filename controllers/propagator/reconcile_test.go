@@ -1373,6 +1373,41 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, the stale Service was looked for in a committed pass
+			// only, while every pass that wrote the counts said it had
+			// looked (their observed generation): removed while the
+			// cluster was not committed (a Recreate's new gang), it stayed
+			// until the Workload left the cluster.
+			name: "spec.targetService removed while the chosen cluster is not committed (a Recreate's new gang): the Service goes all the same",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Generation, w.Status.ObservedGeneration = 2, 1
+				w.Status.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPending, "0 of 2 replicas ready in a", 1))
+			}),
+			passes: 2,
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				ours := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(append(candidates(w, 2), ours)...))}
+			},
+			between: func(t *testing.T, e env) {
+				chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range chs {
+					reserved(ch)
+					if err := e.members[0].Client.Update(context.Background(), ch); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if err := e.members[0].Client.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "web"}, &corev1.Service{}); !kerrors.IsNotFound(err) {
+					t.Errorf("the Service placer made for the Workload's old spec: %v, want it gone", err)
+				}
+			},
+		},
+		{
 			name: "spec.targetService removed: a Service the member will not let go is said, and holds neither the counts nor Ready",
 			w: web(func(w *v1alpha1.Workload) {
 				w.Generation = 2
@@ -2055,6 +2090,53 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 			want:        reconcile.Result{RequeueAfter: timeout},
 			wantMembers: map[string][]string{"a": {"0", "1"}},
+		},
+		{
+			// Before, a held share's candidates had no window (only
+			// BindsUnheld's did), though nothing holds a NoReservation
+			// pod: an unschedulable verdict rejected the cluster at once,
+			// and a pod bound meanwhile ran beside its replacement.
+			name:   "NoReservation, a share whose commit is held: its candidates carry a bind window, and an unschedulable verdict asks the member to fence them before the cluster is rejected",
+			w:      web(noReservation, heldShare),
+			passes: 2,
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a")}
+			},
+			between: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, windowed); n != 2 {
+					t.Errorf("%d of the candidates carry a bind window, want 2", n)
+				}
+				chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range chs {
+					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")(ch)
+					if err := e.members[0].Client.Status().Update(context.Background(), ch); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: timeout},
+			wantMembers: map[string][]string{"a": {"0 give-up", "1 give-up"}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v before the member fenced the candidates (they may still bind)", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name: "NoReservation, a share whose commit is held, its member's chaperons never listed: not given up on this clock (its candidates may bind)",
+			w:    web(noReservation, heldShare, scheduledAgo(2*timeout)),
+			members: func(*v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.NotSynced())}
+			},
+			want: reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v while its candidates there may bind", e.w.Status.RejectedClusters)
+				}
+			},
 		},
 		{
 			name: "NoReservation moved off a cluster that answers, where its candidates may still bind: that cluster is asked to fence them, and none is made in the new cluster meanwhile (nothing would hold it)",
