@@ -226,8 +226,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Every decision is assumed until the informer has its write, so that
 	// the loop never decides twice from a copy older than its own write.
-	ref, _ := d.placement()
-	r.cache.Assume(d.assumed(), ref)
+	if !r.cache.Assumed(w.UID) { // a move assumed itself, under moveSlots
+		r.assume(d)
+	}
 	r.writer.Submit(d)
 	return res, nil
 }
@@ -347,6 +348,13 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		}
 	}
 	drain := v1alpha1.IsDrain(leave.Reason)
+	if drain && r.maxMoves > 0 {
+		// A place is looked for and taken under moveSlots, as a divider
+		// takes its shares' (claimMoves), and counted (assumed) before
+		// the next may look.
+		r.moveSlots.Lock()
+		defer r.moveSlots.Unlock()
+	}
 	if moving := r.cache.Draining(); drain && r.maxMoves > 0 && moving >= r.maxMoves {
 		if leave.Reason == v1alpha1.ReasonRebalanced {
 			// It need not move: it looks again later, saying nothing,
@@ -374,6 +382,17 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	}
 	schedulingAttempts.WithLabelValues("moved").Inc()
 	moves = drain
+	d := r.move(w, res, leave, now)
+	if d != nil && moves && r.maxMoves > 0 {
+		r.assume(d)
+	}
+	return d, reconcile.Result{}
+}
+
+// move places a Workload that must leave its cluster on the best of res,
+// naming the cluster left.
+func (r *Reconciler) move(w *v1alpha1.Workload, res *scheduler.Result, leave *scheduler.Leave, now time.Time) *decision {
+	current := w.ClusterKey(w.Status.ClusterRef)
 	d := r.placeOn(w, res, v1alpha1.Scheduled(fmt.Sprintf("moved from %s: %s; %s", current, leave.Message, placedMessage(res)), w.Generation))
 	// The cluster left stays named until the propagator counts nothing
 	// of the Workload there (status.clusterCounts answers the entry): at
@@ -386,7 +405,13 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 	d.left = append(slices.DeleteFunc(d.leftAfter(), func(lc v1alpha1.LeftCluster) bool { return w.ClusterKey(&lc.Cluster) == current }),
 		v1alpha1.LeftCluster{Cluster: *w.Status.ClusterRef, Reason: leave.Reason, Message: leave.Message, Time: &t})
 	d.event = event.Normal(reasonMoved, d.cond.Message)
-	return d.orNil(), reconcile.Result{}
+	return d.orNil()
+}
+
+// assume applies a decision in the cache until its write is confirmed.
+func (r *Reconciler) assume(d *decision) {
+	ref, _ := d.placement()
+	r.cache.Assume(d.assumed(), ref)
 }
 
 // minPositive is the smaller of two durations, a zero one aside.

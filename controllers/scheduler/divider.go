@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -180,7 +181,8 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		// no pass may choose the cluster without seeing its rejection.
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: time.Millisecond})
 	}
-	defer r.claimMoves(s)()
+	letGo := r.claimMoves(s)
+	defer letGo()
 	p := r.profiles[w.Spec.SchedulerName]
 	res := p.Schedule(ctx, s.w, r.cache.Snapshot(), scheduler.Options{Exclude: s.gone, State: r.cycleState(w)})
 	in, known := r.divisionInput(s, res)
@@ -208,7 +210,14 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		r.statusOfShares(s, nil)
 		return r.writeSpread(ctx, s, reconcile.Result{RequeueAfter: s.retry(nextRetry(s.w, s.now))})
 	}
-	if err := errors.Join(r.applyShares(ctx, s, d), r.markLeaving(ctx, s)); err != nil {
+	// The shares that leave are marked first, and counted: no share grows
+	// for a move the API does not record. Then the places are let go.
+	err = r.markLeaving(ctx, s)
+	letGo()
+	if err == nil {
+		err = r.applyShares(ctx, s, d)
+	}
+	if err != nil {
 		// The status of what was written goes anyway; the error retries.
 		_, werr := r.writeSpread(ctx, s, reconcile.Result{})
 		return reconcile.Result{}, errors.Join(err, werr)
@@ -394,13 +403,14 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 	} else {
 		r.shareWaiters.done(key)
 	}
-	return r.moveSlots.Unlock
+	return sync.OnceFunc(r.moveSlots.Unlock)
 }
 
 // markLeaving marks the shares whose move was claimed (claimMoves), once
-// the division placed their replicas elsewhere: from then on the move is
-// under way, counted by the cache until the share goes, and it finishes
-// as a Workload's does.
+// the division placed their replicas elsewhere and before any share is
+// written for it: from then on the move is under way, counted by the
+// cache until the share goes, and it finishes as a Workload's does. No
+// share grows for a move the API does not record.
 func (r *Reconciler) markLeaving(ctx context.Context, s *divideScope) error {
 	var errs []error
 	for cl, reason := range s.leaving {

@@ -1,0 +1,207 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	"github.com/placer-dev/placer/apis/compute/v1alpha1"
+	"github.com/placer-dev/placer/controllers/shared"
+	"github.com/placer-dev/placer/scheduler"
+	"github.com/placer-dev/placer/scheduler/registry"
+	st "github.com/placer-dev/placer/scheduler/schedulertest"
+)
+
+// hookPreFilter runs fn in the first cycle of the Workload named name.
+type hookPreFilter struct {
+	name string
+	fn   func()
+}
+
+func (h *hookPreFilter) Name() string { return "Hook" }
+func (h *hookPreFilter) PreFilter(_ context.Context, _ *scheduler.CycleState, w *v1alpha1.Workload, _ *scheduler.Snapshot) *scheduler.Status {
+	if w.Name == h.name && h.fn != nil {
+		fn := h.fn
+		h.fn = nil
+		fn()
+	}
+	return nil
+}
+
+// spreadFixture: cluster a tainted NoExecute (drain), b open; a Divided
+// Workload web of 4 replicas, its share web-a (2, on a) and web-b (2, on
+// b), each placed in the cache; --max-concurrent-moves=1.
+type spreadFixture struct {
+	c            client.Client
+	cache        *scheduler.Cache
+	r            *Reconciler
+	web          *v1alpha1.Workload
+	shareA       *v1alpha1.Workload
+	shareB       *v1alpha1.Workload
+	a, b         types.NamespacedName
+	profileHooks *hookPreFilter
+}
+
+func newSpreadFixture(t *testing.T, readyA int32, extra []client.Object, funcs interceptor.Funcs) *spreadFixture {
+	t.Helper()
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &hookPreFilter{}
+	for _, p := range profiles {
+		p.PreFilters = append([]scheduler.PreFilterPlugin{hook}, p.PreFilters...)
+	}
+	web := st.Workload("web", st.Replicas(4), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	})
+	share := func(cluster string, ready int32) *v1alpha1.Workload {
+		return st.Workload("web-"+cluster, st.Replicas(2), st.Requests("1", "1Gi"), st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
+			w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
+			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
+			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = ready, 2, w.Generation
+		})
+	}
+	objs := append([]client.Object{web, share("a", readyA), share("b", 2)}, extra...)
+	f := &spreadFixture{
+		c:     fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).WithInterceptorFuncs(funcs).Build(),
+		cache: scheduler.NewCache(),
+		a:     types.NamespacedName{Namespace: "default", Name: "a"},
+		b:     types.NamespacedName{Namespace: "default", Name: "b"},
+	}
+	f.cache.UpsertCluster(st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second)), st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")))
+	f.cache.UpsertCluster(st.Cluster("b", st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")))
+	for _, o := range objs {
+		got := &v1alpha1.Workload{}
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatal(err)
+		}
+		f.cache.UpsertWorkload(got)
+		switch got.Name {
+		case "web":
+			f.web = got
+		case "web-a":
+			f.shareA = got
+		case "web-b":
+			f.shareB = got
+		}
+	}
+	f.r = newTestScheduler(f.c, f.cache, profiles)
+	f.r.writes = f.c
+	f.r.divisions = &shared.Trigger{}
+	f.r.maxMoves = 1
+	f.profileHooks = hook
+	return f
+}
+
+func (f *spreadFixture) get(t *testing.T, name string) *v1alpha1.Workload {
+	t.Helper()
+	w := &v1alpha1.Workload{}
+	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestDecisionLoopTakesMoveSlots: a divider that takes the last place
+// under --max-concurrent-moves while the decision loop decides a drain
+// (between its look at the count and its Assume) leaves the loop no place:
+// one of the two moves, the other waits. On today's code both move.
+func TestDecisionLoopTakesMoveSlots(t *testing.T) {
+	single := st.Workload("w", st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
+	})
+	f := newSpreadFixture(t, 2, []client.Object{single}, interceptor.Funcs{})
+	ctx := context.Background()
+	// The divider's claim and mark of web-a (claimMoves, markLeaving), as
+	// divide makes them.
+	divider := func() {
+		s := &divideScope{w: f.web, shares: map[types.NamespacedName]*v1alpha1.Workload{f.a: f.shareA},
+			gone: map[types.NamespacedName]string{f.a: "tainted"}, leaving: map[types.NamespacedName]string{f.a: v1alpha1.ReasonTainted},
+			waiting: map[types.NamespacedName]string{}}
+		unlock := f.r.claimMoves(s)
+		defer unlock()
+		if err := f.r.markLeaving(ctx, s); err != nil {
+			t.Error(err)
+		}
+	}
+	done := make(chan struct{})
+	// In the decision loop's cycle for w: a divider that finds moveSlots
+	// free claims at once (today: the loop holds nothing); one that finds
+	// it held waits for it, as a divider's worker would.
+	f.profileHooks.name, f.profileHooks.fn = "w", func() {
+		if f.r.moveSlots.TryLock() {
+			f.r.moveSlots.Unlock()
+			divider()
+			close(done)
+			return
+		}
+		go func() { divider(); close(done) }()
+	}
+	if _, err := f.r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(single)}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for f.r.writer.Len() > 0 {
+		f.r.writer.ApplyNext(ctx)
+	}
+	w, a := f.get(t, "w"), f.get(t, "web-a")
+	moved, marked := !w.PlacedOn(f.a), a.Annotations[v1alpha1.AnnotationShareLeaving] != ""
+	if n := f.cache.Draining(); n > f.r.maxMoves || moved && marked {
+		t.Errorf("%d moves counted with --max-concurrent-moves=%d: w moved %t (Scheduled %s), web-a marked leaving %t",
+			n, f.r.maxMoves, moved, w.Status.GetCondition(v1alpha1.TypeScheduled).Reason, marked)
+	}
+}
+
+// TestShareMarkedBeforeReplacementGrows (a): a share that must leave and
+// has no Ready replica is deleted in the same pass; its move still counts
+// until it is gone, as one with Ready replicas does. On today's code it is
+// deleted before markLeaving, which skips it: the move is never counted,
+// and its place goes to the next.
+func TestShareMarkedBeforeReplacementGrows(t *testing.T) {
+	f := newSpreadFixture(t, 0, nil, interceptor.Funcs{})
+	ctx := context.Background()
+	if _, err := f.r.divide(ctx, f.web); err != nil {
+		t.Fatal(err)
+	}
+	b, a := f.get(t, "web-b"), f.get(t, "web-a")
+	if b.ReplicaCount() != 4 {
+		t.Fatalf("web-b holds %d replicas, want 4 (web-a's moved to b)", b.ReplicaCount())
+	}
+	if a.Annotations[v1alpha1.AnnotationShareLeaving] == "" || f.cache.Draining() != 1 {
+		t.Errorf("web-a's move to b: marked %q, %d moves counted (deleted %v); want it marked and counted until web-a is gone",
+			a.Annotations[v1alpha1.AnnotationShareLeaving], f.cache.Draining(), a.DeletionTimestamp != nil)
+	}
+}
+
+// TestNoShareGrowsForAnUnmarkedMove (b): when the mark cannot be written
+// (an error, or the manager stops there), no share has grown for the
+// move: a move under way is one the API records. On today's code web-b
+// has grown to 4 while web-a is unmarked and nothing counts the move.
+func TestNoShareGrowsForAnUnmarkedMove(t *testing.T) {
+	f := newSpreadFixture(t, 2, nil, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "web-a" {
+				return context.DeadlineExceeded
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	if _, err := f.r.divide(context.Background(), f.web); err == nil {
+		t.Fatal("divide: no error, want the failed mark's")
+	}
+	b, a := f.get(t, "web-b"), f.get(t, "web-a")
+	if b.ReplicaCount() != 2 && a.Annotations[v1alpha1.AnnotationShareLeaving] == "" {
+		t.Errorf("web-b grew to %d for web-a's move, which is not marked (%d moves counted)", b.ReplicaCount(), f.cache.Draining())
+	}
+}
