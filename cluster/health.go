@@ -36,6 +36,8 @@ type Last struct {
 	// Unreachable is when it stopped answering, if that is why it is not
 	// Ready (the condition's transition time); zero otherwise.
 	Unreachable time.Time
+	// ClusterID is the identity recorded for it (status.clusterID).
+	ClusterID string
 }
 
 // Health is a connection's verdict on its member.
@@ -52,6 +54,8 @@ type Health struct {
 	Reason, Message string
 	// Summary is what the member's agent last published, if it has.
 	Summary *mcv1alpha1.ClusterSummaryStatus
+	// ClusterID is the identity the member's agent publishes, if it has.
+	ClusterID string
 	// Unsettled: a watch has just started (a new connection, a restarted
 	// manager) and has not seen enough to judge; the cluster keeps its
 	// condition rather than flap, and is looked at again after Next.
@@ -74,6 +78,9 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 	if conn == nil {
 		return Health{}, errors.Errorf("no connection to %s", key)
 	}
+	// Before any watch of it starts: what a connection shows serves no
+	// one until it shows the cluster placer placed in.
+	conn.Expect(last.ClusterID)
 	h := Health{Version: last.Version, Next: o.Interval}
 	if since, fresh := probedRecently(last, conn.Synced(), o.Interval); fresh {
 		h.Next = o.Interval - since
@@ -117,7 +124,34 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		}
 	}
 	judge(&h, sum, o.Grace)
+	if identify(&h, sum, last.ClusterID) {
+		// What answers is not this cluster: nothing of it is published.
+		h.Version, h.ProbeTime, h.Summary = last.Version, nil, nil
+	}
 	return h, nil
+}
+
+// identify compares who the member says it is (its agent's clusterID)
+// with the cluster placer placed in (want, status.clusterID): a
+// kubeconfig that reaches another cluster, or one whose agent says
+// nothing, makes it not Ready, whatever else its summary says; its
+// connection serves no one meanwhile (Connection.serves).
+func identify(h *Health, sum Summary, want string) (other bool) {
+	if !sum.Found {
+		return false
+	}
+	h.ClusterID = sum.Status.ClusterID
+	got := sum.Status.ClusterID
+	switch {
+	case want == "" || got == want:
+		return false
+	case got == "":
+		h.Message += fmt.Sprintf("; placer's agent publishes no cluster identity (it is older than the manager, or cannot read the kube-system namespace): it cannot show it is cluster %s, where placer placed", want)
+	default:
+		h.Message += fmt.Sprintf("; it is cluster %s (its kube-system namespace's UID), not %s, where placer placed: the kubeconfig reaches another cluster; point it back, or delete this KubernetesCluster", got, want)
+	}
+	h.Reason, h.Unsettled = v1alpha1.ReasonClusterIdentityChanged, false
+	return true
 }
 
 // judge judges placer's components in an answering member from its

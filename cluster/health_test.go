@@ -196,3 +196,27 @@ func TestRegistryDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentify: who the member says it is against who placer recorded.
+func TestIdentify(t *testing.T) {
+	found := func(id string) Summary {
+		return Summary{Synced: true, Found: true, Status: mcv1alpha1.ClusterSummaryStatus{ClusterID: id}}
+	}
+	for name, tc := range map[string]struct {
+		sum             Summary
+		want, reason    string
+		record, message string
+	}{
+		"nothing recorded: the first identity is recorded": {sum: found("uid-a"), record: "uid-a"},
+		"the recorded cluster":                             {sum: found("uid-a"), want: "uid-a", record: "uid-a"},
+		"another cluster":                                  {sum: found("uid-b"), want: "uid-a", record: "uid-b", reason: v1alpha1.ReasonClusterIdentityChanged, message: "it is cluster uid-b (its kube-system namespace's UID), not uid-a"},
+		"an agent that publishes none":                     {sum: found(""), want: "uid-a", reason: v1alpha1.ReasonClusterIdentityChanged, message: "publishes no cluster identity"},
+		"no summary: the agent's reason stands":            {sum: Summary{Synced: true}, want: "uid-a"},
+	} {
+		h := Health{Unsettled: true}
+		identify(&h, tc.sum, tc.want)
+		if h.Reason != tc.reason || h.ClusterID != tc.record || !strings.Contains(h.Message, tc.message) || tc.reason != "" && h.Unsettled {
+			t.Errorf("%s: %+v, want reason %q, clusterID %q, a message saying %q", name, h, tc.reason, tc.record, tc.message)
+		}
+	}
+}

@@ -128,6 +128,15 @@ type Connection struct {
 	beatKnown bool
 	beatSeen  time.Time
 	watching  time.Time
+	// want is the cluster's recorded identity (status.clusterID, "" when
+	// none is), known once the cluster controller said it (Expect); seen
+	// is the one the summary's watch last showed. A connection serves
+	// (Registry.Member) only once want is known and, when it is not
+	// empty, seen matches it.
+	want      string
+	wantKnown bool
+	seen      string
+	seenKnown bool
 	reader    client.Client
 	// live reads without the watch (ChaperonsLive).
 	live    client.Client
@@ -177,6 +186,7 @@ func (c *Connection) Watch(ctx context.Context) error {
 	}
 	if _, err := summary.AddEventHandler(informers.OnEvery(func(s *mcv1alpha1.ClusterSummary) {
 		c.sawHeartbeat(s)
+		c.sawIdentity(s)
 		c.notify()
 	})); err != nil {
 		return errors.Wrap(err, errWatchMember)
@@ -313,6 +323,31 @@ func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
 	case !beat.Equal(&c.beat):
 		c.beat, c.beatSeen = beat, time.Now()
 	}
+}
+
+// sawIdentity records who the member says it is.
+func (c *Connection) sawIdentity(s *mcv1alpha1.ClusterSummary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen, c.seenKnown = s.Status.ClusterID, true
+}
+
+// Expect sets the identity placer recorded for the cluster
+// (status.clusterID; "" when none is recorded yet).
+func (c *Connection) Expect(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.want, c.wantKnown = id, true
+}
+
+// serves reports whether the connection reaches the cluster placer placed
+// in: its identity is recorded and its summary shows it, or none is
+// recorded yet. One that does not is no one's member (Registry.Member):
+// what it shows is another cluster's, and nothing is sent to it.
+func (c *Connection) serves() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wantKnown && (c.want == "" || c.seenKnown && c.seen == c.want)
 }
 
 // WorkloadOf returns the Workload a chaperon was made for.

@@ -120,20 +120,24 @@ func (r *Registry) chaperonChanged(ch *mcv1alpha1.PodChaperon, workload types.Na
 	}
 }
 
-// Member returns the registered member, or nil.
+// Member returns the registered member, or nil: also while its
+// connection does not show it reaches the cluster placer placed in
+// (Connection.serves), which is then as a cluster that does not answer.
 func (r *Registry) Member(key types.NamespacedName) Member {
-	if c := r.Get(key); c != nil {
+	if c := r.Get(key); c != nil && c.serves() {
 		return c
 	}
 	return nil
 }
 
-// Members returns every registered member.
+// Members returns every registered member that Member returns.
 func (r *Registry) Members() []Member {
 	conns := r.Connections()
-	out := make([]Member, len(conns))
-	for i, c := range conns {
-		out[i] = c
+	out := make([]Member, 0, len(conns))
+	for _, c := range conns {
+		if c.serves() {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -209,7 +213,14 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var namespaces map[string]v1alpha1.NamespaceName
+	var want string
+	var wantKnown bool
 	if c, ok := r.conns[key]; ok {
+		// The cluster's recorded identity is the cluster's, whatever the
+		// kubeconfig: the new connection serves once its summary shows it.
+		c.mu.Lock()
+		want, wantKnown = c.want, c.wantKnown
+		c.mu.Unlock()
 		if c.hash == hash && !fresh {
 			return c, nil
 		}
@@ -237,7 +248,7 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 		return nil, errors.New(errNewClient)
 	}
 	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{}), namespaces: namespaces,
-		requests: requestClient(hc, r.opts.RequestTimeout, r.opts.MaxInFlight)}
+		want: want, wantKnown: wantKnown, requests: requestClient(hc, r.opts.RequestTimeout, r.opts.MaxInFlight)}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }

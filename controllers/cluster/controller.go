@@ -302,6 +302,10 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if err := r.publish(ctx, kc, readyCondition(h), &h); err != nil {
 		return shared.IgnoreConflict(err)
 	}
+	if h.Reason == v1alpha1.ReasonClusterIdentityChanged {
+		// Another cluster: nothing is asked of it, a token neither.
+		return reconcile.Result{RequeueAfter: h.Next}, nil
+	}
 	next, err := r.renew(ctx, kc, secret, kubeconfig)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -315,7 +319,7 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 // lastOf is what the cluster's status says of its last check.
 func lastOf(kc *v1alpha1.KubernetesCluster) cluster.Last {
 	ready := kc.Status.GetCondition(xpv2.TypeReady)
-	last := cluster.Last{ProbeTime: kc.Status.LastProbeTime, Version: kc.Status.Version, Ready: ready.Status == corev1.ConditionTrue}
+	last := cluster.Last{ProbeTime: kc.Status.LastProbeTime, Version: kc.Status.Version, Ready: ready.Status == corev1.ConditionTrue, ClusterID: kc.Status.ClusterID}
 	if ready.Reason == v1alpha1.ReasonUnreachable {
 		last.Unreachable = ready.LastTransitionTime.Time
 	}
@@ -412,6 +416,11 @@ func (r *Reconciler) publish(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		status.Version = h.Version
 		if h.ProbeTime != nil {
 			status.LastProbeTime = h.ProbeTime
+		}
+		if status.ClusterID == "" {
+			// The first identity its agent publishes: the cluster placer
+			// places in from now on (Registry.Member withholds another).
+			status.ClusterID = h.ClusterID
 		}
 		if sum := h.Summary; sum != nil {
 			status.NodeCount, status.ReadyNodeCount = sum.NodeCount, sum.ReadyNodeCount

@@ -56,6 +56,13 @@ func TestReconcile(t *testing.T) {
 	}
 	ready := cluster.Health{Version: "v1.35.4", ProbeTime: &metav1.Time{Time: time.Now()}, Message: "v1.35.4 answers; 3 of 4 nodes ready", Next: 20 * time.Second,
 		Summary: &mcv1alpha1.ClusterSummaryStatus{NodeCount: 4, ReadyNodeCount: 3, Labels: map[string]string{v1alpha1.LabelRegion: "eu-west"}}}
+	withID := func(h cluster.Health, id string) cluster.Health { h.ClusterID = id; return h }
+	recorded := func(id string) func(*v1alpha1.KubernetesCluster) {
+		return func(kc *v1alpha1.KubernetesCluster) { kc.Status.ClusterID = id }
+	}
+	// As Check says it: nothing of the other cluster is the cluster's.
+	changed := cluster.Health{Version: "v1.35.3", ClusterID: "uid-b", Reason: v1alpha1.ReasonClusterIdentityChanged, Next: 20 * time.Second,
+		Message: "v1.35.4 answers; it is cluster uid-b (its kube-system namespace's UID), not uid-a, where placer placed"}
 	unreachable := cluster.Health{Version: "v1.35.3", Reason: v1alpha1.ReasonUnreachable, Message: "the cluster does not answer: timeout", Next: 30 * time.Second}
 	cases := []struct {
 		name       string
@@ -76,11 +83,21 @@ func TestReconcile(t *testing.T) {
 		wantNodes   int32
 		// unchanged: the status is not written (the health is unsettled).
 		unchanged bool
+		// wantID: status.clusterID after the reconcile.
+		wantID string
 	}{
 		{name: "a member that answers, with its agent: Ready, version and topology published, the user's label and taint kept",
 			kc: st.Cluster("a", withSecret, wasReady), health: ready, wantReady: corev1.ConditionTrue, wantReason: v1alpha1.ReasonReady, wantVersion: "v1.35.4", wantProbe: ready.ProbeTime,
 			wantLabels:  map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.4", v1alpha1.LabelRegion: "eu-west"},
 			wantRequeue: 20 * time.Second, wantNodes: 4},
+		{name: "a member whose agent publishes its identity, none recorded (a new cluster, or an upgrade): recorded",
+			kc: st.Cluster("a", withSecret, wasReady), health: withID(ready, "uid-a"), wantReady: corev1.ConditionTrue, wantReason: v1alpha1.ReasonReady, wantVersion: "v1.35.4", wantProbe: ready.ProbeTime,
+			wantLabels:  map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.4", v1alpha1.LabelRegion: "eu-west"},
+			wantRequeue: 20 * time.Second, wantNodes: 4, wantID: "uid-a"},
+		{name: "a Secret re-pointed at another cluster: not Ready, tainted unreachable, the recorded identity kept",
+			kc: st.Cluster("a", withSecret, wasReady, recorded("uid-a")), health: changed, wantReady: corev1.ConditionFalse, wantReason: v1alpha1.ReasonClusterIdentityChanged, wantVersion: "v1.35.3", wantProbe: &probed,
+			wantTaint: v1alpha1.TaintClusterUnreachable, wantLabels: map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.3"},
+			wantRequeue: 20 * time.Second, wantID: "uid-a"},
 		{name: "a member that does not answer: not Ready, tainted unreachable, the last good probe kept",
 			kc: st.Cluster("a", withSecret, wasReady), health: unreachable, wantReady: corev1.ConditionFalse, wantReason: v1alpha1.ReasonUnreachable, wantVersion: "v1.35.3", wantProbe: &probed,
 			wantTaint: v1alpha1.TaintClusterUnreachable, wantLabels: map[string]string{"team": "blue", v1alpha1.LabelClusterName: "a", v1alpha1.LabelClusterNamespace: "default", v1alpha1.LabelClusterVersion: "v1.35.3"},
@@ -128,6 +145,9 @@ func TestReconcile(t *testing.T) {
 					t.Errorf("status written while unsettled (-before,+after):\n%s", diff)
 				}
 				return
+			}
+			if got.Status.ClusterID != tc.wantID || conns.last.ClusterID != before.Status.ClusterID {
+				t.Errorf("clusterID %q (Check told %q), want %q (Check told the recorded %q)", got.Status.ClusterID, conns.last.ClusterID, tc.wantID, before.Status.ClusterID)
 			}
 			rc := got.Status.GetCondition(xpv2.TypeReady)
 			if rc.Status != tc.wantReady || string(rc.Reason) != tc.wantReason {

@@ -9,14 +9,15 @@ import (
 )
 
 // conditionTaint is the condition taint a cluster's Ready condition calls
-// for: unreachable while it does not answer, not-ready while it answers
+// for: unreachable while it does not answer (or its kubeconfig reaches
+// another cluster than the one placer placed in), not-ready while it answers
 // and is not ready for placement (or cannot be connected to); none while
 // it is Ready.
 func conditionTaint(ready xpv2.Condition) string {
 	switch {
 	case ready.Status == corev1.ConditionTrue:
 		return ""
-	case ready.Reason == v1alpha1.ReasonUnreachable:
+	case ready.Reason == v1alpha1.ReasonUnreachable, ready.Reason == v1alpha1.ReasonClusterIdentityChanged:
 		return v1alpha1.TaintClusterUnreachable
 	default:
 		return v1alpha1.TaintClusterNotReady

@@ -56,16 +56,21 @@ type SummaryReconciler struct {
 	// leases, a watch of that one object; no check when its name is empty.
 	lease  types.NamespacedName
 	leases client.Reader
+	// ids reads the kube-system namespace, once (no watch of namespaces);
+	// id is its UID, the cluster's identity.
+	ids client.Reader
+	id  string
 }
 
 // +kubebuilder:rbac:groups=multicluster.placer.dev,resources=clustersummaries,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-system,verbs=get
 
 // SetupSummaryController adds the summary controller to a target cluster's
 // manager.
 func SetupSummaryController(mgr ctrl.Manager, o Options) error {
-	r := &SummaryReconciler{client: mgr.GetClient(), gap: o.SummaryInterval, heartbeat: o.HeartbeatInterval, lease: o.CandidateSchedulerLease}
+	r := &SummaryReconciler{client: mgr.GetClient(), ids: mgr.GetAPIReader(), gap: o.SummaryInterval, heartbeat: o.HeartbeatInterval, lease: o.CandidateSchedulerLease}
 	if r.gap == 0 {
 		r.gap = defaultSummaryGap
 	}
@@ -145,6 +150,19 @@ func (r *SummaryReconciler) candidateScheduler(ctx context.Context, now time.Tim
 	return &mcv1alpha1.ComponentStatus{Running: true, Message: fmt.Sprintf("%s holds its Lease %s", holder, r.lease)}, until
 }
 
+// clusterID is the cluster's identity, its kube-system namespace's UID,
+// read once; empty while it cannot be read (the summary goes on without
+// it, and the manager withholds a cluster that recorded one).
+func (r *SummaryReconciler) clusterID(ctx context.Context) string {
+	if r.id == "" && r.ids != nil {
+		ns := &corev1.Namespace{}
+		if err := r.ids.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err == nil {
+			r.id = string(ns.UID)
+		}
+	}
+	return r.id
+}
+
 // nodeSummaryChanged drops the node updates that cannot change the sums:
 // kubelet (or kwok) heartbeats rewrite condition timestamps every few
 // seconds on every node.
@@ -202,6 +220,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	want := Summarize(nodes, pods)
 	var expires time.Time
 	want.CandidateScheduler, expires = r.candidateScheduler(ctx, now)
+	want.ClusterID = r.clusterID(ctx)
 	// The next look: the next heartbeat, or sooner when the scheduler's
 	// Lease expires unrenewed.
 	next := func(beat time.Time) reconcile.Result {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -1395,6 +1396,68 @@ func TestHandshake(t *testing.T) {
 		waitReady(t, w)
 		if on(w) != "c" {
 			t.Errorf("placed on %s, want c", on(w))
+		}
+	})
+
+	t.Run("a Secret re-pointed at another member: the cluster is not Ready (ClusterIdentityChanged), nothing of its Workloads is made in the other, and it serves again once the Secret points back", func(t *testing.T) {
+		ctx := context.Background()
+		w := workload("repointed", st.Replicas(1), st.Requests("100m", "64Mi"), st.RequiredClusterAffinity(st.Term(st.Expr(v1alpha1.LabelClusterName, "In", "c"))))
+		removeLater(t, w)
+		waitReady(t, w)
+		sys, err := c.target.Clientset.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The identity c's agent publishes (its kube-system namespace's
+		// UID, config/rbac/agent lets it read that one), recorded.
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return clusterReady(kc) && kc.Status.ClusterID == string(sys.UID)
+		})
+		secret := &corev1.Secret{}
+		if err := env.Client.Get(ctx, keyOf("c"), secret); err != nil {
+			t.Fatal(err)
+		}
+		own := secret.Data["kubeconfig"]
+		setKubeconfig := func(kubeconfig []byte) {
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := env.Client.Get(ctx, keyOf("c"), secret); err != nil {
+					return err
+				}
+				secret.Data["kubeconfig"] = kubeconfig
+				return env.Client.Update(ctx, secret)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other, err := b.target.KubeconfigFor("placer-manager")
+		if err != nil {
+			t.Fatal(err)
+		}
+		setKubeconfig(other)
+		t.Cleanup(func() { setKubeconfig(own) })
+		kc := waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return kc.Status.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonClusterIdentityChanged
+		})
+		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, string(sys.UID)) || kc.Status.ClusterID != string(sys.UID) {
+			t.Errorf("Ready message %q, clusterID %q: want c's identity %s named and kept", msg, kc.Status.ClusterID, sys.UID)
+		}
+		// Nothing to wait for but time: before, the propagator made w's
+		// candidate in b (taken for c, with none of w's chaperons) within
+		// a pass of the new connection's watch, a second or two.
+		time.Sleep(5 * time.Second)
+		if n := len(chaperons(t, b, w)); n != 0 {
+			t.Errorf("%d of c's Workload's chaperons made in b, reached through c's Secret", n)
+		}
+		if n := running(c, w); n != 1 {
+			t.Errorf("%d of its pods run in c meanwhile, want 1", n)
+		}
+		setKubeconfig(own)
+		waitCluster(t, "c", func(kc *v1alpha1.KubernetesCluster) bool {
+			return clusterReady(kc) && kc.Status.ClusterID == string(sys.UID)
+		})
+		waitReady(t, w)
+		if n := len(chaperons(t, b, w)); n != 0 || on(w) != "c" {
+			t.Errorf("placed on %s with %d chaperons in b, want c and none", on(w), n)
 		}
 	})
 

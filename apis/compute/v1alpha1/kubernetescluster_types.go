@@ -201,6 +201,17 @@ type KubernetesClusterStatus struct {
 	// +optional
 	LastProbeTime *metav1.Time `json:"lastProbeTime,omitempty"`
 
+	// ClusterID is the identity of the member placer places in: the UID
+	// of its kube-system namespace, as its agent publishes it, which a new
+	// API server address does not change. Recorded the first time the
+	// agent publishes it; a kubeconfig that reaches a cluster with another
+	// identity makes the cluster not Ready (ClusterIdentityChanged) and
+	// placer sends it nothing, until the kubeconfig points back or the
+	// KubernetesCluster is deleted.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
 	// ObservedGeneration is the generation of the spec this status is for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -91,7 +91,12 @@ const (
 	// ClusterProfile's ControlPlaneHealthy condition is not True.
 	ReasonClusterProfileUnhealthy = "ClusterProfileUnhealthy"
 	ReasonUnauthorized            = "Unauthorized"
-	ReasonUnschedulable           = "Unschedulable"
+	// ReasonClusterIdentityChanged: the kubeconfig reaches another cluster
+	// than the one placer placed in (status.clusterID), or one whose agent
+	// publishes no identity: placer sends it nothing, and its Workloads
+	// are as on a cluster that does not answer.
+	ReasonClusterIdentityChanged = "ClusterIdentityChanged"
+	ReasonUnschedulable          = "Unschedulable"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
 	ReasonNotReady = "NotReady"
 	// ReasonTainted: a Workload left a cluster with a NoExecute taint it

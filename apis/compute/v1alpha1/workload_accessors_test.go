@@ -89,6 +89,7 @@ func TestAnswers(t *testing.T) {
 		"UnsupportedVersion":           {status: corev1.ConditionFalse, reason: ReasonUnsupportedVersion, want: true},
 		"ClusterProfileUnhealthy":      {status: corev1.ConditionFalse, reason: ReasonClusterProfileUnhealthy, want: true},
 		"Unreachable":                  {status: corev1.ConditionFalse, reason: ReasonUnreachable},
+		"ClusterIdentityChanged":       {status: corev1.ConditionFalse, reason: ReasonClusterIdentityChanged},
 		"Unauthorized":                 {status: corev1.ConditionFalse, reason: ReasonUnauthorized},
 		"SecretNotFound":               {status: corev1.ConditionFalse, reason: ReasonSecretNotFound},
 		"KubeconfigRefused":            {status: corev1.ConditionFalse, reason: ReasonKubeconfigRefused},

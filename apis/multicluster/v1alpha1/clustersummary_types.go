@@ -47,6 +47,13 @@ type ClusterSummaryStatus struct {
 	// with the same value.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// ClusterID is the cluster's identity: the UID of its kube-system
+	// namespace (as KEP-2149's cluster ID property recommends), which
+	// survives a change of the API server's address and differs between
+	// clusters. Empty when the agent cannot read it.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
 	// HeartbeatTime is when the agent last wrote this summary. It writes
 	// at least once per heartbeat interval, changed or not: a summary that
 	// stops changing means the agent is not running, and the management
