@@ -557,23 +557,18 @@ func refuseChange(s *scope, reason, msg string) {
 	}
 }
 
-// allowPatch marks a chaperon is-allowed=true.
-var allowPatch = client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch())
-
 // allow marks reserved candidates is-allowed=true: their pods bind.
 func (r *Reconciler) allow(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
-	return patchChaperons(ctx, m, w, chs, allowPatch, errAllowChaperon)
+	return patchChaperons(ctx, m, w, chs, mcv1alpha1.AnnotationIsAllowed, "true", errAllowChaperon)
 }
-
-// giveUpPatch asks the member to fence a candidate (design §4.9).
-var giveUpPatch = client.RawPatch(types.MergePatchType, mcv1alpha1.MarkPatch(mcv1alpha1.AnnotationGiveUp))
 
 // giveUp asks the member to fence candidates that may bind without
 // is-allowed: its agent deletes their pods unless bound, and marks them
 // fenced.
 func (r *Reconciler) giveUp(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon) error {
 	asked := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool { return ch.Annotations[mcv1alpha1.AnnotationGiveUp] == "true" })
-	return patchChaperons(ctx, m, w, asked, giveUpPatch, errGiveUp)
+	// A give-up asks the member to fence a candidate (design §4.9).
+	return patchChaperons(ctx, m, w, asked, mcv1alpha1.AnnotationGiveUp, "true", errGiveUp)
 }
 
 // keepOneCopy takes the replace-lost mark off the chaperons of a Workload
@@ -588,17 +583,20 @@ func keepOneCopy(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, ch
 	marked := slices.DeleteFunc(slices.Clone(chs), func(ch *mcv1alpha1.PodChaperon) bool {
 		return ch.Annotations[mcv1alpha1.AnnotationReplaceLost] != "true" || ch.DeletionTimestamp != nil
 	})
-	return patchChaperons(ctx, m, w, marked, noReplaceLostPatch, errKeepOneCopy)
+	return patchChaperons(ctx, m, w, marked, mcv1alpha1.AnnotationReplaceLost, "", errKeepOneCopy)
 }
 
-// noReplaceLostPatch takes the replace-lost mark off a chaperon.
-var noReplaceLostPatch = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+mcv1alpha1.AnnotationReplaceLost+`":null}}}`))
-
-// patchChaperons patches chaperons in a member, as the Workload's tenant;
-// one gone meanwhile is no error.
-func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, patch client.Patch, errPatch string) error {
+// patchChaperons sets a mark (an annotation; "" removes it) on chaperons
+// in a member, as the Workload's tenant, each by its UID
+// (mcv1alpha1.MarkPatch): one gone meanwhile, or made again under its
+// name, is no error, and is not marked.
+func patchChaperons(ctx context.Context, m cluster.Member, w *v1alpha1.Workload, chs []*mcv1alpha1.PodChaperon, annotation, value, errPatch string) error {
 	return asTenant(m, w, chs, func(cl client.Client, ch *mcv1alpha1.PodChaperon) error {
-		return errors.Wrap(resource.IgnoreNotFound(cl.Patch(ctx, ch, patch)), errPatch)
+		err := cl.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.MarkPatch(ch.UID, annotation, value)))
+		if mcv1alpha1.MarkRefused(err) {
+			return nil
+		}
+		return errors.Wrap(err, errPatch)
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -233,10 +232,12 @@ func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodC
 	if ch.Annotations[mcv1alpha1.AnnotationFenced] != "" {
 		return true, 0, nil
 	}
-	orig := ch.DeepCopy()
-	meta.AddAnnotations(ch, map[string]string{mcv1alpha1.AnnotationFenced: why})
-	if err := r.client.Patch(ctx, ch, client.MergeFrom(orig)); err != nil {
-		return false, 0, errors.Wrap(resource.IgnoreNotFound(err), errFence)
+	// By its UID: never onto a chaperon of the name made since it was read.
+	if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.MarkPatch(ch.UID, mcv1alpha1.AnnotationFenced, why))); err != nil {
+		if mcv1alpha1.MarkRefused(err) {
+			return true, 0, nil
+		}
+		return false, 0, errors.Wrap(err, errFence)
 	}
 	msg := "the candidate was not bound when its bind window ended: it will not bind here"
 	if why == mcv1alpha1.FencedGivenUp {
@@ -346,10 +347,14 @@ func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodCh
 		// nothing for it); its replacement's status will no longer say it
 		// bound, so is-allowed says it first, for good: the replacement
 		// binds whenever it can, and is never fenced. One with no window
-		// (NoReservation, a replica added to a committed cluster) binds
-		// without is-allowed and is never fenced: no mark.
-		if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch())); err != nil {
-			return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(err), errMarkAllowed)
+		// (a replica added to a committed cluster) binds without
+		// is-allowed and is never fenced: no mark.
+		if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID))); err != nil {
+			if mcv1alpha1.MarkRefused(err) {
+				// Gone, or made again since it was read: not this one's.
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, errors.Wrap(err, errMarkAllowed)
 		}
 	}
 	pod := &corev1.Pod{

@@ -331,17 +331,13 @@ func markOf(pod *corev1.Pod, reserved bool) reservedMark {
 // is dropped. Before, the mark went onto the new chaperon, and the
 // manager counted a reservation nobody held.
 func (p *Plugin) markReserved(ctx context.Context, key types.NamespacedName, m reservedMark) (retry bool) {
-	value := "null"
+	value := ""
 	if m.reserved {
-		value = `"true"`
+		value = "true"
 	}
-	uid := ""
-	if m.uid != "" {
-		uid = `"uid":"` + string(m.uid) + `",`
-	}
-	patch := []byte(`{"metadata":{` + uid + `"annotations":{"` + mcv1alpha1.AnnotationIsReserved + `":` + value + `}}}`)
+	patch := mcv1alpha1.MarkPatch(m.uid, mcv1alpha1.AnnotationIsReserved, value)
 	_, err := p.client.Resource(chaperons).Namespace(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err == nil || kerrors.IsNotFound(err) || m.uid != "" && kerrors.IsInvalid(err) {
+	if err == nil || kerrors.IsNotFound(err) || m.uid != "" && mcv1alpha1.MarkRefused(err) {
 		return false
 	}
 	if ctx.Err() == nil {

@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // BindWindow returns how long after its creation the chaperon's candidate
@@ -47,15 +51,34 @@ func (ch *PodChaperon) HeldRunnerUp() bool {
 	return ch.Annotations[AnnotationRunnerUp] == "true" && ch.Annotations[AnnotationIsAllowed] != "true" && ch.DeletionTimestamp == nil
 }
 
-// IsAllowedPatch is the JSON merge patch that marks a chaperon
-// is-allowed=true: the management side's at commit, and the agent's for a
-// candidate that bound inside its window before it replaces its pod.
-func IsAllowedPatch() []byte { return MarkPatch(AnnotationIsAllowed) }
+// IsAllowedPatch is the JSON merge patch that marks the chaperon of a
+// UID is-allowed=true: the management side's at commit, and the agent's
+// for a candidate that bound inside its window before it replaces its pod.
+func IsAllowedPatch(uid types.UID) []byte { return MarkPatch(uid, AnnotationIsAllowed, "true") }
 
-// MarkPatch is the JSON merge patch that sets one of the chaperon's
-// marks (an annotation whose value is "true"), and nothing else.
-func MarkPatch(annotation string) []byte {
-	return []byte(`{"metadata":{"annotations":{"` + annotation + `":"true"}}}`)
+// MarkPatch is the JSON merge patch that sets one of the chaperon's marks
+// (an annotation; an empty value removes it), and nothing else, on the
+// chaperon of a UID: the API server refuses it (Invalid: a UID never
+// changes) on a chaperon of that name made since the one it was meant for,
+// which must never get a mark decided on another (MarkRefused). No UID
+// names none.
+func MarkPatch(uid types.UID, annotation, value string) []byte {
+	meta := map[string]any{"annotations": map[string]any{annotation: nil}}
+	if value != "" {
+		meta["annotations"] = map[string]any{annotation: value}
+	}
+	if uid != "" {
+		meta["uid"] = string(uid)
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": meta}) // strings only: it cannot fail
+	return b
+}
+
+// MarkRefused reports whether a mark's patch (MarkPatch) failed because its
+// chaperon is gone, or is one of the name made since: either way the mark
+// is not written, and never will be.
+func MarkRefused(err error) bool {
+	return kerrors.IsNotFound(err) || kerrors.IsInvalid(err)
 }
 
 // PermitTimedOut reports whether a PodScheduled=False message is

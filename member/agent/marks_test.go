@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/placer-dev/placer/apis"
+	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+)
+
+// remadeOnFirstPatch is a chaperon store in which the chaperon is deleted
+// and made again under its name (a new UID) just before the agent's first
+// patch of it lands. It refuses a merge patch naming another UID, as a
+// real API server does (apis TestMarksNameTheirChaperon shows it); the
+// fake client alone would take the patch's UID.
+func remadeOnFirstPatch(t *testing.T, objs ...client.Object) client.Client {
+	remade := false
+	return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&mcv1alpha1.PodChaperon{}).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			ch, ok := o.(*mcv1alpha1.PodChaperon)
+			if !ok {
+				return c.Patch(ctx, o, p, opts...)
+			}
+			if !remade {
+				remade = true
+				again := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: ch.Namespace, Name: ch.Name}, Spec: ch.Spec}
+				if err := c.Delete(ctx, ch.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Create(ctx, again); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, err := p.Data(o)
+			if err != nil {
+				return err
+			}
+			var patch struct {
+				Metadata struct {
+					UID types.UID `json:"uid"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(data, &patch); err != nil {
+				return err
+			}
+			stored := &mcv1alpha1.PodChaperon{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ch), stored); err != nil {
+				return err
+			}
+			if patch.Metadata.UID != "" && patch.Metadata.UID != stored.UID {
+				return kerrors.NewInvalid(mcv1alpha1.GroupVersion.WithKind("PodChaperon").GroupKind(), ch.Name,
+					field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), patch.Metadata.UID, "field is immutable")})
+			}
+			return c.Patch(ctx, o, p, opts...)
+		},
+	}).Build()
+}
+
+// windowedChaperon is a gang of one's candidate whose bind window ended a
+// minute ago.
+func windowedChaperon() *mcv1alpha1.PodChaperon {
+	return &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "first",
+		CreationTimestamp: metav1.NewTime(time.Now().Add(-2 * time.Minute)),
+		Annotations:       map[string]string{mcv1alpha1.AnnotationAllowWhenReserved: "true", mcv1alpha1.AnnotationBindWindow: "1m0s"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}}}
+}
+
+func reconcileChaperon(t *testing.T, c client.Client) *mcv1alpha1.PodChaperon {
+	t.Helper()
+	r := &ChaperonReconciler{client: c, reader: c, record: event.NewNopRecorder(), log: logging.NewNopLogger(), boundAt: map[types.UID]time.Time{}, now: time.Now}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "web-0"}}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := &mcv1alpha1.PodChaperon{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestFenceMarksItsOwnChaperon: the agent's fenced mark, decided on the
+// chaperon it read, never lands on one of that name made since (which
+// the manager would read as fenced, and reject its cluster for). Before,
+// the mark was a patch by name.
+func TestFenceMarksItsOwnChaperon(t *testing.T) {
+	got := reconcileChaperon(t, remadeOnFirstPatch(t, windowedChaperon()))
+	if got.UID == "first" {
+		t.Fatal("the chaperon was not made again: the case proves nothing")
+	}
+	if why := got.Annotations[mcv1alpha1.AnnotationFenced]; why != "" {
+		t.Errorf("the chaperon made again is marked fenced (%s), decided on the one before", why)
+	}
+}
+
+// TestSelfAllowMarksItsOwnChaperon: the agent's own is-allowed, for a
+// candidate that bound inside its window before it replaces its lost pod,
+// never lands on a chaperon of that name made since: that one would bind
+// with no hold and no window. Before, the mark was a patch by name.
+func TestSelfAllowMarksItsOwnChaperon(t *testing.T) {
+	ch := windowedChaperon()
+	// Its status says it bound (inside its window); its pod is gone.
+	ch.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	got := reconcileChaperon(t, remadeOnFirstPatch(t, ch))
+	if got.UID == "first" {
+		t.Fatal("the chaperon was not made again: the case proves nothing")
+	}
+	if got.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
+		t.Error("the chaperon made again is marked is-allowed, decided on the one before")
+	}
+}
