@@ -169,6 +169,9 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 		// deleted: no rollout or move counts on it (only Ready changes;
 		// whatever phase it ends in says nothing of the chaperon's
 		// replica, which gets a new pod).
+		if err := r.allowIfBound(ctx, ch, pod); err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.terminating(ctx, ch); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -176,10 +179,31 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 	case pod.Status.Phase == corev1.PodFailed && !EndedOnItsOwn(pod):
 		// Evicted, preempted, refused by its kubelet or lost: delete it;
 		// its deletion brings a new one.
+		if err := r.allowIfBound(ctx, ch, pod); err != nil {
+			return reconcile.Result{}, err
+		}
 		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod failed ("+pod.Status.Reason+"); replacing it"))
 		return reconcile.Result{}, errors.Wrap(resource.IgnoreNotFound(r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})), errDeletePod)
 	}
 	return r.mirror(ctx, ch, pod)
+}
+
+// allowIfBound marks is-allowed, before its pod goes, a candidate allowed
+// in advance (it has a bind window) whose pod bound: inside its window,
+// since a pod binds no later (the fence deletes only an unbound one, with
+// a precondition). Its status may never have said so (a pod refused by
+// its kubelet, or preempted, before the agent mirrored the binding), and
+// its replacement, its window over, would be fenced where it was committed.
+// The mark is the pod's own proof, as createPod's is the status's.
+func (r *ChaperonReconciler) allowIfBound(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
+	if _, windowed := ch.BindWindow(); !windowed || pod.Spec.NodeName == "" || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
+		return nil
+	}
+	err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID)))
+	if err == nil || mcv1alpha1.MarkRefused(err) {
+		return nil
+	}
+	return errors.Wrap(err, errMarkAllowed)
 }
 
 // fenceIfDue fences a candidate that may bind without is-allowed once the

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
@@ -121,5 +122,34 @@ func TestSelfAllowMarksItsOwnChaperon(t *testing.T) {
 	}
 	if got.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
 		t.Error("the chaperon made again is marked is-allowed, decided on the one before")
+	}
+}
+
+// TestBoundButNeverMirroredIsReplaced: a gang of one's candidate whose pod
+// bound inside its window and was refused by its kubelet (Failed,
+// OutOfcpu) before the agent mirrored the binding is marked is-allowed
+// from the pod itself and replaced, never fenced (its cluster was
+// committed). Before, its status never said it bound, and its window
+// being over, it was fenced: the cluster rejected, the Workload placed
+// again elsewhere.
+func TestBoundButNeverMirroredIsReplaced(t *testing.T) {
+	ch := windowedChaperon()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "pod"},
+		Spec:   corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}}
+	if err := controllerutil.SetControllerReference(ch, pod, apis.NewScheme()); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(ch, pod).WithStatusSubresource(&mcv1alpha1.PodChaperon{}).Build()
+	var got *mcv1alpha1.PodChaperon
+	for range 3 {
+		got = reconcileChaperon(t, c)
+	}
+	if why := got.Annotations[mcv1alpha1.AnnotationFenced]; why != "" || got.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+		t.Errorf("fenced %q, is-allowed %q: want it allowed, not fenced", why, got.Annotations[mcv1alpha1.AnnotationIsAllowed])
+	}
+	again := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), again); err != nil || again.UID == pod.UID {
+		t.Errorf("the lost pod is not replaced: %v (uid %s)", err, again.UID)
 	}
 }

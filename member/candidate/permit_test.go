@@ -94,7 +94,7 @@ func TestPermit(t *testing.T) {
 					return true, nil, errors.New("connection refused")
 				})
 			}
-			p := &Plugin{client: mc, lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now}
+			p := &Plugin{client: mc, lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now, after: func(time.Duration, func()) {}}
 			status, _ := p.Permit(context.Background(), nil, tc.pod, "node-0")
 			if got := status.Code(); got != tc.want {
 				t.Fatalf("Permit = %v (%s), want %v", got, status.Message(), tc.want)
@@ -103,5 +103,76 @@ func TestPermit(t *testing.T) {
 				t.Errorf("Permit says %q, want %q", status.Message(), tc.reason)
 			}
 		})
+	}
+}
+
+// waiting is a framework handle's waiting pods: those added after Permit
+// returned Wait, as kube-scheduler adds them.
+type waiting struct {
+	fwk.Handle
+	pods map[types.UID]*waitingPod
+}
+
+func (w *waiting) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	if wp, ok := w.pods[uid]; ok {
+		return wp
+	}
+	return nil
+}
+
+func (w *waiting) IterateOverWaitingPods(f func(fwk.WaitingPod)) {
+	for _, wp := range w.pods {
+		f(wp)
+	}
+}
+
+type waitingPod struct {
+	fwk.WaitingPod
+	pod     *corev1.Pod
+	allowed bool
+}
+
+func (wp *waitingPod) GetPod() *corev1.Pod { return wp.pod }
+func (wp *waitingPod) Allow(string)        { wp.allowed = true }
+
+// TestPermitLooksAgain: a held candidate's chaperon allowed after Permit
+// read it and before kube-scheduler added the pod to its waiting pods
+// (release then finds none to allow) is allowed by the plugin's one look
+// a moment later (lookAgain). Before, the pod waited its whole Permit
+// timeout (minutes), then was reserved again.
+func TestPermitLooksAgain(t *testing.T) {
+	const ns, name, uid = "apps", "web-1234-0", types.UID("chaperon-uid")
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	chaperon := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: mcv1alpha1.GroupVersion.String(), Kind: "PodChaperon"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid},
+	}
+	if err := indexer.Add(chaperon); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "pod-uid",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: mcv1alpha1.GroupVersion.String(), Kind: "PodChaperon", Name: name, UID: uid, Controller: new(true)}}}}
+	h := &waiting{pods: map[types.UID]*waitingPod{}}
+	var later []func()
+	p := &Plugin{handle: h, lister: cache.NewGenericLister(indexer, chaperons.GroupResource()), timeout: time.Minute, now: time.Now,
+		after: func(_ time.Duration, f func()) { later = append(later, f) }}
+	if status, _ := p.Permit(context.Background(), nil, pod, "node-0"); status.Code() != fwk.Wait {
+		t.Fatalf("Permit = %v, want Wait", status.Code())
+	}
+	// Allowed now: the watch's event finds no pod waiting yet.
+	allowed := chaperon.DeepCopy()
+	allowed.Annotations = map[string]string{mcv1alpha1.AnnotationIsAllowed: "true"}
+	if err := indexer.Update(allowed); err != nil {
+		t.Fatal(err)
+	}
+	p.release(allowed)
+	// Then kube-scheduler adds the pod to its waiting pods.
+	wp := &waitingPod{pod: pod}
+	h.pods[pod.UID] = wp
+	for _, f := range later {
+		f()
+	}
+	if !wp.allowed {
+		t.Error("the pod waits for its Permit timeout, its chaperon allowed")
 	}
 }

@@ -53,7 +53,13 @@ type Plugin struct {
 	now     func() time.Time
 	// marks queues the is-reserved writes of Reserve and Unreserve.
 	marks *latest.Queue[types.NamespacedName, reservedMark]
+	// after runs f once d has passed (time.AfterFunc; tests replace it).
+	after func(d time.Duration, f func())
 }
+
+// recheck is how long after Permit said Wait the plugin looks once more
+// whether the pod's chaperon is allowed (lookAgain).
+const recheck = time.Second
 
 var (
 	_ fwk.QueueSortPlugin  = &Plugin{}
@@ -86,7 +92,8 @@ func New(ctx context.Context, h fwk.Handle, timeout time.Duration) (*Plugin, err
 	if err := inf.Informer().SetTransform(stripManagedFields); err != nil {
 		return nil, err
 	}
-	p := &Plugin{handle: h, client: mc, lister: inf.Lister(), timeout: timeout, now: time.Now}
+	p := &Plugin{handle: h, client: mc, lister: inf.Lister(), timeout: timeout, now: time.Now,
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 	p.marks = latest.New(annotationWriters, p.markReserved)
 	go func() { _ = p.marks.Start(ctx) }()
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -231,7 +238,26 @@ func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, 
 		}
 		return nil, 0
 	}
+	p.after(recheck, func() { p.lookAgain(pod) })
 	return fwk.NewStatus(fwk.Wait, "waiting for the management cluster to allow the candidate"), p.timeout
+}
+
+// lookAgain allows the pod if it waits and its own chaperon is allowed by
+// now. kube-scheduler adds a pod to its waiting pods only once every
+// Permit plugin returned: an is-allowed the watch brought in between
+// found no pod to release (release), and the pod would wait for its whole
+// Permit timeout. One look, a moment later, not a poll.
+func (p *Plugin) lookAgain(pod *corev1.Pod) {
+	wp := p.handle.GetWaitingPod(pod.UID)
+	if wp == nil {
+		return
+	}
+	name, _ := chaperonOf(pod)
+	o, err := p.lister.ByNamespace(pod.Namespace).Get(name)
+	if err != nil {
+		return
+	}
+	p.release(o)
 }
 
 // Reasons Permit gives for a candidate allowed in advance that may not bind.
