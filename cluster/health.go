@@ -146,11 +146,16 @@ func identify(h *Health, sum Summary, want string) (other bool) {
 	case want == "" || got == want:
 		return false
 	case got == "":
-		h.Message += fmt.Sprintf("; placer's agent publishes no cluster identity (it is older than the manager, or cannot read the kube-system namespace): it cannot show it is cluster %s, where placer placed", want)
+		// Not shown another cluster: its agent cannot say (it is older
+		// than the manager, or cannot read kube-system), as an agent not
+		// running cannot; nothing is sent to it meanwhile all the same.
+		h.Reason = v1alpha1.ReasonAgentNotRunning
+		h.Message = fmt.Sprintf("placer's agent there publishes no cluster identity (it is older than the manager, or cannot read the kube-system namespace): it cannot show it is cluster %s, where placer placed", want)
 	default:
+		h.Reason = v1alpha1.ReasonClusterIdentityChanged
 		h.Message += fmt.Sprintf("; it is cluster %s (its kube-system namespace's UID), not %s, where placer placed: the kubeconfig reaches another cluster; point it back, or delete this KubernetesCluster", got, want)
 	}
-	h.Reason, h.Unsettled = v1alpha1.ReasonClusterIdentityChanged, false
+	h.Unsettled = false
 	return true
 }
 

@@ -210,7 +210,7 @@ func TestIdentify(t *testing.T) {
 		"nothing recorded: the first identity is recorded": {sum: found("uid-a"), record: "uid-a"},
 		"the recorded cluster":                             {sum: found("uid-a"), want: "uid-a", record: "uid-a"},
 		"another cluster":                                  {sum: found("uid-b"), want: "uid-a", record: "uid-b", reason: v1alpha1.ReasonClusterIdentityChanged, message: "it is cluster uid-b (its kube-system namespace's UID), not uid-a"},
-		"an agent that publishes none":                     {sum: found(""), want: "uid-a", reason: v1alpha1.ReasonClusterIdentityChanged, message: "publishes no cluster identity"},
+		"an agent that publishes none: as one not running": {sum: found(""), want: "uid-a", reason: v1alpha1.ReasonAgentNotRunning, message: "publishes no cluster identity"},
 		"no summary: the agent's reason stands":            {sum: Summary{Synced: true}, want: "uid-a"},
 	} {
 		h := Health{Unsettled: true}

@@ -128,15 +128,7 @@ type Connection struct {
 	beatKnown bool
 	beatSeen  time.Time
 	watching  time.Time
-	// want is the cluster's recorded identity (status.clusterID, "" when
-	// none is), known once the cluster controller said it (Expect); seen
-	// is the one the summary's watch last showed. A connection serves
-	// (Registry.Member) only once want is known and, when it is not
-	// empty, seen matches it.
-	want      string
-	wantKnown bool
-	seen      string
-	seenKnown bool
+	identity
 	reader    client.Client
 	// live reads without the watch (ChaperonsLive).
 	live    client.Client
@@ -323,6 +315,18 @@ func (c *Connection) sawHeartbeat(s *mcv1alpha1.ClusterSummary) {
 	case !beat.Equal(&c.beat):
 		c.beat, c.beatSeen = beat, time.Now()
 	}
+}
+
+// identity is who a connection's member must be and who it says it is:
+// want is the cluster's recorded identity (status.clusterID, "" when none
+// is), known once the cluster controller said it (Expect); seen is the one
+// the summary's watch last showed. A connection serves (Registry.Member)
+// only once want is known and, when it is not empty, seen matches it.
+type identity struct {
+	want      string
+	wantKnown bool
+	seen      string
+	seenKnown bool
 }
 
 // sawIdentity records who the member says it is.

@@ -124,7 +124,7 @@ func (r *Registry) chaperonChanged(ch *mcv1alpha1.PodChaperon, workload types.Na
 // connection does not show it reaches the cluster placer placed in
 // (Connection.serves), which is then as a cluster that does not answer.
 func (r *Registry) Member(key types.NamespacedName) Member {
-	if c := r.Get(key); c != nil && c.serves() {
+	if c := r.Serving(key); c != nil {
 		return c
 	}
 	return nil
@@ -213,23 +213,25 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var namespaces map[string]v1alpha1.NamespaceName
-	var want string
-	var wantKnown bool
+	var id identity
 	if c, ok := r.conns[key]; ok {
-		// The cluster's recorded identity is the cluster's, whatever the
-		// kubeconfig: the new connection serves once its summary shows it.
-		c.mu.Lock()
-		want, wantKnown = c.want, c.wantKnown
-		c.mu.Unlock()
 		if c.hash == hash && !fresh {
 			return c, nil
 		}
+		c.mu.Lock()
+		// The cluster's recorded identity is the cluster's, whatever the
+		// kubeconfig: another one's connection serves once its summary
+		// shows it.
+		id.want, id.wantKnown = c.want, c.wantKnown
 		if c.hash == hash {
-			// The same cluster, reconnected: it serves the same namespaces.
-			c.mu.Lock()
+			// The same cluster, reconnected (after an outage): it serves
+			// the same namespaces, and is who it showed itself to be
+			// until its fresh watch says otherwise, so that it is not
+			// withheld meanwhile (its own candidates kept by no one).
 			namespaces = c.namespaces
-			c.mu.Unlock()
+			id.seen, id.seenKnown = c.seen, c.seenKnown
 		}
+		c.mu.Unlock()
 		delete(r.conns, key)
 		// Closed without the lock: its watch's handlers may be waiting for it.
 		go c.close()
@@ -248,7 +250,7 @@ func (r *Registry) ensure(key types.NamespacedName, kubeconfig []byte, fresh boo
 		return nil, errors.New(errNewClient)
 	}
 	c := &Connection{Key: key, Config: cfg, HTTPClient: hc, Client: cs, hash: hash, timeout: r.opts.ProbeTimeout, done: make(chan struct{}), namespaces: namespaces,
-		want: want, wantKnown: wantKnown, requests: requestClient(hc, r.opts.RequestTimeout, r.opts.MaxInFlight)}
+		identity: id, requests: requestClient(hc, r.opts.RequestTimeout, r.opts.MaxInFlight)}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctx, c.cancel = ctx, cancel
 	c.notify = func() { r.notify(key) }
@@ -272,6 +274,15 @@ func (r *Registry) Get(key types.NamespacedName) *Connection {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.conns[key]
+}
+
+// Serving returns the cluster's connection if it serves (Member), or nil:
+// what acts in the member as placer, as Member's users do.
+func (r *Registry) Serving(key types.NamespacedName) *Connection {
+	if c := r.Get(key); c != nil && c.serves() {
+		return c
+	}
+	return nil
 }
 
 // Remove closes and forgets the cluster's connection, if any.

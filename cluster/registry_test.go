@@ -95,4 +95,14 @@ func TestMemberWithheld(t *testing.T) {
 	if r.Member(key) == nil {
 		t.Error("pointed back, the cluster was still withheld")
 	}
+	// Reconnected with the same kubeconfig (it answers again after an
+	// outage): the same cluster, served while its fresh watch lists;
+	// withheld, the candidates it holds for a Workload chosen there under
+	// another registration of it would be kept by no one.
+	if _, err := r.Reconnect(key, at(srvA)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Member(key) == nil || len(r.Members()) != 1 {
+		t.Error("reconnected with the same kubeconfig, the cluster was withheld until its watch listed again")
+	}
 }

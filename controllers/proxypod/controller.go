@@ -54,7 +54,8 @@ const (
 // connection (cluster.Registry).
 type Chaperons interface {
 	cluster.Members
-	Get(key types.NamespacedName) *cluster.Connection
+	// Serving is the member's connection while it serves (Member).
+	Serving(key types.NamespacedName) *cluster.Connection
 }
 
 // Proxies follows each proxy pod: it places the pod as the gang of one of

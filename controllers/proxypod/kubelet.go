@@ -250,7 +250,9 @@ func (k *Kubelet) target(ctx context.Context, namespace, name string) (*target, 
 		return nil, errors.Errorf("proxy pod %s/%s has no delegate bound in a cluster yet", namespace, name)
 	}
 	key := w.ClusterKey(w.Status.ClusterRef)
-	conn := k.Members.Get(key)
+	// The connection that serves now: one the Secret re-pointed at
+	// another cluster since the delegate was found is no way to it.
+	conn := k.Members.Serving(key)
 	if conn == nil {
 		return nil, errors.Errorf("cluster %s of proxy pod %s/%s is not connected", key, namespace, name)
 	}

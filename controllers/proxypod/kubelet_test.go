@@ -22,7 +22,7 @@ import (
 // noMembers connects no cluster.
 type noMembers struct{}
 
-func (noMembers) Get(types.NamespacedName) *cluster.Connection { return nil }
+func (noMembers) Serving(types.NamespacedName) *cluster.Connection { return nil }
 
 func (noMembers) Member(types.NamespacedName) cluster.Member { return nil }
 

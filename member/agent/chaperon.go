@@ -196,7 +196,7 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 // its replacement, its window over, would be fenced where it was committed.
 // The mark is the pod's own proof, as createPod's is the status's.
 func (r *ChaperonReconciler) allowIfBound(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
-	if _, windowed := ch.BindWindow(); !windowed || pod.Spec.NodeName == "" || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" {
+	if pod.Spec.NodeName == "" || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || !boundInWindow(ch, pod.Status.Conditions) {
 		return nil
 	}
 	err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID)))
@@ -269,6 +269,22 @@ func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodC
 	}
 	r.record.Event(ch, event.Normal(reasonFenced, msg))
 	return true, 0, nil
+}
+
+// boundInWindow reports whether a windowed chaperon's pod bound inside
+// its window, by the PodScheduled condition of the pod (or of the
+// chaperon's status, mirrored from it): the member's API server stamps it
+// at the binding, on the clock that stamped the chaperon's creation.
+// Bound after it (a NoReservation pod the member's own scheduler bound
+// while the agent was stopped past the window) is no commit: its
+// replacement is not allowed on its word.
+func boundInWindow(ch *mcv1alpha1.PodChaperon, conds []corev1.PodCondition) bool {
+	deadline, ok := ch.BindDeadline()
+	if !ok {
+		return false
+	}
+	_, c := podutil.GetPodConditionFromList(conds, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.After(deadline)
 }
 
 // boundOnce reports whether the chaperon's status, which the agent alone
@@ -365,7 +381,7 @@ type grace struct {
 const refusedRetry = time.Minute
 
 func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) (reconcile.Result, error) {
-	if _, windowed := ch.BindWindow(); windowed && boundOnce(ch) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
+	if boundInWindow(ch, ch.Status.Conditions) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
 		// A candidate allowed in advance that bound inside its window is
 		// committed (the management side counts it so, and writes
 		// nothing for it); its replacement's status will no longer say it

@@ -80,6 +80,12 @@ func windowedChaperon() *mcv1alpha1.PodChaperon {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "pause"}}}}
 }
 
+// scheduledAt is a PodScheduled condition the member's API server stamped
+// at the binding, that long after the chaperon's creation.
+func scheduledAt(ch *mcv1alpha1.PodChaperon, after time.Duration) []corev1.PodCondition {
+	return []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ch.CreationTimestamp.Add(after))}}
+}
+
 func reconcileChaperon(t *testing.T, c client.Client) *mcv1alpha1.PodChaperon {
 	t.Helper()
 	r := &ChaperonReconciler{client: c, reader: c, record: event.NewNopRecorder(), log: logging.NewNopLogger(), boundAt: map[types.UID]time.Time{}, now: time.Now}
@@ -114,8 +120,8 @@ func TestFenceMarksItsOwnChaperon(t *testing.T) {
 // with no hold and no window. Before, the mark was a patch by name.
 func TestSelfAllowMarksItsOwnChaperon(t *testing.T) {
 	ch := windowedChaperon()
-	// Its status says it bound (inside its window); its pod is gone.
-	ch.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+	// Its status says it bound inside its window; its pod is gone.
+	ch.Status.Conditions = scheduledAt(ch, 30*time.Second)
 	got := reconcileChaperon(t, remadeOnFirstPatch(t, ch))
 	if got.UID == "first" {
 		t.Fatal("the chaperon was not made again: the case proves nothing")
@@ -133,23 +139,40 @@ func TestSelfAllowMarksItsOwnChaperon(t *testing.T) {
 // being over, it was fenced: the cluster rejected, the Workload placed
 // again elsewhere.
 func TestBoundButNeverMirroredIsReplaced(t *testing.T) {
-	ch := windowedChaperon()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "pod"},
-		Spec:   corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}}
-	if err := controllerutil.SetControllerReference(ch, pod, apis.NewScheme()); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(ch, pod).WithStatusSubresource(&mcv1alpha1.PodChaperon{}).Build()
-	var got *mcv1alpha1.PodChaperon
-	for range 3 {
-		got = reconcileChaperon(t, c)
-	}
-	if why := got.Annotations[mcv1alpha1.AnnotationFenced]; why != "" || got.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
-		t.Errorf("fenced %q, is-allowed %q: want it allowed, not fenced", why, got.Annotations[mcv1alpha1.AnnotationIsAllowed])
-	}
-	again := &corev1.Pod{}
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), again); err != nil || again.UID == pod.UID {
-		t.Errorf("the lost pod is not replaced: %v (uid %s)", err, again.UID)
+	for _, tc := range []struct {
+		name string
+		// boundAfter: when the pod bound, after the chaperon's creation
+		// (its window is a minute).
+		boundAfter time.Duration
+		allowed    bool
+	}{
+		{name: "bound inside its window: allowed, replaced", boundAfter: 30 * time.Second, allowed: true},
+		// A NoReservation pod the member's own kube-scheduler bound while
+		// the agent was stopped past the window: no commit.
+		{name: "bound after its window: not allowed on its word, fenced", boundAfter: 90 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := windowedChaperon()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default", UID: "pod"},
+				Spec:   corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "app", Image: "pause"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu", Conditions: scheduledAt(ch, tc.boundAfter)}}
+			if err := controllerutil.SetControllerReference(ch, pod, apis.NewScheme()); err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(ch, pod).WithStatusSubresource(&mcv1alpha1.PodChaperon{}).Build()
+			var got *mcv1alpha1.PodChaperon
+			for range 3 {
+				got = reconcileChaperon(t, c)
+			}
+			why, allowed := got.Annotations[mcv1alpha1.AnnotationFenced], got.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true"
+			if allowed != tc.allowed || (why == "") != tc.allowed {
+				t.Errorf("fenced %q, is-allowed %t: want allowed %t, fenced %t", why, allowed, tc.allowed, !tc.allowed)
+			}
+			again := &corev1.Pod{}
+			err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), again)
+			if tc.allowed && (err != nil || again.UID == pod.UID) {
+				t.Errorf("the lost pod is not replaced: %v (uid %s)", err, again.UID)
+			}
+		})
 	}
 }

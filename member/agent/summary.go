@@ -233,6 +233,11 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 
 	s := &mcv1alpha1.ClusterSummary{}
 	err := r.client.Get(ctx, types.NamespacedName{Name: mcv1alpha1.ClusterSummaryName}, s)
+	if want.ClusterID == "" && err == nil {
+		// kube-system not read (yet): the identity published stays; an
+		// empty one would say this cluster cannot show who it is.
+		want.ClusterID = s.Status.ClusterID
+	}
 	// A heartbeat from the future (another leader's clock, a clock
 	// stepped back) is renewed at once, not waited for.
 	if err == nil && s.Status.HeartbeatTime != nil {

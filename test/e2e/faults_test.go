@@ -164,10 +164,11 @@ func TestFaults(t *testing.T) {
 	env := testenv.StartVersion(t, "v1.36.3")
 	// x is reached only through a link the test cuts; its node has no
 	// room for pods that need pool=burst until the test adds one.
-	x := startMember(t, "x", false, local.Node{Name: "x-0", CPU: "8", Memory: "16Gi"})
-	y := startMember(t, "y", false, local.Node{Name: "y-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "burst"}})
+	// Each runs its own kube-scheduler too, for NoReservation's pods.
+	x := startMember(t, "x", true, local.Node{Name: "x-0", CPU: "8", Memory: "16Gi"})
+	y := startMember(t, "y", true, local.Node{Name: "y-0", CPU: "8", Memory: "16Gi", Labels: map[string]string{"pool": "burst"}})
 	// z is a third cluster for fan-outs of three.
-	z := startMember(t, "z", false, local.Node{Name: "z-0", CPU: "8", Memory: "16Gi"})
+	z := startMember(t, "z", true, local.Node{Name: "z-0", CPU: "8", Memory: "16Gi"})
 	members := []*member{x, y, z}
 	toX := newLink(t, x)
 	mgmt := install(t, env.Config, "management")["placer-manager"]
@@ -453,14 +454,18 @@ func TestFaults(t *testing.T) {
 	fanOut := func(n int32) st.WorkloadOption {
 		return func(w *v1alpha1.Workload) { w.Spec.Placement.FanOut = n }
 	}
+	noReservation := func(w *v1alpha1.Workload) { w.Spec.Placement.Mode = v1alpha1.PlacementModeNoReservation }
 	// Each shape the invariants name: a gang of one and a held gang of
-	// two, with fanOut 1 and 3.
+	// two, with fanOut 1 and 3, and two replicas NoReservation (bound by
+	// the member's own kube-scheduler, with no hold: only their bind
+	// window, which the member's agent enforces, keeps them once).
 	shapes := func(t *testing.T, prefix string, opts ...st.WorkloadOption) []*v1alpha1.Workload {
 		return []*v1alpha1.Workload{
 			workload(t, prefix+"-one", opts...),
 			workload(t, prefix+"-two", append([]st.WorkloadOption{st.Replicas(2)}, opts...)...),
 			workload(t, prefix+"-one-fan", append([]st.WorkloadOption{fanOut(3)}, opts...)...),
 			workload(t, prefix+"-two-fan", append([]st.WorkloadOption{st.Replicas(2), fanOut(3)}, opts...)...),
+			workload(t, prefix+"-nores", append([]st.WorkloadOption{st.Replicas(2), noReservation}, opts...)...),
 		}
 	}
 
