@@ -129,7 +129,7 @@ type Connection struct {
 	beatSeen  time.Time
 	watching  time.Time
 	identity
-	reader    client.Client
+	reader client.Client
 	// live reads without the watch (ChaperonsLive).
 	live    client.Client
 	tenants map[string]client.Client
