@@ -19,6 +19,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -71,12 +72,25 @@ func Setup(mgr ctrl.Manager, p cluster.Profiles) error {
 		Complete(i); err != nil {
 		return err
 	}
-	d := &decisions{client: mgr.GetClient(), record: i.record}
+	d := &decisions{client: mgr.GetClient(), live: mgr.GetAPIReader(), record: i.record}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("placementdecision").
 		For(&v1alpha1.Workload{}).
-		Owns(&inventoryv1alpha1.PlacementDecision{}).
+		// Its own, and one of a Workload's name that is not: a Workload
+		// it held out (PlacementDecisionExists) publishes once it goes.
+		Watches(&inventoryv1alpha1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(ownerAndSameName)).
 		Complete(d)
+}
+
+// ownerAndSameName are the Workloads a PlacementDecision concerns: the one
+// that controls it, and the one of its name (whose first slice it is, or
+// would be).
+func ownerAndSameName(_ context.Context, o client.Object) []reconcile.Request {
+	out := []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Workload" && ref.Name != o.GetName() {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}})
+	}
+	return out
 }
 
 // sameName is the ClusterProfile a KubernetesCluster's name stands for
@@ -199,6 +213,8 @@ func reserved(key string) bool {
 // its own: its Workload's decision lists it.
 type decisions struct {
 	client client.Client
+	// live reads a PlacementDecision the cache does not show (yet).
+	live   client.Reader
 	record event.Recorder
 }
 
@@ -233,9 +249,10 @@ func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	} else if n == 0 {
 		n = 1
 	}
+	published := make([]bool, n)
 	for i := range n {
 		part := chosen[min(i*maxDecisions, len(chosen)):min((i+1)*maxDecisions, len(chosen))]
-		if err := d.apply(ctx, w, i, n, part); err != nil {
+		if published[i], err = d.apply(ctx, w, i, n, part); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -248,8 +265,8 @@ func (d *decisions) Reconcile(ctx context.Context, req reconcile.Request) (recon
 			}
 		}
 		// A slice under another name (one of before: NAME-i) goes once
-		// its own is published.
-		if idx < n && mine[i].Name == sliceName(w, idx) {
+		// its own is published, not before.
+		if idx < n && (mine[i].Name == sliceName(w, idx) || !published[idx]) {
 			continue
 		}
 		if err := d.client.Delete(ctx, &mine[i]); client.IgnoreNotFound(err) != nil {
@@ -276,20 +293,27 @@ func placementKey(w *v1alpha1.Workload) string {
 // apply publishes slice i of n of the Workload's decision (sliceName),
 // all labelled with its placement key,
 // and with the decision's key and their index when there are several.
-func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, part []inventoryv1alpha1.ClusterDecision) error {
+func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, part []inventoryv1alpha1.ClusterDecision) (published bool, err error) {
 	list := make([]any, 0, len(part))
 	for _, c := range part {
 		list = append(list, map[string]any{"clusterProfileRef": map[string]any{"name": c.ClusterProfileRef.Name, "namespace": c.ClusterProfileRef.Namespace}, "reason": c.Reason})
 	}
 	name := sliceName(w, i)
+	key := client.ObjectKey{Namespace: w.Namespace, Name: name}
 	pd := &inventoryv1alpha1.PlacementDecision{}
-	err := d.client.Get(ctx, client.ObjectKey{Namespace: w.Namespace, Name: name}, pd)
+	err = d.client.Get(ctx, key, pd)
+	if kerrors.IsNotFound(err) {
+		// One made a moment ago, not in the cache yet, is read live: the
+		// forced apply would take it over.
+		pd = &inventoryv1alpha1.PlacementDecision{}
+		err = d.live.Get(ctx, key, pd)
+	}
 	if err := client.IgnoreNotFound(err); err != nil {
-		return errors.Wrap(err, "cannot get the PlacementDecision")
+		return false, errors.Wrap(err, "cannot get the PlacementDecision")
 	}
 	if err == nil && !metav1.IsControlledBy(pd, w) {
 		d.record.Event(w, event.Warning("PlacementDecisionExists", errors.Errorf("PlacementDecision %s/%s exists and is not this Workload's: it is left as it is, and this slice of the Workload's decision is not published while it is there", w.Namespace, name)))
-		return nil
+		return false, nil
 	}
 	labels := map[string]any{inventoryv1alpha1.PlacementKeyLabel: placementKey(w)}
 	if n > 1 {
@@ -314,7 +338,10 @@ func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, p
 		u.SetUID(pd.UID)
 	}
 	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns.
-	return errors.Wrap(d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership), "cannot apply the PlacementDecision")
+	if err := d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return false, errors.Wrap(err, "cannot apply the PlacementDecision")
+	}
+	return true, nil
 }
 
 // sliceName is the name of slice i of the Workload's decision: the first

@@ -205,7 +205,7 @@ func TestDecisionSlicesDoNotCollide(t *testing.T) {
 	a := spread("a", maxDecisions+1, &objs)
 	a1 := spread("a-1", 1, &[]client.Object{})
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, a, a1)...).Build()
-	reconcileDecisions(t, &decisions{client: c, record: &eventtest.Recorder{}}, a, a1, a)
+	reconcileDecisions(t, &decisions{client: c, live: c, record: &eventtest.Recorder{}}, a, a1, a)
 	for w, want := range map[*v1alpha1.Workload][]int{a: {maxDecisions, 1}, a1: {1}} {
 		l := &inventoryv1alpha1.PlacementDecisionList{}
 		if err := c.List(ctx, l, client.MatchingLabels{inventoryv1alpha1.PlacementKeyLabel: w.Name}); err != nil {
@@ -236,7 +236,7 @@ func TestDecisionLeavesAnothersPlacementDecision(t *testing.T) {
 		{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "other", UID: "other", Controller: ptr.To(true)}}}}
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w, theirs)...).Build()
 	rec := &eventtest.Recorder{}
-	reconcileDecisions(t, &decisions{client: c, record: rec}, w)
+	reconcileDecisions(t, &decisions{client: c, live: c, record: rec}, w)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestDecisionRenamesOldSlices(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: a.UID, Controller: ptr.To(true)}}},
 		Decisions: []inventoryv1alpha1.ClusterDecision{{ClusterProfileRef: inventoryv1alpha1.ClusterProfileReference{Name: "c100"}}}}
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, a, old)...).Build()
-	reconcileDecisions(t, &decisions{client: c, record: &eventtest.Recorder{}}, a)
+	reconcileDecisions(t, &decisions{client: c, live: c, record: &eventtest.Recorder{}}, a)
 	l := &inventoryv1alpha1.PlacementDecisionList{}
 	if err := c.List(ctx, l, client.MatchingLabels{inventoryv1alpha1.DecisionKeyLabel: "a"}); err != nil {
 		t.Fatal(err)
@@ -273,5 +273,68 @@ func TestDecisionRenamesOldSlices(t *testing.T) {
 	}
 	if idx["0"] != 1 || idx["1"] != 1 || len(idx) != 2 {
 		t.Errorf("slices by index %v, want one of each of 0 and 1", idx)
+	}
+}
+
+// TestDecisionLeavesOneTheCacheDoesNotShow: a PlacementDecision of the
+// slice's name, someone's, made a moment ago (not in the cache yet), is
+// read live and left as it is: the forced apply would take it over.
+func TestDecisionLeavesOneTheCacheDoesNotShow(t *testing.T) {
+	ctx := context.Background()
+	var objs []client.Object
+	w := spread("b", 1, &objs)
+	theirs := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "b"}}
+	live := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w, theirs)...).Build()
+	behind := interceptor.NewClient(live, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if _, ok := o.(*inventoryv1alpha1.PlacementDecision); ok {
+				return kerrors.NewNotFound(inventoryv1alpha1.GroupVersion.WithResource("placementdecisions").GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
+	})
+	rec := &eventtest.Recorder{}
+	reconcileDecisions(t, &decisions{client: behind, live: live, record: rec}, w)
+	if err := live.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs.OwnerReferences) != 0 || len(theirs.Decisions) != 0 {
+		t.Errorf("someone's PlacementDecision was taken over: owners %v, decisions %v", theirs.OwnerReferences, theirs.Decisions)
+	}
+	if got := rec.Reasons(); len(got) != 1 || got[0] != "PlacementDecisionExists" {
+		t.Errorf("Events %v, want PlacementDecisionExists", got)
+	}
+}
+
+// TestDecisionKeepsAnOldSliceUntilItsNewOne: a slice under its old name
+// stays while the new name is held by someone else's PlacementDecision:
+// consumers never lose those decisions.
+func TestDecisionKeepsAnOldSliceUntilItsNewOne(t *testing.T) {
+	ctx := context.Background()
+	var objs []client.Object
+	a := spread("a", maxDecisions+1, &objs)
+	old := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a-1",
+		Labels:          map[string]string{inventoryv1alpha1.PlacementKeyLabel: "a", inventoryv1alpha1.DecisionKeyLabel: "a", inventoryv1alpha1.DecisionIndexLabel: "1"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: a.UID, Controller: ptr.To(true)}}}}
+	blocking := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: sliceName(a, 1)}}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, a, old, blocking)...).Build()
+	reconcileDecisions(t, &decisions{client: c, live: c, record: &eventtest.Recorder{}}, a)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(old), old); err != nil {
+		t.Errorf("the old slice went before its new one was published: %v", err)
+	}
+}
+
+// TestDecisionWatchMapsBoth: a PlacementDecision's event wakes its
+// controller and the Workload of its name (held out while it was there).
+func TestDecisionWatchMapsBoth(t *testing.T) {
+	pd := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a-1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: "a", Controller: ptr.To(true)}}}}
+	var got []string
+	for _, r := range ownerAndSameName(context.Background(), pd) {
+		got = append(got, r.String())
+	}
+	slices.Sort(got)
+	if want := []string{"fleet/a", "fleet/a-1"}; !slices.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
 	}
 }
