@@ -50,8 +50,13 @@ type Member interface {
 	// ClusterKey is the KubernetesCluster the member is registered as.
 	ClusterKey() types.NamespacedName
 	// Host is the member's API server: two registrations of one host are
-	// one cluster.
+	// one cluster (OneCluster).
 	Host() string
+	// Identity is who the member showed itself to be (its kube-system
+	// namespace's UID, as its agent publishes it), "" until it has: two
+	// registrations of one identity are one cluster, whatever their
+	// addresses (OneCluster).
+	Identity() string
 	// Synced reports, without waiting, whether the member's chaperons are
 	// watched and listed: a member that does not answer never blocks.
 	Synced() bool
@@ -81,12 +86,18 @@ type Members interface {
 
 var _ Member = &Connection{}
 
-// SameHost reports whether two registrations are one member cluster (the
-// same API server registered twice): what is copied into one is there for
-// the other too.
+// SameHost reports whether two registrations are one member cluster
+// (OneCluster): what is copied into one is there for the other too.
 func SameHost(ms Members, a, b types.NamespacedName) bool {
 	ma, mb := ms.Member(a), ms.Member(b)
-	return ma != nil && mb != nil && ma.Host() == mb.Host()
+	return ma != nil && mb != nil && OneCluster(ma, mb)
+}
+
+// OneCluster reports whether two members are one cluster: registered at
+// the same API server, or at two addresses of it (a load balancer and a
+// node's, say) that both showed the same identity.
+func OneCluster(a, b Member) bool {
+	return a.Host() == b.Host() || a.Identity() != "" && a.Identity() == b.Identity()
 }
 
 // Connection is one member cluster: its transport and clients, and every
@@ -334,6 +345,13 @@ func (c *Connection) sawIdentity(s *mcv1alpha1.ClusterSummary) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen, c.seenKnown = s.Status.ClusterID, true
+}
+
+// Identity is who the member showed itself to be, "" until it has.
+func (c *Connection) Identity() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen
 }
 
 // Expect sets the identity placer recorded for the cluster

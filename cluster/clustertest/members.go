@@ -34,6 +34,9 @@ type Member struct {
 	Key types.NamespacedName
 	// HostName is its API server; two Members of one host are one cluster.
 	HostName string
+	// ID is the identity it showed (Identity); two Members of one ID are
+	// one cluster too.
+	ID string
 	// NotSynced makes it a member whose chaperon watch has not synced (or
 	// that does not answer).
 	NotSynced bool
@@ -99,6 +102,9 @@ func (m *Member) ClusterKey() types.NamespacedName { return m.Key }
 
 // Host is the member's API server.
 func (m *Member) Host() string { return m.HostName }
+
+// Identity is the identity it showed.
+func (m *Member) Identity() string { return m.ID }
 
 // Synced reports whether the member's chaperons are listed.
 func (m *Member) Synced() bool { return !m.NotSynced }

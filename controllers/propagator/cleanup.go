@@ -28,20 +28,21 @@ import (
 // hold them, except those in keep. Which members hold them is a lookup in
 // each member's watch (an index by Workload UID, no request), so a member
 // gets a request only when it holds candidates, whatever the status says.
-// A member registered more than once (say, in two namespaces) is one
-// cluster: its candidates are kept if any of its registrations is. An
-// unreachable member is cleaned up when it answers again.
+// A member registered more than once (say, in two namespaces, or at two
+// addresses) is one cluster (cluster.OneCluster): its candidates are kept
+// if any of its registrations is. An unreachable member is cleaned up
+// when it answers again.
 func (r *Reconciler) removeElsewhereOf(ctx context.Context, s *scope, keep map[types.NamespacedName]bool) error {
 	w := s.w
 	members := r.members.Members()
-	keepHosts := map[string]bool{}
+	var kept []cluster.Member
 	for _, m := range members {
 		if keep[m.ClusterKey()] {
-			keepHosts[m.Host()] = true
+			kept = append(kept, m)
 		}
 	}
 	for _, m := range members {
-		if keep[m.ClusterKey()] || keepHosts[m.Host()] || !m.Synced() {
+		if keep[m.ClusterKey()] || !m.Synced() || slices.ContainsFunc(kept, func(k cluster.Member) bool { return cluster.OneCluster(k, m) }) {
 			continue
 		}
 		chs, err := chaperonsOf(ctx, m, w)

@@ -1294,6 +1294,26 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, one cluster was one host: a member registered at two
+			// addresses (a load balancer's and a node's) was two clusters,
+			// and the chosen one's candidates were deleted through the other.
+			name: "a member registered at two addresses, one identity, is one cluster: its candidates stay",
+			w:    web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				a := clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))
+				a.ID = "uid-a"
+				twin := &clustertest.Member{Key: types.NamespacedName{Namespace: "default", Name: "a-again"}, HostName: "https://10.0.0.1:6443", ID: "uid-a", Client: a.Client}
+				return clustertest.Members{a, twin}
+			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}, "a-again": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 2 {
+					t.Errorf("%d candidates in a, want 2: deleted through the registration at another address", n)
+				}
+			},
+		},
+		{
 			name: "scale down: the extra replica goes",
 			w:    web(),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
