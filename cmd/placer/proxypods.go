@@ -123,7 +123,7 @@ func (f *proxyPodFlags) setup(mgr ctrl.Manager, reg *cluster.Registry, certs *pr
 		return err
 	}
 	mgr.GetWebhookServer().Register(proxypod.WebhookPath, &webhook.Admission{Handler: &proxypod.Mutator{
-		Reader: mgr.GetClient(), Decoder: admission.NewDecoder(mgr.GetScheme()), Signer: certs,
+		Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Decoder: admission.NewDecoder(mgr.GetScheme()), Signer: certs,
 	}})
 	// The same server adds the propagator's finalizer to a Workload as it
 	// is created (one write less per Workload); without it (--proxy-pods

@@ -47,7 +47,10 @@ const (
 	reasonStatusRefused     = "StatusRefused"
 	reasonWorkloadForbidden = "WorkloadForbidden"
 	reasonUnsignedSourcePod = "UnsignedSourcePod"
-	reasonDelegateNotBound  = "DelegateNotBound"
+	// reasonNamespaceClosed: a proxy pod whose namespace is no longer
+	// opened to placer (multicluster-scheduler=enabled).
+	reasonNamespaceClosed  = "NamespaceNotEnabled"
+	reasonDelegateNotBound = "DelegateNotBound"
 )
 
 // Chaperons finds a Workload's chaperons in a member, and the member's
@@ -65,7 +68,10 @@ type Chaperons interface {
 // deletes the Workload (whose finalizer removes the delegate) before it
 // lets the pod go.
 type Proxies struct {
-	Client  client.Client
+	Client client.Client
+	// Live reads a namespace the cache does not show opened yet
+	// (NamespaceLabels); the cache alone when nil.
+	Live    client.Reader
 	Members cluster.Members
 	Record  event.Recorder
 	// Verifier checks that the webhook wrote a pod's source manifest
@@ -150,7 +156,7 @@ func Setup(mgr ctrl.Manager, reg *cluster.Registry, o Options, certs *Certs, kub
 		}
 	})
 	p := &Proxies{
-		Client: c, Members: reg,
+		Client: c, Live: mgr.GetAPIReader(), Members: reg,
 		Record: event.NewAPIRecorder(mgr.GetEventRecorderFor("placer-proxy")), //nolint:staticcheck // crossplane-runtime's recorder takes the legacy interface.
 	}
 	if certs != nil {
@@ -354,15 +360,20 @@ func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Wo
 }
 
 func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
-	ns := &corev1.Namespace{}
-	if err := p.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+	labels, err := NamespaceLabels(ctx, p.Client, p.Live, pod)
+	if err != nil {
 		return err
 	}
-	if !IsSource(pod, ns.Labels) {
+	if !IsSource(pod, labels) {
 		// Only a source pod of an opened namespace is placed, whatever
 		// marks another pod carries (the webhook made every source pod
-		// a proxy pod when it was created).
-		return nil
+		// a proxy pod when it was created): one whose namespace was
+		// closed since is told so, not left Pending with no word.
+		if _, elect := pod.Annotations[v1alpha1.AnnotationElect]; !elect {
+			return nil
+		}
+		return p.unschedulable(ctx, pod, reasonNamespaceClosed, "namespace "+pod.Namespace+" is not labelled "+v1alpha1.LabelSourceNamespace+"="+v1alpha1.SourceNamespaceEnabled+
+			" (any more): placer places the pods of opened namespaces only; once it is labelled again, delete the pod (its controller makes another)")
 	}
 	if p.Verifier != nil && !p.Verifier.Verify([]byte(pod.Annotations[v1alpha1.AnnotationSourcePodManifest]), pod.Annotations[v1alpha1.AnnotationSourceSignature]) {
 		return p.unschedulable(ctx, pod, reasonUnsignedSourcePod, "the pod's source manifest was not written by placer's webhook: a pod becomes a source pod when it is created annotated "+

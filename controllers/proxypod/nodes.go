@@ -169,6 +169,10 @@ func (n *Nodes) removed(ctx context.Context, name string) error {
 	return n.Client.Status().Update(ctx, node)
 }
 
+// ProviderIDPrefix begins a virtual node's spec.providerID, followed by
+// its KubernetesCluster's namespace/name.
+const ProviderIDPrefix = "placer://"
+
 // VirtualNode is the Node that stands for a cluster.
 func VirtualNode(kc *v1alpha1.KubernetesCluster, kubelet KubeletEndpoint) *corev1.Node {
 	key := types.NamespacedName{Namespace: kc.Namespace, Name: kc.Name}
@@ -211,6 +215,12 @@ func VirtualNode(kc *v1alpha1.KubernetesCluster, kubelet KubeletEndpoint) *corev
 			annotationOwnLabels:                   strings.Join(slices.Sorted(maps.Keys(labels)), ","),
 		}},
 		Spec: corev1.NodeSpec{
+			// A provider ID of placer's own: a cloud's node lifecycle
+			// controller (EKS, AKS, GKE management clusters) deletes a
+			// NotReady node it cannot find in its cloud, and the pod
+			// garbage collector then force-deletes the proxy pods bound
+			// to it (virtual-kubelet#321).
+			ProviderID:    ProviderIDPrefix + key.String(),
 			Unschedulable: kc.Spec.Unschedulable,
 			Taints: []corev1.Taint{{
 				Key: v1alpha1.LabelVirtualKubeletProvider, Value: v1alpha1.VirtualKubeletProvider, Effect: corev1.TaintEffectNoSchedule,
@@ -248,6 +258,11 @@ func mergeNode(node, want *corev1.Node) (*corev1.Node, bool) {
 	maps.Copy(out.Labels, want.Labels)
 	maps.Copy(out.Annotations, want.Annotations)
 	out.Spec.Unschedulable = want.Spec.Unschedulable
+	if out.Spec.ProviderID == "" {
+		// Set once (the API server lets it change only from empty): a
+		// node made before it had none.
+		out.Spec.ProviderID = want.Spec.ProviderID
+	}
 	own := want.Spec.Taints[0]
 	found := false
 	for _, t := range out.Spec.Taints {

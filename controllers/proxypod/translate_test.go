@@ -338,6 +338,30 @@ func TestMergeNode(t *testing.T) {
 	}
 }
 
+// TestVirtualNodeProviderID: a virtual node carries a provider ID of
+// placer's own, and one made before it had none gets it (set once): a
+// cloud's node lifecycle controller deletes a NotReady node with none it
+// can find, and the pod garbage collector then force-deletes its proxy
+// pods. Before, virtual nodes had none.
+func TestVirtualNodeProviderID(t *testing.T) {
+	kc := &v1alpha1.KubernetesCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a"}}
+	want := VirtualNode(kc, KubeletEndpoint{})
+	if want.Spec.ProviderID != "placer://fleet/a" {
+		t.Errorf("providerID %q, want placer://fleet/a", want.Spec.ProviderID)
+	}
+	before := want.DeepCopy()
+	before.Spec.ProviderID = ""
+	merged, changed := mergeNode(before, want)
+	if !changed || merged.Spec.ProviderID != want.Spec.ProviderID {
+		t.Errorf("a node made without one: providerID %q after the merge (changed %t)", merged.Spec.ProviderID, changed)
+	}
+	other := want.DeepCopy()
+	other.Spec.ProviderID = "aws:///eu-west-1a/i-0123"
+	if merged, _ := mergeNode(other, want); merged.Spec.ProviderID != other.Spec.ProviderID {
+		t.Errorf("a providerID set already was changed to %q (the API server refuses it)", merged.Spec.ProviderID)
+	}
+}
+
 // TestVirtualNodeLongNames: a cluster whose namespace and name make a
 // node name longer than a label value still gets a Node the API server
 // takes. Before, its kubernetes.io/hostname label (the node's name) was

@@ -29,7 +29,10 @@ const WebhookPath = "/mutate-v1-pod"
 // namespaceSelector and matchConditions, config/webhook); it checks both
 // again, reading the namespace's labels through reader.
 type Mutator struct {
-	Reader  client.Reader
+	Reader client.Reader
+	// Live reads a namespace the cache does not show opened yet
+	// (NamespaceLabels); the cache alone when nil.
+	Live    client.Reader
 	Decoder admission.Decoder
 	// Signer signs the source manifest it saves (Certs), so that the
 	// proxy pods' controller places only one it wrote; none when nil.
@@ -46,18 +49,18 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	pod.Namespace = req.Namespace
-	ns := &corev1.Namespace{}
-	if err := m.Reader.Get(ctx, client.ObjectKey{Name: req.Namespace}, ns); err != nil {
+	labels, err := NamespaceLabels(ctx, m.Reader, m.Live, pod)
+	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if !IsSource(pod, ns.Labels) {
+	if !IsSource(pod, labels) {
 		return admission.Allowed("not a source pod")
 	}
 	// A source pod is always made a proxy pod here, whatever proxy marks
 	// it came with: the manifest placer places is the one saved now.
 	proxy, w, errs := Mutate(pod)
 	if len(errs) == 0 {
-		errs = m.admittedSomewhere(ctx, w, ns.Labels)
+		errs = m.admittedSomewhere(ctx, w, labels)
 	}
 	if len(errs) > 0 {
 		status := kerrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, podName(pod), errs).Status()
@@ -243,4 +246,27 @@ func withoutMounts(ms []corev1.VolumeMount, names []string) []corev1.VolumeMount
 		}
 	}
 	return out
+}
+
+// NamespaceLabels returns the labels of the pod's namespace as IsSource
+// needs them: from cached, and from live too when the cache does not show
+// the namespace opened to an elected pod. The API server matched its
+// webhook's namespaceSelector on the namespace as it is now; a label
+// added a moment ago may not be in a replica's cache yet, which would let
+// a source pod through unmutated (onto one of the management cluster's
+// own nodes), or leave a proxy pod with no Workload and nothing to bring
+// it back. live may be nil: the cache alone.
+func NamespaceLabels(ctx context.Context, cached, live client.Reader, pod *corev1.Pod) (map[string]string, error) {
+	ns := &corev1.Namespace{}
+	if err := cached.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	_, elect := pod.Annotations[v1alpha1.AnnotationElect]
+	if !elect || IsSource(pod, ns.Labels) || live == nil {
+		return ns.Labels, nil
+	}
+	if err := live.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
 }
