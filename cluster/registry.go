@@ -276,6 +276,9 @@ func (r *Registry) Get(key types.NamespacedName) *Connection {
 	return r.conns[key]
 }
 
+// Connected reports whether the cluster has a connection, serving or not.
+func (r *Registry) Connected(key types.NamespacedName) bool { return r.Get(key) != nil }
+
 // Serving returns the cluster's connection if it serves (Member), or nil:
 // what acts in the member as placer, as Member's users do.
 func (r *Registry) Serving(key types.NamespacedName) *Connection {

@@ -47,6 +47,8 @@ func (f *fakeConns) Check(_ context.Context, key types.NamespacedName, _ []byte,
 
 func (f *fakeConns) Remove(key types.NamespacedName) { f.removed = append(f.removed, key) }
 
+func (f *fakeConns) Connected(key types.NamespacedName) bool { return f.members.Member(key) != nil }
+
 func (f *fakeConns) RequestToken(context.Context, types.NamespacedName, types.NamespacedName, time.Duration) (string, error) {
 	return "", errors.New("the fake has no member to ask")
 }

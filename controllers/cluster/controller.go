@@ -92,6 +92,9 @@ type connections interface {
 	Connect(key types.NamespacedName, kubeconfig []byte, targetNamespaces map[string]v1alpha1.NamespaceName, opts ...cluster.EnsureOption) error
 	Check(ctx context.Context, key types.NamespacedName, kubeconfig []byte, last cluster.Last, o cluster.HealthOptions, opts ...cluster.EnsureOption) (cluster.Health, error)
 	Remove(key types.NamespacedName)
+	// Connected reports whether the cluster has a connection, serving or
+	// not.
+	Connected(key types.NamespacedName) bool
 	// RequestToken asks the member for a token of one of its
 	// ServiceAccounts, as the connection's identity.
 	RequestToken(ctx context.Context, key types.NamespacedName, sa types.NamespacedName, ttl time.Duration) (string, error)
@@ -259,7 +262,10 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	// through it. One a ClusterProfile made goes with it: until then its
 	// connection is kept too, and it says why it is not Ready.
 	profileGone := ownedByProfile(metav1.GetControllerOf(kc)) && notReady != nil && notReady.Reason == v1alpha1.ReasonClusterProfileNotFound
-	sourceGone := (kc.DeletionTimestamp != nil || profileGone) && r.conns.Member(key) != nil &&
+	secretGone, closeIn := secretJustGone(kc, notReady)
+	// A connection there is, serving or not (withheld a moment after a
+	// restart, until its summary shows who it reaches).
+	sourceGone := (kc.DeletionTimestamp != nil || profileGone || secretGone) && r.conns.Connected(key) &&
 		(kc.Spec.ClusterProfileRef != nil && profile == nil || kc.Spec.ClusterProfileRef == nil && secret == nil)
 	switch {
 	case notReady != nil && !sourceGone:
@@ -268,7 +274,12 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		r.conns.Remove(key)
 		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
 	case notReady != nil && kc.DeletionTimestamp == nil:
-		return shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
+		res, err := shared.IgnoreConflict(r.publish(ctx, kc, *notReady, nil))
+		if secretGone && err == nil && res.IsZero() {
+			// Closed once the Secret has been gone secretGrace.
+			res.RequeueAfter = closeIn
+		}
+		return res, err
 	}
 	// With its source gone there is no kubeconfig to connect with: the
 	// connection stays as it is, and is only probed.
@@ -316,6 +327,32 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		next = h.Next
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// secretGrace is how long a cluster's connection outlives its Secret
+// while the cluster is not being deleted: a manifest or a namespace
+// deleted whole deletes the Secret first, maybe before the cluster's own
+// deletion shows here, and its drain needs the connection to remove what
+// placer left in the member (without it, the member is taken for one that
+// does not answer: let go, the Workloads' old copies abandoned there).
+const secretGrace = time.Minute
+
+// secretJustGone reports whether the cluster's Secret went less than
+// secretGrace ago (by its Ready condition's transition to
+// SecretNotFound, in the API: a restart keeps the count), and in how long
+// that ends.
+func secretJustGone(kc *v1alpha1.KubernetesCluster, notReady *xpv2.Condition) (bool, time.Duration) {
+	if kc.Spec.ClusterProfileRef != nil || notReady == nil || notReady.Reason != v1alpha1.ReasonSecretNotFound {
+		return false, 0
+	}
+	since := time.Duration(0)
+	if c := kc.Status.GetCondition(xpv2.TypeReady); c.Reason == v1alpha1.ReasonSecretNotFound {
+		since = time.Since(c.LastTransitionTime.Time)
+	}
+	if since >= secretGrace {
+		return false, 0
+	}
+	return true, secretGrace - since
 }
 
 // lastOf is what the cluster's status says of its last check.

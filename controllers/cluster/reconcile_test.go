@@ -406,3 +406,63 @@ func TestNoTokenFromAWithheldCluster(t *testing.T) {
 		})
 	}
 }
+
+// removingConns are fakeConns whose Remove closes the member's connection.
+type removingConns struct{ fakeConns }
+
+func (f *removingConns) Remove(key types.NamespacedName) {
+	f.fakeConns.Remove(key)
+	f.members = nil
+}
+
+// TestSecretGoneJustBeforeDeletion: a Secret deleted a moment before its
+// cluster (a manifest deleted with the Secret first, a namespace deleted
+// whole), seen gone before the cluster's deletion is: the connection is
+// kept for secretGrace, so that the drain that follows removes what placer
+// left in the member. Before, that pass closed it, and the drain took the
+// member for one that does not answer: let go, a Workload's old copy
+// abandoned there. A Secret gone longer than that closes it, as before.
+func TestSecretGoneJustBeforeDeletion(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	for name, goneFor := range map[string]time.Duration{"a moment ago: kept for the drain": 0, "longer than the grace: closed": 2 * secretGrace} {
+		t.Run(name, func(t *testing.T) {
+			kc := st.Cluster("a", func(kc *v1alpha1.KubernetesCluster) {
+				kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
+				kc.Finalizers = []string{clusterFinalizer}
+				if goneFor > 0 {
+					kc.Status.SetConditions(notReadyCondition(v1alpha1.ReasonSecretNotFound, "Secret default/a-kubeconfig not found"))
+					kc.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-goneFor))
+				}
+			})
+			w := st.Workload("w", st.PlacedOn("b"), leftFrom("a"))
+			c := indexedClient([]client.Object{kc, w, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, kc, w)
+			ch := propagator.NewChaperon(w, w.TargetNamespace(nil), 0, propagator.Held)
+			conns := &removingConns{fakeConns{members: clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(ch))}, health: map[types.NamespacedName]cluster.Health{key: answering()}}}
+			r := &Reconciler{client: c, secrets: c, watches: sharedtest.NewSources(), conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),
+				health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}}
+			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if goneFor > 0 {
+				if len(conns.removed) != 1 {
+					t.Errorf("connection removed %v, want closed", conns.removed)
+				}
+				return
+			}
+			if len(conns.removed) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > secretGrace {
+				t.Fatalf("connection removed %v, requeued after %s: want it kept, looked at again within %s", conns.removed, res.RequeueAfter, secretGrace)
+			}
+			// Now its deletion.
+			if err := c.Delete(context.Background(), kc); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(context.Background(), key, &v1alpha1.KubernetesCluster{}); err != nil {
+				t.Errorf("the cluster is gone (%v): let go while a Workload's copy runs in its member", err)
+			}
+		})
+	}
+}
