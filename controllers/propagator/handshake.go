@@ -124,8 +124,25 @@ func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
 		return stop, err
 	}
 	if reason == "" {
-		p.delivered = delivered
-		return proceed, nil
+		kc, err := r.cluster(ctx, s, s.target)
+		if err != nil {
+			return stop, err
+		}
+		if kc != nil && kc.DeletionTimestamp == nil {
+			p.delivered = delivered
+			return proceed, nil
+		}
+		// Being deleted (or gone): a choice made before the scheduler
+		// saw it starts nothing there, where a gang of one's candidate
+		// would bind while the drain finds nothing to wait for, then be
+		// abandoned with the cluster. What is committed there goes on
+		// until the Workload moves.
+		reason, msg = v1alpha1.ReasonClusterDeleted, fmt.Sprintf("cluster %s is being deleted", s.target)
+		if committed, err := committedIn(ctx, p.member, s.w); err != nil || committed {
+			p.delivered = delivered
+			return proceed, err
+		}
+		return r.rejectChosen(s, reason, msg)
 	}
 	committed, err := committedIn(ctx, p.member, s.w)
 	if err != nil {

@@ -452,6 +452,24 @@ func propagatorCases(t *testing.T) []propagatorCase {
 	}
 	return []propagatorCase{
 		{
+			// Before, the chosen cluster was admitted whatever its
+			// deletion: a gang of one's candidate bound there while the
+			// drain, having listed no Workload, let the cluster go, and
+			// the copy was abandoned with it.
+			name:     "a chosen cluster being deleted (chosen before the scheduler saw the deletion) gets no candidate: it is rejected",
+			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), v1alpha1.FinalizerDrain)}},
+			w:        web(),
+			members:  func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates made in a cluster being deleted, want 0", n)
+				}
+				if len(e.w.Status.RejectedClusters) != 1 || e.w.Status.RejectedClusters[0].Reason != v1alpha1.ReasonClusterDeleted {
+					t.Errorf("rejected %+v, want a, ClusterDeleted", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
 			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
 			w:       web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
