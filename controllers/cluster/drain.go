@@ -98,10 +98,11 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 		switch {
 		case w.DeletionTimestamp != nil && !synced:
 			// Being deleted, it never moves: while what it holds here is
-			// not known, its cleanup here is waited for while the cluster
+			// not known (the watch has not listed, or the connection is
+			// withheld), its cleanup here is waited for while the cluster
 			// answers, and otherwise it is let go (its own deletion then
 			// abandons what it left here).
-			if w.PlacedOn(key) || w.Left(key) != nil {
+			if reachable || w.PlacedOn(key) || w.Left(key) != nil {
 				left = append(left, name)
 			}
 		case w.DeletionTimestamp != nil:
@@ -114,7 +115,15 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 			placed = append(placed, name)
 		case w.LeftBehindIn(key):
 			left = append(left, name)
-		case synced:
+		case !synced:
+			// A runner-up's candidates, or copies, here: not known yet
+			// (the first pass after a restart, before the watch listed
+			// or the member showed who it is) is not nothing, while the
+			// cluster answers.
+			if reachable {
+				left = append(left, name)
+			}
+		default:
 			// Only nominated (a runner-up), or a batch Workload that ended
 			// there and is not moved: what it may still hold there goes,
 			// its copies too (its own pass lets them go once its

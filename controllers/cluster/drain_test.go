@@ -51,6 +51,9 @@ func TestDrain(t *testing.T) {
 		// crdGone: a's chaperons are watched (a watch listed before), but
 		// its API server no longer serves them (placer's CRDs went).
 		crdGone bool
+		// withheld: a's connection serves no one (its member has not
+		// shown who it is yet).
+		withheld bool
 		// twinB: b is registered, the same member as a.
 		twinB bool
 		// held: the finalizer stays, the probe's requeue is kept.
@@ -112,6 +115,15 @@ func TestDrain(t *testing.T) {
 			there: true, unwatched: true, held: true, reason: string(reasonDraining)},
 		{name: "a runner-up whose candidates the watch has not seen yet holds it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
 			there: true, unwatched: true, held: true, reason: string(reasonDraining)},
+		// Before, a watch not listed yet (the first pass after a manager
+		// restart) counted neither runner-ups nor copies: the cluster was
+		// let go, silently, with what they held there.
+		{name: "a Ready cluster whose fresh watch has not listed yet (a restart): a runner-up's candidates there hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
+			unsynced: true, held: true, reason: string(reasonDraining)},
+		{name: "a Ready cluster whose fresh watch has not listed yet: copies recorded there hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), copiedTo("a")),
+			unsynced: true, held: true, reason: string(reasonDraining)},
+		{name: "a Ready cluster whose connection is withheld (its identity not shown yet): a runner-up's candidates hold it", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("b"), st.Nominated("b", "a")),
+			withheld: true, held: true, reason: string(reasonDraining)},
 		{name: "a Workload being deleted whose candidates cannot be listed holds a cluster that answers", cluster: st.Cluster("a", deleting), w: st.Workload("w", st.PlacedOn("a"), beingDeleted),
 			unlisted: true, held: true, reason: string(reasonDraining)},
 	}
@@ -142,6 +154,9 @@ func TestDrain(t *testing.T) {
 				}}))
 			}
 			members := clustertest.Members{a}
+			if tc.withheld {
+				members = nil
+			}
 			if tc.twinB {
 				members = append(members, clustertest.NewMember("b", clustertest.Host(a.HostName)))
 			}
