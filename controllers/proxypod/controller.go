@@ -326,6 +326,9 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 // confirms a pod's containers have stopped.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
+		if err := p.keepEnd(ctx, pod, w); err != nil {
+			return err
+		}
 		if err := p.passGrace(ctx, pod, w); err != nil {
 			return err
 		}
@@ -342,6 +345,22 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 	}
 	err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	return client.IgnoreNotFound(err)
+}
+
+// keepEnd shows on a pod being deleted how its delegate ended, when it
+// ended on its own (its chaperon says a terminal phase only then): a Job's
+// pod that succeeded before its deletion (or during its grace) ends
+// Succeeded, as a kubelet ends a deleted pod as its containers did, not
+// Failed "Deleted", which its Job would count as a failure.
+func (p *Proxies) keepEnd(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
+	if podutil.IsPodPhaseTerminal(pod.Status.Phase) {
+		return nil
+	}
+	d, err := delegate(ctx, p.Members, w)
+	if err != nil || d == nil || !podutil.IsPodPhaseTerminal(d.Status.Phase) {
+		return err
+	}
+	return p.writeStatus(ctx, pod, statusOf(d, pod, w), nil)
 }
 
 // passGrace annotates the Workload of a pod being deleted with the pod's

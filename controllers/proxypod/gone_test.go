@@ -3,6 +3,9 @@ package proxypod
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +18,7 @@ import (
 	"github.com/placer-dev/placer/apis"
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	mcv1alpha1 "github.com/placer-dev/placer/apis/multicluster/v1alpha1"
+	"github.com/placer-dev/placer/cluster/clustertest"
 )
 
 // TestPodGone: the Workload of a proxy pod that is gone already (force-
@@ -159,5 +163,51 @@ func TestGraceOfAnUnboundPod(t *testing.T) {
 				t.Errorf("deletion grace passed to the Workload: %t, want %t (annotations %v)", ok, tc.wantGrace, got.Annotations)
 			}
 		})
+	}
+}
+
+// TestDeletedAfterItsDelegateEnded: a proxy pod deleted after its
+// delegate succeeded (a Job's, whose status the pod did not show yet)
+// ends Succeeded, as its delegate did, not Failed "Deleted": its Job
+// counts a completion. Before, it ended Failed whatever its delegate did.
+func TestDeletedAfterItsDelegateEnded(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "job-1"}
+	cluster := types.NamespacedName{Namespace: "default", Name: "member-1"}
+	pod := proxyPod(key, "p1")
+	pod.Spec.NodeName = v1alpha1.VirtualNodeName(cluster)
+	pod.Status = readyStatus()
+	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	w := workloadOfPod(key, pod.UID)
+	w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+	w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: cluster.Namespace, Name: cluster.Name}
+	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "job-1-x", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}
+	members := clustertest.Members{clustertest.NewMember(cluster.Name, clustertest.WithObjects(ch))}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod).Build()
+	p := &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase %s (%s), want Succeeded as its delegate", got.Status.Phase, got.Status.Reason)
+	}
+	// A later pass (its Workload going) keeps that end.
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	p = &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, got); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	} else if err == nil && got.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("a later pass: phase %s (%s), want Succeeded", got.Status.Phase, got.Status.Reason)
 	}
 }
