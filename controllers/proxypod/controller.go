@@ -300,17 +300,13 @@ func (p *Proxies) otherWorkload(ctx context.Context, pod *corev1.Pod, w *v1alpha
 // deleteWorkload deletes a Workload a pod controlled (uid, when set,
 // must be that pod's). With no uid the pod is gone already: a proxy pod
 // being deleted stays until its Workload has gone (letGo), so one gone
-// before was force-deleted (or deleted unbound, which the API server does
-// at once, its delegate bound meanwhile), and its Workload says so
-// (AnnotationProxyPodGone): nothing waits for its delegate to stop. But a
-// pod that never runs two of itself (StopBeforeStart: a StatefulSet's)
-// is not marked: the next pod of its name waits, its name taken by this
-// Workload, until its delegate has stopped.
+// before was force-deleted, and its Workload says so
+// (AnnotationProxyPodGone): nothing waits for its delegate to stop.
 func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid types.UID) error {
 	if w == nil || controllerUID(w) == "" || (uid != "" && controllerUID(w) != uid) || w.DeletionTimestamp != nil {
 		return nil
 	}
-	if uid == "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" && w.Spec.Placement.Move != v1alpha1.MoveStopBeforeStart {
+	if uid == "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
 		orig := w.DeepCopy()
 		meta.AddAnnotations(w, map[string]string{v1alpha1.AnnotationProxyPodGone: "true"})
 		if err := p.Client.Patch(ctx, w, client.MergeFrom(orig)); err != nil {

@@ -48,12 +48,6 @@ func TestPodGone(t *testing.T) {
 	// proxy pod: it stayed Terminating, its delegate running.
 	unannotated := deleting.DeepCopy()
 	delete(unannotated.Annotations, v1alpha1.AnnotationSourcePodManifest)
-	// A StatefulSet's pod (StopBeforeStart), deleted while unbound (the
-	// API server deletes it at once, its delegate bound meanwhile).
-	// Before, it was marked gone: its delegate was deleted in the
-	// background, and the next pod of its name placed while it stopped.
-	stateful := workloadOf("p1")
-	stateful.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
 	cases := map[string]struct {
 		objs     []client.Object
 		wantGone bool
@@ -63,7 +57,6 @@ func TestPodGone(t *testing.T) {
 		"the pod is being deleted, its Workload orphaned":             {objs: []client.Object{orphaned, deleting}},
 		"the pod is gone, its Workload orphaned":                      {objs: []client.Object{orphaned.DeepCopy()}, wantGone: true},
 		"the pod is being deleted, its manifest annotation taken off": {objs: []client.Object{workloadOf("p1"), unannotated}},
-		"the pod is gone, a StatefulSet's (never two of it)":          {objs: []client.Object{stateful}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
