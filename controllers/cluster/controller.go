@@ -313,10 +313,12 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if err := r.publish(ctx, kc, readyCondition(h), &h); err != nil {
 		return shared.IgnoreConflict(err)
 	}
-	if h.Reason == v1alpha1.ReasonClusterIdentityChanged || r.conns.Member(key) == nil {
-		// Another cluster, or one not (yet) shown to be the cluster
-		// placer placed in (Registry.Member withholds it): nothing is
-		// asked of it, a token neither.
+	if h.Reason == v1alpha1.ReasonClusterIdentityChanged {
+		// Another cluster: nothing is asked of it, a token neither. (One
+		// not shown yet to be the recorded cluster, its agent rolled
+		// back, say, is renewed: the token is for the credentials the
+		// Secret already holds there, and letting it expire would need
+		// placer join again.)
 		return reconcile.Result{RequeueAfter: h.Next}, nil
 	}
 	next, err := r.renew(ctx, kc, secret, kubeconfig)

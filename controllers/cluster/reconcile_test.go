@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -352,58 +350,6 @@ func TestDesiredLabelsOfALongName(t *testing.T) {
 	}
 	if got := desiredLabels(st.Cluster("east"), "", nil)[v1alpha1.LabelClusterName]; got != "east" {
 		t.Errorf("cluster-name of east: %q, want the name itself", got)
-	}
-}
-
-// countingConns counts the tokens asked of members.
-type countingConns struct {
-	*fakeConns
-	asked int
-}
-
-func (c *countingConns) RequestToken(ctx context.Context, key, sa types.NamespacedName, ttl time.Duration) (string, error) {
-	c.asked++
-	return c.fakeConns.RequestToken(ctx, key, sa, ttl)
-}
-
-// TestNoTokenFromAWithheldCluster: a renewable token due for renewal is
-// not asked of a member whose connection is withheld (not shown to be
-// the cluster placer placed in: Registry.Member says none), whatever its
-// Ready reason; it is of one that serves. Before, only the reason
-// ClusterIdentityChanged kept the request from another cluster (one with
-// no placer agent says AgentNotRunning).
-func TestNoTokenFromAWithheldCluster(t *testing.T) {
-	key := types.NamespacedName{Namespace: "default", Name: "a"}
-	now := time.Now()
-	claims, err := json.Marshal(map[string]int64{"iat": now.Add(-time.Hour).Unix(), "exp": now.Add(time.Hour).Unix()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := "e30." + base64.RawURLEncoding.EncodeToString(claims) + ".sig"
-	kubeconfig := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: a, cluster: {server: 'https://a.example.com'}}]\nusers: [{name: a, user: {token: " + token + "}}]\ncontexts: [{name: a, context: {cluster: a, user: a}}]\ncurrent-context: a\n")
-	for name, serving := range map[string]bool{"withheld: no token asked": false, "serving: a token asked": true} {
-		t.Run(name, func(t *testing.T) {
-			kc := st.Cluster("a", func(kc *v1alpha1.KubernetesCluster) {
-				kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
-			})
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(kc, ns).WithStatusSubresource(kc).Build()
-			src := sharedtest.NewSources(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-kubeconfig",
-				Annotations: map[string]string{cluster.AnnotationRenewToken: "placer-system/placer-manager"}}, Data: map[string][]byte{"kubeconfig": kubeconfig}})
-			health := cluster.Health{Version: "v1.35.4", Reason: v1alpha1.ReasonAgentNotRunning, Message: "no agent", Next: 20 * time.Second}
-			conns := &countingConns{fakeConns: &fakeConns{health: map[types.NamespacedName]cluster.Health{key: health}}}
-			if serving {
-				conns.members = clustertest.Members{clustertest.NewMember("a")}
-			}
-			r := &Reconciler{client: c, secrets: c, watches: src, conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),
-				health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}, renewal: 0.5}
-			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
-				t.Fatal(err)
-			}
-			if want := map[bool]int{false: 0, true: 1}[serving]; conns.asked != want {
-				t.Errorf("%d tokens asked, want %d", conns.asked, want)
-			}
-		})
 	}
 }
 
