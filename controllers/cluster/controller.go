@@ -306,6 +306,13 @@ func (r *Reconciler) connect(ctx context.Context, kc *v1alpha1.KubernetesCluster
 	if h.Unsettled {
 		return reconcile.Result{RequeueAfter: h.Next}, nil
 	}
+	return r.publishHealth(ctx, kc, h, profile, secret, kubeconfig)
+}
+
+// publishHealth publishes the member's health (h) as the cluster's Ready,
+// and renews the token its Secret holds when that is due.
+func (r *Reconciler) publishHealth(ctx context.Context, kc *v1alpha1.KubernetesCluster, h cluster.Health, profile *inventoryv1alpha1.ClusterProfile, secret *corev1.Secret, kubeconfig []byte) (reconcile.Result, error) {
+	key := client.ObjectKeyFromObject(kc)
 	profileHealth(profile, &h)
 	if h.Reason != "" {
 		r.log.Debug("not ready", "cluster", key.String(), "reason", h.Reason, "message", h.Message)

@@ -94,43 +94,11 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	for i := range wls {
 		w := &wls[i]
 		name := w.Namespace + "/" + w.Name
-		synced := conn != nil && conn.Synced()
-		switch {
-		case w.DeletionTimestamp != nil && !synced:
-			// Being deleted, it never moves: while what it holds here is
-			// not known (the watch has not listed, or the connection is
-			// withheld), its cleanup here is waited for while the cluster
-			// answers, and otherwise it is let go (its own deletion then
-			// abandons what it left here).
-			if reachable || w.PlacedOn(key) || w.Left(key) != nil {
-				left = append(left, name)
-			}
-		case w.DeletionTimestamp != nil:
-			// Only while its chaperons are here: another cluster holding
-			// its deletion does not hold this drain.
-			if holds(w) {
-				left = append(left, name)
-			}
-		case w.PlacedOn(key) && !w.Finished():
+		switch r.holding(w, key, conn != nil && conn.Synced(), reachable, holds) {
+		case isPlaced:
 			placed = append(placed, name)
-		case w.LeftBehindIn(key):
+		case isLeft:
 			left = append(left, name)
-		case !synced:
-			// A runner-up's candidates, or copies, here: not known yet
-			// (the first pass after a restart, before the watch listed
-			// or the member showed who it is) is not nothing, while the
-			// cluster answers.
-			if reachable {
-				left = append(left, name)
-			}
-		default:
-			// Only nominated (a runner-up), or a batch Workload that ended
-			// there and is not moved: what it may still hold there goes,
-			// its copies too (its own pass lets them go once its
-			// candidates are gone).
-			if holds(w) || reachable && r.copiesIn(w, key) {
-				left = append(left, name)
-			}
 		}
 	}
 	sort.Strings(placed)
@@ -151,6 +119,62 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	r.drains.forget(key)
 	err = shared.PatchLocked(ctx, r.client, kc, func(kc *v1alpha1.KubernetesCluster) { meta.RemoveFinalizer(kc, clusterFinalizer) })
 	return shared.IgnoreConflict(errors.Wrap(resource.IgnoreNotFound(err), errClusterFinalizer))
+}
+
+// holdsDrain is what a Workload is to a cluster's drain.
+type holdsDrain int
+
+const (
+	isNothing holdsDrain = iota
+	// isPlaced: placed there, it must move away first.
+	isPlaced
+	// isLeft: what it holds there is to be cleaned up first (while the
+	// cluster answers).
+	isLeft
+)
+
+// holding says what the Workload is to the drain of cluster key: synced
+// says whether the member's watch has listed, reachable whether the
+// cluster answers, holds whether the Workload's candidates are there.
+func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, synced, reachable bool, holds func(*v1alpha1.Workload) bool) holdsDrain {
+	switch {
+	case w.DeletionTimestamp != nil && !synced:
+		// Being deleted, it never moves: while what it holds here is
+		// not known (the watch has not listed, or the connection is
+		// withheld), its cleanup here is waited for while the cluster
+		// answers, and otherwise it is let go (its own deletion then
+		// abandons what it left here).
+		if reachable || w.PlacedOn(key) || w.Left(key) != nil {
+			return isLeft
+		}
+	case w.DeletionTimestamp != nil:
+		// Only while its chaperons are here: another cluster holding
+		// its deletion does not hold this drain.
+		if holds(w) {
+			return isLeft
+		}
+	case w.PlacedOn(key) && !w.Finished():
+		return isPlaced
+	case w.LeftBehindIn(key):
+		return isLeft
+	case !synced:
+		// A runner-up's candidates, or copies, here: not known yet
+		// (the first pass after a restart, before the watch listed
+		// or the member showed who it is) is not nothing, while the
+		// cluster answers.
+		if reachable {
+			return isLeft
+		}
+	default:
+		// Only nominated (a runner-up), or a batch Workload that ended
+		// there and is not moved: what it may still hold there goes,
+		// its copies too (its own pass lets them go once its
+		// candidates are gone).
+		if holds(w) || reachable && r.copiesIn(w, key) {
+			return isLeft
+		}
+	}
+	return isNothing
 }
 
 // copiesIn reports whether the Workload recorded copies or a namespace in
