@@ -322,7 +322,10 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 // confirms a pod's containers have stopped.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
-		if err := p.keepEnd(ctx, pod, w); err != nil {
+		if kept, err := p.keepEnd(ctx, pod, w); err != nil || !kept {
+			// Its end not written yet (the cache behind the pod): the
+			// newer copy's event brings the next pass, and the Workload
+			// (whose delegate says that end) stays until then.
 			return err
 		}
 		if err := p.passGrace(ctx, pod, w); err != nil {
@@ -344,19 +347,33 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 }
 
 // keepEnd shows on a pod being deleted how its delegate ended, when it
-// ended on its own (its chaperon says a terminal phase only then): a Job's
-// pod that succeeded before its deletion (or during its grace) ends
-// Succeeded, as a kubelet ends a deleted pod as its containers did, not
-// Failed "Deleted", which its Job would count as a failure.
-func (p *Proxies) keepEnd(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
+// ended on its own before the deletion (its chaperon says a terminal
+// phase only then): a Job's pod that succeeded, its status not on the
+// pod yet, ends Succeeded, as a kubelet ends a deleted pod as its
+// containers did, not Failed "Deleted", which its Job would count as a
+// failure. kept is false while that end is still to be written.
+func (p *Proxies) keepEnd(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) (kept bool, err error) {
 	if podutil.IsPodPhaseTerminal(pod.Status.Phase) {
-		return nil
+		return true, nil
 	}
 	d, err := delegate(ctx, p.Members, w)
 	if err != nil || d == nil || !podutil.IsPodPhaseTerminal(d.Status.Phase) {
-		return err
+		return err == nil, err
 	}
-	return p.writeStatus(ctx, pod, statusOf(d, pod, w), nil)
+	pod.Status = statusOf(d, pod, w)
+	switch err := p.Client.Status().Update(ctx, pod); {
+	case kerrors.IsConflict(err):
+		// The cache is behind the pod: its newer copy's event brings
+		// the next pass.
+		return false, nil
+	case kerrors.IsInvalid(err):
+		// A transition the API server forbids of this pod: it ends as
+		// a deleted pod does.
+		p.Record.Event(pod, event.Warning(reasonStatusRefused, errors.Wrap(err, "the delegate's end cannot be the pod's")))
+		return true, nil
+	default:
+		return err == nil || kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
 }
 
 // passGrace annotates the Workload of a pod being deleted with the pod's

@@ -2,17 +2,20 @@ package proxypod
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis"
@@ -202,5 +205,41 @@ func TestDeletedAfterItsDelegateEnded(t *testing.T) {
 		t.Fatal(err)
 	} else if err == nil && got.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("a later pass: phase %s (%s), want Succeeded", got.Status.Phase, got.Status.Reason)
+	}
+}
+
+// TestDeletedAfterItsDelegateEndedConflict: the pod's end meets a
+// conflict (the cache behind the pod): its Workload stays, for the next
+// pass to write that end first. Before, the Workload went on, its
+// delegate's chaperon was deleted, and the pod ended Failed "Deleted".
+func TestDeletedAfterItsDelegateEndedConflict(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "job-1"}
+	cluster := types.NamespacedName{Namespace: "default", Name: "member-1"}
+	pod := proxyPod(key, "p1")
+	pod.Spec.NodeName = v1alpha1.VirtualNodeName(cluster)
+	pod.Status = readyStatus()
+	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	w := workloadOfPod(key, pod.UID)
+	w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+	w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: cluster.Namespace, Name: cluster.Name}
+	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "job-1-x", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}
+	members := clustertest.Members{clustertest.NewMember(cluster.Name, clustertest.WithObjects(ch))}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			return kerrors.NewConflict(corev1.Resource("pods"), o.GetName(), errors.New("the object has been modified"))
+		}}).Build()
+	p := &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DeletionTimestamp != nil {
+		t.Error("the Workload is being deleted while the pod's end is not written: its delegate's end would be lost")
 	}
 }
