@@ -128,16 +128,18 @@ func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
 		if err != nil {
 			return stop, err
 		}
-		if kc != nil && kc.DeletionTimestamp == nil {
+		closingReason, closing := closingMsg(kc, s.target)
+		if closing == "" {
 			p.delivered = delivered
 			return proceed, nil
 		}
-		// Being deleted (or gone): a choice made before the scheduler
-		// saw it starts nothing there, where a gang of one's candidate
-		// would bind while the drain finds nothing to wait for, then be
-		// abandoned with the cluster. What is committed there goes on
-		// until the Workload moves.
-		reason, msg = v1alpha1.ReasonClusterDeleted, fmt.Sprintf("cluster %s is being deleted", s.target)
+		// Being deleted (or gone, or its Secret gone: its connection
+		// kept a moment for a drain): a choice made before the
+		// scheduler saw it starts nothing there, where a gang of one's
+		// candidate would bind while the drain finds nothing to wait
+		// for, then be abandoned with the cluster. What is committed
+		// there goes on until the Workload moves.
+		reason, msg = closingReason, closing
 		if committed, err := committedIn(ctx, p.member, s.w); err != nil || committed {
 			p.delivered = delivered
 			return proceed, err
@@ -156,6 +158,21 @@ func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
 		return settle, nil
 	}
 	return r.rejectChosen(s, reason, msg)
+}
+
+// closingMsg says why nothing new goes to a cluster that is going: gone,
+// being deleted, or its Secret gone (its connection is kept a moment, for
+// a drain that may follow, not for new candidates); "" for none.
+func closingMsg(kc *v1alpha1.KubernetesCluster, key types.NamespacedName) (reason, msg string) {
+	switch {
+	case kc == nil:
+		return v1alpha1.ReasonClusterDeleted, fmt.Sprintf("cluster %s is gone", key)
+	case kc.DeletionTimestamp != nil:
+		return v1alpha1.ReasonClusterDeleted, fmt.Sprintf("cluster %s is being deleted", key)
+	case kc.Status.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonSecretNotFound:
+		return v1alpha1.ReasonSecretNotFound, fmt.Sprintf("the Secret of cluster %s is gone", key)
+	}
+	return "", ""
 }
 
 // rejectChosen rejects the chosen cluster in this reconcile: it has no

@@ -470,6 +470,37 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			name: "a chosen cluster whose Secret is gone (its connection kept a moment for a drain) gets no candidate: it is rejected",
+			clusters: map[string][]st.ClusterOption{"a": {func(kc *v1alpha1.KubernetesCluster) {
+				kc.Status.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonSecretNotFound})
+			}}},
+			w:       web(),
+			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
+			check: func(t *testing.T, e env) {
+				if n := count(t, e.members[0], e.w, nil); n != 0 {
+					t.Errorf("%d candidates made in a cluster whose Secret is gone, want 0", n)
+				}
+				if len(e.w.Status.RejectedClusters) != 1 || e.w.Status.RejectedClusters[0].Reason != v1alpha1.ReasonSecretNotFound {
+					t.Errorf("rejected %+v, want a, SecretNotFound", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
+			name:     "a chosen cluster being deleted where the Workload is committed: what runs goes on until it moves",
+			clusters: map[string][]st.ClusterOption{"a": {st.Deleting(time.Now(), v1alpha1.FinalizerDrain)}},
+			w:        web(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{clustertest.NewMember("a", clustertest.WithObjects(candidates(w, 2, reserved, allowed, running)...))}
+			},
+			wantStatus:  counts(2, 2, 2, 2, v1alpha1.Available("2 of 2 replicas ready in a", 1)),
+			wantMembers: map[string][]string{"a": {"0 reserved allowed", "1 reserved allowed"}},
+			check: func(t *testing.T, e env) {
+				if len(e.w.Status.RejectedClusters) != 0 {
+					t.Errorf("rejected %+v, where it is committed", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
 			name:    "first pass: the finalizer by a patch, and a candidate per replica in the chosen cluster",
 			w:       web(func(w *v1alpha1.Workload) { w.Finalizers = nil }),
 			members: func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("a")} },
