@@ -124,6 +124,7 @@ func (r *Registry) Check(ctx context.Context, key types.NamespacedName, kubeconf
 		}
 	}
 	judge(&h, sum, o.Grace)
+	judgeChaperons(&h, conn.Synced(), time.Since(conn.WatchStarted()), o.Grace)
 	if identify(&h, sum, last.ClusterID) {
 		// What answers is not this cluster: nothing of it is published.
 		h.Version, h.ProbeTime, h.Summary = last.Version, nil, nil
@@ -199,6 +200,21 @@ func judge(h *Health, sum Summary, grace time.Duration) {
 	default:
 		h.Next = min(h.Next, left)
 	}
+}
+
+// judgeChaperons makes a member that the summary says is ready not Ready
+// when placer's PodChaperons there have not been listed within the grace
+// since its watches started (placer's CRDs or the manager's grant gone
+// there, a conversion that hangs): nothing placer sends there could be
+// seen, and a deleted cluster's drain would wait for it for ever. As one
+// that does not answer (NotReady), its drain lets it go, saying what may
+// remain there.
+func judgeChaperons(h *Health, synced bool, watching, grace time.Duration) {
+	if h.Reason != "" || h.Unsettled || synced || watching < grace {
+		return
+	}
+	h.Reason = v1alpha1.ReasonNotReady
+	h.Message += fmt.Sprintf("; placer's PodChaperons there have not been listed in %s: are placer's CRDs installed there, and may the manager's identity list them?", watching.Round(time.Second))
 }
 
 // stale reports whether watches started before the cluster stopped

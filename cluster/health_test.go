@@ -220,3 +220,30 @@ func TestIdentify(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeChaperons: a member whose summary says ready, but whose
+// PodChaperons have not been listed within the grace, is not Ready
+// (NotReady, not one that answers): a deleted cluster's drain waited for
+// it for ever. Within the grace, or listed, nothing changes, nor does a
+// verdict the summary already gave.
+func TestJudgeChaperons(t *testing.T) {
+	grace := 40 * time.Second
+	for name, tc := range map[string]struct {
+		h        Health
+		synced   bool
+		watching time.Duration
+		want     string
+	}{
+		"listed":                        {synced: true, watching: time.Hour},
+		"within the grace":              {watching: grace / 2},
+		"past the grace":                {watching: grace, want: v1alpha1.ReasonNotReady},
+		"the summary's verdict stands":  {h: Health{Reason: v1alpha1.ReasonAgentNotRunning}, watching: time.Hour, want: v1alpha1.ReasonAgentNotRunning},
+		"unsettled: the condition kept": {h: Health{Unsettled: true}, watching: time.Hour},
+	} {
+		h := tc.h
+		judgeChaperons(&h, tc.synced, tc.watching, grace)
+		if h.Reason != tc.want || tc.want == v1alpha1.ReasonNotReady && !strings.Contains(h.Message, "PodChaperons") {
+			t.Errorf("%s: %+v, want reason %q", name, h, tc.want)
+		}
+	}
+}
