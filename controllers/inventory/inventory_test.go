@@ -3,11 +3,13 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
@@ -62,13 +64,8 @@ func TestImportLeavesANewClusterAlone(t *testing.T) {
 	live := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(cp, theirs).Build()
 	applied := false
 	cached := interceptor.NewClient(live, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-			if _, ok := o.(*v1alpha1.KubernetesCluster); ok {
-				// The cache has not seen it yet.
-				return kerrors.NewNotFound(v1alpha1.GroupVersion.WithResource("kubernetesclusters").GroupResource(), key.Name)
-			}
-			return c.Get(ctx, key, o, opts...)
-		},
+		// The cache has not seen it yet.
+		Get: notCached(&v1alpha1.KubernetesCluster{}),
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 			applied = true
 			return nil
@@ -147,12 +144,7 @@ func TestImportCreatesItsCluster(t *testing.T) {
 	cp := &inventoryv1alpha1.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "east", UID: "cp", Labels: map[string]string{"team": "a"}}}
 	live := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(cp).Build()
 	behind := interceptor.NewClient(live, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-			if _, ok := o.(*v1alpha1.KubernetesCluster); ok {
-				return kerrors.NewNotFound(v1alpha1.GroupVersion.WithResource("kubernetesclusters").GroupResource(), key.Name)
-			}
-			return c.Get(ctx, key, o, opts...)
-		},
+		Get: notCached(&v1alpha1.KubernetesCluster{}),
 	})
 	rec := &eventtest.Recorder{}
 	for _, c := range []client.Client{live, behind} {
@@ -229,7 +221,6 @@ func TestDecisionSlicesDoNotCollide(t *testing.T) {
 // TestDecisionLeavesAnothersPlacementDecision: a PlacementDecision of the
 // slice's name, not the Workload's, is left as it is, with an Event.
 func TestDecisionLeavesAnothersPlacementDecision(t *testing.T) {
-	ctx := context.Background()
 	var objs []client.Object
 	w := spread("b", 1, &objs)
 	theirs := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "b", OwnerReferences: []metav1.OwnerReference{
@@ -237,15 +228,7 @@ func TestDecisionLeavesAnothersPlacementDecision(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w, theirs)...).Build()
 	rec := &eventtest.Recorder{}
 	reconcileDecisions(t, &decisions{client: c, live: c, record: rec}, w)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
-		t.Fatal(err)
-	}
-	if metav1.IsControlledBy(theirs, w) || len(theirs.Decisions) != 0 {
-		t.Errorf("another Workload's PlacementDecision was taken over: owners %v, decisions %v", theirs.OwnerReferences, theirs.Decisions)
-	}
-	if got := rec.Reasons(); len(got) != 1 || got[0] != "PlacementDecisionExists" {
-		t.Errorf("Events %v, want PlacementDecisionExists", got)
-	}
+	leftAlone(t, c, theirs, rec)
 }
 
 // TestDecisionRenamesOldSlices: a slice under the name of before (NAME-i),
@@ -254,10 +237,7 @@ func TestDecisionRenamesOldSlices(t *testing.T) {
 	ctx := context.Background()
 	var objs []client.Object
 	a := spread("a", maxDecisions+1, &objs)
-	old := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a-1",
-		Labels:          map[string]string{inventoryv1alpha1.PlacementKeyLabel: "a", inventoryv1alpha1.DecisionKeyLabel: "a", inventoryv1alpha1.DecisionIndexLabel: "1"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: a.UID, Controller: ptr.To(true)}}},
-		Decisions: []inventoryv1alpha1.ClusterDecision{{ClusterProfileRef: inventoryv1alpha1.ClusterProfileReference{Name: "c100"}}}}
+	old := oldSlice(a)
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, a, old)...).Build()
 	reconcileDecisions(t, &decisions{client: c, live: c, record: &eventtest.Recorder{}}, a)
 	l := &inventoryv1alpha1.PlacementDecisionList{}
@@ -280,30 +260,16 @@ func TestDecisionRenamesOldSlices(t *testing.T) {
 // slice's name, someone's, made a moment ago (not in the cache yet), is
 // read live and left as it is: the forced apply would take it over.
 func TestDecisionLeavesOneTheCacheDoesNotShow(t *testing.T) {
-	ctx := context.Background()
 	var objs []client.Object
 	w := spread("b", 1, &objs)
 	theirs := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "b"}}
 	live := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w, theirs)...).Build()
 	behind := interceptor.NewClient(live, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-			if _, ok := o.(*inventoryv1alpha1.PlacementDecision); ok {
-				return kerrors.NewNotFound(inventoryv1alpha1.GroupVersion.WithResource("placementdecisions").GroupResource(), key.Name)
-			}
-			return c.Get(ctx, key, o, opts...)
-		},
+		Get: notCached(&inventoryv1alpha1.PlacementDecision{}),
 	})
 	rec := &eventtest.Recorder{}
 	reconcileDecisions(t, &decisions{client: behind, live: live, record: rec}, w)
-	if err := live.Get(ctx, client.ObjectKeyFromObject(theirs), theirs); err != nil {
-		t.Fatal(err)
-	}
-	if len(theirs.OwnerReferences) != 0 || len(theirs.Decisions) != 0 {
-		t.Errorf("someone's PlacementDecision was taken over: owners %v, decisions %v", theirs.OwnerReferences, theirs.Decisions)
-	}
-	if got := rec.Reasons(); len(got) != 1 || got[0] != "PlacementDecisionExists" {
-		t.Errorf("Events %v, want PlacementDecisionExists", got)
-	}
+	leftAlone(t, live, theirs, rec)
 }
 
 // TestDecisionKeepsAnOldSliceUntilItsNewOne: a slice under its old name
@@ -313,9 +279,7 @@ func TestDecisionKeepsAnOldSliceUntilItsNewOne(t *testing.T) {
 	ctx := context.Background()
 	var objs []client.Object
 	a := spread("a", maxDecisions+1, &objs)
-	old := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a-1",
-		Labels:          map[string]string{inventoryv1alpha1.PlacementKeyLabel: "a", inventoryv1alpha1.DecisionKeyLabel: "a", inventoryv1alpha1.DecisionIndexLabel: "1"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: a.UID, Controller: ptr.To(true)}}}}
+	old := oldSlice(a)
 	blocking := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: sliceName(a, 1)}}
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, a, old, blocking)...).Build()
 	reconcileDecisions(t, &decisions{client: c, live: c, record: &eventtest.Recorder{}}, a)
@@ -336,5 +300,42 @@ func TestDecisionWatchMapsBoth(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"fleet/a", "fleet/a-1"}; !slices.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
+	}
+}
+
+// notCached is a Get that finds no object of sample's kind, as a cache
+// that has not seen it yet does, and every other as the client has it.
+func notCached(sample client.Object) func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		if reflect.TypeOf(o) == reflect.TypeOf(sample) {
+			return kerrors.NewNotFound(schema.GroupResource{Resource: reflect.TypeOf(sample).Elem().Name()}, key.Name)
+		}
+		return c.Get(ctx, key, o, opts...)
+	}
+}
+
+// oldSlice is Workload a's second slice under the name slices had before
+// (NAME-i), holding the 101st cluster's decision.
+func oldSlice(a *v1alpha1.Workload) *inventoryv1alpha1.PlacementDecision {
+	return &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "a-1",
+		Labels:          map[string]string{inventoryv1alpha1.PlacementKeyLabel: "a", inventoryv1alpha1.DecisionKeyLabel: "a", inventoryv1alpha1.DecisionIndexLabel: "1"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "a", UID: a.UID, Controller: ptr.To(true)}}},
+		Decisions: []inventoryv1alpha1.ClusterDecision{{ClusterProfileRef: inventoryv1alpha1.ClusterProfileReference{Name: "c100"}}}}
+}
+
+// leftAlone: someone else's PlacementDecision, as c has it now, is not the
+// Workload's (no owner of it, no decision written into it), and the
+// Workload was told (PlacementDecisionExists).
+func leftAlone(t *testing.T, c client.Reader, theirs *inventoryv1alpha1.PlacementDecision, rec *eventtest.Recorder) {
+	t.Helper()
+	want := theirs.OwnerReferences
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(theirs), theirs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(theirs.OwnerReferences, want, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID }) || len(theirs.Decisions) != 0 {
+		t.Errorf("someone's PlacementDecision was taken over: owners %v, decisions %v", theirs.OwnerReferences, theirs.Decisions)
+	}
+	if got := rec.Reasons(); len(got) != 1 || got[0] != "PlacementDecisionExists" {
+		t.Errorf("Events %v, want PlacementDecisionExists", got)
 	}
 }

@@ -107,6 +107,33 @@ func heldShare(w *v1alpha1.Workload) {
 
 var nominate = st.Nominated
 
+// windowedThenUnschedulable, between two passes: the candidates made
+// carry a bind window, and their member finds them unschedulable.
+func windowedThenUnschedulable(t *testing.T, e env) {
+	if n := count(t, e.members[0], e.w, windowed); n != 2 {
+		t.Fatalf("%d of the candidates carry a bind window, want 2", n)
+	}
+	chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range chs {
+		podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")(ch)
+		if err := e.members[0].Client.Status().Update(context.Background(), ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// notRejectedBeforeTheFence: the cluster whose windowed candidates were
+// found unschedulable is not rejected before its member fenced them (a
+// node may come, and they bind).
+func notRejectedBeforeTheFence(t *testing.T, e env) {
+	if len(e.w.Status.RejectedClusters) != 0 {
+		t.Errorf("rejected %+v before the member fenced the candidates (they may still bind)", e.w.Status.RejectedClusters)
+	}
+}
+
 func count(t *testing.T, m *clustertest.Member, w *v1alpha1.Workload, want func(*mcv1alpha1.PodChaperon) bool) int {
 	t.Helper()
 	chs, err := m.ChaperonsLive(context.Background(), w.UID)
@@ -1119,28 +1146,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a")}
 			},
-			between: func(t *testing.T, e env) {
-				if n := count(t, e.members[0], e.w, windowed); n != 2 {
-					t.Fatalf("%d of the candidates carry a bind window, want 2", n)
-				}
-				chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ch := range chs {
-					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")(ch)
-					if err := e.members[0].Client.Status().Update(context.Background(), ch); err != nil {
-						t.Fatal(err)
-					}
-				}
-			},
+			between:     windowedThenUnschedulable,
 			want:        reconcile.Result{RequeueAfter: timeout},
 			wantMembers: map[string][]string{"a": {"0 no-hold give-up", "1 no-hold give-up"}},
-			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %+v before the member fenced the candidates (a node may come, and they bind)", e.w.Status.RejectedClusters)
-				}
-			},
+			check:       notRejectedBeforeTheFence,
 		},
 		{
 			name: "NoReservation past the timeout on this clock is not rejected: its member's window decides",
@@ -2171,28 +2180,10 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			members: func(*v1alpha1.Workload) clustertest.Members {
 				return clustertest.Members{clustertest.NewMember("a")}
 			},
-			between: func(t *testing.T, e env) {
-				if n := count(t, e.members[0], e.w, windowed); n != 2 {
-					t.Errorf("%d of the candidates carry a bind window, want 2", n)
-				}
-				chs, err := e.members[0].ChaperonsLive(context.Background(), e.w.UID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ch := range chs {
-					podScheduledFalse(corev1.PodReasonUnschedulable, "0/3 nodes are available: 3 Insufficient cpu.")(ch)
-					if err := e.members[0].Client.Status().Update(context.Background(), ch); err != nil {
-						t.Fatal(err)
-					}
-				}
-			},
+			between:     windowedThenUnschedulable,
 			want:        reconcile.Result{RequeueAfter: timeout},
 			wantMembers: map[string][]string{"a": {"0 give-up", "1 give-up"}},
-			check: func(t *testing.T, e env) {
-				if len(e.w.Status.RejectedClusters) != 0 {
-					t.Errorf("rejected %+v before the member fenced the candidates (they may still bind)", e.w.Status.RejectedClusters)
-				}
-			},
+			check:       notRejectedBeforeTheFence,
 		},
 		{
 			name: "NoReservation, a share whose commit is held, its member's chaperons never listed: not given up on this clock (its candidates may bind)",

@@ -162,12 +162,11 @@ func TestGraceOfAnUnboundPod(t *testing.T) {
 	}
 }
 
-// TestDeletedAfterItsDelegateEnded: a proxy pod deleted after its
-// delegate succeeded (a Job's, whose status the pod did not show yet)
-// ends Succeeded, as its delegate did, not Failed "Deleted": its Job
-// counts a completion. Before, it ended Failed whatever its delegate did.
-func TestDeletedAfterItsDelegateEnded(t *testing.T) {
-	ctx := context.Background()
+// endedDelegate is a Job's proxy pod being deleted (its Job's finalizer
+// keeps it), bound and Running as last seen, whose delegate has since
+// succeeded in member-1, in a management API whose calls go through
+// funcs; and the proxy pods' controller over them.
+func endedDelegate(funcs interceptor.Funcs) (client.Client, *Proxies, *corev1.Pod, *v1alpha1.Workload) {
 	key := types.NamespacedName{Namespace: "apps", Name: "job-1"}
 	cluster := types.NamespacedName{Namespace: "default", Name: "member-1"}
 	pod := proxyPod(key, "p1")
@@ -181,8 +180,19 @@ func TestDeletedAfterItsDelegateEnded(t *testing.T) {
 	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "job-1-x", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}
 	members := clustertest.Members{clustertest.NewMember(cluster.Name, clustertest.WithObjects(ch))}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod).Build()
-	p := &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod).WithInterceptorFuncs(funcs).Build()
+	return c, &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}, pod, w
+}
+
+// TestDeletedAfterItsDelegateEnded: a proxy pod deleted after its
+// delegate succeeded (a Job's, whose status the pod did not show yet)
+// ends Succeeded, as its delegate did, not Failed "Deleted": its Job
+// counts a completion; and keeps that end once its Workload is gone.
+// Before, it ended Failed whatever its delegate did.
+func TestDeletedAfterItsDelegateEnded(t *testing.T) {
+	ctx := context.Background()
+	c, p, pod, w := endedDelegate(interceptor.Funcs{})
+	key := client.ObjectKeyFromObject(pod)
 	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +203,26 @@ func TestDeletedAfterItsDelegateEnded(t *testing.T) {
 	if got.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("phase %s (%s), want Succeeded as its delegate", got.Status.Phase, got.Status.Reason)
 	}
-	// A later pass (its Workload going) keeps that end.
-	if err := c.Delete(ctx, w); err != nil {
+	// Its Workload gone (the propagator's finalizer done), the pass that
+	// lets the pod go keeps that end.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
 		t.Fatal(err)
 	}
-	p = &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
+	w.Finalizers = nil
+	if err := c.Update(ctx, w); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); !kerrors.IsNotFound(err) {
+		t.Fatalf("the Workload is still there (%v): the case proves nothing", err)
+	}
 	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, key, got); client.IgnoreNotFound(err) != nil {
+	if err := c.Get(ctx, key, got); err != nil {
 		t.Fatal(err)
-	} else if err == nil && got.Status.Phase != corev1.PodSucceeded {
-		t.Errorf("a later pass: phase %s (%s), want Succeeded", got.Status.Phase, got.Status.Reason)
+	}
+	if got.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("its Workload gone: phase %s (%s), want Succeeded", got.Status.Phase, got.Status.Reason)
 	}
 }
 
@@ -214,25 +232,10 @@ func TestDeletedAfterItsDelegateEnded(t *testing.T) {
 // delegate's chaperon was deleted, and the pod ended Failed "Deleted".
 func TestDeletedAfterItsDelegateEndedConflict(t *testing.T) {
 	ctx := context.Background()
-	key := types.NamespacedName{Namespace: "apps", Name: "job-1"}
-	cluster := types.NamespacedName{Namespace: "default", Name: "member-1"}
-	pod := proxyPod(key, "p1")
-	pod.Spec.NodeName = v1alpha1.VirtualNodeName(cluster)
-	pod.Status = readyStatus()
-	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
-	pod.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	w := workloadOfPod(key, pod.UID)
-	w.Finalizers = []string{v1alpha1.FinalizerPropagator}
-	w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: cluster.Namespace, Name: cluster.Name}
-	ch := &mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "job-1-x", Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}},
-		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}}
-	members := clustertest.Members{clustertest.NewMember(cluster.Name, clustertest.WithObjects(ch))}
-	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(pod).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			return kerrors.NewConflict(corev1.Resource("pods"), o.GetName(), errors.New("the object has been modified"))
-		}}).Build()
-	p := &Proxies{Client: c, Members: members, Record: event.NewNopRecorder()}
-	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+	c, p, pod, w := endedDelegate(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+		return kerrors.NewConflict(corev1.Resource("pods"), o.GetName(), errors.New("the object has been modified"))
+	}})
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1alpha1.Workload{}
