@@ -169,7 +169,7 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 		// deleted: no rollout or move counts on it (only Ready changes;
 		// whatever phase it ends in says nothing of the chaperon's
 		// replica, which gets a new pod).
-		if err := r.allowIfBound(ctx, ch, pod); err != nil {
+		if _, err := r.allowIfBound(ctx, ch, pod.Status.Conditions); err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := r.terminating(ctx, ch); err != nil {
@@ -179,7 +179,7 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 	case pod.Status.Phase == corev1.PodFailed && !EndedOnItsOwn(pod):
 		// Evicted, preempted, refused by its kubelet or lost: delete it;
 		// its deletion brings a new one.
-		if err := r.allowIfBound(ctx, ch, pod); err != nil {
+		if _, err := r.allowIfBound(ctx, ch, pod.Status.Conditions); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.record.Event(ch, event.Normal(reasonReplacedPod, "candidate Pod failed ("+pod.Status.Reason+"); replacing it"))
@@ -188,22 +188,24 @@ func (r *ChaperonReconciler) keepPod(ctx context.Context, ch *mcv1alpha1.PodChap
 	return r.mirror(ctx, ch, pod)
 }
 
-// allowIfBound marks is-allowed, before its pod goes, a candidate allowed
-// in advance (it has a bind window) whose pod bound: inside its window,
-// since a pod binds no later (the fence deletes only an unbound one, with
-// a precondition). Its status may never have said so (a pod refused by
-// its kubelet, or preempted, before the agent mirrored the binding), and
-// its replacement, its window over, would be fenced where it was committed.
-// The mark is the pod's own proof, as createPod's is the status's.
-func (r *ChaperonReconciler) allowIfBound(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod) error {
-	if pod.Spec.NodeName == "" || ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || !boundInWindow(ch, pod.Status.Conditions) {
-		return nil
+// allowIfBound marks is-allowed a candidate allowed in advance whose pod
+// bound inside its window (conds: the pod's, or its chaperon's status
+// mirrored from it), once and for good: it is committed (the management
+// side counts it so, and writes nothing for it), and its replacement,
+// its window over, must bind whenever it can, never be fenced. Called
+// before a bound pod goes (its status may never have said it bound: a pod
+// refused by its kubelet, or preempted, before the agent mirrored the
+// binding), and before a replacement is made (then the status's proof).
+// refused: the chaperon is gone, or made again since it was read.
+func (r *ChaperonReconciler) allowIfBound(ctx context.Context, ch *mcv1alpha1.PodChaperon, conds []corev1.PodCondition) (refused bool, err error) {
+	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || !boundInWindow(ch, conds) {
+		return false, nil
 	}
-	err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID)))
-	if err == nil || mcv1alpha1.MarkRefused(err) {
-		return nil
+	err = r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID)))
+	if mcv1alpha1.MarkRefused(err) {
+		return true, nil
 	}
-	return errors.Wrap(err, errMarkAllowed)
+	return false, errors.Wrap(err, errMarkAllowed)
 }
 
 // fenceIfDue fences a candidate that may bind without is-allowed once the
@@ -214,7 +216,7 @@ func (r *ChaperonReconciler) allowIfBound(ctx context.Context, ch *mcv1alpha1.Po
 // which it never gets a pod again. Until its window ends, wait says when
 // to look again. found says whether pod was read.
 func (r *ChaperonReconciler) fenceIfDue(ctx context.Context, ch *mcv1alpha1.PodChaperon, pod *corev1.Pod, found bool) (fenced bool, wait time.Duration, err error) {
-	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || boundOnce(ch) || found && pod.Spec.NodeName != "" && metav1.IsControlledBy(pod, ch) {
+	if ch.Annotations[mcv1alpha1.AnnotationIsAllowed] == "true" || boundInWindow(ch, ch.Status.Conditions) || found && pod.Spec.NodeName != "" && metav1.IsControlledBy(pod, ch) {
 		// Allowed, or bound (inside its window): nothing to fence, and a
 		// pod that goes later is replaced as any other.
 		return false, 0, nil
@@ -285,14 +287,6 @@ func boundInWindow(ch *mcv1alpha1.PodChaperon, conds []corev1.PodCondition) bool
 	}
 	_, c := podutil.GetPodConditionFromList(conds, corev1.PodScheduled)
 	return c != nil && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.After(deadline)
-}
-
-// boundOnce reports whether the chaperon's status, which the agent alone
-// writes, says a pod of it was bound: inside its bind window, since a
-// pod binds no later (the propagator counts such a candidate committed).
-func boundOnce(ch *mcv1alpha1.PodChaperon) bool {
-	_, c := podutil.GetPodConditionFromList(ch.Status.Conditions, corev1.PodScheduled)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers
@@ -381,21 +375,11 @@ type grace struct {
 const refusedRetry = time.Minute
 
 func (r *ChaperonReconciler) createPod(ctx context.Context, ch *mcv1alpha1.PodChaperon) (reconcile.Result, error) {
-	if boundInWindow(ch, ch.Status.Conditions) && ch.Annotations[mcv1alpha1.AnnotationIsAllowed] != "true" {
-		// A candidate allowed in advance that bound inside its window is
-		// committed (the management side counts it so, and writes
-		// nothing for it); its replacement's status will no longer say it
-		// bound, so is-allowed says it first, for good: the replacement
-		// binds whenever it can, and is never fenced. One with no window
-		// (a replica added to a committed cluster) binds without
-		// is-allowed and is never fenced: no mark.
-		if err := r.client.Patch(ctx, ch, client.RawPatch(types.MergePatchType, mcv1alpha1.IsAllowedPatch(ch.UID))); err != nil {
-			if mcv1alpha1.MarkRefused(err) {
-				// Gone, or made again since it was read: not this one's.
-				return reconcile.Result{}, nil
-			}
-			return reconcile.Result{}, errors.Wrap(err, errMarkAllowed)
-		}
+	// Its replacement's status will no longer say it bound: is-allowed
+	// says it first. (One with no window, a replica added to a committed
+	// cluster, binds without is-allowed and is never fenced: no mark.)
+	if refused, err := r.allowIfBound(ctx, ch, ch.Status.Conditions); refused || err != nil {
+		return reconcile.Result{}, err
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
