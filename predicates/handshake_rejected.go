@@ -125,8 +125,5 @@ func RejectionExpired(r *v1alpha1.RejectedCluster, c *scheduler.ClusterInfo, now
 // the member's admission, a name conflict, a forbidden or missing
 // dependency.
 func forRoom(reason string) bool {
-	return reason == v1alpha1.ReasonUnschedulable || reason == reasonHandshakeTimeout
+	return reason == v1alpha1.ReasonUnschedulable || reason == v1alpha1.ReasonHandshakeTimeout
 }
-
-// reasonHandshakeTimeout is propagator.ReasonHandshakeTimeout.
-const reasonHandshakeTimeout = "HandshakeTimeout"

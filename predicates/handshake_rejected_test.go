@@ -112,7 +112,7 @@ func TestRoomEndsOnlyRejectionsForRoom(t *testing.T) {
 		ends   bool
 	}{
 		{v1alpha1.ReasonUnschedulable, true},
-		{reasonHandshakeTimeout, true},
+		{v1alpha1.ReasonHandshakeTimeout, true},
 		{v1alpha1.ReasonForbidden, false},
 		{"PodRefused", false},
 	} {

@@ -34,7 +34,7 @@ const (
 
 // Reasons of a rejection.
 const (
-	ReasonHandshakeTimeout = "HandshakeTimeout"
+	ReasonHandshakeTimeout = v1alpha1.ReasonHandshakeTimeout
 )
 
 // Decision is the next step for one cluster.

@@ -97,6 +97,11 @@ const (
 	// are as on a cluster that does not answer.
 	ReasonClusterIdentityChanged = "ClusterIdentityChanged"
 	ReasonUnschedulable          = "Unschedulable"
+	// ReasonHandshakeTimeout: a cluster rejected because its candidates
+	// were not all reserved (or a gang of one's not bound within its
+	// window) in time; like Unschedulable, a want of room, which room
+	// gained there ends.
+	ReasonHandshakeTimeout = "HandshakeTimeout"
 	// ReasonNotReady: the cluster answers but is not ready for placement.
 	ReasonNotReady = "NotReady"
 	// ReasonTainted: a Workload left a cluster with a NoExecute taint it
