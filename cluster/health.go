@@ -151,7 +151,7 @@ func identify(h *Health, sum Summary, want string) (other bool) {
 		// than the manager, or cannot read kube-system), as an agent not
 		// running cannot; nothing is sent to it meanwhile all the same.
 		h.Reason = v1alpha1.ReasonAgentNotRunning
-		h.Message = fmt.Sprintf("placer's agent there publishes no cluster identity (it is older than the manager, or cannot read the kube-system namespace): it cannot show it is cluster %s, where placer placed", want)
+		h.Message += fmt.Sprintf("; placer's agent there publishes no cluster identity (it is older than the manager, or cannot read the kube-system namespace): it cannot show it is cluster %s, where placer placed", want)
 	default:
 		h.Reason = v1alpha1.ReasonClusterIdentityChanged
 		h.Message += fmt.Sprintf("; it is cluster %s (its kube-system namespace's UID), not %s, where placer placed: the kubeconfig reaches another cluster; point it back, or delete this KubernetesCluster", got, want)

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -75,10 +76,24 @@ func MarkPatch(uid types.UID, annotation, value string) []byte {
 }
 
 // MarkRefused reports whether a mark's patch (MarkPatch) failed because its
-// chaperon is gone, or is one of the name made since: either way the mark
-// is not written, and never will be.
+// chaperon is gone, or is one of the name made since (the API server
+// refuses its UID): either way the mark is not written, and never will
+// be.
 func MarkRefused(err error) bool {
-	return kerrors.IsNotFound(err) || kerrors.IsInvalid(err)
+	if kerrors.IsNotFound(err) {
+		return true
+	}
+	// Invalid for its UID alone: any other refusal is an error to say.
+	var status kerrors.APIStatus
+	if !kerrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // PermitTimedOut reports whether a PodScheduled=False message is
