@@ -26,6 +26,9 @@ type fakeConns struct {
 	connectErr error
 	// connected and removed record the calls; last what Check was told.
 	connected, removed []types.NamespacedName
+	// withheld are connected clusters no member serves (Registry.Member
+	// withholds them: their member has not shown who it is yet).
+	withheld map[types.NamespacedName]bool
 	last               cluster.Last
 }
 
@@ -47,7 +50,9 @@ func (f *fakeConns) Check(_ context.Context, key types.NamespacedName, _ []byte,
 
 func (f *fakeConns) Remove(key types.NamespacedName) { f.removed = append(f.removed, key) }
 
-func (f *fakeConns) Connected(key types.NamespacedName) bool { return f.members.Member(key) != nil }
+func (f *fakeConns) Connected(key types.NamespacedName) bool {
+	return f.members.Member(key) != nil || f.withheld[key]
+}
 
 func (f *fakeConns) RequestToken(context.Context, types.NamespacedName, types.NamespacedName, time.Duration) (string, error) {
 	return "", errors.New("the fake has no member to ask")

@@ -90,11 +90,12 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 		chs, err := cluster.ConfirmedChaperons(ctx, conn, w.UID, reachable)
 		return err != nil || len(chs) > 0
 	}
+	synced := conn != nil && conn.Synced()
 	var placed, left []string
 	for i := range wls {
 		w := &wls[i]
 		name := w.Namespace + "/" + w.Name
-		switch r.holding(w, key, conn != nil && conn.Synced(), reachable, holds) {
+		switch r.holding(w, key, synced, reachable, holds) {
 		case isPlaced:
 			placed = append(placed, name)
 		case isLeft:
@@ -103,9 +104,17 @@ func (r *Reconciler) drain(ctx context.Context, kc *v1alpha1.KubernetesCluster, 
 	}
 	sort.Strings(placed)
 	sort.Strings(left)
-	if len(placed) > 0 || reachable && len(left) > 0 {
+	// While the cluster answers, what its Workloads left there is not known
+	// until the member's watch has listed (the first pass after a
+	// restart) and the member has shown who it is: not known is not
+	// nothing, and the drain waits for it.
+	listing := reachable && !synced
+	if len(placed) > 0 || reachable && len(left) > 0 || listing {
 		msg := fmt.Sprintf("deleting: waiting for %d Workload(s) to move away (%s) and for %d to be cleaned up here (%s)",
 			len(placed), short(placed), len(left), short(left))
+		if listing {
+			msg += fmt.Sprintf("; what %d Workload(s) left there is known once placer's watch of the member has listed", len(wls))
+		}
 		if r.drains.news(key, msg) {
 			r.record.Event(kc, event.Normal(reasonDraining, msg))
 		}
@@ -140,11 +149,11 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 	switch {
 	case w.DeletionTimestamp != nil && !synced:
 		// Being deleted, it never moves: while what it holds here is
-		// not known (the watch has not listed, or the connection is
-		// withheld), its cleanup here is waited for while the cluster
-		// answers, and otherwise it is let go (its own deletion then
-		// abandons what it left here).
-		if reachable || w.PlacedOn(key) || w.Left(key) != nil {
+		// not known, its cleanup here is waited for while the cluster
+		// answers (the drain waits for the watch meanwhile), and
+		// otherwise it is let go (its own deletion then abandons what
+		// it left here).
+		if w.PlacedOn(key) || w.Left(key) != nil {
 			return isLeft
 		}
 	case w.DeletionTimestamp != nil:
@@ -158,13 +167,8 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 	case w.LeftBehindIn(key):
 		return isLeft
 	case !synced:
-		// A runner-up's candidates, or copies, here: not known yet
-		// (the first pass after a restart, before the watch listed
-		// or the member showed who it is) is not nothing, while the
-		// cluster answers.
-		if reachable {
-			return isLeft
-		}
+		// A runner-up's candidates, or copies, here: not known yet (the
+		// drain waits for the watch while the cluster answers).
 	default:
 		// Only nominated (a runner-up), or a batch Workload that ended
 		// there and is not moved: what it may still hold there goes,

@@ -412,3 +412,25 @@ func TestSecretGoneJustBeforeDeletion(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretGoneConnectionWithheld: a Secret gone a moment ago while the
+// cluster's connection is withheld (a restart, its member's summary not
+// seen yet) keeps that connection too: a connection there is, serving or
+// not (Connected), not one that serves (Member), decides.
+func TestSecretGoneConnectionWithheld(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "a"}
+	kc := st.Cluster("a", func(kc *v1alpha1.KubernetesCluster) {
+		kc.Spec.ConnectionSecretRef = &v1alpha1.SecretKeySelector{Name: "a-kubeconfig"}
+		kc.Finalizers = []string{clusterFinalizer}
+	})
+	c := indexedClient([]client.Object{kc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}}, kc)
+	conns := &fakeConns{withheld: map[types.NamespacedName]bool{key: true}, health: map[types.NamespacedName]cluster.Health{key: answering()}}
+	r := &Reconciler{client: c, secrets: c, watches: sharedtest.NewSources(), conns: conns, record: &eventtest.Recorder{}, log: logging.NewNopLogger(),
+		health: cluster.HealthOptions{Interval: 30 * time.Second, Grace: 40 * time.Second}}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if len(conns.removed) != 0 {
+		t.Errorf("connection removed %v: a withheld connection was taken for none", conns.removed)
+	}
+}
