@@ -29,7 +29,7 @@ type fakeConns struct {
 	// withheld are connected clusters no member serves (Registry.Member
 	// withholds them: their member has not shown who it is yet).
 	withheld map[types.NamespacedName]bool
-	last               cluster.Last
+	last     cluster.Last
 }
 
 func (f *fakeConns) Member(key types.NamespacedName) cluster.Member { return f.members.Member(key) }
