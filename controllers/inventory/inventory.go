@@ -149,17 +149,10 @@ func (i *importer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 }
 
 // claim returns the KubernetesCluster of the ClusterProfile's name,
-// creating it when the name is free: a create, not the forced apply, so
-// that an admin's cluster of the name made a moment ago (not in the cache
-// yet) is never taken over. Its own, not cached yet, is read live.
+// creating it (its constant parts: the apply sets the rest) when the name
+// is free.
 func (i *importer) claim(ctx context.Context, cp *inventoryv1alpha1.ClusterProfile) (*v1alpha1.KubernetesCluster, error) {
-	key := client.ObjectKeyFromObject(cp)
-	kc := &v1alpha1.KubernetesCluster{}
-	err := i.client.Get(ctx, key, kc)
-	if !kerrors.IsNotFound(err) {
-		return kc, errors.Wrap(err, "cannot get the KubernetesCluster")
-	}
-	kc = &v1alpha1.KubernetesCluster{
+	kc, err := claim(ctx, i.client, i.live, &v1alpha1.KubernetesCluster{
 		// The owner reference as the apply writes it (no
 		// blockOwnerDeletion, which would need the ClusterProfile's
 		// finalizers where that admission plugin runs).
@@ -167,13 +160,28 @@ func (i *importer) claim(ctx context.Context, cp *inventoryv1alpha1.ClusterProfi
 			APIVersion: inventoryv1alpha1.GroupVersion.String(), Kind: "ClusterProfile", Name: cp.Name, UID: cp.UID, Controller: ptr.To(true),
 		}}},
 		Spec: v1alpha1.KubernetesClusterSpec{ClusterProfileRef: &v1alpha1.ClusterProfileReference{Name: cp.Name}},
+	}, &v1alpha1.KubernetesCluster{})
+	return kc, errors.Wrap(err, "cannot claim the ClusterProfile's KubernetesCluster")
+}
+
+// claim returns the object of fresh's name as the cache has it or, when
+// the cache has none, creates fresh: a create, not the forced apply that
+// follows, so that someone's object of the name made a moment ago (not in
+// the cache yet) is never taken over; the create fails on it, and the
+// API server's copy (someone's, or one of the caller's the cache does not
+// show yet) is returned, read live. fresh holds only what never changes
+// (name, owner, a required field): what the apply sets after stays the
+// apply's, which may take it off again. got is where a read goes.
+func claim[T client.Object](ctx context.Context, c client.Client, live client.Reader, fresh, got T) (T, error) {
+	key := client.ObjectKeyFromObject(fresh)
+	err := c.Get(ctx, key, got)
+	if !kerrors.IsNotFound(err) {
+		return got, err
 	}
-	err = i.client.Create(ctx, kc, client.FieldOwner(FieldOwner))
-	if kerrors.IsAlreadyExists(err) {
-		kc = &v1alpha1.KubernetesCluster{}
-		err = errors.Wrap(i.live.Get(ctx, key, kc), "cannot get the KubernetesCluster")
+	if err := c.Create(ctx, fresh, client.FieldOwner(FieldOwner)); !kerrors.IsAlreadyExists(err) {
+		return fresh, err
 	}
-	return kc, errors.Wrap(err, "cannot create the ClusterProfile's KubernetesCluster")
+	return got, live.Get(ctx, key, got)
 }
 
 // labelsOf are the labels a ClusterProfile gives its KubernetesCluster:
@@ -299,19 +307,16 @@ func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, p
 		list = append(list, map[string]any{"clusterProfileRef": map[string]any{"name": c.ClusterProfileRef.Name, "namespace": c.ClusterProfileRef.Namespace}, "reason": c.Reason})
 	}
 	name := sliceName(w, i)
-	key := client.ObjectKey{Namespace: w.Namespace, Name: name}
-	pd := &inventoryv1alpha1.PlacementDecision{}
-	err = d.client.Get(ctx, key, pd)
-	if kerrors.IsNotFound(err) {
-		// One made a moment ago, not in the cache yet, is read live: the
-		// forced apply would take it over.
-		pd = &inventoryv1alpha1.PlacementDecision{}
-		err = d.live.Get(ctx, key, pd)
+	pd, err := claim(ctx, d.client, d.live, &inventoryv1alpha1.PlacementDecision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID, Controller: ptr.To(true),
+		}}},
+		Decisions: []inventoryv1alpha1.ClusterDecision{},
+	}, &inventoryv1alpha1.PlacementDecision{})
+	if err != nil {
+		return false, errors.Wrap(err, "cannot claim the PlacementDecision")
 	}
-	if err := client.IgnoreNotFound(err); err != nil {
-		return false, errors.Wrap(err, "cannot get the PlacementDecision")
-	}
-	if err == nil && !metav1.IsControlledBy(pd, w) {
+	if !metav1.IsControlledBy(pd, w) {
 		d.record.Event(w, event.Warning("PlacementDecisionExists", errors.Errorf("PlacementDecision %s/%s exists and is not this Workload's: it is left as it is, and this slice of the Workload's decision is not published while it is there", w.Namespace, name)))
 		return false, nil
 	}
@@ -320,11 +325,18 @@ func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, p
 		labels[inventoryv1alpha1.DecisionKeyLabel] = placementKey(w)
 		labels[inventoryv1alpha1.DecisionIndexLabel] = strconv.Itoa(i)
 	}
+	if upToDate(pd, labels, part) {
+		// As it would be applied: no write (a pass runs at every event
+		// of the Workload).
+		return true, nil
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": inventoryv1alpha1.GroupVersion.String(),
 		"kind":       "PlacementDecision",
 		"metadata": map[string]any{
-			"name": name, "namespace": w.Namespace, "labels": labels,
+			// Its uid: the apply fails on one of the name made again
+			// since it was read.
+			"name": name, "namespace": w.Namespace, "uid": string(pd.UID), "labels": labels,
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": v1alpha1.GroupVersion.String(), "kind": "Workload",
 				"name": w.Name, "uid": string(w.UID), "controller": true,
@@ -333,15 +345,27 @@ func (d *decisions) apply(ctx context.Context, w *v1alpha1.Workload, i, n int, p
 		"decisions":     list,
 		"schedulerName": "placer",
 	}}
-	if pd.UID != "" {
-		// The apply fails on one of the name made again since it was read.
-		u.SetUID(pd.UID)
-	}
 	//nolint:staticcheck // client.Apply with an unstructured object: the fields this controller owns.
 	if err := d.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, errors.Wrap(err, "cannot apply the PlacementDecision")
 	}
 	return true, nil
+}
+
+// upToDate reports whether the PlacementDecision says what its apply
+// would: the labels it owns (placement key, decision key and index; none
+// of them there that it would not set), the decisions, placer as its
+// scheduler.
+func upToDate(pd *inventoryv1alpha1.PlacementDecision, labels map[string]any, part []inventoryv1alpha1.ClusterDecision) bool {
+	for _, k := range []string{inventoryv1alpha1.PlacementKeyLabel, inventoryv1alpha1.DecisionKeyLabel, inventoryv1alpha1.DecisionIndexLabel} {
+		v, has := pd.Labels[k]
+		if want, ok := labels[k]; has != ok || ok && v != want {
+			return false
+		}
+	}
+	return pd.SchedulerName == "placer" && slices.EqualFunc(pd.Decisions, part, func(a, b inventoryv1alpha1.ClusterDecision) bool {
+		return a.ClusterProfileRef == b.ClusterProfileRef && a.Reason == b.Reason
+	})
 }
 
 // sliceName is the name of slice i of the Workload's decision: the first

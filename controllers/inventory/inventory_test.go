@@ -339,3 +339,77 @@ func leftAlone(t *testing.T, c client.Reader, theirs *inventoryv1alpha1.Placemen
 		t.Errorf("Events %v, want PlacementDecisionExists", got)
 	}
 }
+
+// TestDecisionNeverTakesOverOneMadeBeforeItsWrite: someone's
+// PlacementDecision of the slice's name made after every read, just
+// before the Workload's first write, is left as it is: that write is a
+// create, which fails. Before, it was the forced apply, which took it over.
+func TestDecisionNeverTakesOverOneMadeBeforeItsWrite(t *testing.T) {
+	var objs []client.Object
+	w := spread("b", 1, &objs)
+	live := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w)...).Build()
+	theirs := &inventoryv1alpha1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "b"}}
+	made := false
+	first := func(ctx context.Context, c client.WithWatch, o client.Object) {
+		_, typed := o.(*inventoryv1alpha1.PlacementDecision)
+		if made || !typed && o.GetObjectKind().GroupVersionKind().Kind != "PlacementDecision" {
+			return
+		}
+		made = true
+		if err := c.Create(ctx, theirs.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := interceptor.NewClient(live, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			first(ctx, c, o)
+			return c.Create(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			first(ctx, c, o)
+			return c.Patch(ctx, o, p, opts...)
+		},
+	})
+	rec := &eventtest.Recorder{}
+	reconcileDecisions(t, &decisions{client: cached, live: live, record: rec}, w)
+	if !made {
+		t.Fatal("no write of the PlacementDecision: the case proves nothing")
+	}
+	leftAlone(t, live, theirs, rec)
+}
+
+// TestDecisionUnchangedIsNotApplied: a pass that would publish what the
+// PlacementDecision says already writes nothing (a pass runs at every
+// event of the Workload); one whose decision changed applies it. Before,
+// every pass applied it.
+func TestDecisionUnchangedIsNotApplied(t *testing.T) {
+	var objs []client.Object
+	w := spread("b", 2, &objs)
+	writes := 0
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(append(objs, w)...).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			writes++
+			return c.Patch(ctx, o, p, opts...)
+		},
+	}).Build()
+	d := &decisions{client: c, live: c, record: &eventtest.Recorder{}}
+	reconcileDecisions(t, d, w)
+	if writes != 1 {
+		t.Fatalf("%d applies to publish the decision, want 1", writes)
+	}
+	reconcileDecisions(t, d, w)
+	if writes != 1 {
+		t.Errorf("%d applies after a pass with nothing new, want still 1", writes)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	w.Status.Placements = w.Status.Placements[:1]
+	if err := c.Update(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	reconcileDecisions(t, d, w)
+	if writes != 2 {
+		t.Errorf("%d applies after the decision changed, want 2", writes)
+	}
+}
