@@ -360,20 +360,10 @@ func (p *Proxies) keepEnd(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Work
 	if err != nil || d == nil || !podutil.IsPodPhaseTerminal(d.Status.Phase) {
 		return err == nil, err
 	}
-	pod.Status = statusOf(d, pod, w)
-	switch err := p.Client.Status().Update(ctx, pod); {
-	case kerrors.IsConflict(err):
-		// The cache is behind the pod: its newer copy's event brings
-		// the next pass.
-		return false, nil
-	case kerrors.IsInvalid(err):
-		// A transition the API server forbids of this pod: it ends as
-		// a deleted pod does.
-		p.Record.Event(pod, event.Warning(reasonStatusRefused, errors.Wrap(err, "the delegate's end cannot be the pod's")))
-		return true, nil
-	default:
-		return err == nil || kerrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}
+	// Refused (a transition the API server forbids of this pod), it ends
+	// as a deleted pod does; gone, the next pass lets its Workload go.
+	behind, err := p.putStatus(ctx, pod, statusOf(d, pod, w), nil)
+	return !behind && err == nil, client.IgnoreNotFound(err)
 }
 
 // passGrace annotates the Workload of a pod being deleted with the pod's
@@ -565,12 +555,19 @@ func bind(ctx context.Context, c client.Client, pod *corev1.Pod, key types.Names
 // statusOf), when it is not already: by patch when one is given, else by
 // an update.
 func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus, patch client.Patch) error {
+	_, err := p.putStatus(ctx, pod, status, patch)
+	return err
+}
+
+// putStatus is writeStatus, and reports behind: the write met a conflict
+// (the cache is behind the pod: its binding, its last status), nothing
+// was written, and the newer copy's event brings the next pass.
+func (p *Proxies) putStatus(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus, patch client.Patch) (behind bool, err error) {
 	if equality.Semantic.DeepEqual(status, pod.Status) {
-		return nil
+		return false, nil
 	}
 	pod.Status = status
 	was := pod.ResourceVersion
-	var err error
 	if patch != nil {
 		err = p.Client.Status().Patch(ctx, pod, patch)
 	} else {
@@ -585,13 +582,11 @@ func (p *Proxies) writeStatus(ctx context.Context, pod *corev1.Pod, status corev
 		// that terminated, under restartPolicy Never, running again in
 		// a replaced delegate): no retry makes it valid.
 		p.Record.Event(pod, event.Warning(reasonStatusRefused, errors.Wrap(err, "the delegate's status cannot be the pod's")))
-		return nil
+		return false, nil
 	case kerrors.IsConflict(err):
-		// The cache is behind the pod (its binding, its last status):
-		// the newer copy's event brings the next pass.
-		return nil
+		return true, nil
 	}
-	return errors.Wrap(err, "cannot write the proxy pod's status")
+	return false, errors.Wrap(err, "cannot write the proxy pod's status")
 }
 
 // followed is the delegate's status as its proxy pod shows it: the
