@@ -82,7 +82,7 @@ func (r *Reconciler) gate(ctx context.Context, s *scope) (next, error) {
 // counts are the chosen cluster's: a rejection of it sets them to zero) is
 // waited for: whether it is left is its Ready condition's and the
 // Workload's tolerations' business.
-func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
+func (r *Reconciler) connectChosen(ctx context.Context, s *scope) (next, error) {
 	w := s.w
 	if m := r.member(s.target); m != nil {
 		s.chosen = &proof{unit: s.units[0], member: m}
@@ -91,6 +91,20 @@ func (r *Reconciler) connectChosen(_ context.Context, s *scope) (next, error) {
 	for _, u := range s.units[1:] {
 		// Runner-ups already proving themselves stay.
 		s.keep[u.Cluster] = true
+	}
+	if deliveredThere(w) {
+		// Not connected, or withheld (its member has not shown it is
+		// the cluster placer placed in): as for a chosen cluster that
+		// does not answer (leave), Ready is Unknown while the cluster
+		// is not Ready (or gone).
+		kc, err := r.cluster(ctx, s, s.target)
+		if err != nil {
+			return stop, err
+		}
+		if kc == nil || kc.Status.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			w.Status.ReadyReplicas = 0
+			w.Status.SetConditions(v1alpha1.ReadyUnknownOn(s.target.String(), w.Generation))
+		}
 	}
 	if deliveredThere(w) || propagator.MayBindUnheld(w, s.units[0]) {
 		// Delivered there, or a gang of one whose candidate there may

@@ -2071,6 +2071,30 @@ func propagatorCases(t *testing.T) []propagatorCase {
 			},
 		},
 		{
+			// Before, such a Workload kept its Ready (True) for as long
+			// as its cluster's connection was withheld or gone: only a
+			// connected cluster that does not answer made it Unknown.
+			name: "a chosen cluster whose connection is withheld (its kubeconfig reaches another cluster): Ready is Unknown, nothing made anywhere",
+			w: web(func(w *v1alpha1.Workload) {
+				// Delivered there, all Ready as last seen.
+				w.Status.Replicas, w.Status.ReadyReplicas = 2, 2
+				w.SetCounted(types.NamespacedName{Namespace: "default", Name: "a"}, 2, nil)
+				w.Status.SetConditions(v1alpha1.Available("2 of 2 replicas ready in a", 1))
+			}),
+			clusters:    map[string][]st.ClusterOption{"a": {st.NotReady(v1alpha1.ReasonClusterIdentityChanged)}},
+			unconnected: []string{"a"},
+			members:     func(*v1alpha1.Workload) clustertest.Members { return clustertest.Members{clustertest.NewMember("b")} },
+			want:        reconcile.Result{RequeueAfter: timeout},
+			check: func(t *testing.T, e env) {
+				if c := e.w.Status.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionUnknown || c.Reason != v1alpha1.ReasonClusterUnreachable || e.w.Status.ReadyReplicas != 0 {
+					t.Errorf("Ready %s (%s), %d ready: want Unknown (%s), 0", c.Status, c.Reason, e.w.Status.ReadyReplicas, v1alpha1.ReasonClusterUnreachable)
+				}
+				if len(e.w.Status.RejectedClusters) != 0 || count(t, e.members[0], e.w, nil) != 0 {
+					t.Errorf("rejected %+v, or candidates made in b", e.w.Status.RejectedClusters)
+				}
+			},
+		},
+		{
 			name: "a left cluster that answers again but whose watch has not synced keeps its entry as last seen",
 			w:    web(left),
 			members: func(w *v1alpha1.Workload) clustertest.Members {
@@ -3675,7 +3699,7 @@ func runPropagatorCase(t *testing.T, tc propagatorCase) {
 		objs = append(objs, st.Cluster(m.Key.Name, append([]st.ClusterOption{st.InNamespace(m.Key.Namespace)}, tc.clusters[m.Key.Name]...)...))
 	}
 	for _, name := range tc.unconnected {
-		objs = append(objs, st.Cluster(name))
+		objs = append(objs, st.Cluster(name, tc.clusters[name]...))
 	}
 	b := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{})
 	if tc.mgmt != nil {

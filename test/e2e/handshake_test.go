@@ -1441,10 +1441,13 @@ func TestHandshake(t *testing.T) {
 		if msg := kc.Status.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, string(sys.UID)) || kc.Status.ClusterID != string(sys.UID) {
 			t.Errorf("Ready message %q, clusterID %q: want c's identity %s named and kept", msg, kc.Status.ClusterID, sys.UID)
 		}
-		// Nothing to wait for but time: before, the propagator made w's
-		// candidate in b (taken for c, with none of w's chaperons) within
-		// a pass of the new connection's watch, a second or two.
-		time.Sleep(5 * time.Second)
+		// Its Workload's pass has seen the cluster withheld: Ready
+		// Unknown, as for a cluster that does not answer. Before, that
+		// pass made w's candidate in b (taken for c, with none of w's
+		// chaperons there).
+		testenv.WaitFor(t, wc, w, &v1alpha1.WorkloadList{}, timeout, func(w *v1alpha1.Workload) bool {
+			return w.Status.GetCondition(xpv2.TypeReady).Status == corev1.ConditionUnknown
+		})
 		if n := len(chaperons(t, b, w)); n != 0 {
 			t.Errorf("%d of c's Workload's chaperons made in b, reached through c's Secret", n)
 		}
