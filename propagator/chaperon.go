@@ -119,12 +119,14 @@ func NewChaperon(w *v1alpha1.Workload, namespace string, replica int, role Role)
 	}
 }
 
-// BindsUnheld reports whether the unit's candidates bind without a hold
-// before its cluster is committed: in the chosen cluster, a gang of one (a
-// unit of a single replica), or any candidate in NoReservation mode (the
-// member's own scheduler binds it whenever it can). Such a candidate
-// carries a bind window (SetBindWindow), and only its member can tell
-// that it did not bind (design §4.9).
+// BindsUnheld reports whether the unit's candidates are made to bind
+// without a hold (role NoHold: allow-when-reserved) before its cluster is
+// committed: in the chosen cluster, a gang of one (a unit of a single
+// replica), or a NoReservation unit, but not a share whose commit is held.
+// Such a candidate carries a bind window (SetBindWindow), and only its
+// member can tell that it did not bind (design §4.9). A held
+// NoReservation share's candidates bind unheld all the same (the member's
+// own scheduler binds them): MayBindUnheld is the rule for their window.
 func BindsUnheld(w *v1alpha1.Workload, u v1alpha1.PlacementUnit) bool {
 	return !u.RunnerUp && !w.CommitHeld() && (u.Count == 1 || w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation)
 }

@@ -137,34 +137,33 @@ func (r *Reconciler) admitChosen(ctx context.Context, s *scope) (next, error) {
 	if err != nil {
 		return stop, err
 	}
+	// Being deleted (or gone, or its Secret gone: its connection kept a
+	// moment for a drain): a choice made before the scheduler saw it
+	// starts nothing there, where a gang of one's candidate would bind
+	// while the drain finds nothing to wait for, then be abandoned with
+	// the cluster. What is committed there goes on until the Workload
+	// moves.
+	closing := false
 	if reason == "" {
 		kc, err := r.cluster(ctx, s, s.target)
 		if err != nil {
 			return stop, err
 		}
-		closingReason, closing := closingMsg(kc, s.target)
-		if closing == "" {
-			p.delivered = delivered
-			return proceed, nil
-		}
-		// Being deleted (or gone, or its Secret gone: its connection
-		// kept a moment for a drain): a choice made before the
-		// scheduler saw it starts nothing there, where a gang of one's
-		// candidate would bind while the drain finds nothing to wait
-		// for, then be abandoned with the cluster. What is committed
-		// there goes on until the Workload moves.
-		reason, msg = closingReason, closing
-		if committed, err := committedIn(ctx, p.member, s.w); err != nil || committed {
-			p.delivered = delivered
-			return proceed, err
-		}
-		return r.rejectChosen(s, reason, msg)
+		reason, msg = closingMsg(kc, s.target)
+		closing = reason != ""
+	}
+	if reason == "" {
+		p.delivered = delivered
+		return proceed, nil
 	}
 	committed, err := committedIn(ctx, p.member, s.w)
-	if err != nil {
+	switch {
+	case err != nil:
 		return stop, err
-	}
-	if committed {
+	case committed && closing:
+		p.delivered = delivered
+		return proceed, nil
+	case committed:
 		// Committed: what runs there keeps running, and nothing of
 		// this template goes there.
 		p.decision = propagator.Decision{Action: propagator.Hold, Reason: reason, Message: msg}
