@@ -103,8 +103,9 @@ type Reconciler struct {
 	rebalanceAfter     time.Duration
 	rebalanceMargin    int
 	// waiters wait for a place under maxMoves; shareWaiters are spread
-	// Workloads whose shares wait for one (the divider's), and moveSlots
-	// lets one divider at a time take places.
+	// Workloads whose shares wait for one (the divider's); moveSlots is
+	// held by whoever looks for places and takes them (a divider, or the
+	// decision loop for a drain's move) until they are counted.
 	waiters, shareWaiters moveWaiters
 	moveSlots             sync.Mutex
 }
@@ -226,9 +227,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Every decision is assumed until the informer has its write, so that
 	// the loop never decides twice from a copy older than its own write.
-	if !r.cache.Assumed(w.UID) { // a move assumed itself, under moveSlots
-		r.assume(d)
-	}
+	// (A drain's move was assumed already, under moveSlots: assuming
+	// again, before anything is written, changes nothing.)
+	r.assume(d)
 	r.writer.Submit(d)
 	return res, nil
 }

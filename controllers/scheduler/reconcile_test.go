@@ -747,27 +747,39 @@ func newDrainFleet(t *testing.T, names []string, slots int) *drainFleet {
 		w.Status.SetConditions(v1alpha1.Scheduled("placed on default/a", w.Generation))
 		objs = append(objs, w)
 	}
-	f := &drainFleet{
-		c:     fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).Build(),
-		cache: scheduler.NewCache(),
-		seen:  map[types.NamespacedName]*v1alpha1.Workload{},
-	}
-	f.cache.UpsertCluster(st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))))
-	f.cache.UpsertCluster(st.Cluster("b"))
-	for _, o := range objs {
-		got := &v1alpha1.Workload{}
-		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(o), got); err != nil {
-			t.Fatal(err)
-		}
-		f.cache.UpsertWorkload(got)
-		f.seen[client.ObjectKeyFromObject(o)] = got
-	}
-	f.r = newTestScheduler(f.c, f.cache, profiles)
+	f := &drainFleet{}
+	f.c, f.cache, f.r, f.seen = fleetOf(t, profiles, objs, interceptor.Funcs{},
+		st.Cluster("a", st.NoExecuteSince("drain", time.Now().Add(-10*time.Second))), st.Cluster("b"))
 	f.r.maxMoves = slots
 	f.q = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(f.q.ShutDown)
 	useQueue(t, f.r.trigger, f.q)
 	return f
+}
+
+// fleetOf is a scheduler with profiles over a fake management API holding
+// objs (its calls through funcs) and a cache of the clusters and of objs
+// as the API has them (seen, by key): a drain's, a divider's.
+func fleetOf(t *testing.T, profiles map[string]*scheduler.Profile, objs []client.Object, funcs interceptor.Funcs, clusters ...*v1alpha1.KubernetesCluster) (client.WithWatch, *scheduler.Cache, *Reconciler, map[types.NamespacedName]*v1alpha1.Workload) {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Workload{}).WithInterceptorFuncs(funcs).Build()
+	cache := scheduler.NewCache()
+	for _, kc := range clusters {
+		cache.UpsertCluster(kc)
+	}
+	seen := map[types.NamespacedName]*v1alpha1.Workload{}
+	for _, o := range objs {
+		got := &v1alpha1.Workload{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatal(err)
+		}
+		cache.UpsertWorkload(got)
+		seen[client.ObjectKeyFromObject(o)] = got
+	}
+	r := newTestScheduler(c, cache, profiles)
+	r.writes = c
+	r.divisions = &shared.Trigger{}
+	return c, cache, r, seen
 }
 
 // observe plays the informer for one Workload.
