@@ -70,7 +70,7 @@ type Chaperons interface {
 type Proxies struct {
 	Client client.Client
 	// Live reads a namespace the cache does not show opened yet
-	// (NamespaceLabels); the cache alone when nil.
+	// (namespaceLabels); the cache alone when nil.
 	Live    client.Reader
 	Members cluster.Members
 	Record  event.Recorder
@@ -386,7 +386,7 @@ func (p *Proxies) passGrace(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Wo
 }
 
 func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
-	labels, err := NamespaceLabels(ctx, p.Client, p.Live, pod)
+	labels, err := namespaceLabels(ctx, p.Client, p.Live, pod)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ const WebhookPath = "/mutate-v1-pod"
 type Mutator struct {
 	Reader client.Reader
 	// Live reads a namespace the cache does not show opened yet
-	// (NamespaceLabels); the cache alone when nil.
+	// (namespaceLabels); the cache alone when nil.
 	Live    client.Reader
 	Decoder admission.Decoder
 	// Signer signs the source manifest it saves (Certs), so that the
@@ -49,7 +49,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	pod.Namespace = req.Namespace
-	labels, err := NamespaceLabels(ctx, m.Reader, m.Live, pod)
+	labels, err := namespaceLabels(ctx, m.Reader, m.Live, pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -248,7 +248,7 @@ func withoutMounts(ms []corev1.VolumeMount, names []string) []corev1.VolumeMount
 	return out
 }
 
-// NamespaceLabels returns the labels of the pod's namespace as IsSource
+// namespaceLabels returns the labels of the pod's namespace as IsSource
 // needs them: from cached, and from live too when the cache does not show
 // the namespace opened to an elected pod. The API server matched its
 // webhook's namespaceSelector on the namespace as it is now; a label
@@ -256,7 +256,7 @@ func withoutMounts(ms []corev1.VolumeMount, names []string) []corev1.VolumeMount
 // a source pod through unmutated (onto one of the management cluster's
 // own nodes), or leave a proxy pod with no Workload and nothing to bring
 // it back. live may be nil: the cache alone.
-func NamespaceLabels(ctx context.Context, cached, live client.Reader, pod *corev1.Pod) (map[string]string, error) {
+func namespaceLabels(ctx context.Context, cached, live client.Reader, pod *corev1.Pod) (map[string]string, error) {
 	ns := &corev1.Namespace{}
 	if err := cached.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); client.IgnoreNotFound(err) != nil {
 		return nil, err
