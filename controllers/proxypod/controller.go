@@ -238,7 +238,8 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		if !IsProxy(pod) && w == nil {
 			// Never a proxy pod (let through untouched, and may be on a
 			// real node), or one with nothing of placer's left.
-			return reconcile.Result{}, nil
+			_, err := p.release(ctx, pod)
+			return reconcile.Result{}, err
 		}
 		// A proxy pod goes with its Workload, even when its manifest
 		// annotation was taken off after admission (its schedulerName
@@ -303,10 +304,17 @@ func (p *Proxies) otherWorkload(ctx context.Context, pod *corev1.Pod, w *v1alpha
 // before was force-deleted, and its Workload says so
 // (AnnotationProxyPodGone): nothing waits for its delegate to stop.
 func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid types.UID) error {
+	return p.deleteWorkloadOf(ctx, w, uid, uid == "")
+}
+
+// deleteWorkloadOf deletes a Workload a pod controlled (uid, when set,
+// must be that pod's), marked AnnotationProxyPodGone first when gone says
+// nothing waits for its delegate to stop.
+func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, uid types.UID, gone bool) error {
 	if w == nil || controllerUID(w) == "" || (uid != "" && controllerUID(w) != uid) || w.DeletionTimestamp != nil {
 		return nil
 	}
-	if uid == "" && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
+	if gone && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
 		orig := w.DeepCopy()
 		meta.AddAnnotations(w, map[string]string{v1alpha1.AnnotationProxyPodGone: "true"})
 		if err := p.Client.Patch(ctx, w, client.MergeFrom(orig)); err != nil {
@@ -320,6 +328,13 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 // finalizer removes its delegate, and goes once the delegate's pod has
 // stopped: stopsFirst) and, once it is gone, the pod itself, as a kubelet
 // confirms a pod's containers have stopped.
+//
+// A bound pod deleted with no grace period (kubectl delete --force) waits
+// for nothing: its Workload, marked gone, goes without waiting for the
+// delegate to stop, and the pod's finalizer goes at once. An unbound pod,
+// which the API server deletes with no grace period whatever was asked,
+// is held by its finalizer as a bound one is: its delegate may have bound
+// meanwhile.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
 		if kept, err := p.keepEnd(ctx, pod, w); err != nil || !kept {
@@ -331,7 +346,12 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 		if err := p.passGrace(ctx, pod, w); err != nil {
 			return err
 		}
-		return p.deleteWorkload(ctx, w, pod.UID)
+		forced := pod.Spec.NodeName != "" && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
+		if err := p.deleteWorkloadOf(ctx, w, pod.UID, forced); err != nil || !forced {
+			return err
+		}
+		_, err := p.release(ctx, pod)
+		return err
 	}
 	if !podutil.IsPodPhaseTerminal(pod.Status.Phase) {
 		// As a kubelet ends a deleted pod's containers: Failed, so that
@@ -342,8 +362,29 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 			return client.IgnoreNotFound(err)
 		}
 	}
+	if free, err := p.release(ctx, pod); err != nil || !free {
+		return err
+	}
+	if g := pod.DeletionGracePeriodSeconds; g != nil && *g == 0 {
+		return nil // gone with its finalizer, or held by another's
+	}
 	err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	return client.IgnoreNotFound(err)
+}
+
+// release takes FinalizerProxyPod off a pod being deleted: the pod goes
+// then, unless its grace period still runs or another finalizer holds it.
+// free is false, with no error, on a conflict: the pod's newer copy
+// brings the next pass.
+func (p *Proxies) release(ctx context.Context, pod *corev1.Pod) (free bool, err error) {
+	if !meta.FinalizerExists(pod, v1alpha1.FinalizerProxyPod) {
+		return true, nil
+	}
+	err = shared.PatchLocked(ctx, p.Client, pod, func(pod *corev1.Pod) { meta.RemoveFinalizer(pod, v1alpha1.FinalizerProxyPod) })
+	if kerrors.IsConflict(err) {
+		return false, nil
+	}
+	return err == nil || kerrors.IsNotFound(err), errors.Wrap(client.IgnoreNotFound(err), "cannot take the proxy pod's finalizer off")
 }
 
 // keepEnd shows on a pod being deleted how its delegate ended, when it

@@ -3,6 +3,7 @@ package proxypod
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -244,5 +245,82 @@ func TestDeletedAfterItsDelegateEndedConflict(t *testing.T) {
 	}
 	if got.DeletionTimestamp != nil {
 		t.Error("the Workload is being deleted while the pod's end is not written: its delegate's end would be lost")
+	}
+}
+
+// TestFinalizerHolds: a proxy pod being deleted, held by placer's
+// finalizer, goes only once its Workload has (its delegate stopped), also
+// when unbound, which the API server deletes with no grace period whatever
+// was asked (its delegate may have bound meanwhile): its Workload is not
+// marked gone. A bound pod force-deleted waits for nothing: its Workload
+// marked gone, the pod let go in the same pass.
+func TestFinalizerHolds(t *testing.T) {
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	for name, tc := range map[string]struct {
+		node     string
+		grace    int64
+		wantGone bool
+	}{
+		"unbound (grace 0 from the API server)": {},
+		"bound, deleted with a grace period":    {node: "placer.default.a", grace: 30},
+		"bound, force-deleted":                  {node: "placer.default.a", wantGone: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			pod := proxyPod(key, "p1")
+			pod.Spec.NodeName = tc.node
+			pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod}, &metav1.Time{Time: metav1.Now().Time}, ptr.To(tc.grace)
+			w := workloadOfPod(key, "p1")
+			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(&corev1.Pod{}).Build()
+			p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
+			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, key, w); err != nil || w.DeletionTimestamp == nil {
+				t.Fatalf("the Workload is not being deleted (%v)", err)
+			}
+			if gone := w.Annotations[v1alpha1.AnnotationProxyPodGone] == "true"; gone != tc.wantGone {
+				t.Errorf("marked gone: %t, want %t", gone, tc.wantGone)
+			}
+			err := c.Get(ctx, key, &corev1.Pod{})
+			if tc.wantGone {
+				if !kerrors.IsNotFound(err) {
+					t.Errorf("the force-deleted pod is still there (%v), want it let go at once", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the pod went while its Workload (its delegate) is still there: %v", err)
+			}
+			// Its Workload gone (the propagator's finalizer done), the
+			// next pass lets the pod go.
+			w.Finalizers = nil
+			if err := c.Update(ctx, w); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, key, &corev1.Pod{}); !kerrors.IsNotFound(err) {
+				t.Errorf("its Workload gone, the pod is still there (%v)", err)
+			}
+		})
+	}
+}
+
+// TestFinalizerOfNoProxyReleased: a pod of placer's proxy scheduler
+// holding placer's finalizer with nothing of placer's left (its manifest
+// annotation taken off, no Workload) is let go when deleted, not held for
+// ever.
+func TestFinalizerOfNoProxyReleased(t *testing.T) {
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	pod := proxyPod(key, "p1")
+	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
+	pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod, "test/keep"}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
+	got := &corev1.Pod{}
+	afterPass(t, key, got, pod)
+	if !slices.Equal(got.Finalizers, []string{"test/keep"}) {
+		t.Errorf("finalizers %v, want placer's taken off", got.Finalizers)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,9 +81,16 @@ func TestMutate(t *testing.T) {
 	if !IsProxy(proxy) || proxy.Spec.NodeSelector[v1alpha1.LabelVirtualKubeletProvider] != v1alpha1.VirtualKubeletProvider || len(proxy.Spec.NodeSelector) != 1 {
 		t.Errorf("proxy pod: scheduler %q, nodeSelector %v", proxy.Spec.SchedulerName, proxy.Spec.NodeSelector)
 	}
+	// Held, being deleted, until its delegate has stopped, bound or not.
+	if !slices.Equal(proxy.Finalizers, []string{v1alpha1.FinalizerProxyPod}) {
+		t.Errorf("proxy pod finalizers %v, want %s", proxy.Finalizers, v1alpha1.FinalizerProxyPod)
+	}
 	source, err := SourceOf(proxy)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(source.Finalizers) > 0 {
+		t.Errorf("saved source carries finalizers %v: the delegate would", source.Finalizers)
 	}
 	// The pod as written: its node selector kept (it picks the member's
 	// nodes), the token volume the management cluster mounted dropped.

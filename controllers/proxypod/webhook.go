@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,6 +117,8 @@ func Mutate(pod *corev1.Pod) (*corev1.Pod, *v1alpha1.Workload, field.ErrorList) 
 		proxy.Annotations = map[string]string{}
 	}
 	proxy.Annotations[v1alpha1.AnnotationSourcePodManifest] = string(manifest)
+	// Held, being deleted, until its delegate has stopped, bound or not.
+	meta.AddFinalizer(proxy, v1alpha1.FinalizerProxyPod)
 	proxy.Spec.SchedulerName = v1alpha1.ProxySchedulerName
 	proxy.Spec.NodeSelector = map[string]string{v1alpha1.LabelVirtualKubeletProvider: v1alpha1.VirtualKubeletProvider}
 	proxy.Spec.Affinity = nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -609,6 +610,8 @@ func TestProxyPods(t *testing.T) {
 		}
 	})
 
+	t.Run("an unbound proxy pod deleted goes only once its delegate has stopped", f.unboundDeleted)
+
 	t.Run("a proxy pod deleted --cascade=orphan stops its delegate, as any pod's deletion stops its containers", func(t *testing.T) {
 		// The garbage collector takes the pod's reference off its
 		// Workload (the orphan finalizer) while placer lets the pod go;
@@ -657,27 +660,106 @@ func TestProxyPods(t *testing.T) {
 	})
 
 	t.Run("no finalizer of placer's is left on the management cluster's pods, ConfigMaps, Secrets or Services", func(t *testing.T) {
-		// Admiralty's no-rogue-finalizer case, after every other.
-		var left []string
-		for _, l := range []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}} {
-			if err := f.c.List(ctx, l); err != nil {
-				t.Fatal(err)
-			}
-			if err := meta.EachListItem(l, func(o runtime.Object) error {
-				m := o.(client.Object)
-				for _, fin := range m.GetFinalizers() {
-					if strings.Contains(fin, "placer.dev") || strings.Contains(fin, "admiralty.io") {
-						left = append(left, fmt.Sprintf("%T %s/%s: %s", o, m.GetNamespace(), m.GetName(), fin))
-					}
+		// Admiralty's no-rogue-finalizer case, after every other: placer's
+		// finalizer is on proxy pods alone, and only while they are not
+		// being deleted (a pod being deleted keeps it while its delegate
+		// stops: a moment here).
+		waitUntil(t, timeout, func() (bool, string) {
+			var left []string
+			for _, l := range []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}, &corev1.ServiceList{}} {
+				if err := f.c.List(ctx, l); err != nil {
+					t.Fatal(err)
 				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
+				if err := meta.EachListItem(l, func(o runtime.Object) error {
+					m := o.(client.Object)
+					for _, fin := range m.GetFinalizers() {
+						if pod, ok := o.(*corev1.Pod); ok && fin == v1alpha1.FinalizerProxyPod && pod.DeletionTimestamp == nil && pod.Spec.SchedulerName == v1alpha1.ProxySchedulerName {
+							continue
+						}
+						if strings.Contains(fin, "placer.dev") || strings.Contains(fin, "admiralty.io") {
+							left = append(left, fmt.Sprintf("%T %s/%s: %s", o, m.GetNamespace(), m.GetName(), fin))
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
 			}
+			return len(left) == 0, fmt.Sprintf("finalizers left: %v", left)
+		})
+	})
+}
+
+// unboundDeleted: the API server removes a pod no node holds at once,
+// but a proxy pod is unbound until placer binds it, after its delegate
+// was committed: a StatefulSet's pod deleted in between must not let the
+// next pod of its name start elsewhere while its delegate runs on. Here
+// the management cluster refuses the pod's binding (an admission policy
+// of the test's), so that it stays unbound while its delegate runs.
+func (f *proxyFleet) unboundDeleted(t *testing.T) {
+	ctx := context.Background()
+	name := "unbound"
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "request.name != '" + name + "'", Message: "e2e: " + name + " stays unbound"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := f.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
 		}
-		if len(left) > 0 {
-			t.Errorf("finalizers left: %v", left)
-		}
+		t.Cleanup(func() { _ = f.c.Delete(context.Background(), o) })
+	}
+	// The policy is in force once a binding of that name is refused (a
+	// dry run: admission comes before the pod is looked for).
+	waitUntil(t, timeout, func() (bool, string) {
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Node", Name: "placer.default.pb"}}
+		err := f.cs.CoreV1().Pods("default").Bind(ctx, b, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "stays unbound"), fmt.Sprintf("a binding of %s: %v", name, err)
+	})
+	p := regionPod(name, "us")
+	// Its delegate takes 4 s to stop once deleted.
+	p.Annotations[stopDelay] = "4s"
+	if err := f.c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, timeout, func() (bool, string) {
+		_, clusters := f.delegates(t, name)
+		return clusters["pb"] == 1, fmt.Sprintf("delegates: %v", clusters)
+	})
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil || p.Spec.NodeName != "" {
+		t.Fatalf("the proxy pod, its delegate running: bound to %q (%v), want unbound", p.Spec.NodeName, err)
+	}
+	if err := f.c.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
+	left := &corev1.PodList{}
+	if err := f.members[1].client.List(ctx, left, client.InNamespace("default"), client.MatchingLabels{"app": name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) != 0 {
+		t.Errorf("the unbound proxy pod is gone while its delegate %s still stops (deleted at %v): a StatefulSet's next pod of its name could start elsewhere meanwhile", left.Items[0].Name, left.Items[0].DeletionTimestamp)
+	}
+	waitUntil(t, timeout, func() (bool, string) {
+		_, clusters := f.delegates(t, name)
+		w := &v1alpha1.Workload{}
+		err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, w)
+		return len(clusters) == 0 && kerrors.IsNotFound(err), fmt.Sprintf("delegates left: %v; the pod's Workload: %v", clusters, err)
 	})
 }
 

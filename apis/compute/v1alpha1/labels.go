@@ -46,6 +46,16 @@ const (
 	// have moved away and what placer sent there is gone (or the cluster
 	// does not answer).
 	FinalizerDrain = "compute.placer.dev/drain"
+	// FinalizerProxyPod, on a proxy pod (the webhook adds it when it makes
+	// one), holds the pod, being deleted, until its Workload has gone and
+	// with it its delegate, as a kubelet holds a pod until its containers
+	// have stopped. The API server would otherwise remove at once a pod no
+	// node holds, and a proxy pod is unbound until placer binds it, after
+	// its delegate was committed: a StatefulSet's next pod of its name
+	// would be placed while the delegate runs on. A bound pod deleted with
+	// no grace period (kubectl delete --force) is let go at once, its
+	// Workload marked AnnotationProxyPodGone.
+	FinalizerProxyPod = "compute.placer.dev/proxy-pod"
 )
 
 // DefaultSchedulerName is the schedulerName a Workload gets when none is set.
