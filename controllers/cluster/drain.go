@@ -157,9 +157,10 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 			return isLeft
 		}
 	case w.DeletionTimestamp != nil:
-		// Only while its chaperons are here: another cluster holding
-		// its deletion does not hold this drain.
-		if holds(w) {
+		// Only while its chaperons or the copies it records are here
+		// (its cleanup forgets them once let go here): another cluster
+		// holding its deletion does not hold this drain.
+		if holds(w) || reachable && r.copiesIn(w, key) {
 			return isLeft
 		}
 	case w.PlacedOn(key) && !w.Finished():

@@ -105,6 +105,13 @@ func TestDrain(t *testing.T) {
 			complete, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "all 1 replicas succeeded in a", w.Generation)
 			w.Status.SetConditions(complete, ready)
 		}), held: true, reason: string(reasonDraining)},
+		// Before, a Workload being deleted held it by its chaperons alone:
+		// the cluster let go before its cleanup visited there, what it
+		// copied there was abandoned with the cluster.
+		{name: "a Workload being deleted whose copies are still recorded there holds a cluster that answers: its cleanup lets them go", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted), held: true, reason: string(reasonDraining)},
+		{name: "a Workload being deleted whose copies are recorded in a cluster that does not answer does not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
+			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted)},
 		{name: "copies recorded in a cluster that does not answer do not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
 			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"))},
 		{name: "copies recorded there by a Workload whose chosen cluster is the same member registered again do not hold it: they stay for that one", cluster: st.Cluster("a", deleting),

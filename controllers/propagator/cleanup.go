@@ -145,6 +145,7 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 	}
 	pending := []string{}
 	var abandoned []string
+	var cleaned []types.NamespacedName
 	for _, key := range absent {
 		kc := &v1alpha1.KubernetesCluster{}
 		switch err := r.client.Get(ctx, key, kc); {
@@ -177,9 +178,14 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 		}
 		if len(chs) > 0 {
 			pending = append(pending, key)
+			continue
 		}
+		cleaned = append(cleaned, m.ClusterKey())
 	}
 	if len(pending) > 0 {
+		if err := r.forgetCleaned(ctx, w, cleaned); err != nil {
+			return reconcile.Result{}, err
+		}
 		r.record.Event(w, event.Normal(reasonCleanup, fmt.Sprintf("waiting for candidates to be deleted in %v", pending)))
 		return reconcile.Result{RequeueAfter: cleanupRetry}, nil
 	}
@@ -187,6 +193,20 @@ func (r *Reconciler) cleanup(ctx context.Context, w *v1alpha1.Workload) (reconci
 		r.record.Event(w, event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster of %v is gone: whatever of this Workload may remain in that cluster is abandoned", abandoned)))
 	}
 	return shared.IgnoreConflict(resource.IgnoreNotFound(r.patchFinalizers(ctx, w, meta.RemoveFinalizer)))
+}
+
+// forgetCleaned takes out of a deleted Workload's status what it records
+// placer put in the clusters cleaned up in this pass (deleteIn let go of
+// it there, and no chaperon is left), while another cluster holds the
+// deletion: a cluster's drain waits for what a Workload records there,
+// and so need not wait for this deletion's end.
+func (r *Reconciler) forgetCleaned(ctx context.Context, w *v1alpha1.Workload, cleaned []types.NamespacedName) error {
+	orig := w.DeepCopy()
+	for _, key := range cleaned {
+		forgetRecords(w, key)
+	}
+	_, err := shared.PatchStatus(ctx, r.client, r.client, w, orig)
+	return err
 }
 
 // stopsFirst reports whether a deleted Workload goes only once its pods

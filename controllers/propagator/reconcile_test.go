@@ -3033,6 +3033,36 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// Before, the records stayed until the whole deletion was done:
+		// a's drain (which waits for what the Workload recorded there)
+		// waited for b, which does not answer.
+		{
+			name: "deletion: what a cluster let go of is forgotten while another cluster holds the deletion, so that the first one's drain need not wait for it",
+			w: web(needs, func(w *v1alpha1.Workload) {
+				w.DeletionTimestamp = ptr.To(metav1.Now())
+				w.Status.ClusterRef = &v1alpha1.ClusterReference{Name: "b", Namespace: "default"}
+				w.Status.Dependencies = copies("a", "ServiceAccount/runner")
+				w.Status.PlacedNamespaces = []v1alpha1.PlacedNamespace{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Namespace: "default"}}
+			}),
+			sources: theSources(),
+			members: func(w *v1alpha1.Workload) clustertest.Members {
+				return clustertest.Members{
+					clustertest.NewMember("a", clustertest.WithObjects(usedCopy(&corev1.ServiceAccount{ObjectMeta: objectMeta("runner")}, string(w.UID)))),
+					clustertest.NewMember("b", clustertest.NotSynced()),
+				}
+			},
+			want:        reconcile.Result{RequeueAfter: cleanupRetry},
+			wantStatus:  func(s *v1alpha1.WorkloadStatus) { s.Dependencies, s.PlacedNamespaces = nil, nil },
+			wantMembers: map[string][]string{"a": {}, "b": {}},
+			check: func(t *testing.T, e env) {
+				if o := copyIn(t, e.members[0], propagator.KindServiceAccount, "runner"); o != nil {
+					t.Errorf("the ServiceAccount copy stays in a, used by %v", propagator.Users(o))
+				}
+				if len(e.w.Finalizers) != 1 {
+					t.Errorf("finalizers %v: removed while b may hold candidates", e.w.Finalizers)
+				}
+			},
+		},
 		{
 			name:    "dependencies: a member that does not let the tenant copy them keeps what it has: the pods go ahead, and the status says why",
 			w:       web(needs),
