@@ -108,6 +108,9 @@ type Reconciler struct {
 	// decision loop for a drain's move) until they are counted.
 	waiters, shareWaiters moveWaiters
 	moveSlots             sync.Mutex
+	// beforeWait, when set (tests), runs between a drained Workload's
+	// look at the count of moves and its place in line.
+	beforeWait func()
 }
 
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;update;delete
@@ -364,7 +367,11 @@ func (r *Reconciler) placed(ctx context.Context, w *v1alpha1.Workload) (*decisio
 		}
 		// Woken only when a place is free (wakeWaiters), in turn.
 		waits = true
+		if r.beforeWait != nil {
+			r.beforeWait()
+		}
 		r.waiters.wait(key)
+		r.wakeEndedSince(moving)
 		return r.movePending(w, leave, fmt.Sprintf("%d Workloads are moving already, the most at once (--max-concurrent-moves)", moving)), reconcile.Result{}
 	}
 	start := time.Now()

@@ -388,7 +388,8 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 	}
 	r.moveSlots.Lock()
 	s.slotsHeld = true
-	moving := r.cache.Draining()
+	looked := r.cache.Draining()
+	moving := looked
 	for _, cl := range slices.SortedFunc(maps.Keys(s.leaving), v1alpha1.CompareKeys) {
 		if r.maxMoves > 0 && moving >= r.maxMoves {
 			s.waiting[cl] = fmt.Sprintf("must leave its cluster (%s), and waits: %d moves are under way, the most at once (--max-concurrent-moves)", s.gone[cl], moving)
@@ -399,7 +400,11 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 		moving++
 	}
 	if len(s.waiting) > 0 {
+		if r.beforeWait != nil {
+			r.beforeWait()
+		}
 		r.shareWaiters.wait(key)
+		r.wakeEndedSince(looked)
 	} else {
 		r.shareWaiters.done(key)
 	}

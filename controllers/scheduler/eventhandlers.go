@@ -266,6 +266,16 @@ func (r *Reconciler) wakeWaiters() {
 	}
 }
 
+// wakeEndedSince wakes the waiters for the places of moves that ended
+// since a look, under moveSlots, that counted looked of them (moves only
+// end while moveSlots is held): the handlers that saw them end woke no
+// one for them when the looker was not in line yet.
+func (r *Reconciler) wakeEndedSince(looked int) {
+	if r.cache.Draining() < looked {
+		r.wakeWaiters()
+	}
+}
+
 // moveWaiters are the Workloads waiting for a place under
 // --max-concurrent-moves, in the order they began to wait. Waking every
 // one at each drain's end cost a decision per waiter per move (20,000

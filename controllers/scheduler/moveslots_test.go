@@ -189,3 +189,39 @@ func TestNoShareGrowsForAnUnmarkedMove(t *testing.T) {
 		t.Errorf("web-b grew to %d for web-a's move, which is not marked (%s; %d moves counted)", b.ReplicaCount(), a.Annotations[v1alpha1.AnnotationShareLeaving], f.cache.Draining())
 	}
 }
+
+// TestShareWaiterWokenByAMoveEndedWhileLooking: the move that holds the
+// last place ends between a divider's look at the count and its place in
+// line: that end woke no one (the divider was not in line yet). Before,
+// its share then waited for the next move's end, for ever when there was
+// none.
+func TestShareWaiterWokenByAMoveEndedWhileLooking(t *testing.T) {
+	// single moves from a to b: it holds the one place.
+	single := st.Workload("single", st.PlacedOn("b"), func(w *v1alpha1.Workload) {
+		w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Reason: v1alpha1.ReasonTainted}}
+	})
+	f := newSpreadFixture(t, 2, []client.Object{single}, interceptor.Funcs{})
+	if f.cache.Draining() != 1 {
+		t.Fatalf("%d moves counted, want single's", f.cache.Draining())
+	}
+	ctx := context.Background()
+	f.r.beforeWait = func() {
+		f.r.beforeWait = nil
+		before := f.get(t, "single")
+		ended := before.DeepCopy()
+		ended.Status.LeftClusters = nil
+		if err := f.c.Status().Update(ctx, ended); err != nil {
+			t.Error(err)
+		}
+		f.r.updateWorkload(before, f.get(t, "single"))
+	}
+	if _, err := f.r.divide(ctx, f.web); err != nil {
+		t.Fatal(err)
+	}
+	if f.r.beforeWait != nil {
+		t.Fatal("the divider never waited: the case proves nothing")
+	}
+	if !f.r.shareWaiters.looked(f.key("web")) {
+		t.Errorf("web waits in line (%t) with %d of %d places taken: nothing woke it", f.r.shareWaiters.waiting(f.key("web")), f.cache.Draining(), f.r.maxMoves)
+	}
+}

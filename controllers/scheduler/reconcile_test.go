@@ -723,6 +723,79 @@ func TestDrainNoLongerCountedWakes(t *testing.T) {
 	}
 }
 
+// TestMoveEndedWhileLookingWakes: a Workload woken for a place finds it
+// taken (by a drain that never waited in line), and the move that holds
+// it ends between the Workload's look at the count and its place back in
+// line (the informer's handlers and the loop's other workers run beside
+// it). That end woke no one: the Workload still counted as woken and not
+// yet looked, and its pass wrote nothing (it said MovePending already)
+// whose event would bring it back. Before, it then waited for the next move's end,
+// for ever when there was none.
+func TestMoveEndedWhileLookingWakes(t *testing.T) {
+	f := newDrainFleet(t, []string{"w1", "w2", "w3"}, 1)
+	k1 := types.NamespacedName{Namespace: "default", Name: "w1"}
+	k2 := types.NamespacedName{Namespace: "default", Name: "w2"}
+	k3 := types.NamespacedName{Namespace: "default", Name: "w3"}
+	b := types.NamespacedName{Namespace: "default", Name: "b"}
+	f.q.Add(reconcile.Request{NamespacedName: k1})
+	f.run(t, nil)
+	f.q.Add(reconcile.Request{NamespacedName: k2})
+	f.run(t, nil)
+	if !f.seen[k1].PlacedOn(b) || f.seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason != v1alpha1.ReasonMovePending {
+		t.Fatalf("w1 on %v, w2 says %s; want w1 moving to b, w2 waiting", f.seen[k1].Status.ClusterRef, f.seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason)
+	}
+	// endMove: the propagator's write that ends a move, and its event.
+	endMove := func(key types.NamespacedName) {
+		w := f.seen[key].DeepCopy()
+		w.Status.LeftClusters = nil
+		if err := f.c.Status().Update(context.Background(), w); err != nil {
+			t.Error(err)
+		}
+		f.observe(t, key)
+	}
+	// w1's move ends: w2 is woken. Before its pass, w3 (leaving, never in
+	// line) takes the place.
+	endMove(k1)
+	if _, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: k3}); err != nil {
+		t.Fatal(err)
+	}
+	for f.r.writer.Len() > 0 {
+		f.r.writer.ApplyNext(context.Background())
+	}
+	f.observe(t, k3)
+	if !f.seen[k3].PlacedOn(b) || f.cache.Draining() != 1 {
+		t.Fatalf("w3 on %v, %d moves counted; want it moving to b, counted", f.seen[k3].Status.ClusterRef, f.cache.Draining())
+	}
+	// The loop takes w3's decision back (its event) at once, before w2's
+	// turn, as it does long before a move ends.
+	first, _ := f.q.Get()
+	echo, _ := f.q.Get()
+	if first.NamespacedName != k2 || echo.NamespacedName != k3 || f.q.Len() != 0 {
+		t.Fatalf("queued %v, %v and %d more; want w2 woken, then w3's decision back", first, echo, f.q.Len())
+	}
+	if _, err := f.r.Reconcile(context.Background(), echo); err != nil {
+		t.Fatal(err)
+	}
+	f.q.Done(echo)
+	f.q.Done(first)
+	f.q.Add(first)
+	// w3's move ends while w2's pass has looked at the count, and w3's
+	// own pass (its event, on another of the loop's workers) runs then
+	// too: neither wakes w2, which is not in line yet.
+	f.r.beforeWait = func() {
+		f.r.beforeWait = nil
+		endMove(k3)
+		if _, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: k3}); err != nil {
+			t.Error(err)
+		}
+	}
+	f.run(t, nil)
+	if !f.seen[k2].PlacedOn(b) {
+		t.Errorf("w2 still on %v (%s) with %d of %d places taken: nothing woke it",
+			f.seen[k2].Status.ClusterRef, f.seen[k2].Status.GetCondition(v1alpha1.TypeScheduled).Reason, f.cache.Draining(), f.r.maxMoves)
+	}
+}
+
 // drainFleet is a scheduler over a fake API server, clusters a (tainted
 // NoExecute: its Workloads must leave) and b, and Workloads of the names
 // given placed on a, with slots places under --max-concurrent-moves; the
