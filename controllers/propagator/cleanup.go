@@ -260,10 +260,14 @@ func (r *Reconciler) deleteIn(ctx context.Context, m cluster.Member, w *v1alpha1
 				}
 			}
 		}
-		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}
+		// Said either way: a chaperon deleted in the foreground before
+		// (its pod does not stop, its node lost) goes in the background
+		// once asked so (its proxy pod force-deleted since).
+		policy := metav1.DeletePropagationBackground
 		if foreground {
-			opts = append(opts, client.PropagationPolicy(metav1.DeletePropagationForeground))
+			policy = metav1.DeletePropagationForeground
 		}
+		opts := []client.DeleteAllOfOption{client.InNamespace(ns), client.MatchingLabels{mcv1alpha1.LabelWorkloadUID: string(w.UID)}, client.PropagationPolicy(policy)}
 		err := cl.DeleteAllOf(ctx, &mcv1alpha1.PodChaperon{}, opts...)
 		if err := resource.IgnoreNotFound(err); err != nil {
 			return errors.Wrap(err, errDeleteChaperon)

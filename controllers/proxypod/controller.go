@@ -235,16 +235,16 @@ func (p *Proxies) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		if w != nil && controllerUID(w) != pod.UID {
 			w = nil // another pod's, or a user's: not this pod's to wait for
 		}
-		if !IsProxy(pod) && w == nil {
+		if !IsProxy(pod) && w == nil && !meta.FinalizerExists(pod, v1alpha1.FinalizerProxyPod) {
 			// Never a proxy pod (let through untouched, and may be on a
-			// real node), or one with nothing of placer's left.
-			_, err := p.release(ctx, pod)
-			return reconcile.Result{}, err
+			// real node), or one of before placer's finalizer with
+			// nothing of placer's left.
+			return reconcile.Result{}, nil
 		}
 		// A proxy pod goes with its Workload, even when its manifest
 		// annotation was taken off after admission (its schedulerName
-		// cannot change, and its Workload names it): no kubelet ever
-		// confirms its end otherwise.
+		// cannot change, and its Workload or placer's finalizer names
+		// it): no kubelet ever confirms its end otherwise.
 		return reconcile.Result{}, p.letGo(ctx, pod, w)
 	}
 	if !IsProxy(pod) {
@@ -310,8 +310,11 @@ func (p *Proxies) deleteWorkload(ctx context.Context, w *v1alpha1.Workload, uid 
 // deleteWorkloadOf deletes a Workload a pod controlled (uid, when set,
 // must be that pod's), marked AnnotationProxyPodGone first when gone says
 // nothing waits for its delegate to stop.
+// A Workload being deleted already is marked all the same: a pod deleted,
+// then force-deleted while its delegate does not stop (its member's node
+// lost), lets the propagator stop waiting for it.
 func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, uid types.UID, gone bool) error {
-	if w == nil || controllerUID(w) == "" || (uid != "" && controllerUID(w) != uid) || w.DeletionTimestamp != nil {
+	if w == nil || controllerUID(w) == "" || (uid != "" && controllerUID(w) != uid) {
 		return nil
 	}
 	if gone && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
@@ -321,6 +324,9 @@ func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, ui
 			return errors.Wrap(client.IgnoreNotFound(err), "cannot mark the Workload of a pod gone")
 		}
 	}
+	if w.DeletionTimestamp != nil {
+		return nil
+	}
 	return client.IgnoreNotFound(p.Client.Delete(ctx, w, client.Preconditions{UID: &w.UID}))
 }
 
@@ -329,12 +335,12 @@ func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, ui
 // stopped: stopsFirst) and, once it is gone, the pod itself, as a kubelet
 // confirms a pod's containers have stopped.
 //
-// A bound pod deleted with no grace period (kubectl delete --force) waits
-// for nothing: its Workload, marked gone, goes without waiting for the
-// delegate to stop, and the pod's finalizer goes at once. An unbound pod,
-// which the API server deletes with no grace period whatever was asked,
-// is held by its finalizer as a bound one is: its delegate may have bound
-// meanwhile.
+// A pod that waits for nothing (waitsForNothing: kubectl delete --force)
+// has its Workload marked gone, which then goes without waiting for the
+// delegate to stop, and its finalizer goes at once. An unbound pod, which
+// the API server deletes with no grace period whatever was asked, is held
+// by its finalizer as a bound one is while its Workload has a chosen
+// cluster: its delegate may have bound meanwhile.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
 		if kept, err := p.keepEnd(ctx, pod, w); err != nil || !kept {
@@ -346,8 +352,7 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 		if err := p.passGrace(ctx, pod, w); err != nil {
 			return err
 		}
-		forced := pod.Spec.NodeName != "" && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
-		if err := p.deleteWorkloadOf(ctx, w, pod.UID, forced); err != nil || !forced {
+		if err := p.deleteWorkloadOf(ctx, w, pod.UID, waitsForNothing(pod, w)); err != nil || !waitsForNothing(pod, w) {
 			return err
 		}
 		_, err := p.release(ctx, pod)
@@ -370,6 +375,21 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 	}
 	err := p.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	return client.IgnoreNotFound(err)
+}
+
+// waitsForNothing reports whether a pod being deleted goes without waiting
+// for its delegate to stop: bound and deleted with no grace period
+// (kubectl delete --force, or a pod that ended, which the API server
+// deletes with none), or unbound while its Workload has no chosen cluster
+// (no delegate can run for it: an unbound proxy pod never had one
+// committed, and a candidate binds only in the cluster chosen). An unbound
+// pod whose Workload has a chosen cluster is held: its delegate may have
+// been committed a moment before, the binding still to come.
+func waitsForNothing(pod *corev1.Pod, w *v1alpha1.Workload) bool {
+	if pod.Spec.NodeName == "" {
+		return w.Status.ClusterRef == nil
+	}
+	return pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
 }
 
 // release takes FinalizerProxyPod off a pod being deleted: the pod goes

@@ -37,6 +37,8 @@ func TestPodGone(t *testing.T) {
 		w := workloadOfPod(key, uid)
 		// The propagator's: the Workload stays, being deleted.
 		w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+		// Chosen: its delegate may run there, the pod not bound yet.
+		w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: "default", Name: "a"}
 		return w
 	}
 	deleting := proxyPod(key, "p1")
@@ -104,7 +106,7 @@ func afterPass(t *testing.T, key types.NamespacedName, got client.Object, objs .
 	t.Helper()
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
-	p := &Proxies{Client: c}
+	p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
 	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,17 +255,29 @@ func TestDeletedAfterItsDelegateEndedConflict(t *testing.T) {
 // when unbound, which the API server deletes with no grace period whatever
 // was asked (its delegate may have bound meanwhile): its Workload is not
 // marked gone. A bound pod force-deleted waits for nothing: its Workload
-// marked gone, the pod let go in the same pass.
+// marked gone (also when being deleted already), the pod let go in the
+// same pass; so does an unbound one whose Workload has no chosen cluster.
 func TestFinalizerHolds(t *testing.T) {
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	for name, tc := range map[string]struct {
-		node     string
+		node string
+		// unchosen: its Workload has no chosen cluster (no delegate can
+		// run for an unbound pod).
+		unchosen bool
+		// deleting: its Workload is being deleted already (the pod was
+		// deleted before, and waits for its delegate to stop).
+		deleting bool
 		grace    int64
 		wantGone bool
 	}{
-		"unbound (grace 0 from the API server)": {},
-		"bound, deleted with a grace period":    {node: "placer.default.a", grace: 30},
-		"bound, force-deleted":                  {node: "placer.default.a", wantGone: true},
+		// Before, a Workload being deleted already was never marked: the
+		// propagator went on waiting for a delegate that does not stop
+		// (its member's node lost), --force or not.
+		"bound, force-deleted after a deletion that waits": {node: "placer.default.a", deleting: true, wantGone: true},
+		"unbound (grace 0 from the API server), its Workload chosen a cluster": {},
+		"unbound, its Workload with no chosen cluster: waits for nothing":      {unchosen: true, wantGone: true},
+		"bound, deleted with a grace period":                                   {node: "placer.default.a", grace: 30},
+		"bound, force-deleted":                                                 {node: "placer.default.a", wantGone: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
@@ -272,6 +286,12 @@ func TestFinalizerHolds(t *testing.T) {
 			pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod}, &metav1.Time{Time: metav1.Now().Time}, ptr.To(tc.grace)
 			w := workloadOfPod(key, "p1")
 			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+			if !tc.unchosen {
+				w.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: "default", Name: "a"}
+			}
+			if tc.deleting {
+				w.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
+			}
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(&corev1.Pod{}).Build()
 			p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
 			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
@@ -286,7 +306,7 @@ func TestFinalizerHolds(t *testing.T) {
 			err := c.Get(ctx, key, &corev1.Pod{})
 			if tc.wantGone {
 				if !kerrors.IsNotFound(err) {
-					t.Errorf("the force-deleted pod is still there (%v), want it let go at once", err)
+					t.Errorf("the pod is still there (%v), want it let go at once", err)
 				}
 				return
 			}
@@ -309,18 +329,36 @@ func TestFinalizerHolds(t *testing.T) {
 	}
 }
 
-// TestFinalizerOfNoProxyReleased: a pod of placer's proxy scheduler
-// holding placer's finalizer with nothing of placer's left (its manifest
-// annotation taken off, no Workload) is let go when deleted, not held for
-// ever.
+// TestFinalizerOfNoProxyReleased: a proxy pod whose manifest annotation
+// was taken off, bound and deleted with a grace period, its Workload gone,
+// is ended and let go as any proxy pod (placer's finalizer says it is
+// one), not left Terminating for ever: Failed, its finalizer off, and
+// deleted with no grace period, as a kubelet confirms it.
 func TestFinalizerOfNoProxyReleased(t *testing.T) {
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	pod := proxyPod(key, "p1")
 	delete(pod.Annotations, v1alpha1.AnnotationSourcePodManifest)
-	pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod, "test/keep"}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
+	pod.Spec.NodeName = "placer.default.a"
+	// A finalizer of the test's keeps it for the test to read.
+	pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod, "test/keep"}, &metav1.Time{Time: metav1.Now().Time}, ptr.To[int64](30)
+	var graceZero bool
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod).WithStatusSubresource(&corev1.Pod{}).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			do := &client.DeleteOptions{}
+			do.ApplyOptions(opts)
+			graceZero = graceZero || do.GracePeriodSeconds != nil && *do.GracePeriodSeconds == 0
+			return c.Delete(ctx, o, opts...)
+		},
+	}).Build()
+	p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
+	if _, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
 	got := &corev1.Pod{}
-	afterPass(t, key, got, pod)
-	if !slices.Equal(got.Finalizers, []string{"test/keep"}) {
-		t.Errorf("finalizers %v, want placer's taken off", got.Finalizers)
+	if err := c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Finalizers, []string{"test/keep"}) || got.Status.Phase != corev1.PodFailed || !graceZero {
+		t.Errorf("finalizers %v, phase %s, deleted with no grace period %t; want placer's finalizer off, Failed, deleted with none", got.Finalizers, got.Status.Phase, graceZero)
 	}
 }

@@ -612,6 +612,8 @@ func TestProxyPods(t *testing.T) {
 
 	t.Run("an unbound proxy pod deleted goes only once its delegate has stopped", f.unboundDeleted)
 
+	t.Run("a proxy pod whose delegate does not stop goes once force-deleted, and its Workload with it", f.forcedWhileStopping)
+
 	t.Run("a proxy pod deleted --cascade=orphan stops its delegate, as any pod's deletion stops its containers", func(t *testing.T) {
 		// The garbage collector takes the pod's reference off its
 		// Workload (the orphan finalizer) while placer lets the pod go;
@@ -761,6 +763,54 @@ func (f *proxyFleet) unboundDeleted(t *testing.T) {
 		err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, w)
 		return len(clusters) == 0 && kerrors.IsNotFound(err), fmt.Sprintf("delegates left: %v; the pod's Workload: %v", clusters, err)
 	})
+}
+
+// forcedWhileStopping: a proxy pod deleted waits for its delegate to stop;
+// one that does not (here it takes ten minutes; a pod on a member's lost
+// node never does) is let go by kubectl delete --force, and its Workload
+// stops waiting for the delegate too, so that a StatefulSet's next pod of
+// its name may go ahead. Before, the Workload, being deleted already, was
+// never marked gone, and its candidate's foreground deletion held it.
+func (f *proxyFleet) forcedWhileStopping(t *testing.T) {
+	ctx := context.Background()
+	name := "stuck"
+	p := regionPod(name, "us")
+	p.Annotations[stopDelay] = "10m"
+	if err := f.c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, f.wc, p, &corev1.PodList{}, timeout, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	pb := f.members[1].client
+	t.Cleanup(func() {
+		// The delegate would stop in ten minutes: it goes now.
+		_ = pb.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("default"), client.MatchingLabels{"app": name}, client.GracePeriodSeconds(0))
+	})
+	if err := f.c.Delete(ctx, p, client.GracePeriodSeconds(5)); err != nil {
+		t.Fatal(err)
+	}
+	stopping := func() (bool, string) {
+		l := &corev1.PodList{}
+		if err := pb.List(ctx, l, client.InNamespace("default"), client.MatchingLabels{"app": name}); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items) == 1 && l.Items[0].DeletionTimestamp != nil, fmt.Sprintf("%d delegates in pb", len(l.Items))
+	}
+	waitUntil(t, timeout, stopping)
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the proxy pod, its delegate stopping: %v (deleted at %v), want it held, being deleted", err, p.DeletionTimestamp)
+	}
+	if err := f.c.Delete(ctx, p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitForDeletion(t, f.wc, p, &corev1.PodList{}, timeout)
+	waitUntil(t, timeout, func() (bool, string) {
+		w := &v1alpha1.Workload{}
+		err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, w)
+		return kerrors.IsNotFound(err), fmt.Sprintf("the pod's Workload: %v (finalizers %v, annotations %v)", err, w.Finalizers, w.Annotations)
+	})
+	if ok, msg := stopping(); !ok {
+		t.Errorf("the delegate is no longer stopping (%s): the case proves nothing", msg)
+	}
 }
 
 // startCronJob creates a CronJob of source pods that runs every minute.
