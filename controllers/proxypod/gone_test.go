@@ -273,7 +273,7 @@ func TestFinalizerHolds(t *testing.T) {
 		// Before, a Workload being deleted already was never marked: the
 		// propagator went on waiting for a delegate that does not stop
 		// (its member's node lost), --force or not.
-		"bound, force-deleted after a deletion that waits": {node: "placer.default.a", deleting: true, wantGone: true},
+		"bound, force-deleted after a deletion that waits":                     {node: "placer.default.a", deleting: true, wantGone: true},
 		"unbound (grace 0 from the API server), its Workload chosen a cluster": {},
 		"unbound, its Workload with no chosen cluster: waits for nothing":      {unchosen: true, wantGone: true},
 		"bound, deleted with a grace period":                                   {node: "placer.default.a", grace: 30},
