@@ -13,8 +13,9 @@ import (
 // CgroupRoot is where the kernel's cgroup v1 hierarchies are mounted.
 const CgroupRoot = "/sys/fs/cgroup"
 
-// cfsPeriod is the scheduler period a quota is a share of, in µs.
-const cfsPeriod = 100000
+// DefaultCFSPeriod is the kernel's scheduler period a quota is a share
+// of: a group that spent its share waits for the next period.
+const DefaultCFSPeriod = 100 * time.Millisecond
 
 // CPUGroup is a group of processes with a CPU quota of its own, as if
 // they had a machine of that many CPUs: a cgroup in the cgroup v1 cpu
@@ -29,11 +30,20 @@ type CPUGroup struct {
 }
 
 // NewCPUGroup creates the group root/{cpu,cpuacct}/path with a quota of
-// cpus CPUs (0: no quota, only accounting). root is CgroupRoot but in
-// tests.
-func NewCPUGroup(root, path string, cpus float64) (*CPUGroup, error) {
+// cpus CPUs (0: no quota, only accounting) per CFS period (0:
+// DefaultCFSPeriod; the kernel takes 1 ms to 1 s, and a quota of at least
+// 1 ms). A group that spent its share waits for the next period: at 0.4
+// CPU, up to 60 ms of a 100 ms period, where a 10 ms one spreads the same
+// share finer, as a slower CPU would. root is CgroupRoot but in tests.
+func NewCPUGroup(root, path string, cpus float64, period time.Duration) (*CPUGroup, error) {
 	if cpus < 0 {
 		return nil, errors.Errorf("cgroup %s: a quota of %g CPUs", path, cpus)
+	}
+	if period == 0 {
+		period = DefaultCFSPeriod
+	}
+	if period < time.Millisecond || period > time.Second || cpus > 0 && time.Duration(cpus*float64(period)) < time.Millisecond {
+		return nil, errors.Errorf("cgroup %s: a CFS period of %v for %g CPUs (the kernel takes periods of 1ms to 1s, and quotas of at least 1ms)", path, period, cpus)
 	}
 	g := &CPUGroup{name: path, cpus: cpus, cpu: filepath.Join(root, "cpu", path), acct: filepath.Join(root, "cpuacct", path)}
 	for _, d := range []string{g.cpu, g.acct} {
@@ -43,9 +53,9 @@ func NewCPUGroup(root, path string, cpus float64) (*CPUGroup, error) {
 	}
 	quota := "-1"
 	if cpus > 0 {
-		quota = strconv.Itoa(int(cpus * cfsPeriod))
+		quota = strconv.Itoa(int(cpus * float64(period.Microseconds())))
 	}
-	if err := write(filepath.Join(g.cpu, "cpu.cfs_period_us"), strconv.Itoa(cfsPeriod)); err != nil {
+	if err := write(filepath.Join(g.cpu, "cpu.cfs_period_us"), strconv.FormatInt(period.Microseconds(), 10)); err != nil {
 		return nil, err
 	}
 	if err := write(filepath.Join(g.cpu, "cpu.cfs_quota_us"), quota); err != nil {

@@ -14,7 +14,7 @@ import (
 // temporary folder standing in for /sys/fs/cgroup.
 func TestCPUGroupFiles(t *testing.T) {
 	root := t.TempDir()
-	g, err := NewCPUGroup(root, "bench/member-0", 0.4)
+	g, err := NewCPUGroup(root, "bench/member-0", 0.4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,17 +49,32 @@ func TestCPUGroupFiles(t *testing.T) {
 		t.Errorf("throttled %v, %v; want 300ms", th, err)
 	}
 	// No quota: accounting only.
-	if _, err := NewCPUGroup(root, "bench/shared", 0); err != nil {
+	if _, err := NewCPUGroup(root, "bench/shared", 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	if q := read("cpu/bench/shared/cpu.cfs_quota_us"); q != "-1" {
 		t.Errorf("no quota: cfs_quota_us = %s, want -1", q)
 	}
-	if _, err := NewCPUGroup(root, "bench/bad", -1); err == nil {
+	if _, err := NewCPUGroup(root, "bench/bad", -1, 0); err == nil {
 		t.Error("a negative quota is accepted")
 	}
+	// A shorter period: the same share, finer.
+	if _, err := NewCPUGroup(root, "bench/fine", 0.4, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if q, p := read("cpu/bench/fine/cpu.cfs_quota_us"), read("cpu/bench/fine/cpu.cfs_period_us"); q != "4000" || p != "10000" {
+		t.Errorf("quota %s per period %s, want 4000 per 10000 (0.4 CPU, 10 ms)", q, p)
+	}
+	for _, period := range []time.Duration{time.Microsecond * 500, 2 * time.Second} {
+		if _, err := NewCPUGroup(root, "bench/bad", 0.4, period); err == nil {
+			t.Errorf("a period of %v is accepted", period)
+		}
+	}
+	if _, err := NewCPUGroup(root, "bench/bad", 0.05, 10*time.Millisecond); err == nil {
+		t.Error("a quota of 0.5 ms per period is accepted")
+	}
 	// A root that cannot hold groups says what is needed.
-	if _, err := NewCPUGroup("/proc/no-such-root", "x", 1); err == nil || !strings.Contains(err.Error(), "cgroup v1 cpu and cpuacct hierarchies") {
+	if _, err := NewCPUGroup("/proc/no-such-root", "x", 1, 0); err == nil || !strings.Contains(err.Error(), "cgroup v1 cpu and cpuacct hierarchies") {
 		t.Errorf("an unusable root: %v", err)
 	}
 }
@@ -72,7 +87,7 @@ func TestCPUGroupOnTheKernel(t *testing.T) {
 		t.Skipf("no writable cgroup v1 cpu hierarchy under %s: %v", CgroupRoot, err)
 	}
 	_ = os.Remove(filepath.Join(CgroupRoot, "cpu", "placer-test-probe"))
-	g, err := NewCPUGroup(CgroupRoot, fmt.Sprintf("placer-test-%d", os.Getpid()), 0.2)
+	g, err := NewCPUGroup(CgroupRoot, fmt.Sprintf("placer-test-%d", os.Getpid()), 0.2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func newCPUGroups(o options, cgroupRoot string, clusters []string) (*cpuGroups, 
 		quotas[c] = o.clusterCPUs
 	}
 	for _, name := range slices.Sorted(maps.Keys(quotas)) {
-		cg, err := local.NewCPUGroup(cgroupRoot, filepath.Join(g.root, name), quotas[name])
+		cg, err := local.NewCPUGroup(cgroupRoot, filepath.Join(g.root, name), quotas[name], o.cpuPeriod)
 		if err != nil {
 			g.remove(cgroupRoot)
 			return nil, fmt.Errorf("-cluster-cpus needs a CPU group per cluster: %w (run without -cluster-cpus for the shared pool)", err)

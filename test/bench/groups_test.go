@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGroupOf(t *testing.T) {
@@ -62,8 +63,11 @@ func TestGroupCellAndNames(t *testing.T) {
 	if m := cpuMode(options{}); !strings.Contains(m, "one shared pool") {
 		t.Errorf("cpuMode shared: %q", m)
 	}
-	if m := cpuMode(options{clusterCPUs: 0.4}); !strings.Contains(m, "a quota of 0.4 CPU") || !strings.Contains(m, "-cluster-cpus 0.4") {
+	if m := cpuMode(options{clusterCPUs: 0.4}); !strings.Contains(m, "a quota of 0.4 CPU per 100ms") || !strings.Contains(m, "-cluster-cpus 0.4") {
 		t.Errorf("cpuMode per cluster: %q", m)
+	}
+	if m := cpuMode(options{clusterCPUs: 0.4, cpuPeriod: 10 * time.Millisecond}); !strings.Contains(m, "per 10ms CFS period") || !strings.Contains(m, "-cpu-period 10ms") {
+		t.Errorf("cpuMode with a period: %q", m)
 	}
 }
 

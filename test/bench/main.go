@@ -20,6 +20,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/placer-dev/placer/cluster/local"
 )
 
 type options struct {
@@ -45,6 +47,9 @@ type options struct {
 	// clusterCPUs: each cluster's CPU quota (0: one shared pool); kwok's
 	// and the benchmark's own (0: no quota).
 	clusterCPUs, kwokCPUs, benchCPUs float64
+	// cpuPeriod: the CFS period of every group's quota (0: the kernel's
+	// 100 ms).
+	cpuPeriod time.Duration
 	// kcmQPS: the members' kube-controller-manager's --kube-api-qps (0:
 	// kcmQPS's default from the client rate).
 	kcmQPS int
@@ -99,6 +104,7 @@ func main() {
 	flag.IntVar(&o.kcmQPS, "kcm-qps", 0, "--kube-api-qps of every cluster's kube-controller-manager (burst twice it); 0: six times -client-qps, at least 20 (a Deployment's pods are about three of its writes each)")
 	flag.Float64Var(&o.clusterCPUs, "cluster-cpus", 0, "give each cluster (its control plane and the placer components in it) a CPU quota of this many CPUs, as separate machines would (cgroup v1 cpu and cpuacct, as root); 0: one shared pool")
 	flag.Float64Var(&o.kwokCPUs, "kwok-cpus", 0, "with -cluster-cpus: kwok's quota (it plays every member's nodes); 0: none, accounted only")
+	flag.DurationVar(&o.cpuPeriod, "cpu-period", local.DefaultCFSPeriod, "with -cluster-cpus: the CFS period each quota is a share of (1ms to 1s): a group that spent its share waits for the next period, up to 60 ms of the kernel's 100 ms at 0.4 CPU; a shorter one spreads the same share finer, as a slower CPU would")
 	flag.Float64Var(&o.benchCPUs, "bench-cpus", 0, "with -cluster-cpus: the benchmark's own quota (its clients and watches); 0: none, accounted only")
 	flag.StringVar(&o.rates, "rates", "", "instead of the throughput phases, offer single-replica items to each phase open loop at these rates (items per second, e.g. 10,20,40,60), after -unloaded items one at a time; report the highest rate each sustains with p99 added ≤ 3 s (results in load.md)")
 	flag.IntVar(&o.unloaded, "unloaded", 30, "with -rates: items per phase created one at a time, each once the one before runs and -unloaded-gap has passed")

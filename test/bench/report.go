@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/placer-dev/placer/cluster/local"
 )
 
 // latencies of one measure, sorted.
@@ -597,8 +599,9 @@ func cpuMode(o options) string {
 		}
 		return fmt.Sprintf("a quota of %g CPU", q)
 	}
-	return fmt.Sprintf("CPU: each cluster a machine of its own: a cgroup (v1 cpu and cpuacct) with a quota of %g CPU holding its control plane and the placer components that run in it; kwok (every member's nodes) %s; the benchmark %s (`-cluster-cpus %g -kwok-cpus %g -bench-cpus %g`).",
-		o.clusterCPUs, quota(o.kwokCPUs), quota(o.benchCPUs), o.clusterCPUs, o.kwokCPUs, o.benchCPUs)
+	period := cmp.Or(o.cpuPeriod, local.DefaultCFSPeriod)
+	return fmt.Sprintf("CPU: each cluster a machine of its own: a cgroup (v1 cpu and cpuacct) with a quota of %g CPU per %v CFS period holding its control plane and the placer components that run in it; kwok (every member's nodes) %s; the benchmark %s (`-cluster-cpus %g -kwok-cpus %g -bench-cpus %g -cpu-period %v`).",
+		o.clusterCPUs, period, quota(o.kwokCPUs), quota(o.benchCPUs), o.clusterCPUs, o.kwokCPUs, o.benchCPUs, period)
 }
 
 // writeGroupCPU reports each group's CPU seconds per phase beside what its
