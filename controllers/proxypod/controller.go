@@ -3,6 +3,7 @@ package proxypod
 import (
 	"cmp"
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +37,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // +kubebuilder:rbac:groups=compute.placer.dev,resources=workloads,verbs=get;list;watch;create;delete
 
 // Reasons of the proxy pods' Events.
@@ -475,6 +478,13 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 	if ferr != nil {
 		return p.unschedulable(ctx, pod, reasonInvalidSourcePod, ferr.Error())
 	}
+	once, err := p.replacedOnceFailed(ctx, source)
+	if err != nil {
+		return err
+	}
+	if once {
+		w.Spec.Placement.Move = v1alpha1.MoveStopBeforeStart
+	}
 	// Created with the propagator's finalizer, as its webhook would add
 	// it: the webhook's matchConditions then spare the call.
 	meta.AddFinalizer(w, v1alpha1.FinalizerPropagator)
@@ -493,6 +503,34 @@ func (p *Proxies) createWorkload(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	return client.IgnoreAlreadyExists(err)
+}
+
+// replacedOnceFailed reports whether the source pod's Job makes a pod's
+// replacement only once the pod has failed (podReplacementPolicy Failed,
+// which a podFailurePolicy implies): such a Job never has two pods of one
+// index running, and its proxy pod moves StopBeforeStart, as a
+// StatefulSet's does (moveOf), never make-before-break. The Job is read
+// live, once per pod: the manager watches no Jobs.
+func (p *Proxies) replacedOnceFailed(ctx context.Context, source *corev1.Pod) (bool, error) {
+	ref := metav1.GetControllerOfNoCopy(source)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
+		return false, nil
+	}
+	r := client.Reader(p.Client)
+	if p.Live != nil {
+		r = p.Live
+	}
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: source.Namespace, Name: ref.Name}, job); err != nil {
+		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot read the pod's Job")
+	}
+	if job.UID != ref.UID {
+		return false, nil
+	}
+	if job.Spec.PodReplacementPolicy != nil {
+		return *job.Spec.PodReplacementPolicy == batchv1.Failed, nil
+	}
+	return job.Spec.PodFailurePolicy != nil, nil
 }
 
 // follow binds the pod once its delegate is bound, and keeps its status
