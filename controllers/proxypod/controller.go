@@ -522,6 +522,11 @@ func (p *Proxies) replacedOnceFailed(ctx context.Context, source *corev1.Pod) (b
 	}
 	job := &batchv1.Job{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: source.Namespace, Name: ref.Name}, job); err != nil {
+		if kerrors.IsForbidden(err) {
+			// A manager's role of before this read: the pod is placed
+			// all the same, moving as every Job's pod did then.
+			return false, nil
+		}
 		return false, errors.Wrap(client.IgnoreNotFound(err), "cannot read the pod's Job")
 	}
 	if job.UID != ref.UID {
