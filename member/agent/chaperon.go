@@ -291,7 +291,8 @@ func boundInWindow(ch *mcv1alpha1.PodChaperon, conds []corev1.PodCondition) bool
 
 // EndedOnItsOwn reports whether a terminal pod ended as its containers
 // did, which a batch pod (restartPolicy Never or OnFailure) does once: it
-// succeeded, or a container it ran failed. A pod of restartPolicy Always,
+// succeeded, or a container it ran failed (an init container included).
+// A pod of restartPolicy Always,
 // one that was disrupted (evicted by its kubelet or the API, preempted,
 // deleted with its node: the DisruptionTarget condition, or kubelet's
 // Evicted reason) and one whose containers never ran (refused at its
@@ -308,6 +309,14 @@ func EndedOnItsOwn(pod *corev1.Pod) bool {
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.State.Terminated != nil {
+			return true
+		}
+	}
+	// An init container that failed (restartPolicy Never) ends the pod
+	// before its containers start: they say PodInitializing, never
+	// Terminated.
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0 {
 			return true
 		}
 	}

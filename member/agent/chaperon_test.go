@@ -569,13 +569,18 @@ func TestEndedOnItsOwn(t *testing.T) {
 		status corev1.PodStatus
 		want   bool
 	}{
-		"succeeded":                    {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodSucceeded}, true},
-		"failed, Never":                {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
-		"failed, OnFailure":            {corev1.RestartPolicyOnFailure, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
-		"running":                      {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodRunning}, false},
-		"failed, Always":               {corev1.RestartPolicyAlways, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, false},
-		"evicted by kubelet":           {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: terminated}, false},
-		"refused by kubelet":           {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}, false},
+		"succeeded":          {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodSucceeded}, true},
+		"failed, Never":      {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
+		"failed, OnFailure":  {corev1.RestartPolicyOnFailure, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, true},
+		"running":            {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodRunning}, false},
+		"failed, Always":     {corev1.RestartPolicyAlways, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated}, false},
+		"evicted by kubelet": {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: terminated}, false},
+		"refused by kubelet": {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}, false},
+		// Before, taken for a disrupted pod and replaced, for ever, with
+		// no backoff: its replica never counted Failed.
+		"failed, Never, its init container failed": {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed,
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}, true},
 		"disrupted (DisruptionTarget)": {corev1.RestartPolicyNever, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: terminated, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}, false},
 	}
 	for name, tc := range cases {
