@@ -366,3 +366,38 @@ func TestFencedBefore(t *testing.T) {
 		t.Errorf("a candidate made now records %q, want the status's 1/2", got)
 	}
 }
+
+// TestBatchReplicaEndedDuringRollout: a batch replica whose old pod ended
+// while a rolling update's new pod stood beside it ran once: the new
+// chaperon is extra (deleted), and the old one, with its end, stays.
+// Before, the new pod Ready deleted the old one (the replica ran again,
+// its success dropped), and a new pod still pending when every old one
+// had ended counted for nothing: Complete while it was still to run.
+func TestBatchReplicaEndedDuringRollout(t *testing.T) {
+	batch := func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }
+	old := st.Workload("job", st.Replicas(2), batch)
+	w := st.Workload("job", st.Replicas(2), batch)
+	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
+	done := ops(allowed, ended(corev1.PodSucceeded, ""))
+	for name, newPod := range map[string][]chaperonOption{"its new pod Ready": ops(allowed, running), "its new pod pending": ops(reserved)} {
+		t.Run(name, func(t *testing.T) {
+			chs := chaperons(old, done, done)
+			surge := NewChaperon(w, w.TargetNamespace(nil), 0, NoHold)
+			for _, f := range newPod {
+				f(surge)
+			}
+			chs = append(chs, surge)
+			seen := Observe(w, chs)
+			if len(seen.Extra) != 1 || seen.Extra[0] != surge {
+				t.Errorf("extra %d chaperons, want the new one beside the ended replica 0", len(seen.Extra))
+			}
+			if !seen.Ended(2) || seen.Succeeded != 2 {
+				t.Errorf("ended %t with %d succeeded, want both replicas succeeded once", seen.Ended(2), seen.Succeeded)
+			}
+			step := Rollout(w, w.WholeUnit(types.NamespacedName{}), seen)
+			if len(step.Delete) != 0 || len(step.Create) != 0 {
+				t.Errorf("Rollout() deletes %d and creates %v, want the ended replicas left as they ended", len(step.Delete), step.Create)
+			}
+		})
+	}
+}

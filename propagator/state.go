@@ -110,10 +110,23 @@ func Observe(w *v1alpha1.Workload, chaperons []*mcv1alpha1.PodChaperon) State {
 func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mcv1alpha1.PodChaperon, ns string) State {
 	noReservation := w.Spec.Placement.Mode == v1alpha1.PlacementModeNoReservation
 	hash := TemplateHash(w)
+	current := func(ch *mcv1alpha1.PodChaperon) bool {
+		return ch.Labels[mcv1alpha1.LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns)
+	}
+	// A batch replica whose outdated pod ended ran once: a chaperon of the
+	// current template made beside it (a rolling update's surge) is
+	// extra, and the replica keeps its end (as Rollout leaves it).
+	ranOnce := map[string]bool{}
+	for _, ch := range chaperons {
+		if !current(ch) && podutil.IsPodPhaseTerminal(ch.Status.Phase) {
+			ranOnce[ch.Labels[mcv1alpha1.LabelReplica]] = true
+		}
+	}
 	st := State{replicas: map[int]*replica{}}
 	for _, ch := range chaperons {
 		i, err := strconv.Atoi(ch.Labels[mcv1alpha1.LabelReplica])
-		if err != nil || !u.Holds(i) || ch.Name != chaperonName(w, ch.Labels[mcv1alpha1.LabelTemplateHash], i) {
+		if err != nil || !u.Holds(i) || ch.Name != chaperonName(w, ch.Labels[mcv1alpha1.LabelTemplateHash], i) ||
+			ranOnce[ch.Labels[mcv1alpha1.LabelReplica]] && current(ch) && !podutil.IsPodPhaseTerminal(ch.Status.Phase) {
 			st.Extra = append(st.Extra, ch)
 			continue
 		}
@@ -122,7 +135,7 @@ func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mc
 			r = &replica{}
 			st.replicas[i] = r
 		}
-		st.observe(r, ch, hash, ns, noReservation)
+		st.observe(r, ch, current(ch), noReservation)
 	}
 	for _, i := range u.Replicas() {
 		r := st.replicas[i]
@@ -155,11 +168,11 @@ func ObserveUnit(w *v1alpha1.Workload, u v1alpha1.PlacementUnit, chaperons []*mc
 }
 
 // observe reads one chaperon of replica r: current (the pod template of
-// hash, in member namespace ns unless ns is empty) or outdated, and what
-// the handshake and its pod say.
-func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, hash, ns string, noReservation bool) {
+// the Workload, in the unit's member namespace) or outdated, and what the
+// handshake and its pod say.
+func (st *State) observe(r *replica, ch *mcv1alpha1.PodChaperon, current, noReservation bool) {
 	ready := conditionTrue(ch, corev1.PodReady)
-	if ch.Labels[mcv1alpha1.LabelTemplateHash] == hash && (ns == "" || ch.Namespace == ns) {
+	if current {
 		r.current, r.currentReady = ch, ready
 	} else {
 		r.outdated = append(r.outdated, ch)
