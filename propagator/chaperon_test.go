@@ -374,7 +374,9 @@ func TestFencedBefore(t *testing.T) {
 // its success dropped), and a new pod still pending when every old one
 // had ended counted for nothing: Complete while it was still to run.
 func TestBatchReplicaEndedDuringRollout(t *testing.T) {
-	batch := func(w *v1alpha1.Workload) { w.Spec.TargetDeployment.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }
+	batch := func(w *v1alpha1.Workload) {
+		w.Spec.TargetDeployment.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
 	old := st.Workload("job", st.Replicas(2), batch)
 	w := st.Workload("job", st.Replicas(2), batch)
 	w.Spec.TargetDeployment.Template.Labels = map[string]string{"version": "2"}
