@@ -160,7 +160,9 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 		// Only while its chaperons or the copies it records are here
 		// (its cleanup forgets them once let go here): another cluster
 		// holding its deletion does not hold this drain.
-		if holds(w) || reachable && r.copiesIn(w, key) {
+		// Its copies only while its cleanup is still to come: another
+		// finalizer may keep it once placer's is done.
+		if holds(w) || reachable && meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && r.copiesIn(w, key) {
 			return isLeft
 		}
 	case w.PlacedOn(key) && !w.Finished():

@@ -321,9 +321,13 @@ func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, ui
 		return nil
 	}
 	if gone && w.Annotations[v1alpha1.AnnotationProxyPodGone] != "true" {
-		orig := w.DeepCopy()
-		meta.AddAnnotations(w, map[string]string{v1alpha1.AnnotationProxyPodGone: "true"})
-		if err := p.Client.Patch(ctx, w, client.MergeFrom(orig)); err != nil {
+		// On the copy the decision was made from: one the scheduler or
+		// the propagator changed since (a cluster chosen) is decided
+		// again.
+		err := shared.PatchLocked(ctx, p.Client, w, func(w *v1alpha1.Workload) {
+			meta.AddAnnotations(w, map[string]string{v1alpha1.AnnotationProxyPodGone: "true"})
+		})
+		if err != nil {
 			return errors.Wrap(client.IgnoreNotFound(err), "cannot mark the Workload of a pod gone")
 		}
 	}
@@ -346,6 +350,7 @@ func (p *Proxies) deleteWorkloadOf(ctx context.Context, w *v1alpha1.Workload, ui
 // cluster: its delegate may have bound meanwhile.
 func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) error {
 	if w != nil {
+		gone := p.waitsForNothing(ctx, pod, w)
 		if kept, err := p.keepEnd(ctx, pod, w); err != nil || !kept {
 			// Its end not written yet (the cache behind the pod): the
 			// newer copy's event brings the next pass, and the Workload
@@ -355,7 +360,10 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 		if err := p.passGrace(ctx, pod, w); err != nil {
 			return err
 		}
-		if err := p.deleteWorkloadOf(ctx, w, pod.UID, waitsForNothing(pod, w)); err != nil || !waitsForNothing(pod, w) {
+		if err := p.deleteWorkloadOf(ctx, w, pod.UID, gone); err != nil || !gone {
+			if kerrors.IsConflict(errors.Cause(err)) {
+				return nil // the Workload's newer copy brings the next pass
+			}
 			return err
 		}
 		_, err := p.release(ctx, pod)
@@ -383,16 +391,28 @@ func (p *Proxies) letGo(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Worklo
 // waitsForNothing reports whether a pod being deleted goes without waiting
 // for its delegate to stop: bound and deleted with no grace period
 // (kubectl delete --force, or a pod that ended, which the API server
-// deletes with none), or unbound while its Workload has no chosen cluster
-// (no delegate can run for it: an unbound proxy pod never had one
-// committed, and a candidate binds only in the cluster chosen). An unbound
-// pod whose Workload has a chosen cluster is held: its delegate may have
-// been committed a moment before, the binding still to come.
-func waitsForNothing(pod *corev1.Pod, w *v1alpha1.Workload) bool {
-	if pod.Spec.NodeName == "" {
-		return w.Status.ClusterRef == nil
+// deletes with none), or unbound while nothing of its Workload can run: no
+// cluster named in its status (chosen, nominated, or left with an old
+// copy that may still serve) and no chaperon of it in any member's watch,
+// every one listed. An unbound pod is otherwise held: its delegate may
+// have been committed a moment before, the binding still to come, or may
+// run on in a cluster the Workload left.
+func (p *Proxies) waitsForNothing(ctx context.Context, pod *corev1.Pod, w *v1alpha1.Workload) bool {
+	if pod.Spec.NodeName != "" {
+		return pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
 	}
-	return pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
+	if len(w.NamedClusters()) > 0 {
+		return false
+	}
+	for _, m := range p.Members.Members() {
+		if !m.Synced() {
+			return false
+		}
+		if chs, err := m.Chaperons(ctx, w.UID); err != nil || len(chs) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // release takes FinalizerProxyPod off a pod being deleted: the pod goes

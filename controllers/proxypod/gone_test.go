@@ -256,7 +256,8 @@ func TestDeletedAfterItsDelegateEndedConflict(t *testing.T) {
 // was asked (its delegate may have bound meanwhile): its Workload is not
 // marked gone. A bound pod force-deleted waits for nothing: its Workload
 // marked gone (also when being deleted already), the pod let go in the
-// same pass; so does an unbound one whose Workload has no chosen cluster.
+// same pass; so does an unbound one of whose Workload nothing can run (no
+// cluster named, no chaperon in any member).
 func TestFinalizerHolds(t *testing.T) {
 	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
 	for name, tc := range map[string]struct {
@@ -267,9 +268,16 @@ func TestFinalizerHolds(t *testing.T) {
 		// deleting: its Workload is being deleted already (the pod was
 		// deleted before, and waits for its delegate to stop).
 		deleting bool
-		grace    int64
-		wantGone bool
+		// left: its Workload left cluster a (unchosen since), whose old
+		// copy may still serve there; candidateInA: a's watch shows a
+		// chaperon of it.
+		left, candidateInA bool
+		grace              int64
+		wantGone           bool
 	}{
+		// Before, both waited for nothing: the delegate may run on in a.
+		"unbound, its Workload with no chosen cluster, having left one":               {unchosen: true, left: true},
+		"unbound, its Workload with no chosen cluster, a candidate of it in a member": {unchosen: true, candidateInA: true},
 		// Before, a Workload being deleted already was never marked: the
 		// propagator went on waiting for a delegate that does not stop
 		// (its member's node lost), --force or not.
@@ -292,8 +300,16 @@ func TestFinalizerHolds(t *testing.T) {
 			if tc.deleting {
 				w.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
 			}
+			if tc.left {
+				w.Status.LeftClusters = []v1alpha1.LeftCluster{{Cluster: v1alpha1.ClusterReference{Namespace: "default", Name: "a"}, Reason: v1alpha1.ReasonUnreachable}}
+			}
+			a := clustertest.NewMember("a")
+			if tc.candidateInA {
+				a = clustertest.NewMember("a", clustertest.WithObjects(&mcv1alpha1.PodChaperon{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db-1-x",
+					Labels: map[string]string{mcv1alpha1.LabelWorkloadUID: string(w.UID)}}}))
+			}
 			c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(&corev1.Pod{}).Build()
-			p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
+			p := &Proxies{Client: c, Members: clustertest.Members{a}, Record: event.NewNopRecorder()}
 			if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
 			}
@@ -360,5 +376,52 @@ func TestFinalizerOfNoProxyReleased(t *testing.T) {
 	}
 	if !slices.Equal(got.Finalizers, []string{"test/keep"}) || got.Status.Phase != corev1.PodFailed || !graceZero {
 		t.Errorf("finalizers %v, phase %s, deleted with no grace period %t; want placer's finalizer off, Failed, deleted with none", got.Finalizers, got.Status.Phase, graceZero)
+	}
+}
+
+// TestGoneMarkOnTheCopyDecidedFrom: the mark that lets a pod go without
+// waiting is written on the copy of its Workload the decision was made
+// from: one changed since (the scheduler chose a cluster meanwhile) is a
+// conflict, and the pod stays for the next pass to decide again. Before,
+// the mark landed on the changed Workload: deleted without waiting for a
+// delegate about to bind.
+func TestGoneMarkOnTheCopyDecidedFrom(t *testing.T) {
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "apps", Name: "db-1"}
+	pod := proxyPod(key, "p1")
+	pod.Finalizers, pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = []string{v1alpha1.FinalizerProxyPod}, &metav1.Time{Time: metav1.Now().Time}, new(int64)
+	w := workloadOfPod(key, "p1")
+	w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+	c := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(pod, w).WithStatusSubresource(&corev1.Pod{}, &v1alpha1.Workload{}).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if chosen, ok := o.(*v1alpha1.Workload); ok {
+				// The scheduler's decision lands first.
+				cur := &v1alpha1.Workload{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(chosen), cur); err != nil {
+					return err
+				}
+				if cur.Status.ClusterRef == nil {
+					cur.Status.ClusterRef = &v1alpha1.ClusterReference{Namespace: "default", Name: "a"}
+					if err := c.Status().Update(ctx, cur); err != nil {
+						return err
+					}
+				}
+			}
+			return c.Patch(ctx, o, patch, opts...)
+		},
+	}).Build()
+	p := &Proxies{Client: c, Members: clustertest.Members{}, Record: event.NewNopRecorder()}
+	if _, err := p.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.Workload{}
+	if err := c.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[v1alpha1.AnnotationProxyPodGone] == "true" || got.DeletionTimestamp != nil {
+		t.Errorf("the Workload chosen a cluster meanwhile is marked gone (%t) or deleted (%v): nothing would wait for its delegate", got.Annotations[v1alpha1.AnnotationProxyPodGone] == "true", got.DeletionTimestamp)
+	}
+	if err := c.Get(ctx, key, &corev1.Pod{}); err != nil {
+		t.Errorf("the pod went (%v), want it held for the next pass", err)
 	}
 }

@@ -267,9 +267,11 @@ func (r *Reconciler) wakeWaiters() {
 }
 
 // wakeEndedSince wakes the waiters for the places of moves that ended
-// since a look, under moveSlots, that counted looked of them (moves only
-// end while moveSlots is held): the handlers that saw them end woke no
-// one for them when the looker was not in line yet.
+// since a look, under moveSlots, that counted looked of them: the
+// handlers that saw them end (outside the lock) woke no one for them when
+// the looker was not in line yet. Moves are counted in only under
+// moveSlots, so a count lower than the look's is a move that ended (one
+// that began with no place, a failover, wakes the line at its own end).
 func (r *Reconciler) wakeEndedSince(looked int) {
 	if r.cache.Draining() < looked {
 		r.wakeWaiters()
