@@ -334,7 +334,13 @@ func (c *Cache) UpsertWorkload(w *v1alpha1.Workload) (confirmed bool) {
 	defer c.mu.Unlock()
 	c.noteRejections(w)
 	c.noteMovingBack(w)
-	if v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.IsShare() {
+	switch {
+	case w.IsShare() && w.Finished():
+		// A share that ran to its end (a batch share) moves nothing any
+		// more, marked or not: its place under --max-concurrent-moves
+		// goes. Its Workload, finished too, may never delete it.
+		delete(c.leavingShares, w.UID)
+	case v1alpha1.IsDrain(w.Annotations[v1alpha1.AnnotationShareLeaving]) && w.IsShare():
 		c.leavingShares[w.UID] = true
 	}
 	if a, ok := c.assumed[w.UID]; ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -478,8 +479,12 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 		// Ready share shrinks for replicas that are not.
 		// A batch replica that ran to its end counts as Ready. (Each
 		// Duplicated share holds every replica: it is never more.)
+		// A share whose cluster does not answer (its Ready Unknown,
+		// within its toleration, or it would be leaving) is not known to
+		// have lost any: it counts what it holds, as a placed Workload
+		// stays.
 		for key, n := range current {
-			if sh := s.shares[key]; !sh.Finished() && !readyShare(sh, n) {
+			if sh := s.shares[key]; !sh.Finished() && !readyShare(sh, n) && !silentShare(sh) {
 				current[key] = min(n, int(sh.Status.ReadyReplicas+sh.Status.Succeeded))
 			}
 		}
@@ -487,6 +492,14 @@ func (r *Reconciler) divisionInput(s *divideScope, res *scheduler.Result) (in sc
 	in, known = DivisionInput(s.w, res, current, slices.Collect(maps.Keys(s.kept)), r.cache.Cluster)
 	in.Replicas = s.remaining()
 	return in, known
+}
+
+// silentShare reports whether the share's cluster does not answer: the
+// propagator says its Ready Unknown (ReadyUnknownOn) and its Ready
+// replicas 0 then, not knowing how many run.
+func silentShare(sh *v1alpha1.Workload) bool {
+	c := sh.Status.GetCondition(xpv2.TypeReady)
+	return c.Status == corev1.ConditionUnknown && c.Reason == v1alpha1.ReasonClusterUnreachable
 }
 
 // DivisionInput is what the division of a spread Workload starts from:

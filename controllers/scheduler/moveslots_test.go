@@ -225,3 +225,47 @@ func TestShareWaiterWokenByAMoveEndedWhileLooking(t *testing.T) {
 		t.Errorf("web waits in line (%t) with %d of %d places taken: nothing woke it", f.r.shareWaiters.waiting(f.key("web")), f.cache.Draining(), f.r.maxMoves)
 	}
 }
+
+// TestFinishedLeavingShareFreesItsPlace: a batch share marked leaving (a
+// drain) and its replacement both run to their end before a divider pass
+// (the manager down meanwhile): the Workload is finished, nothing divides
+// or deletes its shares again, and the finished share's move is over.
+// Before, it counted as a move in flight for as long as it was kept: one
+// place under --max-concurrent-moves held for ever.
+func TestFinishedLeavingShareFreesItsPlace(t *testing.T) {
+	f := newSpreadFixture(t, 2, nil, interceptor.Funcs{})
+	ctx := context.Background()
+	ended := func(w *v1alpha1.Workload) {
+		fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", w.Generation)
+		w.Status.SetConditions(fin, ready)
+		w.Status.ReadyReplicas, w.Status.Succeeded, w.Status.ObservedGeneration = 0, int32(w.ReplicaCount()), w.Generation
+	}
+	a := f.get(t, "web-a")
+	a.Annotations[v1alpha1.AnnotationShareLeaving] = v1alpha1.ReasonTainted
+	if err := f.c.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	f.cache.UpsertWorkload(f.get(t, "web-a"))
+	if f.cache.Draining() != 1 {
+		t.Fatalf("%d moves counted, want web-a's", f.cache.Draining())
+	}
+	b := f.get(t, "web-b")
+	b.Spec.TargetDeployment.Replicas = ptr.To(int32(4))
+	if err := f.c.Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web-a", "web-b"} {
+		sh := f.get(t, name)
+		ended(sh)
+		if err := f.c.Status().Update(ctx, sh); err != nil {
+			t.Fatal(err)
+		}
+		f.cache.UpsertWorkload(f.get(t, name))
+	}
+	if _, err := f.r.divide(ctx, f.get(t, "web")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(t, "web-a"); got.DeletionTimestamp == nil && f.cache.Draining() > 0 {
+		t.Errorf("the finished share web-a is kept and counts as a move in flight (%d of %d places)", f.cache.Draining(), f.r.maxMoves)
+	}
+}
