@@ -153,16 +153,16 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 		// answers (the drain waits for the watch meanwhile), and
 		// otherwise it is let go (its own deletion then abandons what
 		// it left here).
-		if w.PlacedOn(key) || w.Left(key) != nil {
+		if meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && (w.PlacedOn(key) || w.Left(key) != nil) {
 			return isLeft
 		}
 	case w.DeletionTimestamp != nil:
 		// Only while its chaperons or the copies it records are here
 		// (its cleanup forgets them once let go here): another cluster
-		// holding its deletion does not hold this drain.
-		// Its copies only while its cleanup is still to come: another
-		// finalizer may keep it once placer's is done.
-		if holds(w) || reachable && meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && r.copiesIn(w, key) {
+		// holding its deletion does not hold this drain. And only while
+		// its cleanup is still to come: another finalizer may keep it
+		// once placer's is done (what it abandoned then stays so).
+		if meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && (holds(w) || reachable && r.copiesIn(w, key)) {
 			return isLeft
 		}
 	case w.PlacedOn(key) && !w.Finished():

@@ -69,8 +69,10 @@ const (
 // divideScope is one reconcile of a spread Workload.
 type divideScope struct {
 	w, orig *v1alpha1.Workload
-	// shares are its share Workloads, by cluster.
-	shares map[types.NamespacedName]*v1alpha1.Workload
+	// shares are its share Workloads, by cluster; stopping counts those
+	// being deleted, not gone yet.
+	shares   map[types.NamespacedName]*v1alpha1.Workload
+	stopping int
 	// done are the shares that ran to their end in a cluster since
 	// deleted (setAside): out of the division, their replicas done.
 	done map[types.NamespacedName]*v1alpha1.Workload
@@ -162,7 +164,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 		return r.writeSpread(ctx, s, reconcile.Result{})
 	}
 	var err error
-	if s.shares, err = r.sharesOf(ctx, w); err != nil {
+	if s.shares, s.stopping, err = r.sharesOf(ctx, w); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.setAside(ctx, s); err != nil {
@@ -233,22 +235,27 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 
 // sharesOf lists the Workload's shares, by cluster, but those being
 // deleted.
-func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (map[types.NamespacedName]*v1alpha1.Workload, error) {
+func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (shares map[types.NamespacedName]*v1alpha1.Workload, stopping int, err error) {
 	l := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValueOf(w.Name)}); err != nil {
-		return nil, errors.Wrap(err, "cannot list the Workload's shares")
+		return nil, 0, errors.Wrap(err, "cannot list the Workload's shares")
 	}
-	out := map[types.NamespacedName]*v1alpha1.Workload{}
+	shares = map[types.NamespacedName]*v1alpha1.Workload{}
 	for i := range l.Items {
 		sh := &l.Items[i]
-		// A share being deleted is on its way out: what it still runs
-		// counts for nothing here (its cluster's summary has its pods).
-		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil || sh.DeletionTimestamp != nil {
+		if !metav1.IsControlledBy(sh, w) || sh.Spec.TargetCluster == nil {
 			continue
 		}
-		out[sh.ClusterKey(sh.Spec.TargetCluster)] = sh
+		// A share being deleted is on its way out: what it still runs
+		// counts for nothing here (its cluster's summary has its pods),
+		// but the move that deleted it lasts until it is gone.
+		if sh.DeletionTimestamp != nil {
+			stopping++
+			continue
+		}
+		shares[sh.ClusterKey(sh.Spec.TargetCluster)] = sh
 	}
-	return out, nil
+	return shares, stopping, nil
 }
 
 // setAside takes out of the division each share whose cluster the
@@ -669,6 +676,14 @@ func (r *Reconciler) ensureShare(ctx context.Context, w *v1alpha1.Workload, cur 
 		// matchConditions then spare the call.
 		meta.AddFinalizer(cur, v1alpha1.FinalizerPropagator)
 		err = r.writes.Create(ctx, cur)
+		if kerrors.IsAlreadyExists(err) {
+			// Its name taken by a Workload that is not one of this one's
+			// shares (spread web on cluster x-y and web-x on y both
+			// name theirs web-x-y; a user's web-east): the share takes
+			// a name of its own. One of its own shares of that name (one
+			// being deleted) is waited for, as before.
+			err = r.createElsewhere(ctx, w, cur, sh.Cluster)
+		}
 	} else {
 		err = r.writes.Update(ctx, cur)
 	}
@@ -781,6 +796,30 @@ func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 	}
 	sum := sha256.Sum256([]byte(cluster.String()))
 	return strings.TrimRight(w.Name[:min(len(w.Name), 54)], "-.") + "-" + hex.EncodeToString(sum[:4])
+}
+
+// createElsewhere creates the share cur, whose name is taken, under the
+// name uniqueShareName gives it, unless the Workload of that name is w's
+// own share in that cluster (being deleted: its successor waits, so that
+// the two never run side by side in one cluster).
+func (r *Reconciler) createElsewhere(ctx context.Context, w, cur *v1alpha1.Workload, cluster types.NamespacedName) error {
+	taken := &v1alpha1.Workload{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(cur), taken); err != nil {
+		return errors.Wrapf(resource.IgnoreNotFound(err), "cannot read Workload %s, whose name share %s takes", cur.Name, cur.Name)
+	}
+	if metav1.IsControlledBy(taken, w) && taken.Spec.TargetCluster != nil && taken.ClusterKey(taken.Spec.TargetCluster) == cluster {
+		return errors.Errorf("cannot write share %s: the share of that name is still being deleted", cur.Name)
+	}
+	cur.Name = uniqueShareName(w, cluster)
+	return r.writes.Create(ctx, cur)
+}
+
+// uniqueShareName is the name of a share whose own (shareName) is taken by
+// a Workload that is not one of w's shares: w's name and a hash of w's
+// name and the cluster's, which no other Workload's share takes.
+func uniqueShareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
+	sum := sha256.Sum256([]byte(w.Name + "/" + cluster.String()))
+	return strings.TrimRight(w.Name[:min(len(w.Name), 50)], "-.") + "-" + hex.EncodeToString(sum[:6])
 }
 
 // finished reports whether every replica's share ran to its end.

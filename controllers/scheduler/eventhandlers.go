@@ -155,10 +155,12 @@ func (r *Reconciler) updateWorkload(before, w *v1alpha1.Workload) {
 		// loop passed the Workload over while it was assumed.
 		r.trigger.Enqueue(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
 	}
-	if r.maxMoves > 0 && (drainEnded(before, w) || countsAsMove(before) && !countsAsMove(w) || before.Status.Rebalancing != nil && w.Status.Rebalancing == nil) {
+	if r.maxMoves > 0 && (drainEnded(before, w) || countsAsMove(before) && !countsAsMove(w) || before.Status.Rebalancing != nil && w.Status.Rebalancing == nil ||
+		w.IsShare() && w.Finished() && !before.Finished()) {
 		// A drain, or a move back, ended, or a drain no longer counts (its
 		// new cluster rejected it and it waits for another, or it is
-		// being deleted): one waiting for --max-concurrent-moves may go.
+		// being deleted; a share that ran to its end, Cache.UpsertWorkload):
+		// one waiting for --max-concurrent-moves may go.
 		r.wakeWaiters()
 	}
 	switch {

@@ -69,7 +69,10 @@ const moveBackDeadline = 10 * time.Minute
 func (r *Reconciler) moveBack(s *divideScope, p *scheduler.Profile, res *scheduler.Result, in scheduler.DivisionInput, d scheduler.Division) (scheduler.Division, time.Duration) {
 	if mb := s.w.Status.Rebalancing; mb != nil {
 		target := targetOf(s.w, mb)
-		if matches(s.shares, target) {
+		// Done once the shares it shrank away are gone too: until then
+		// their old copies still run, and the move holds its place
+		// under --max-concurrent-moves, as a drain's does.
+		if matches(s.shares, target) && s.stopping == 0 {
 			s.w.Status.Rebalancing = nil
 			r.writer.record.Event(s.w, event.Normal(reasonMovedBack, "moved back: "+SharesText(target)))
 			return d, 0

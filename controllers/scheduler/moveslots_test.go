@@ -231,7 +231,8 @@ func TestShareWaiterWokenByAMoveEndedWhileLooking(t *testing.T) {
 // (the manager down meanwhile): the Workload is finished, nothing divides
 // or deletes its shares again, and the finished share's move is over.
 // Before, it counted as a move in flight for as long as it was kept: one
-// place under --max-concurrent-moves held for ever.
+// place under --max-concurrent-moves held for ever. The place it frees
+// goes to the Workload waiting in line.
 func TestFinishedLeavingShareFreesItsPlace(t *testing.T) {
 	f := newSpreadFixture(t, 2, nil, interceptor.Funcs{})
 	ctx := context.Background()
@@ -254,18 +255,25 @@ func TestFinishedLeavingShareFreesItsPlace(t *testing.T) {
 	if err := f.c.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	// A drained Workload waits in line for the place.
+	waiter := f.key("other")
+	f.r.waiters.wait(waiter)
 	for _, name := range []string{"web-a", "web-b"} {
-		sh := f.get(t, name)
+		before := f.get(t, name)
+		sh := before.DeepCopy()
 		ended(sh)
 		if err := f.c.Status().Update(ctx, sh); err != nil {
 			t.Fatal(err)
 		}
-		f.cache.UpsertWorkload(f.get(t, name))
+		f.r.updateWorkload(before, f.get(t, name))
 	}
 	if _, err := f.r.divide(ctx, f.get(t, "web")); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.get(t, "web-a"); got.DeletionTimestamp == nil && f.cache.Draining() > 0 {
 		t.Errorf("the finished share web-a is kept and counts as a move in flight (%d of %d places)", f.cache.Draining(), f.r.maxMoves)
+	}
+	if !f.r.waiters.looked(waiter) {
+		t.Errorf("the place web-a's end freed woke no one: the Workload waiting in line waits on")
 	}
 }

@@ -74,3 +74,98 @@ func TestScaleDownKeepsASilentShare(t *testing.T) {
 			a.ReplicaCount(), a.DeletionTimestamp != nil, b.ReplicaCount())
 	}
 }
+
+// TestMoveBackHoldsItsPlaceUntilOldSharesGo: a move back whose shares
+// match where it goes, but one it shrank away is still being deleted (its
+// pods stopping, or its cluster not answering): the move goes on, its
+// place under --max-concurrent-moves held, until that share is gone, as a
+// drain's move holds its place until the old copies are gone. Before, its
+// record went at once, and moves could overlap beyond the bound.
+func TestMoveBackHoldsItsPlaceUntilOldSharesGo(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := st.Workload("web", st.Replicas(4), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+		w.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: w.Generation, Time: metav1.Now(), Message: "a and b are preferred",
+			Shares: []v1alpha1.ClusterReplicas{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 2}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Replicas: 2}}}
+	})
+	share := func(cluster string, n int32) *v1alpha1.Workload {
+		return st.Workload("web-"+cluster, st.Replicas(n), st.Requests("1", "1Gi"), st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
+			w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
+			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
+			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = n, n, w.Generation
+		})
+	}
+	stopping := share("c", 2)
+	stopping.DeletionTimestamp = ptr.To(metav1.Now())
+	room := st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")
+	c, cache, r, _ := fleetOf(t, profiles, []client.Object{web, share("a", 2), share("b", 2), stopping}, interceptor.Funcs{},
+		st.Cluster("a", room), st.Cluster("b", room), st.Cluster("c", room))
+	r.maxMoves = 1
+	ctx := context.Background()
+	if cache.Draining() != 1 {
+		t.Fatalf("%d moves counted, want the move back's", cache.Draining())
+	}
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.divide(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for r.writer.Len() > 0 {
+		r.writer.ApplyNext(ctx)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(w)
+	if w.Status.Rebalancing == nil || cache.Draining() != 1 {
+		t.Errorf("the move back ended (record %v, %d moves counted) while web-c is still being deleted", w.Status.Rebalancing != nil, cache.Draining())
+	}
+}
+
+// TestShareNameTakenByAnother: a share whose name is taken by a Workload
+// that is not one of its Workload's shares (a user's web-a, or spread
+// web-x's share on cluster y beside spread web's on cluster x-y) takes a
+// name of its own. Before, its create failed with AlreadyExists on every
+// pass: its replicas ran nowhere, for ever.
+func TestShareNameTakenByAnother(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := st.Workload("web", st.Replicas(2), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	})
+	users := st.Workload("web-a", st.PlacedOn("a"))
+	c, _, r, _ := fleetOf(t, profiles, []client.Object{web, users}, interceptor.Funcs{}, st.Cluster("a", st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")))
+	ctx := context.Background()
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.divide(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	l := &v1alpha1.WorkloadList{}
+	if err := c.List(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	var share *v1alpha1.Workload
+	for i := range l.Items {
+		if metav1.IsControlledBy(&l.Items[i], w) {
+			share = &l.Items[i]
+		}
+	}
+	if share == nil || share.Name == "web-a" || share.ReplicaCount() != 2 {
+		t.Fatalf("share of web in a: %v, want one of 2 replicas under a name of its own", share)
+	}
+	again := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(users), again); err != nil || metav1.GetControllerOf(again) != nil || again.Annotations[v1alpha1.AnnotationShareOf] != "" {
+		t.Errorf("the user's web-a changed: %v, %v", err, again.OwnerReferences)
+	}
+}
