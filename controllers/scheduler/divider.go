@@ -148,6 +148,14 @@ func (r *Reconciler) reconcileDivision(ctx context.Context, req reconcile.Reques
 	// a pass right after a rejection was recorded must see it.
 	w := r.spreadWritten.Latest(req.NamespacedName, cached)
 	if _, ok := r.profiles[w.Spec.SchedulerName]; !ok || w.DeletionTimestamp != nil || !w.Spreads() {
+		if w.Status.Rebalancing != nil && w.DeletionTimestamp == nil {
+			// A move back of a Workload placer divides no more (another
+			// scheduler's now) ends where it is, and its place under
+			// --max-concurrent-moves goes.
+			s := &divideScope{w: w.DeepCopy(), orig: w}
+			s.w.Status.Rebalancing = nil
+			return r.writeSpread(ctx, s, reconcile.Result{})
+		}
 		return reconcile.Result{}, nil
 	}
 	return r.divide(ctx, w)

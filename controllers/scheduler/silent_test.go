@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
 	"github.com/placer-dev/placer/scheduler"
@@ -167,5 +168,38 @@ func TestShareNameTakenByAnother(t *testing.T) {
 	again := &v1alpha1.Workload{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(users), again); err != nil || metav1.GetControllerOf(again) != nil || again.Annotations[v1alpha1.AnnotationShareOf] != "" {
 		t.Errorf("the user's web-a changed: %v, %v", err, again.OwnerReferences)
+	}
+}
+
+// TestMoveBackOfAnotherSchedulersWorkloadEnds: a spread Workload handed to
+// another scheduler in the middle of a move back: the move ends where it
+// is, its record and its place under --max-concurrent-moves gone. Before,
+// the divider passed it over, and the record held one place for ever.
+func TestMoveBackOfAnotherSchedulersWorkloadEnds(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := st.Workload("web", st.Replicas(4), func(w *v1alpha1.Workload) {
+		w.Spec.SchedulerName = "someone-else"
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+		w.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: w.Generation, Time: metav1.Now(), Message: "a is preferred"}
+	})
+	c, cache, r, _ := fleetOf(t, profiles, []client.Object{web}, interceptor.Funcs{}, st.Cluster("a"))
+	r.maxMoves = 1
+	if cache.Draining() != 1 {
+		t.Fatalf("%d moves counted, want the move back's", cache.Draining())
+	}
+	ctx := context.Background()
+	if _, err := r.reconcileDivision(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(web)}); err != nil {
+		t.Fatal(err)
+	}
+	w := &v1alpha1.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(w)
+	if w.Status.Rebalancing != nil || cache.Draining() != 0 {
+		t.Errorf("the move back of another scheduler's Workload goes on: record %v, %d moves counted", w.Status.Rebalancing != nil, cache.Draining())
 	}
 }
