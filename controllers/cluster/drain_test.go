@@ -114,6 +114,8 @@ func TestDrain(t *testing.T) {
 			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} })},
 		{name: "a Workload being deleted, its cleanup done (another finalizer keeps it), whose abandoned candidate is there does not hold it", cluster: st.Cluster("a", deleting),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} }), there: true},
+		{name: "a Workload being deleted, its cleanup done (another finalizer keeps it), placed there, does not hold a cluster whose fresh watch has not listed yet", cluster: st.Cluster("a", deleting),
+			w: st.Workload("w", st.PlacedOn("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} }), unsynced: true},
 		{name: "a Workload being deleted whose copies are recorded in a cluster that does not answer does not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
 			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted)},
 		{name: "copies recorded in a cluster that does not answer do not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),

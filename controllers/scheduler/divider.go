@@ -807,16 +807,21 @@ func shareName(w *v1alpha1.Workload, cluster types.NamespacedName) string {
 }
 
 // createElsewhere creates the share cur, whose name is taken, under the
-// name uniqueShareName gives it, unless the Workload of that name is w's
-// own share in that cluster (being deleted: its successor waits, so that
-// the two never run side by side in one cluster).
+// name uniqueShareName gives it, unless the Workload of that name is a
+// share of w's name in that cluster (w's own, or that of a Workload of
+// w's name deleted and made again, being deleted: its successor waits, so
+// that the two never run side by side in one cluster).
 func (r *Reconciler) createElsewhere(ctx context.Context, w, cur *v1alpha1.Workload, cluster types.NamespacedName) error {
 	taken := &v1alpha1.Workload{}
 	if err := r.client.Get(ctx, client.ObjectKeyFromObject(cur), taken); err != nil {
-		return errors.Wrapf(resource.IgnoreNotFound(err), "cannot read Workload %s, whose name share %s takes", cur.Name, cur.Name)
+		// Not in the cache yet (made a moment ago): the next pass sees it.
+		return errors.Wrapf(err, "cannot write share %s: its name is taken, by a Workload not read yet", cur.Name)
 	}
-	if metav1.IsControlledBy(taken, w) && taken.Spec.TargetCluster != nil && taken.ClusterKey(taken.Spec.TargetCluster) == cluster {
-		return errors.Errorf("cannot write share %s: the share of that name is still being deleted", cur.Name)
+	if taken.Annotations[v1alpha1.AnnotationShareOf] == w.Name && taken.Spec.TargetCluster != nil && taken.ClusterKey(taken.Spec.TargetCluster) == cluster {
+		// A share of this Workload's name in that cluster: its own, or
+		// one of a Workload of that name deleted and made again, still
+		// going.
+		return errors.Errorf("cannot write share %s: the share of that name is still there, being deleted", cur.Name)
 	}
 	cur.Name = uniqueShareName(w, cluster)
 	return r.writes.Create(ctx, cur)

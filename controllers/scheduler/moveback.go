@@ -71,8 +71,10 @@ func (r *Reconciler) moveBack(s *divideScope, p *scheduler.Profile, res *schedul
 		target := targetOf(s.w, mb)
 		// Done once the shares it shrank away are gone too: until then
 		// their old copies still run, and the move holds its place
-		// under --max-concurrent-moves, as a drain's does.
-		if matches(s.shares, target) && s.stopping == 0 {
+		// under --max-concurrent-moves, as a drain's does; but no longer
+		// than its deadline (a share whose cluster does not answer stays
+		// being deleted until it does).
+		if matches(s.shares, target) && (s.stopping == 0 || s.now.Sub(mb.Time.Time) >= moveBackDeadline) {
 			s.w.Status.Rebalancing = nil
 			r.writer.record.Event(s.w, event.Normal(reasonMovedBack, "moved back: "+SharesText(target)))
 			return d, 0

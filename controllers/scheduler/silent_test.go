@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -127,6 +128,24 @@ func TestMoveBackHoldsItsPlaceUntilOldSharesGo(t *testing.T) {
 	if w.Status.Rebalancing == nil || cache.Draining() != 1 {
 		t.Errorf("the move back ended (record %v, %d moves counted) while web-c is still being deleted", w.Status.Rebalancing != nil, cache.Draining())
 	}
+	// No longer than its deadline: web-c's cluster may never answer.
+	w.Status.Rebalancing.Time = metav1.NewTime(time.Now().Add(-moveBackDeadline))
+	if err := c.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.divide(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for r.writer.Len() > 0 {
+		r.writer.ApplyNext(ctx)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+		t.Fatal(err)
+	}
+	cache.UpsertWorkload(w)
+	if w.Status.Rebalancing != nil || cache.Draining() != 0 {
+		t.Errorf("past its deadline, the move back goes on (record %v, %d moves counted): a share that never goes would hold its place for ever", w.Status.Rebalancing != nil, cache.Draining())
+	}
 }
 
 // TestShareNameTakenByAnother: a share whose name is taken by a Workload
@@ -201,5 +220,62 @@ func TestMoveBackOfAnotherSchedulersWorkloadEnds(t *testing.T) {
 	cache.UpsertWorkload(w)
 	if w.Status.Rebalancing != nil || cache.Draining() != 0 {
 		t.Errorf("the move back of another scheduler's Workload goes on: record %v, %d moves counted", w.Status.Rebalancing != nil, cache.Draining())
+	}
+}
+
+// TestShareNameOfAWorkloadMadeAgain: a spread Workload deleted and made
+// again while its old share in a cluster is still being deleted: the new
+// share of that cluster waits for it, as a share of the Workload itself
+// would, never runs beside it under another name; and a name taken by a
+// Workload the cache does not show yet is no success.
+func TestShareNameOfAWorkloadMadeAgain(t *testing.T) {
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := st.Workload("web", st.Replicas(2), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	})
+	old := st.Workload("web-a", st.Replicas(2), st.ShareOf("web"), st.PlacedOn("a"), func(w *v1alpha1.Workload) {
+		w.UID = "old-share"
+		w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: "the-web-before", Controller: ptr.To(true)}}
+		w.Finalizers, w.DeletionTimestamp = []string{v1alpha1.FinalizerPropagator}, ptr.To(metav1.Now())
+	})
+	for name, tc := range map[string]struct {
+		objs  []client.Object
+		funcs interceptor.Funcs
+	}{
+		"the old share being deleted": {objs: []client.Object{web, old}},
+		"a name taken by a Workload not in the cache yet": {objs: []client.Object{web}, funcs: interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+				if o.GetName() == "web-a" {
+					return kerrors.NewAlreadyExists(v1alpha1.GroupVersion.WithResource("workloads").GroupResource(), o.GetName())
+				}
+				return c.Create(ctx, o, opts...)
+			}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _, r, _ := fleetOf(t, profiles, tc.objs, tc.funcs, st.Cluster("a", st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")))
+			ctx := context.Background()
+			w := &v1alpha1.Workload{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(web), w); err != nil {
+				t.Fatal(err)
+			}
+			_, err := r.divide(ctx, w)
+			l := &v1alpha1.WorkloadList{}
+			if lerr := c.List(ctx, l); lerr != nil {
+				t.Fatal(lerr)
+			}
+			var made []string
+			for i := range l.Items {
+				if metav1.IsControlledBy(&l.Items[i], w) {
+					made = append(made, l.Items[i].Name)
+				}
+			}
+			if len(made) > 0 || err == nil {
+				t.Errorf("shares made %v (error %v); want none, and the pass to say why", made, err)
+			}
+		})
 	}
 }
