@@ -156,13 +156,14 @@ func (r *Reconciler) holding(w *v1alpha1.Workload, key types.NamespacedName, syn
 		if meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && (w.PlacedOn(key) || w.Left(key) != nil) {
 			return isLeft
 		}
+	case w.DeletionTimestamp != nil && !meta.FinalizerExists(w, v1alpha1.FinalizerPropagator):
+		// Its cleanup done (another finalizer keeps it): what it
+		// abandoned stays so.
 	case w.DeletionTimestamp != nil:
 		// Only while its chaperons or the copies it records are here
 		// (its cleanup forgets them once let go here): another cluster
-		// holding its deletion does not hold this drain. And only while
-		// its cleanup is still to come: another finalizer may keep it
-		// once placer's is done (what it abandoned then stays so).
-		if meta.FinalizerExists(w, v1alpha1.FinalizerPropagator) && (holds(w) || reachable && r.copiesIn(w, key)) {
+		// holding its deletion does not hold this drain.
+		if holds(w) || reachable && r.copiesIn(w, key) {
 			return isLeft
 		}
 	case w.PlacedOn(key) && !w.Finished():

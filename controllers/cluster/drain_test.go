@@ -114,7 +114,7 @@ func TestDrain(t *testing.T) {
 			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} })},
 		{name: "a Workload being deleted, its cleanup done (another finalizer keeps it), whose abandoned candidate is there does not hold it", cluster: st.Cluster("a", deleting),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} }), there: true},
-		{name: "a Workload being deleted, its cleanup done (another finalizer keeps it), placed there, does not hold a cluster whose fresh watch has not listed yet", cluster: st.Cluster("a", deleting),
+		{name: "a Workload being deleted, its cleanup done (another finalizer keeps it), placed on a cluster that does not answer and whose watch never listed, is not named as left there", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
 			w: st.Workload("w", st.PlacedOn("a"), beingDeleted, func(w *v1alpha1.Workload) { w.Finalizers = []string{"example.com/keep"} }), unsynced: true},
 		{name: "a Workload being deleted whose copies are recorded in a cluster that does not answer does not hold it", cluster: st.Cluster("a", deleting, st.NotReady(v1alpha1.ReasonUnreachable)),
 			w: st.Workload("w", st.PlacedOn("b"), copiedTo("a"), beingDeleted)},
