@@ -484,6 +484,13 @@ func (r *Reconciler) publish(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		}
 	}
 	prev := kc.Status.GetCondition(xpv2.TypeReady)
+	if prev.Status == ready.Status && prev.Reason == ready.Reason && !prev.LastTransitionTime.IsZero() {
+		// The same state in other words (another error of a member that
+		// does not answer): it has been so since it turned so, which the
+		// Secret's grace and the time a member has not answered count
+		// from.
+		ready.LastTransitionTime = prev.LastTransitionTime
+	}
 	ready.ObservedGeneration = kc.Generation
 	status.ObservedGeneration = kc.Generation
 	if ready.Status != corev1.ConditionTrue {
