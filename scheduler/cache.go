@@ -66,8 +66,9 @@ type Cache struct {
 	draining int
 	// leavingShares are the shares of spread Workloads that leave their
 	// cluster for a drain (AnnotationShareLeaving): moves in flight too.
-	// Only a share's deletion ends its mark, so that no older copy of it
-	// (a decision assumed before the mark) takes it away.
+	// Only a share's deletion, or its end (a batch share that ran to its
+	// end moves nothing), ends its mark, so that no older copy of it (a
+	// decision assumed before the mark) takes it away.
 	leavingShares map[types.UID]bool
 	// movingBack are the spread Workloads moving back
 	// (status.rebalancing): a move in flight each, counted from the

@@ -484,11 +484,13 @@ func (r *Reconciler) publish(ctx context.Context, kc *v1alpha1.KubernetesCluster
 		}
 	}
 	prev := kc.Status.GetCondition(xpv2.TypeReady)
-	if prev.Status == ready.Status && prev.Reason == ready.Reason && !prev.LastTransitionTime.IsZero() {
-		// The same state in other words (another error of a member that
-		// does not answer): it has been so since it turned so, which the
-		// Secret's grace and the time a member has not answered count
-		// from.
+	if prev.Status == ready.Status && prev.Reason == ready.Reason && ready.Reason != v1alpha1.ReasonUnreachable && !prev.LastTransitionTime.IsZero() {
+		// The same state in other words (a Secret not found, then
+		// forbidden; a Ready member's new node count): it has been so
+		// since it turned so, which the Secret's grace and a move back's
+		// wait for a Ready cluster count from. But Unreachable: its time
+		// is its last failure's, with which watches started before are
+		// stale (lastOf, cluster's stale).
 		ready.LastTransitionTime = prev.LastTransitionTime
 	}
 	ready.ObservedGeneration = kc.Generation

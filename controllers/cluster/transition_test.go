@@ -6,6 +6,7 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,11 +16,12 @@ import (
 )
 
 // TestReadySinceItsTransition: a Ready condition whose status and reason
-// stay, its message changing (a Secret not found, then forbidden; one
-// error of an unreachable member, then another), keeps the time it
-// turned so, as Kubernetes' conditions do: the Secret's grace (secretGrace),
-// how long a member has not answered, are counted from then. Before,
-// every new message started them again.
+// stay, its message changing (a Secret not found, then forbidden; a Ready
+// member's new node count), keeps the time it turned so, as Kubernetes'
+// conditions do: the Secret's grace (secretGrace) and a move back's wait
+// for a Ready cluster count from then. Before, every new message started
+// them again. Unreachable is the exception: its time is its last
+// failure's, with which the health check finds its watches stale.
 func TestReadySinceItsTransition(t *testing.T) {
 	then := metav1.NewTime(time.Now().Add(-50 * time.Second).Truncate(time.Second))
 	for name, tc := range map[string]struct {
@@ -29,7 +31,9 @@ func TestReadySinceItsTransition(t *testing.T) {
 		"SecretNotFound, another message": {notReadyCondition(v1alpha1.ReasonSecretNotFound, "Secret default/a-kubeconfig not found"),
 			notReadyCondition(v1alpha1.ReasonSecretNotFound, "Secret default/a-kubeconfig: forbidden"), true},
 		"Unreachable, another error": {notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: connection refused"),
-			notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: i/o timeout"), true},
+			notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: i/o timeout"), false},
+		"Ready, another node count": {xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, Message: "v1.35.4 answers; 3 of 3 nodes ready"},
+			xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonReady, Message: "v1.35.4 answers; 3 of 4 nodes ready", LastTransitionTime: metav1.Now()}, true},
 		"another reason": {notReadyCondition(v1alpha1.ReasonSecretNotFound, "Secret default/a-kubeconfig not found"),
 			notReadyCondition(v1alpha1.ReasonUnreachable, "the cluster does not answer: i/o timeout"), false},
 	} {

@@ -73,7 +73,8 @@ type Chaperons interface {
 type Proxies struct {
 	Client client.Client
 	// Live reads a namespace the cache does not show opened yet
-	// (namespaceLabels); the cache alone when nil.
+	// (namespaceLabels), and a proxy pod's Job (replacedOnceFailed: the
+	// manager watches no Jobs); the cache alone when nil (tests).
 	Live    client.Reader
 	Members cluster.Members
 	Record  event.Recorder

@@ -242,7 +242,7 @@ func (r *Reconciler) divide(ctx context.Context, w *v1alpha1.Workload) (reconcil
 }
 
 // sharesOf lists the Workload's shares, by cluster, but those being
-// deleted.
+// deleted, which stopping counts.
 func (r *Reconciler) sharesOf(ctx context.Context, w *v1alpha1.Workload) (shares map[types.NamespacedName]*v1alpha1.Workload, stopping int, err error) {
 	l := &v1alpha1.WorkloadList{}
 	if err := r.client.List(ctx, l, client.InNamespace(w.Namespace), client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValueOf(w.Name)}); err != nil {
@@ -293,7 +293,7 @@ func (r *Reconciler) setAside(ctx context.Context, s *divideScope) error {
 		}
 		// A share that had begun to leave (a drain) goes as it would
 		// have: its replacement is under way, and its place under
-		// --max-concurrent-moves ends with its deletion.
+		// --max-concurrent-moves ends with its deletion (or its end).
 		s.gone[key] = "its cluster was deleted"
 	}
 	return nil
@@ -430,8 +430,8 @@ func (r *Reconciler) claimMoves(s *divideScope) (unlock func()) {
 // markLeaving marks the shares whose move was claimed (claimMoves), once
 // the division placed their replicas elsewhere and before any share is
 // written for it: from then on the move is under way, counted by the
-// cache until the share goes, and it finishes as a Workload's does. No
-// share grows for a move the API does not record.
+// cache until the share goes or runs to its end, and it finishes as a
+// Workload's does. No share grows for a move the API does not record.
 func (r *Reconciler) markLeaving(ctx context.Context, s *divideScope) error {
 	var errs []error
 	for cl, reason := range s.leaving {
@@ -445,8 +445,13 @@ func (r *Reconciler) markLeaving(ctx context.Context, s *divideScope) error {
 			errs = append(errs, errors.Wrapf(err, "cannot mark share %s leaving", sh.Name))
 			continue
 		}
-		// Counted at once, before the informer brings the mark.
-		r.cache.ShareLeaving(sh.UID)
+		// Counted at once, before the informer brings the mark; not one
+		// that ran to its end meanwhile (the patch's answer says), which
+		// moves nothing and whose copy the informer may have brought
+		// already.
+		if !sh.Finished() {
+			r.cache.ShareLeaving(sh.UID)
+		}
 	}
 	return utilerrors.NewAggregate(errs)
 }

@@ -277,3 +277,30 @@ func TestFinishedLeavingShareFreesItsPlace(t *testing.T) {
 		t.Errorf("the place web-a's end freed woke no one: the Workload waiting in line waits on")
 	}
 }
+
+// TestShareEndedBeforeItsMarkIsNotCounted: a share that ran to its end
+// between the divider's read and its leaving mark, whose finished copy the
+// informer brought before the mark's own count: the mark's answer says it
+// ended, and it is not counted as a move in flight. Before, the count
+// came after the finished copy and stayed for as long as the share did.
+func TestShareEndedBeforeItsMarkIsNotCounted(t *testing.T) {
+	f := newSpreadFixture(t, 2, nil, interceptor.Funcs{})
+	ctx := context.Background()
+	read := f.get(t, "web-a")
+	ended := read.DeepCopy()
+	fin, ready := v1alpha1.Finished(v1alpha1.TypeComplete, v1alpha1.ReasonCompleted, "done", ended.Generation)
+	ended.Status.SetConditions(fin, ready)
+	if err := f.c.Status().Update(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	f.cache.UpsertWorkload(f.get(t, "web-a"))
+	s := &divideScope{w: f.web, shares: map[types.NamespacedName]*v1alpha1.Workload{f.a: read},
+		gone: map[types.NamespacedName]string{f.a: "tainted"}, leaving: map[types.NamespacedName]string{f.a: v1alpha1.ReasonTainted},
+		waiting: map[types.NamespacedName]string{}}
+	if err := f.r.markLeaving(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if f.cache.Draining() != 0 {
+		t.Errorf("%d moves counted for a share that ran to its end", f.cache.Draining())
+	}
+}

@@ -53,9 +53,10 @@ const (
 	// pod's UID); the pod owns it.
 	LabelProxyPod = Group + "/proxy-pod"
 	// AnnotationProxyPodGone, "true" on a proxy pod's Workload, says its
-	// pod was force-deleted (bound, deleted with no grace period) or went
-	// before it (one without FinalizerProxyPod): its delegate is deleted
-	// without waiting for it to stop, as nothing waits for a force-deleted
+	// pod was force-deleted (bound, deleted with no grace period), was
+	// unbound with nothing of its Workload that could run, or went before
+	// it (one without FinalizerProxyPod): its delegate is deleted without
+	// waiting for it to stop, as nothing waits for a force-deleted
 	// pod's containers. Otherwise the Workload, and the pod with it, goes
 	// once the delegate has stopped.
 	AnnotationProxyPodGone = Group + "/proxy-pod-gone"
