@@ -361,7 +361,11 @@ func (r *Reconciler) pruneDependencies(ctx context.Context, s *scope) error {
 		}
 		switch {
 		case st == gone:
+			// Let go while it did not answer (a drain waits for copies
+			// only in a cluster that answers): what placer copied there
+			// stays there, never silently.
 			forgetRecords(w, key)
+			s.statusEvent(event.Warning(reasonAbandoned, errors.Errorf("the KubernetesCluster %s is gone: what placer made there for this Workload (the copies of its dependencies, its Service) is abandoned", key)))
 		case st.answers():
 			chs, err := cluster.ConfirmedChaperons(ctx, m, w.UID, true)
 			if err != nil {

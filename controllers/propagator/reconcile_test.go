@@ -3033,6 +3033,27 @@ func propagatorCases(t *testing.T) []propagatorCase {
 				}
 			},
 		},
+		// Before, the records went with no word: the copies left in the
+		// deleted cluster (let go while it did not answer) were named
+		// nowhere.
+		{
+			name: "dependencies: the copies recorded in a cluster whose KubernetesCluster is gone are abandoned, with an Event naming it",
+			w: web(func(w *v1alpha1.Workload) {
+				w.Status.Dependencies = copies("gone", "ConfigMap/settings")
+			}),
+			members: func(w *v1alpha1.Workload) clustertest.Members { return runningIn(w, nil) },
+			check: func(t *testing.T, e env) {
+				if slices.ContainsFunc(e.w.Status.Dependencies, func(d v1alpha1.Dependency) bool { return d.Cluster.Name == "gone" }) {
+					t.Errorf("status.dependencies %+v still name the deleted cluster", e.w.Status.Dependencies)
+				}
+				wantReason(t, e.rec, reasonAbandoned)
+				for _, ev := range e.rec.Events {
+					if ev.Reason == reasonAbandoned && !strings.Contains(ev.Message, "default/gone") {
+						t.Errorf("the Event says %q, want it to name default/gone", ev.Message)
+					}
+				}
+			},
+		},
 		// Before, the records stayed until the whole deletion was done:
 		// a's drain (which waits for what the Workload recorded there)
 		// waited for b, which does not answer.
