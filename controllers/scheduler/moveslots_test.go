@@ -58,18 +58,8 @@ func newSpreadFixture(t *testing.T, readyA int32, extra []client.Object, funcs i
 	for _, p := range profiles {
 		p.PreFilters = append([]scheduler.PreFilterPlugin{hook}, p.PreFilters...)
 	}
-	web := st.Workload("web", st.Replicas(4), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
-	})
-	share := func(cluster string, ready int32) *v1alpha1.Workload {
-		return st.Workload("web-"+cluster, st.Replicas(2), st.Requests("1", "1Gi"), st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
-			w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
-			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
-			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
-			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = ready, 2, w.Generation
-		})
-	}
-	objs := append([]client.Object{web, share("a", readyA), share("b", 2)}, extra...)
+	web := dividedWeb(4)
+	objs := append([]client.Object{web, shareOfWeb(web, "a", 2, readyA), shareOfWeb(web, "b", 2, 2)}, extra...)
 	f := &spreadFixture{
 		a: types.NamespacedName{Namespace: "default", Name: "a"},
 		b: types.NamespacedName{Namespace: "default", Name: "b"},
@@ -82,6 +72,34 @@ func newSpreadFixture(t *testing.T, readyA int32, extra []client.Object, funcs i
 	f.r.maxMoves = 1
 	f.profileHooks = hook
 	return f
+}
+
+// dividedWeb is the Divided Workload web of replicas, each 1 CPU, 1 GiB.
+func dividedWeb(replicas int32, opts ...st.WorkloadOption) *v1alpha1.Workload {
+	return st.Workload("web", append([]st.WorkloadOption{st.Replicas(replicas), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
+		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	}}, opts...)...)
+}
+
+// shareOfWeb is web's share in cluster, as the divider writes it: n
+// replicas, all scheduled, ready of them Ready.
+func shareOfWeb(web *v1alpha1.Workload, cluster string, n, ready int32, opts ...st.WorkloadOption) *v1alpha1.Workload {
+	return st.Workload("web-"+cluster, append([]st.WorkloadOption{st.Replicas(n), st.Requests("1", "1Gi"), st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
+		w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
+		w.Finalizers = []string{v1alpha1.FinalizerPropagator}
+		w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = ready, n, w.Generation
+	}}, opts...)...)
+}
+
+// defaultProfiles are the scheduler's profiles of its default configuration.
+func defaultProfiles(t *testing.T) map[string]*scheduler.Profile {
+	t.Helper()
+	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return profiles
 }
 
 func (f *spreadFixture) key(name string) types.NamespacedName {

@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/placer-dev/placer/apis/compute/v1alpha1"
-	"github.com/placer-dev/placer/scheduler"
-	"github.com/placer-dev/placer/scheduler/registry"
 	st "github.com/placer-dev/placer/scheduler/schedulertest"
 )
 
@@ -28,20 +26,11 @@ import (
 // pods running for 5 until the cluster answered, a move its toleration
 // forbids.
 func TestScaleDownKeepsASilentShare(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := defaultProfiles(t)
 	tol := st.TolerateFor(v1alpha1.TaintClusterUnreachable, 300)
-	web := st.Workload("web", st.Replicas(5), st.Requests("1", "1Gi"), tol, func(w *v1alpha1.Workload) {
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
-	})
+	web := dividedWeb(5, tol)
 	share := func(cluster string, silent bool) *v1alpha1.Workload {
-		return st.Workload("web-"+cluster, st.Replicas(3), st.Requests("1", "1Gi"), tol, st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
-			w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
-			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
-			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
-			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = 3, 3, w.Generation
+		return shareOfWeb(web, cluster, 3, 3, tol, func(w *v1alpha1.Workload) {
 			w.Status.SetConditions(v1alpha1.Scheduled("placed on "+cluster, w.Generation), v1alpha1.Available("3 of 3 replicas ready in "+cluster, w.Generation))
 			if silent {
 				// As the propagator says it of a committed cluster that
@@ -84,23 +73,12 @@ func TestScaleDownKeepsASilentShare(t *testing.T) {
 // drain's move holds its place until the old copies are gone. Before, its
 // record went at once, and moves could overlap beyond the bound.
 func TestMoveBackHoldsItsPlaceUntilOldSharesGo(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := st.Workload("web", st.Replicas(4), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
+	profiles := defaultProfiles(t)
+	web := dividedWeb(4, func(w *v1alpha1.Workload) {
 		w.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: w.Generation, Time: metav1.Now(), Message: "a and b are preferred",
 			Shares: []v1alpha1.ClusterReplicas{{Cluster: v1alpha1.ClusterReference{Name: "a", Namespace: "default"}, Replicas: 2}, {Cluster: v1alpha1.ClusterReference{Name: "b", Namespace: "default"}, Replicas: 2}}}
 	})
-	share := func(cluster string, n int32) *v1alpha1.Workload {
-		return st.Workload("web-"+cluster, st.Replicas(n), st.Requests("1", "1Gi"), st.ShareOf("web"), st.PlacedOn(cluster), func(w *v1alpha1.Workload) {
-			w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: cluster, Namespace: "default"}
-			w.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Workload", Name: "web", UID: web.UID, Controller: ptr.To(true)}}
-			w.Finalizers = []string{v1alpha1.FinalizerPropagator}
-			w.Status.ReadyReplicas, w.Status.ScheduledReplicas, w.Status.ObservedGeneration = n, n, w.Generation
-		})
-	}
+	share := func(cluster string, n int32) *v1alpha1.Workload { return shareOfWeb(web, cluster, n, n) }
 	stopping := share("c", 2)
 	stopping.DeletionTimestamp = ptr.To(metav1.Now())
 	room := st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")
@@ -154,13 +132,8 @@ func TestMoveBackHoldsItsPlaceUntilOldSharesGo(t *testing.T) {
 // name of its own. Before, its create failed with AlreadyExists on every
 // pass: its replicas ran nowhere, for ever.
 func TestShareNameTakenByAnother(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := st.Workload("web", st.Replicas(2), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
-	})
+	profiles := defaultProfiles(t)
+	web := dividedWeb(2)
 	users := st.Workload("web-a", st.PlacedOn("a"))
 	c, _, r, _ := fleetOf(t, profiles, []client.Object{web, users}, interceptor.Funcs{}, st.Cluster("a", st.Capacity("100", "1000Gi", "0", "0", "100", "1000Gi")))
 	ctx := context.Background()
@@ -195,13 +168,9 @@ func TestShareNameTakenByAnother(t *testing.T) {
 // is, its record and its place under --max-concurrent-moves gone. Before,
 // the divider passed it over, and the record held one place for ever.
 func TestMoveBackOfAnotherSchedulersWorkloadEnds(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := st.Workload("web", st.Replicas(4), func(w *v1alpha1.Workload) {
+	profiles := defaultProfiles(t)
+	web := dividedWeb(4, func(w *v1alpha1.Workload) {
 		w.Spec.SchedulerName = "someone-else"
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
 		w.Status.Rebalancing = &v1alpha1.Rebalancing{Generation: w.Generation, Time: metav1.Now(), Message: "a is preferred"}
 	})
 	c, cache, r, _ := fleetOf(t, profiles, []client.Object{web}, interceptor.Funcs{}, st.Cluster("a"))
@@ -229,13 +198,8 @@ func TestMoveBackOfAnotherSchedulersWorkloadEnds(t *testing.T) {
 // would, never runs beside it under another name; and a name taken by a
 // Workload the cache does not show yet is no success.
 func TestShareNameOfAWorkloadMadeAgain(t *testing.T) {
-	profiles, err := registry.NewProfiles(scheduler.DefaultConfiguration())
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := st.Workload("web", st.Replicas(2), st.Requests("1", "1Gi"), func(w *v1alpha1.Workload) {
-		w.Spec.Placement.ReplicaScheduling = &v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivided}
-	})
+	profiles := defaultProfiles(t)
+	web := dividedWeb(2)
 	old := st.Workload("web-a", st.Replicas(2), st.ShareOf("web"), st.PlacedOn("a"), func(w *v1alpha1.Workload) {
 		w.UID = "old-share"
 		w.Spec.TargetCluster = &v1alpha1.ClusterReference{Name: "a", Namespace: "default"}
